@@ -1,0 +1,59 @@
+"""The ``harness`` command. Subcommands only parse arguments and call library code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from harness import __version__
+from harness.errors import HarnessError
+
+EXIT_USAGE = 2
+
+
+class _Register(Protocol):
+    def __call__(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
+
+
+def _registrars() -> list[_Register]:
+    """Each area registers its own subcommands; listed explicitly, no import side effects."""
+    from harness import demo
+    from harness.memory import cli as memory_cli
+    from harness.overrides import cli as overrides_cli
+
+    return [demo.register, overrides_cli.register, memory_cli.register]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harness",
+        description="Regression hunting for the attention layer of vLLM-V1-style engines.",
+    )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for register in _registrars():
+        register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+    if run is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return run(args)
+    except HarnessError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("harness: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Per-step attention metadata shared by every KV cache group
+(vLLM ``vllm/v1/attention/backends/utils.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class CommonAttentionMetadata:
+    """What every group's builder needs about the batch, computed once per step by the runner.
+
+    Requests are in batch order; tokens of request ``i`` are
+    ``query_start_loc[i]:query_start_loc[i + 1]`` of the flattened batch. Every ``_cpu`` twin holds
+    the same values on the CPU: data-dependent shapes are computed from them, so building works
+    when the device is ``meta``.
+    """
+
+    query_start_loc: torch.Tensor
+    """(num_reqs + 1,) int32 on the device: start of each request's tokens; last entry is the total."""
+    query_start_loc_cpu: torch.Tensor
+    """(num_reqs + 1,) int32 on the CPU: same values."""
+    seq_lens: torch.Tensor
+    """(num_reqs,) int32 on the device: tokens in each request's KV cache after this step."""
+    seq_lens_cpu: torch.Tensor
+    """(num_reqs,) int32 on the CPU: same values."""
+    num_computed_tokens_cpu: torch.Tensor
+    """(num_reqs,) int32 on the CPU: tokens already in the KV cache before this step."""
+    num_reqs: int
+    """Requests in the batch."""
+    num_actual_tokens: int
+    """Scheduled tokens in the batch (without padding)."""
+    max_query_len: int
+    """Most tokens scheduled for one request in this step."""
