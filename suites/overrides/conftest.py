@@ -1,0 +1,182 @@
+"""Shared helpers for the override-checker suites: run the CLI, read fixture annotations.
+
+Fixture annotations (see ``fixtures/``):
+
+- ``# expect: HO101`` / ``# expect: HO101 error`` at the end of the line a finding is reported on
+  (several, comma-separated); the severity defaults to ``warning``;
+- ``# evidence: HO101`` at the end of the line of the call a finding must show as its evidence;
+- ``# fixture-args: --flag ...`` on the first line of a fixture module (or of a package's
+  ``__init__.py``): extra command-line arguments for that fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+_CODE = r"HO\d{3}"
+_EXPECT = re.compile(rf"#\s*expect:\s*(?P<items>{_CODE}(?:\s+\w+)?(?:\s*,\s*{_CODE}(?:\s+\w+)?)*)")
+_EVIDENCE = re.compile(rf"#\s*evidence:\s*(?P<items>{_CODE}(?:\s*,\s*{_CODE})*)")
+_ARGS = re.compile(r"^#\s*fixture-args:(?P<args>.*)$")
+
+
+@dataclass(frozen=True, order=True)
+class Expected:
+    """One finding as the fixture's comments describe it."""
+
+    path: str
+    line: int
+    code: str
+    severity: str
+
+
+def fixture_names() -> list[str]:
+    """Every fixture: a top-level module or package under ``fixtures/``."""
+    return sorted(
+        p.name
+        for p in FIXTURES.iterdir()
+        if not p.name.startswith((".", "_")) and (p.suffix == ".py" or p.is_dir())
+    )
+
+
+def python_files(root: Path) -> Iterator[Path]:
+    """``root`` itself when it is a file, else every ``.py`` file under it."""
+    yield from [root] if root.is_file() else sorted(root.rglob("*.py"))
+
+
+def _relative(path: Path, base: Path) -> str:
+    return path.relative_to(base).as_posix()
+
+
+def expected_findings(root: Path, base: Path = FIXTURES) -> set[Expected]:
+    """The ``# expect:`` annotations of every file under ``root``; paths relative to ``base``."""
+    found: set[Expected] = set()
+    for path in python_files(root):
+        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            match = _EXPECT.search(text)
+            if match is None:
+                continue
+            for item in match["items"].split(","):
+                code, _, severity = item.strip().partition(" ")
+                found.add(Expected(_relative(path, base), number, code, severity or "warning"))
+    return found
+
+
+def expected_evidence(root: Path, base: Path = FIXTURES) -> set[tuple[str, int, str]]:
+    """The ``# evidence:`` annotations under ``root`` as ``(path, line, code)``."""
+    found: set[tuple[str, int, str]] = set()
+    for path in python_files(root):
+        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            match = _EVIDENCE.search(text)
+            if match is not None:
+                found |= {
+                    (_relative(path, base), number, c.strip()) for c in match["items"].split(",")
+                }
+    return found
+
+
+def fixture_args(root: Path) -> list[str]:
+    """Extra CLI arguments from a ``# fixture-args:`` first line."""
+    head = root if root.is_file() else root / "__init__.py"
+    if not head.exists():
+        return []
+    first = head.read_text(encoding="utf-8").partition("\n")[0]
+    match = _ARGS.match(first)
+    return shlex.split(match["args"]) if match else []
+
+
+def observed(findings: list[dict[str, Any]]) -> set[Expected]:
+    """The JSON findings in the shape of :class:`Expected`."""
+    return {Expected(f["path"], f["line"], f["code"], f["severity"]) for f in findings}
+
+
+def observed_evidence(findings: list[dict[str, Any]]) -> set[tuple[str, int, str]]:
+    return {
+        (f["evidence"]["path"], f["evidence"]["line"], f["code"])
+        for f in findings
+        if f["evidence"] is not None
+    }
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``harness overrides`` invocation."""
+
+    exit_code: int
+    out: str
+    err: str
+
+    def json(self) -> list[dict[str, Any]]:
+        data = json.loads(self.out)
+        assert isinstance(data, list), self.out
+        return data
+
+
+class OverridesCLI:
+    """Runs ``harness overrides ...`` in-process with its own cache directory."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], cache_dir: Path) -> None:
+        self._capsys = capsys
+        self.cache_dir = cache_dir
+
+    def __call__(self, *args: str | Path, cache: bool = True) -> Run:
+        cache_args = ["--cache-dir", str(self.cache_dir)] if cache else ["--no-cache"]
+        self._capsys.readouterr()
+        code = main(["overrides", *cache_args, *map(str, args)])
+        out, err = self._capsys.readouterr()
+        assert "Traceback" not in err, err
+        return Run(code, out, err)
+
+    def json(self, *args: str | Path, cache: bool = True) -> list[dict[str, Any]]:
+        run = self("--format", "json", *args, cache=cache)
+        assert run.exit_code in (0, 1), run
+        return run.json()
+
+
+class Corpus:
+    """The annotation readers, handed to tests as the ``corpus`` fixture."""
+
+    root = FIXTURES
+    names = staticmethod(fixture_names)
+    expected = staticmethod(expected_findings)
+    evidence = staticmethod(expected_evidence)
+    args = staticmethod(fixture_args)
+    observed = staticmethod(observed)
+    observed_evidence = staticmethod(observed_evidence)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise every test that takes ``fixture_name`` over the fixture corpus."""
+    if "fixture_name" in metafunc.fixturenames:
+        metafunc.parametrize("fixture_name", fixture_names())
+
+
+@pytest.fixture
+def corpus() -> Corpus:
+    return Corpus()
+
+
+@pytest.fixture
+def overrides(
+    capsys: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory
+) -> OverridesCLI:
+    """``overrides("PATH", ...)`` runs the checker CLI and returns a :class:`Run`."""
+    return OverridesCLI(capsys, tmp_path_factory.mktemp("overrides-cache"))
+
+
+@pytest.fixture
+def in_fixtures(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Work from ``fixtures/`` so that reported paths are short and stable."""
+    monkeypatch.chdir(FIXTURES)
+    return FIXTURES
