@@ -1,0 +1,195 @@
+"""Request workloads for the memory simulation; the main one is gsm8k as ``lm_eval`` sends it to vLLM.
+
+``lm_eval --model vllm --tasks gsm8k --num_fewshot 5 --batch_size auto`` hands vLLM all 1319
+requests of the gsm8k test split at once; the engine runs them with its default scheduler limits.
+No dataset may be downloaded at run time (and no installable package ships gsm8k text: the only
+PyPI hit, ``aviary-gsm8k``, is a 6 KiB wheel that fetches the data itself), so the request lengths
+are *drawn* from a distribution derived from published statistics. The derivation:
+
+1. **What a prompt is.** lm-eval's ``lm_eval/tasks/gsm8k/gsm8k.yaml`` (version 3): ``doc_to_text:
+   "Question: {{question}}\\nAnswer:"``, ``doc_to_target: "{{answer}}"``, ``num_fewshot: 5`` drawn
+   from the ``train`` split, lm-eval's default ``target_delimiter`` ``" "`` and
+   ``fewshot_delimiter`` ``"\\n\\n"``; ``generation_kwargs``: ``until: ["Question:", "</s>",
+   "<|im_end|>"]``, ``do_sample: false`` (greedy), and the default ``max_gen_toks`` of 256. A prompt
+   is therefore ``BOS + 5 x ("Question: " q_i "\\nAnswer: " a_i "\\n\\n") + "Question: " q
+   "\\nAnswer:"``, each shot an independent random train example (lm-eval's default sampler).
+2. **How long gsm8k text is.** The dataset card (``openai/gsm8k``, config ``main``) gives
+   ``num_bytes`` 3,963,202 for 7,473 train examples and 713,732 for 1,319 test examples: 530.3 and
+   541.1 bytes per example; minus Arrow's two 4-byte string offsets, 522 and 533 characters of
+   question + answer. The questions hold :data:`QUESTION_CHAR_SHARE` of those characters (measured
+   on the first eight test examples of ``openai/grade-school-math``'s ``test.jsonl``).
+3. **Characters to Llama-3 tokens.** Llama 3 tokenises with tiktoken-style pre-tokenisation (words
+   with their leading space, numbers in runs of at most three digits, punctuation runs) followed by
+   BPE over a 128k vocabulary, in which almost every English pre-token is a single token. On the
+   same eight examples the pre-tokeniser gives 4.25 characters per pre-token for questions and 2.85
+   for answers (the ``<<48/2=24>>24`` calculator annotations are digit- and punctuation-dense);
+   with 8% extra tokens for BPE splits of rare words and punctuation runs this is
+   :data:`QUESTION_CHARS_PER_TOKEN` and :data:`ANSWER_CHARS_PER_TOKEN`.
+4. **Spread.** Question and answer token counts are log-normal with the means above and the
+   coefficients of variation measured on the same sample (:data:`QUESTION_CV`,
+   :data:`ANSWER_CV`), clipped to the dataset's character ranges (questions 42-985, answers
+   50-1230 characters, from the dataset viewer).
+5. **Output length.** Greedy decoding continues the few-shot pattern: the model writes a
+   gsm8k-style solution (as long as the reference answer of its test question) and then starts
+   the next ``"\\n\\nQuestion:"``, which the ``until`` stop string ends: answer + 3 tokens. A small
+   fraction :data:`RUNAWAY_FRACTION` never emits the stop string and runs to ``max_gen_toks``.
+   Stopping on a stop string frees the request's blocks exactly as reaching ``max_tokens`` does,
+   so each request is simulated with ``max_tokens`` equal to its drawn output length.
+
+Everything is drawn from ``random.Random(seed)``: the same seed gives the same workload on every
+machine. The resulting 5-shot prompts average about 935 tokens.
+
+Engine limits (:data:`GSM8K_SCHEDULER_LIMITS`): vLLM 0.9.0 ``EngineArgs._set_default_args_v1``
+uses ``max_num_seqs`` 1024 and ``max_num_batched_tokens`` 16384 for ``UsageContext.LLM_CLASS``
+(what lm-eval's ``vllm`` model creates) on GPUs with at least 70 GiB that are not A100s;
+``max_model_len`` defaults to the model's 131072 (Llama-3.1-8B ``max_position_embeddings``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.errors import HarnessError
+
+GSM8K_TEST_SIZE = 1319
+"""Examples in gsm8k's test split: one request each."""
+NUM_FEWSHOT = 5
+MAX_GEN_TOKS = 256
+"""lm-eval's default ``max_gen_toks`` for ``generate_until`` tasks."""
+
+TRAIN_CHARS_PER_EXAMPLE = 3_963_202 / 7_473 - 8
+TEST_CHARS_PER_EXAMPLE = 713_732 / 1_319 - 8
+QUESTION_CHAR_SHARE = 0.472
+QUESTION_CHARS_PER_TOKEN = 4.25 / 1.08
+ANSWER_CHARS_PER_TOKEN = 2.85 / 1.08
+QUESTION_CV = 0.43
+ANSWER_CV = 0.44
+QUESTION_CHAR_RANGE = (42, 985)
+ANSWER_CHAR_RANGE = (50, 1230)
+RUNAWAY_FRACTION = 0.01
+"""Share of requests that never produce the stop string and generate ``MAX_GEN_TOKS`` tokens."""
+
+# Template tokens: "Question", ":" (the space joins the first word), "\n", "Answer", ":" (the
+# space joins the answer) and the "\n\n" delimiter after each shot; the query has no delimiter.
+SHOT_TEMPLATE_TOKENS = 6
+QUERY_TEMPLATE_TOKENS = 5
+BOS_TOKENS = 1
+STOP_TOKENS = 3
+"""``"\\n\\n"``, ``"Question"``, ``":"``: generated before the stop string matches."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerLimits:
+    """The engine limits a workload is run with (vLLM's ``SchedulerConfig`` fields)."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    max_model_len: int
+
+
+GSM8K_SCHEDULER_LIMITS = SchedulerLimits(
+    max_num_seqs=1024, max_num_batched_tokens=16384, max_model_len=131072
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRequest:
+    """One request: prompt length and the number of tokens generated before it stops."""
+
+    request_id: str
+    prompt_len: int
+    output_len: int
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """Requests submitted together at step 0, and the engine limits they run under."""
+
+    name: str
+    requests: tuple[WorkloadRequest, ...]
+    limits: SchedulerLimits
+
+    @property
+    def num_prompt_tokens(self) -> int:
+        return sum(r.prompt_len for r in self.requests)
+
+    @property
+    def num_output_tokens(self) -> int:
+        return sum(r.output_len for r in self.requests)
+
+
+def _lognormal_tokens(
+    rng: random.Random, mean_chars: float, cv: float, chars_range: tuple[int, int], cpt: float
+) -> int:
+    sigma = math.sqrt(math.log1p(cv * cv))
+    mu = math.log(mean_chars) - sigma * sigma / 2
+    chars = min(max(rng.lognormvariate(mu, sigma), chars_range[0]), chars_range[1])
+    return max(1, round(chars / cpt))
+
+
+def _question_tokens(rng: random.Random, chars_per_example: float) -> int:
+    mean = chars_per_example * QUESTION_CHAR_SHARE
+    return _lognormal_tokens(rng, mean, QUESTION_CV, QUESTION_CHAR_RANGE, QUESTION_CHARS_PER_TOKEN)
+
+
+def _answer_tokens(rng: random.Random, chars_per_example: float) -> int:
+    mean = chars_per_example * (1 - QUESTION_CHAR_SHARE)
+    return _lognormal_tokens(rng, mean, ANSWER_CV, ANSWER_CHAR_RANGE, ANSWER_CHARS_PER_TOKEN)
+
+
+def gsm8k(seed: int = 1234, num_requests: int = GSM8K_TEST_SIZE) -> Workload:
+    """The gsm8k 5-shot workload: ``num_requests`` requests drawn as the module docstring derives."""
+    if num_requests <= 0:
+        raise HarnessError(f"num_requests must be positive, got {num_requests}")
+    rng = random.Random(seed)
+    requests: list[WorkloadRequest] = []
+    for i in range(num_requests):
+        shots = sum(
+            _question_tokens(rng, TRAIN_CHARS_PER_EXAMPLE)
+            + _answer_tokens(rng, TRAIN_CHARS_PER_EXAMPLE)
+            + SHOT_TEMPLATE_TOKENS
+            for _ in range(NUM_FEWSHOT)
+        )
+        query = _question_tokens(rng, TEST_CHARS_PER_EXAMPLE) + QUERY_TEMPLATE_TOKENS
+        reference_answer = _answer_tokens(rng, TEST_CHARS_PER_EXAMPLE)
+        runaway = rng.random() < RUNAWAY_FRACTION
+        output_len = MAX_GEN_TOKS if runaway else min(reference_answer + STOP_TOKENS, MAX_GEN_TOKS)
+        requests.append(
+            WorkloadRequest(
+                request_id=f"gsm8k-{i}",
+                prompt_len=BOS_TOKENS + shots + query,
+                output_len=output_len,
+            )
+        )
+    return Workload(name="gsm8k", requests=tuple(requests), limits=GSM8K_SCHEDULER_LIMITS)
+
+
+def tiny(seed: int = 0, num_requests: int = 12) -> Workload:
+    """A handful of short requests for the ``tiny`` models (``max_model_len`` 256)."""
+    rng = random.Random(seed)
+    requests = tuple(
+        WorkloadRequest(
+            request_id=f"tiny-{i}", prompt_len=rng.randint(5, 60), output_len=rng.randint(1, 24)
+        )
+        for i in range(num_requests)
+    )
+    limits = SchedulerLimits(max_num_seqs=8, max_num_batched_tokens=64, max_model_len=256)
+    return Workload(name="tiny", requests=requests, limits=limits)
+
+
+WORKLOADS: dict[str, Callable[[], Workload]] = {"gsm8k": gsm8k, "tiny": tiny}
+"""Named workloads (a plain dict: no registration by import side effect)."""
+
+
+def get_workload(name: str) -> Workload:
+    """The workload called ``name``; an unknown name lists the available ones."""
+    try:
+        factory = WORKLOADS[name]
+    except KeyError:
+        raise HarnessError(
+            f"unknown workload {name!r}; available: {', '.join(sorted(WORKLOADS))}"
+        ) from None
+    return factory()
