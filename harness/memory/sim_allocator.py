@@ -1,0 +1,251 @@
+"""A simulated CUDA device: capacity from a :class:`DeviceProfile`, accounting from the tracker.
+
+Public API:
+
+- :class:`SimulatedDevice` -- ``SimulatedDevice("h100-95")`` (a profile or its name;
+  ``non_torch_bytes`` overrides the profile's). ``device.tracker()`` returns a
+  :class:`~harness.memory.tracker.MemoryTracker` (``meta`` tensors by default) whose allocations
+  go through :meth:`SimulatedDevice.allocate`; one that does not fit raises
+  :class:`SimulatedOutOfMemoryError` before it counts. Counters: ``allocated_bytes``,
+  ``reserved_bytes``, ``free_bytes`` (as ``cudaMemGetInfo`` would say), their peaks.
+- :class:`SimulatedOutOfMemoryError` -- a ``torch.OutOfMemoryError`` whose first line is exactly
+  torch's message (torch 2.7, the version vLLM 0.9.0 pins), e.g. ``CUDA out of memory. Tried to
+  allocate 2.12 GiB. GPU 0 has a total capacity of 95.00 GiB of which 1.01 GiB is free. ...``,
+  followed by the op and source line. Attributes: ``requested_bytes`` (the size torch prints),
+  ``nbytes`` (the storage size asked for), ``free_bytes``, ``capacity_bytes``, ``allocated_bytes``,
+  ``reserved_bytes``, ``op``, ``source``, ``allocation``, ``torch_message``.
+
+How sizes are rounded (c10/cuda/CUDACachingAllocator.cpp): every block is rounded up to 512 bytes
+(``round_size``; torch's ``memory_allocated`` counts these); blocks up to 1 MiB come from 2 MiB
+segments, blocks below 10 MiB from 20 MiB segments, larger ones get their own segment rounded up
+to 2 MiB (``allocation_size``). When no cached block fits, torch asks the driver for one segment,
+and its message reports that segment size as "Tried to allocate". The simulation packs small and
+medium blocks into their segments without fragmentation and returns a segment as soon as it is
+empty (as if ``empty_cache()`` ran on every free), so ``reserved_bytes`` is a lower bound of what
+the real allocator would hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from harness.memory.devices import DeviceProfile, get_device_profile
+from harness.memory.sizes import MiB, format_size
+from harness.memory.tracker import Allocation, MemoryTracker, SourceLine
+
+MIN_BLOCK_SIZE = 512
+"""``kMinBlockSize``: every block is a multiple of this."""
+SMALL_SIZE = 1 * MiB
+"""``kSmallSize``: largest block served from the small pool."""
+SMALL_BUFFER = 2 * MiB
+"""``kSmallBuffer``: segment size of the small pool."""
+MIN_LARGE_ALLOC = 10 * MiB
+"""``kMinLargeAlloc``: blocks below this share ``LARGE_BUFFER`` segments."""
+LARGE_BUFFER = 20 * MiB
+"""``kLargeBuffer``: shared segment for blocks between 1 MiB and 10 MiB."""
+ROUND_LARGE = 2 * MiB
+"""``kRoundLarge``: larger blocks get their own segment rounded up to this."""
+
+TORCH_OOM_ADVICE = (
+    "If reserved but unallocated memory is large try setting "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  "
+    "See documentation for Memory Management  "
+    "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+)
+"""The fixed tail of torch 2.7's CUDA out-of-memory message."""
+
+
+def round_size(nbytes: int) -> int:
+    """The block size torch's caching allocator uses for a request of ``nbytes``."""
+    if nbytes < MIN_BLOCK_SIZE:
+        return MIN_BLOCK_SIZE
+    return -(-nbytes // MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE
+
+
+def allocation_size(block_bytes: int) -> int:
+    """The segment size torch requests from the driver for a block (its "Tried to allocate")."""
+    if block_bytes <= SMALL_SIZE:
+        return SMALL_BUFFER
+    if block_bytes < MIN_LARGE_ALLOC:
+        return LARGE_BUFFER
+    return -(-block_bytes // ROUND_LARGE) * ROUND_LARGE
+
+
+def torch_oom_message(
+    *,
+    requested_bytes: int,
+    device_index: int,
+    capacity_bytes: int,
+    free_bytes: int,
+    process_bytes: int,
+    allocated_bytes: int,
+    reserved_bytes: int,
+) -> str:
+    """torch's CUDA out-of-memory message for these numbers, character for character."""
+    return (
+        f"CUDA out of memory. Tried to allocate {format_size(requested_bytes)}. "
+        f"GPU {device_index} has a total capacity of {format_size(capacity_bytes)} "
+        f"of which {format_size(free_bytes)} is free. "
+        f"Including non-PyTorch memory, this process has {format_size(process_bytes)} "
+        "memory in use. "
+        f"Of the allocated memory {format_size(allocated_bytes)} is allocated by PyTorch, "
+        f"and {format_size(reserved_bytes - allocated_bytes)} is reserved by PyTorch but "
+        f"unallocated. {TORCH_OOM_ADVICE}"
+    )
+
+
+class SimulatedOutOfMemoryError(torch.OutOfMemoryError):
+    """Raised when an allocation does not fit on a :class:`SimulatedDevice`."""
+
+    def __init__(
+        self,
+        torch_message: str,
+        *,
+        device: str,
+        requested_bytes: int,
+        nbytes: int,
+        free_bytes: int,
+        capacity_bytes: int,
+        allocated_bytes: int,
+        reserved_bytes: int,
+        allocation: Allocation,
+    ) -> None:
+        self.torch_message = torch_message
+        self.device = device
+        self.requested_bytes = requested_bytes
+        self.nbytes = nbytes
+        self.free_bytes = free_bytes
+        self.capacity_bytes = capacity_bytes
+        self.allocated_bytes = allocated_bytes
+        self.reserved_bytes = reserved_bytes
+        self.allocation = allocation
+        self.op: str = allocation.op
+        self.source: SourceLine | None = allocation.source
+        super().__init__(self._full_message())
+
+    def _full_message(self) -> str:
+        shape = "x".join(str(d) for d in self.allocation.shape) or "scalar"
+        dtype = str(self.allocation.dtype).removeprefix("torch.")
+        lines = [
+            self.torch_message,
+            f"  simulated on {self.device}: {self.op} allocating {format_size(self.nbytes)} "
+            f"[{shape} {dtype}]",
+        ]
+        if self.source is not None:
+            lines.append(f"  at {self.source}: {self.source.text}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: requested_bytes, free_bytes, message, op, source (and a few more)."""
+        return {
+            "requested_bytes": self.requested_bytes,
+            "nbytes": self.nbytes,
+            "free_bytes": self.free_bytes,
+            "message": self.torch_message,
+            "op": self.op,
+            "source": None if self.source is None else str(self.source),
+            "line_text": None if self.source is None else self.source.text,
+        }
+
+
+class SimulatedDevice:
+    """A GPU of a given profile whose memory is accounted by a :class:`MemoryTracker`."""
+
+    def __init__(
+        self,
+        profile: DeviceProfile | str,
+        *,
+        non_torch_bytes: int | None = None,
+        device_index: int = 0,
+    ) -> None:
+        self.profile = get_device_profile(profile) if isinstance(profile, str) else profile
+        self.capacity_bytes = self.profile.total_memory
+        self.non_torch_bytes = (
+            self.profile.non_torch_bytes if non_torch_bytes is None else non_torch_bytes
+        )
+        self.device_index = device_index
+        self.allocated_bytes = 0
+        """Sum of live block sizes (what ``torch.cuda.memory_allocated`` would say)."""
+        self.peak_allocated_bytes = 0
+        self.peak_reserved_bytes = 0
+        self._small: int = 0
+        self._medium: int = 0
+        self._large_reserved: int = 0
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes held in segments (what ``torch.cuda.memory_reserved`` would say, at least)."""
+        return self._reserved(self._small, self._medium, self._large_reserved)
+
+    @property
+    def free_bytes(self) -> int:
+        """What ``cudaMemGetInfo`` would report free."""
+        return self.capacity_bytes - self.non_torch_bytes - self.reserved_bytes
+
+    def tracker(self, *, devices: Iterable[str] = ("meta",), top_k: int = 10) -> MemoryTracker:
+        """A tracker whose allocations must fit on this device."""
+        return MemoryTracker(
+            devices=devices, top_k=top_k, on_alloc=self.allocate, on_free=self.free
+        )
+
+    def allocate(self, allocation: Allocation) -> None:
+        """Account ``allocation`` or raise :class:`SimulatedOutOfMemoryError`."""
+        block = round_size(allocation.nbytes)
+        small, medium, large = self._small, self._medium, self._large_reserved
+        if block <= SMALL_SIZE:
+            small += block
+        elif block < MIN_LARGE_ALLOC:
+            medium += block
+        else:
+            large += allocation_size(block)
+        needed = self._reserved(small, medium, large) - self.reserved_bytes
+        if needed > self.free_bytes:
+            raise self._oom(allocation, block)
+        self._small, self._medium, self._large_reserved = small, medium, large
+        self.allocated_bytes += block
+        self.peak_allocated_bytes = max(self.peak_allocated_bytes, self.allocated_bytes)
+        self.peak_reserved_bytes = max(self.peak_reserved_bytes, self.reserved_bytes)
+
+    def free(self, allocation: Allocation) -> None:
+        """Return the block of ``allocation``."""
+        block = round_size(allocation.nbytes)
+        if block <= SMALL_SIZE:
+            self._small -= block
+        elif block < MIN_LARGE_ALLOC:
+            self._medium -= block
+        else:
+            self._large_reserved -= allocation_size(block)
+        self.allocated_bytes -= block
+
+    def _reserved(self, small: int, medium: int, large: int) -> int:
+        return (
+            -(-small // SMALL_BUFFER) * SMALL_BUFFER
+            + -(-medium // LARGE_BUFFER) * LARGE_BUFFER
+            + large
+        )
+
+    def _oom(self, allocation: Allocation, block: int) -> SimulatedOutOfMemoryError:
+        reserved = self.reserved_bytes
+        message = torch_oom_message(
+            requested_bytes=allocation_size(block),
+            device_index=self.device_index,
+            capacity_bytes=self.capacity_bytes,
+            free_bytes=self.free_bytes,
+            process_bytes=reserved + self.non_torch_bytes,
+            allocated_bytes=self.allocated_bytes,
+            reserved_bytes=reserved,
+        )
+        return SimulatedOutOfMemoryError(
+            message,
+            device=self.profile.name,
+            requested_bytes=allocation_size(block),
+            nbytes=allocation.nbytes,
+            free_bytes=self.free_bytes,
+            capacity_bytes=self.capacity_bytes,
+            allocated_bytes=self.allocated_bytes,
+            reserved_bytes=reserved,
+            allocation=allocation,
+        )

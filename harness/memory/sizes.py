@@ -1,0 +1,80 @@
+"""Byte sizes: parse human input ("64 MiB", "2GB") and print sizes the way torch does.
+
+Public API:
+
+- ``parse_size(text) -> int``: binary units ``B``, ``KiB``, ``MiB``, ``GiB``, ``TiB`` (powers of 1024)
+  and decimal units ``KB``, ``MB``, ``GB``, ``TB`` (powers of 1000), case-insensitive, optional
+  space, fractional values allowed ("2.5 GiB"); a bare number means bytes. Bad input raises
+  :class:`harness.errors.HarnessError`.
+- ``format_size(n) -> str``: exactly torch's ``format_size`` from
+  ``c10/cuda/CUDACachingAllocator.cpp`` ("1024 bytes", "1.50 KiB", "2.12 GiB"), so our messages
+  can be compared with torch's character for character.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness.errors import HarnessError
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+TiB = 1024 * GiB
+
+UNITS: dict[str, int] = {
+    "b": 1,
+    "kib": KiB,
+    "mib": MiB,
+    "gib": GiB,
+    "tib": TiB,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+}
+"""Unit suffix (lower case) -> bytes per unit."""
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str | int) -> int:
+    """Return the number of bytes ``text`` denotes, e.g. ``parse_size("64 MiB") == 67108864``.
+
+    An ``int`` is returned unchanged (it must not be negative). Fractions are rounded down to
+    whole bytes.
+    """
+    if isinstance(text, bool):
+        raise HarnessError(f"invalid size {text!r}: expected a number of bytes or e.g. '64 MiB'")
+    if isinstance(text, int):
+        if text < 0:
+            raise HarnessError(f"invalid size {text}: sizes cannot be negative")
+        return text
+    match = _SIZE_RE.match(text)
+    if match is None:
+        raise HarnessError(
+            f"invalid size {text!r}: expected a number and a unit, e.g. '64 MiB' or '2 GB' "
+            f"(units: {', '.join(_display_units())})"
+        )
+    number, unit = match.groups()
+    factor = UNITS.get(unit.lower() or "b")
+    if factor is None:
+        raise HarnessError(
+            f"invalid size {text!r}: unknown unit {unit!r} (units: {', '.join(_display_units())})"
+        )
+    return int(float(number) * factor) if "." in number else int(number) * factor
+
+
+def format_size(num_bytes: int) -> str:
+    """Format ``num_bytes`` exactly as torch's CUDA caching allocator does in its OOM message."""
+    if num_bytes <= KiB:
+        return f"{num_bytes} bytes"
+    if num_bytes <= MiB:
+        return f"{num_bytes / KiB:.2f} KiB"
+    if num_bytes <= GiB:
+        return f"{num_bytes / MiB:.2f} MiB"
+    return f"{num_bytes / GiB:.2f} GiB"
+
+
+def _display_units() -> list[str]:
+    return ["B", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"]
