@@ -133,7 +133,10 @@ class OverridesCLI:
     def __call__(self, *args: str | Path, cache: bool = True) -> Run:
         cache_args = ["--cache-dir", str(self.cache_dir)] if cache else ["--no-cache"]
         self._capsys.readouterr()
-        code = main(["overrides", *cache_args, *map(str, args)])
+        try:
+            code = main(["overrides", *cache_args, *map(str, args)])
+        except SystemExit as exc:  # argparse rejects bad usage itself
+            code = exc.code if isinstance(exc.code, int) else 2
         out, err = self._capsys.readouterr()
         assert "Traceback" not in err, err
         return Run(code, out, err)

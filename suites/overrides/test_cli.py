@@ -1,0 +1,267 @@
+"""``harness overrides`` as users and CI drive it: exit codes, formats, explain, baseline, ignores."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DRIFT_CODES = [f"HO{n}" for n in range(101, 111)]
+ALL_CODES = [*DRIFT_CODES, "HO201", "HO202", "HO301", "HO302", "HO401", "HO402", "HO403", "HO404"]
+# The fixed documentation sections of every rule (ruff's rule docs shape).
+SECTIONS = ["what it does", "why", "example", "use instead", "limitations", "references"]
+
+REPRO = textwrap.dedent(
+    """\
+    class A:
+        def func(self, a: int, b: int) -> int:
+            return a + b
+
+        def func2(self, a: int, b: int) -> int:
+            return self.func(a, b=b)
+
+
+    class B(A):
+        def func(self, a: int, bb: int) -> int:{ignore}
+            return a - bb
+    """
+)
+WARNING_ONLY = textwrap.dedent(
+    """\
+    class Base:
+        def forward(self, query: int, key: int) -> int:
+            return query
+
+
+    class Swapped(Base):
+        def forward(self, key: int, query: int) -> int:
+            return key
+    """
+)
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project directory, made the working directory."""
+    root = tmp_path / "project"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+# Exit codes
+
+
+@pytest.mark.parametrize(
+    ("files", "fail_on", "exit_code"),
+    [
+        ({"repro.py": REPRO.format(ignore="")}, [], 1),
+        ({"repro.py": REPRO.format(ignore="")}, ["--fail-on", "warning"], 1),
+        ({"swapped.py": WARNING_ONLY}, [], 0),
+        ({"swapped.py": WARNING_ONLY}, ["--fail-on", "error"], 0),
+        ({"swapped.py": WARNING_ONLY}, ["--fail-on", "warning"], 1),
+        ({"empty.py": ""}, ["--fail-on", "warning"], 0),
+    ],
+)
+def test_exit_codes(
+    files: dict[str, str], fail_on: list[str], exit_code: int, project: Path, overrides: Any
+) -> None:
+    _write(project, files)
+    run = overrides(*fail_on, ".")
+    assert run.exit_code == exit_code, run.out + run.err
+
+
+@pytest.mark.parametrize(
+    ("args", "mentions"),
+    [
+        (["does-not-exist"], "does-not-exist"),
+        (["--explain", "HO999"], "HO101"),  # an unknown name lists what is available
+        (["--fail-on", "sometimes", "."], "sometimes"),
+        (["--format", "xml", "."], "xml"),
+        (["--baseline", "no-such-baseline.json", "."], "no-such-baseline.json"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_clean_message(
+    args: list[str], mentions: str, project: Path, overrides: Any
+) -> None:
+    _write(project, {"ok.py": "class A:\n    pass\n"})
+    run = overrides(*args)
+    assert run.exit_code == 2, run.out
+    assert "error:" in run.err and mentions in run.err, run.err
+
+
+# --explain
+
+
+@pytest.mark.parametrize("code", ALL_CODES)
+def test_explain_prints_the_rule_documentation(code: str, overrides: Any) -> None:
+    run = overrides("--explain", code)
+    assert run.exit_code == 0, run.err
+    text = run.out.lower()
+    assert code.lower() in text
+    missing = [s for s in SECTIONS if not re.search(rf"^#*\s*{s}", text, re.M)]
+    assert not missing, f"{code}: sections missing from --explain: {missing}\n{run.out}"
+
+
+@pytest.mark.parametrize("code", DRIFT_CODES)
+def test_why_it_matters_cites_vllm(code: str, overrides: Any) -> None:
+    assert "vllm" in overrides("--explain", code).out.lower()
+
+
+# Formats
+
+
+def test_text_format_shows_both_signatures(project: Path, overrides: Any) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore="")})
+    run = overrides("repro.py")
+    first = run.out.splitlines()[0]
+    assert re.match(r"^repro\.py:10:\d+: HO101 renamed-parameter ", first), first
+    assert "func(self, a, b)" in run.out
+    assert "func(self, a, bb)" in run.out
+    assert "repro.py:6" in run.out  # the crashing call
+
+
+def test_sarif_is_valid_2_1_0(project: Path, overrides: Any) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore=""), "swapped.py": WARNING_ONLY})
+    findings = overrides.json(".")
+    run = overrides("--format", "sarif", ".")
+    assert run.exit_code == 1
+    sarif = json.loads(run.out)
+    assert sarif["version"] == "2.1.0"
+    assert "sarif" in sarif["$schema"] and "2.1.0" in sarif["$schema"]
+    (sarif_run,) = sarif["runs"]
+    driver = sarif_run["tool"]["driver"]
+    assert driver["name"]
+    rule_ids = [rule["id"] for rule in driver["rules"]]
+    assert {"HO101", "HO102"} <= set(rule_ids)
+    for rule in driver["rules"]:
+        assert rule["shortDescription"]["text"]
+    results = sarif_run["results"]
+    assert len(results) == len(findings)
+    got = set()
+    for result in results:
+        assert result["ruleId"] in rule_ids
+        assert result["level"] in ("error", "warning")
+        assert result["message"]["text"]
+        (location,) = result["locations"]
+        physical = location["physicalLocation"]
+        region = physical["region"]
+        assert region["startLine"] >= 1 and region.get("startColumn", 1) >= 1
+        got.add(
+            (
+                physical["artifactLocation"]["uri"],
+                region["startLine"],
+                result["ruleId"],
+                result["level"],
+            )
+        )
+    want = {(f["path"], f["line"], f["code"], f["severity"]) for f in findings}
+    assert got == want
+
+
+_GITHUB = re.compile(
+    r"^::(?P<level>error|warning) file=(?P<file>[^,]+),line=(?P<line>\d+)(?P<rest>[^:]*)::(?P<msg>.+)$"
+)
+
+
+def test_github_annotations(project: Path, overrides: Any) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore=""), "swapped.py": WARNING_ONLY})
+    findings = overrides.json(".")
+    run = overrides("--format", "github", ".")
+    lines = [line for line in run.out.splitlines() if line.startswith("::")]
+    matches = [_GITHUB.match(line) for line in lines]
+    assert all(matches), lines
+    got = {(m["file"], int(m["line"]), m["level"]) for m in matches if m}
+    assert got == {(f["path"], f["line"], f["severity"]) for f in findings}
+    assert all("HO1" in m["msg"] or "HO1" in m["rest"] for m in matches if m)
+
+
+def test_json_fields_and_order(project: Path, overrides: Any) -> None:
+    _write(project, {"b.py": REPRO.format(ignore=""), "a.py": WARNING_ONLY})
+    findings = overrides.json(".")
+    keys = {"path", "line", "col", "code", "symbol", "severity", "class", "method", "base_class"}
+    keys |= {"base_path", "base_line", "message", "evidence"}
+    assert all(keys <= set(f) for f in findings)
+    order = [(f["path"], f["line"], f["col"], f["code"]) for f in findings]
+    assert order == sorted(order) and [f["path"] for f in findings] == ["a.py", "b.py"]
+    (crash,) = [f for f in findings if f["severity"] == "error"]
+    assert crash["evidence"] == {"path": "b.py", "line": 6, "text": crash["evidence"]["text"]}
+    assert (crash["base_path"], crash["base_line"]) == ("b.py", 2)
+
+
+# Baseline
+
+
+def test_baseline_round_trip(project: Path, overrides: Any, tmp_path: Path) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore=""), "swapped.py": WARNING_ONLY})
+    baseline = tmp_path / "baseline.json"
+    written = overrides("--write-baseline", baseline, ".")
+    assert written.exit_code == 0, written.err
+    assert baseline.read_text()
+
+    def check() -> Any:
+        return overrides("--fail-on", "warning", "--baseline", baseline, ".")
+
+    clean = check()
+    assert clean.exit_code == 0, clean.out
+
+    # Moving code around (new lines above, a class moved down) keeps it hidden.
+    moved = "# a comment\n\n\n" + REPRO.format(ignore="")
+    _write(project, {"repro.py": moved, "swapped.py": "\n\n" + WARNING_ONLY})
+    assert check().exit_code == 0, check().out
+
+    # A new drift of the same rule in the same file fails.
+    new_class = "\n\nclass C(A):\n    def func(self, a: int, c: int) -> int:\n        return a\n"
+    _write(project, {"repro.py": moved + new_class})
+    new = overrides("--format", "json", "--fail-on", "warning", "--baseline", baseline, ".")
+    assert new.exit_code == 1
+    assert [(f["class"], f["code"], f["severity"]) for f in new.json()] == [("C", "HO101", "error")]
+
+
+def test_baseline_keys_on_the_drifted_parameter(
+    project: Path, overrides: Any, tmp_path: Path
+) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore="")})
+    baseline = tmp_path / "baseline.json"
+    assert overrides("--write-baseline", baseline, ".").exit_code == 0
+    # Same class, method and rule, but now a different parameter drifted: that is new drift.
+    _write(
+        project, {"repro.py": REPRO.format(ignore="").replace("a: int, bb: int", "x: int, b: int")}
+    )
+    run = overrides("--format", "json", "--baseline", baseline, ".")
+    assert run.exit_code == 0  # a warning now: `b` is accepted again, `a` was renamed
+    assert [(f["class"], f["code"]) for f in run.json()] == [("B", "HO101")]
+
+
+# Inline suppression
+
+
+@pytest.mark.parametrize(
+    ("ignore", "codes"),
+    [
+        ("  # harness: ignore[HO101]", []),
+        ("  # harness: ignore[HO103, HO101]", ["HO301"]),  # HO103 matches nothing
+        ("  # harness: ignore[HO103]", ["HO101", "HO301"]),
+        ("  # harness: ignore", ["HO302"]),
+    ],
+)
+def test_inline_ignore(ignore: str, codes: list[str], project: Path, overrides: Any) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore=ignore)})
+    findings = overrides.json(".")
+    assert sorted(f["code"] for f in findings) == codes
+    assert all(f["line"] == 10 for f in findings)
+    suppressed_error = "HO101" not in codes
+    run = overrides(".")
+    assert run.exit_code == (0 if suppressed_error else 1)
