@@ -1,0 +1,1 @@
+"""The MLA backend family: a common builder and its FlashMLA / ROCm AITER subclasses."""
