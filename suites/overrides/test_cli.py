@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -265,3 +266,41 @@ def test_inline_ignore(ignore: str, codes: list[str], project: Path, overrides: 
     suppressed_error = "HO101" not in codes
     run = overrides(".")
     assert run.exit_code == (0 if suppressed_error else 1)
+
+
+# Pre-commit
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_pre_commit_hook_runs_as_declared(
+    overrides: Any, corpus: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook's entry plus the staged base file reports the stale subclass in another file."""
+    from pre_commit.clientlib import load_manifest
+
+    (hook,) = load_manifest(REPO_ROOT / ".pre-commit-hooks.yaml")
+    assert (hook["id"], hook["language"], hook["types"]) == (
+        "strict-overrides",
+        "python",
+        ["python"],
+    )
+    assert hook["pass_filenames"] and hook["require_serial"]
+    program, subcommand, *options = shlex.split(hook["entry"])
+    assert (program, subcommand) == ("harness", "overrides")
+    monkeypatch.chdir(corpus.root)
+    run = overrides(*options, "changed_files/base.py")
+    assert run.exit_code == 1, run.out + run.err
+    assert "changed_files/stale.py" in run.out and "changed_files/leaf.py" in run.out
+    assert "unrelated.py" not in run.out
+
+
+def test_own_pre_commit_config_runs_the_checker_from_the_venv() -> None:
+    from pre_commit.clientlib import load_config
+
+    (local,) = load_config(REPO_ROOT / ".pre-commit-config.yaml")["repos"]
+    hooks = {hook["id"]: hook for hook in local["hooks"]}
+    assert {"ruff", "ruff-format", "mypy", "pyright", "strict-overrides"} <= set(hooks)
+    entry = shlex.split(hooks["strict-overrides"]["entry"])
+    assert (REPO_ROOT / entry[0]).name == "harness" and entry[1] == "overrides"
+    assert entry[-1] == "--changed" and hooks["strict-overrides"]["pass_filenames"]
