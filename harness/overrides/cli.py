@@ -1,0 +1,134 @@
+"""``harness overrides``: parse arguments, call :func:`harness.overrides.checker.check`, print.
+
+Importing this module is cheap: the checker is imported only when the subcommand runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.errors import HarnessError
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+
+_FORMATS = ("text", "json", "sarif", "github")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # pyright: ignore[reportPrivateUsage]
+    """Add the ``overrides`` subcommand."""
+    parser = subparsers.add_parser(
+        "overrides",
+        help="strict override checker: signature drift between base and subclass methods",
+        description=(
+            "Report methods whose signature drifts from the base-class method they override. "
+            "Findings proven by a call in the project that would raise TypeError are errors; "
+            "other drift is a warning. Never imports the scanned code."
+        ),
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories forming the tree (default: .)",
+    )
+    parser.add_argument(
+        "--changed",
+        nargs="+",
+        metavar="FILE",
+        help="check only these files' classes and every subclass of them anywhere in the tree",
+    )
+    parser.add_argument(
+        "--format", choices=_FORMATS, default="text", help="output format (default: text)"
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=("error", "warning"),
+        default="error",
+        help="exit 1 when a finding at or above this severity remains (default: error)",
+    )
+    parser.add_argument(
+        "--select",
+        "--enable",
+        dest="select",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="enable an optional rule (HO201, HO202); repeat or comma-separate",
+    )
+    parser.add_argument(
+        "--baseline", metavar="FILE", help="report only findings not in this baseline"
+    )
+    parser.add_argument(
+        "--write-baseline", metavar="FILE", help="write all current findings to FILE and exit 0"
+    )
+    parser.add_argument("--explain", metavar="CODE", help="print a rule's documentation and exit")
+    parser.add_argument("--list-rules", action="store_true", help="list all rules and exit")
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="summary cache directory (default: .harness_cache/overrides)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    parser.add_argument(
+        "--jobs", type=int, metavar="N", help="parser processes (default: CPU count)"
+    )
+    parser.add_argument("--statistics", action="store_true", help="print run statistics to stderr")
+    parser.set_defaults(func=run)
+
+
+def _codes(values: list[str]) -> frozenset[str]:
+    from harness.overrides.rules import get
+
+    codes: set[str] = set()
+    for value in values:
+        for part in value.split(","):
+            if part.strip():
+                codes.add(get(part).code)
+    return frozenset(codes)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``harness overrides``; returns the exit code."""
+    from harness.overrides import report
+    from harness.overrides.rules import get
+
+    if args.list_rules:
+        sys.stdout.write(report.list_rules())
+        return EXIT_OK
+    if args.explain:
+        rule = get(args.explain)
+        sys.stdout.write(f"{rule.code} {rule.symbol}\n\n{rule.doc}\n")
+        return EXIT_OK
+    if args.jobs is not None and args.jobs < 1:
+        raise HarnessError("--jobs must be at least 1")
+
+    from harness.overrides.baseline import write
+    from harness.overrides.cache import DEFAULT_DIR
+    from harness.overrides.checker import CheckOptions, check
+    from harness.overrides.findings import Severity
+
+    options = CheckOptions(
+        select=_codes(args.select),
+        cache_dir=None if args.no_cache else (args.cache_dir or DEFAULT_DIR),
+        jobs=args.jobs,
+        baseline=None if args.write_baseline else args.baseline,
+    )
+    result = check(args.paths, changed=args.changed, options=options)
+    if args.write_baseline:
+        count = write(args.write_baseline, result.findings)
+        print(
+            f"harness overrides: wrote {count} finding(s) to {args.write_baseline}", file=sys.stderr
+        )
+        return EXIT_OK
+    sys.stdout.write(report.render(result.findings, args.format))
+    if args.statistics:
+        s = result.stats
+        print(
+            f"harness overrides: {s.files} files ({s.parsed} parsed), {s.classes} classes, "
+            f"{s.checked_classes} checked, {len(result.findings)} findings in {s.seconds:.3f}s",
+            file=sys.stderr,
+        )
+    fail_on = Severity(args.fail_on)
+    return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK

@@ -1,0 +1,106 @@
+"""Call-site evidence: calls in the project that the override provably rejects.
+
+A call proves a crash (``error``) when Python is certain to dispatch it to the override:
+
+* ``self.m(...)`` inside a method ``f`` of a class ``A`` in the MRO of the overriding class
+  (or of a subclass that inherits the override), where that class inherits ``f`` from ``A``;
+* ``super().m(...)`` in a subclass whose next definition of ``m`` is the override;
+* ``C(...).m(...)`` or ``x = C(...); x.m(...)`` where ``C`` resolves to a class whose
+  ``m`` is the override.
+
+A receiver only annotated as a base class (``x: Base``) might be any subclass, so such a call
+is shown as ``warning`` evidence. The rejection is decided by binding the call's shape
+against the override's signature (:mod:`harness.overrides.binding`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from harness.overrides.binding import CallShape, bind_method
+from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
+from harness.overrides.signature import Signature
+
+
+class Proof(NamedTuple):
+    """A call the override rejects."""
+
+    call: CallSite
+    module: ModuleInfo
+    error: str
+    """The ``TypeError`` message, without the ``TypeError:`` prefix."""
+    certain: bool
+    """True when dispatch to the override is certain (``error`` severity)."""
+
+
+def shape_of(call: CallSite) -> CallShape:
+    """The argument shape of a recorded call."""
+    return CallShape(call.n_positional, call.keywords, call.star, call.starstar)
+
+
+class EvidenceIndex:
+    """Call sites of the whole project, indexed by called method name."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.by_method: dict[str, list[tuple[CallSite, ClassInfo | None, ModuleInfo]]] = {}
+        for cls in project.classes:
+            for call in cls.summary.calls:
+                self.by_method.setdefault(call.method, []).append((call, cls, cls.module))
+        seen: set[int] = set()
+        for module in project.modules.values():
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            for call in module.summary.calls:
+                self.by_method.setdefault(call.method, []).append((call, None, module))
+
+    def proofs(self, cls: ClassInfo, name: str, override: Signature) -> list[Proof]:
+        """Calls that reach ``cls``'s ``name`` and that its signature rejects, best first."""
+        calls = self.by_method.get(name)
+        if not calls or override.is_property:
+            return []
+        project = self.project
+        qualname = f"{cls.qualname}.{name}"
+        inheritors = [cls] + [
+            d for d in project.descendants(cls) if project.definer(d, name) is cls
+        ]
+        inheritor_ids = {id(c) for c in inheritors}
+        out: list[Proof] = []
+        seen: set[tuple[str, int, int]] = set()
+
+        def add(call: CallSite, module: ModuleInfo, certain: bool, *, through: bool = True) -> None:
+            key = (module.file.display, call.line, call.col)
+            if key in seen:
+                return
+            error = bind_method(shape_of(call), override, qualname, through_instance=through)
+            if error is not None:
+                seen.add(key)
+                out.append(Proof(call, module, error, certain))
+
+        for call, site_cls, module in calls:
+            if call.receiver is Receiver.SELF and site_cls is not None:
+                # Runs on an instance of some inheritor X if X inherits the calling method.
+                for x in inheritors:
+                    if site_cls in project.mro(x) and project.definer(x, call.caller) is site_cls:
+                        add(call, module, True)
+                        break
+            elif call.receiver is Receiver.SUPER and site_cls is not None:
+                start = site_cls
+                if call.receiver_class is not None:
+                    start = project.resolve_class(module, call.receiver_class) or site_cls
+                if project.definer(site_cls, name, after=start) is cls:
+                    add(call, module, True)
+            elif call.receiver is Receiver.CONSTRUCTED and call.receiver_class is not None:
+                target = project.resolve_class(module, call.receiver_class)
+                if target is not None and id(target) in inheritor_ids:
+                    add(call, module, True)
+            elif call.receiver is Receiver.ANNOTATED and call.receiver_class is not None:
+                target = project.resolve_class(module, call.receiver_class)
+                if target is None:
+                    continue
+                if target is cls or cls in project.mro(target) or target in project.mro(cls):
+                    add(call, module, False)
+        out.sort(key=lambda p: (not p.certain, p.module.file.display, p.call.line))
+        return out

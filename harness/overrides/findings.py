@@ -1,0 +1,95 @@
+"""Structured findings. Formatting happens last (``report.py``); nothing inspects message text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Severity(str, Enum):
+    """``error``: a proven crash. ``warning``: drift or bad input without such proof."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+    @property
+    def rank(self) -> int:
+        """Higher is more severe."""
+        return 2 if self is Severity.ERROR else 1
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A call in the project that the override rejects, and the ``TypeError`` it raises."""
+
+    path: str
+    line: int
+    col: int
+    text: str
+    """The source line of the call, stripped."""
+    error: str
+    """``TypeError: C.m() got an unexpected keyword argument 'x'``."""
+    receiver: str
+    """``self``, ``super()``, ``constructed`` or ``annotated``."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of the shared contract plus the TypeError text."""
+        return {
+            "path": self.path,
+            "line": self.line,
+            "text": self.text,
+            "error": self.error,
+            "receiver": self.receiver,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reported problem, located at the subclass's ``def`` line for drift."""
+
+    path: str
+    line: int
+    col: int
+    code: str
+    symbol: str
+    severity: Severity
+    message: str
+    class_name: str | None = None
+    """Qualified name (``module.Class``) of the class holding the override."""
+    method: str | None = None
+    base_class: str | None = None
+    base_path: str | None = None
+    base_line: int | None = None
+    params: tuple[str, ...] = ()
+    """The drifted parameter names; part of the baseline key."""
+    signature: str | None = None
+    base_signature: str | None = None
+    evidence: Evidence | None = None
+    extra_key: str = field(default="", compare=False)
+    """Baseline key part for findings without a class (e.g. the ignore comment's codes)."""
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        """Sort order of every output format: (path, line, col, code)."""
+        return (self.path, self.line, self.col, self.code, self.message)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of the shared contract (plus signatures and drifted params)."""
+        return {
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "code": self.code,
+            "symbol": self.symbol,
+            "severity": self.severity.value,
+            "class": self.class_name,
+            "method": self.method,
+            "base_class": self.base_class,
+            "base_path": self.base_path,
+            "base_line": self.base_line,
+            "message": self.message,
+            "params": list(self.params),
+            "signature": self.signature,
+            "base_signature": self.base_signature,
+            "evidence": None if self.evidence is None else self.evidence.to_json(),
+        }

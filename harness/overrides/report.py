@@ -1,0 +1,156 @@
+"""Output formats: text, json, sarif (2.1.0, GitHub code scanning) and github annotations."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from harness import __version__
+from harness.overrides.findings import Finding, Severity
+from harness.overrides.rules import RULES
+
+FORMATS = ("text", "json", "sarif", "github")
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def render(findings: Sequence[Finding], fmt: str) -> str:
+    """All findings in one format (a trailing newline included when non-empty)."""
+    if fmt == "json":
+        return json.dumps([f.to_json() for f in findings], indent=2) + "\n"
+    if fmt == "sarif":
+        return json.dumps(sarif(findings), indent=2) + "\n"
+    if fmt == "github":
+        return "".join(github(f) + "\n" for f in findings)
+    return "".join(text(f) + "\n" for f in findings)
+
+
+def text(finding: Finding) -> str:
+    """``path:line:col: CODE symbol message`` plus both signatures and the evidence."""
+    head = f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.symbol} {finding.message}"
+    lines = [head, f"    severity: {finding.severity.value}"]
+    if finding.signature is not None:
+        lines.append(f"    override: {finding.signature}")
+    if finding.base_signature is not None:
+        lines.append(
+            f"    base:     {finding.base_signature}  ({finding.base_path}:{finding.base_line})"
+        )
+    if finding.evidence is not None:
+        ev = finding.evidence
+        lines.append(f"    call:     {ev.path}:{ev.line}: {ev.text}")
+        lines.append(f"    raises:   {ev.error}")
+    return "\n".join(lines)
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(finding: Finding) -> str:
+    """A GitHub Actions workflow command (``::error file=...::message``)."""
+    level = "error" if finding.severity is Severity.ERROR else "warning"
+    props = ",".join(
+        [
+            f"file={_escape_property(finding.path)}",
+            f"line={finding.line}",
+            f"col={finding.col}",
+            f"title={_escape_property(f'{finding.code} {finding.symbol}')}",
+        ]
+    )
+    body = finding.message
+    if finding.signature and finding.base_signature:
+        body += f"\noverride: {finding.signature}\nbase:     {finding.base_signature}"
+    return f"::{level} {props}::{_escape_data(body)}"
+
+
+def _location(
+    path: str, line: int, col: int | None = None, message: str | None = None
+) -> dict[str, Any]:
+    region: dict[str, Any] = {"startLine": max(line, 1)}
+    if col is not None:
+        region["startColumn"] = max(col, 1)
+    location: dict[str, Any] = {
+        "physicalLocation": {
+            "artifactLocation": {"uri": path, "uriBaseId": "%SRCROOT%"},
+            "region": region,
+        }
+    }
+    if message is not None:
+        location["message"] = {"text": message}
+    return location
+
+
+def sarif(findings: Sequence[Finding]) -> dict[str, Any]:
+    """A SARIF 2.1.0 log with one run."""
+    rule_ids = list(RULES)
+    rules = [
+        {
+            "id": rule.code,
+            "name": rule.symbol,
+            "shortDescription": {"text": rule.description},
+            "fullDescription": {
+                "text": rule.doc.split("\n\n")[1] if "\n\n" in rule.doc else rule.description
+            },
+            "helpUri": rule.help_uri,
+            "help": {"text": rule.doc, "markdown": rule.doc},
+            "defaultConfiguration": {"level": "warning"},
+        }
+        for rule in RULES.values()
+    ]
+    results: list[dict[str, Any]] = []
+    for finding in findings:
+        related: list[dict[str, Any]] = []
+        if finding.base_path is not None and finding.base_line is not None:
+            related.append(
+                _location(
+                    finding.base_path, finding.base_line, None, f"base: {finding.base_signature}"
+                )
+            )
+        if finding.evidence is not None:
+            ev = finding.evidence
+            related.append(_location(ev.path, ev.line, ev.col, f"call: {ev.text} -> {ev.error}"))
+        for i, loc in enumerate(related):
+            loc["id"] = i + 1
+        result: dict[str, Any] = {
+            "ruleId": finding.code,
+            "ruleIndex": rule_ids.index(finding.code),
+            "level": "error" if finding.severity is Severity.ERROR else "warning",
+            "message": {"text": finding.message},
+            "locations": [_location(finding.path, finding.line, finding.col)],
+        }
+        if related:
+            result["relatedLocations"] = related
+        results.append(result)
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "harness-overrides",
+                        "version": __version__,
+                        "informationUri": RULES["HO101"].help_uri.partition("#")[0],
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {
+                    "%SRCROOT%": {"description": {"text": "The working directory of the run."}}
+                },
+                "results": results,
+            }
+        ],
+    }
+
+
+def list_rules() -> str:
+    """One line per rule: code, symbol, default state, description."""
+    rows = []
+    for rule in RULES.values():
+        state = "on" if rule.enabled_by_default else "off"
+        rows.append(f"{rule.code}  {rule.symbol:<28} {state:<3}  {rule.description}")
+    return "\n".join(rows) + "\n"

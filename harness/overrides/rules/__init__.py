@@ -1,0 +1,124 @@
+"""The rule registry: one module per rule, listed explicitly (no import side effects).
+
+Each rule module defines ``CODE``, ``SYMBOL``, ``MESSAGE`` (a ``str.format`` template),
+``DESCRIPTION`` (one line), ``ENABLED_BY_DEFAULT`` and, for drift rules, ``check(pair)``;
+its module docstring is the documentation ``harness overrides --explain CODE`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import NamedTuple
+
+from harness.errors import HarnessError
+from harness.overrides.compare import Issue
+from harness.overrides.rules import (
+    ho101_renamed_parameter,
+    ho102_reordered_parameters,
+    ho103_removed_parameter,
+    ho104_added_required_parameter,
+    ho105_narrowed_parameter_kind,
+    ho106_removed_default,
+    ho107_dropped_variadic,
+    ho108_method_kind_mismatch,
+    ho109_property_method_mismatch,
+    ho110_async_sync_mismatch,
+    ho201_missing_override_decorator,
+    ho202_override_without_base,
+    ho301_unused_ignore,
+    ho302_ignore_without_code,
+    ho401_unparsable_file,
+    ho402_cyclic_inheritance,
+    ho403_inconsistent_mro,
+    ho404_unreadable_path,
+)
+from harness.overrides.rules._pair import Pair
+
+DOCS_URL = "https://github.com/harness-dev/harness/blob/main/docs/overrides.md#{code}"
+
+
+class Rule(NamedTuple):
+    """A rule's identity, message template and documentation."""
+
+    code: str
+    symbol: str
+    message: str
+    description: str
+    doc: str
+    enabled_by_default: bool
+    check: Callable[[Pair], list[Issue]] | None
+
+    @property
+    def help_uri(self) -> str:
+        """Where the rule's documentation lives (used by SARIF)."""
+        return DOCS_URL.format(code=self.code.lower())
+
+    def format(self, fields: dict[str, str]) -> str:
+        """The message for one finding."""
+        return self.message.format(**fields)
+
+
+def _rule(module: ModuleType) -> Rule:
+    return Rule(
+        code=module.CODE,
+        symbol=module.SYMBOL,
+        message=module.MESSAGE,
+        description=module.DESCRIPTION,
+        doc=(module.__doc__ or "").strip(),
+        enabled_by_default=module.ENABLED_BY_DEFAULT,
+        check=getattr(module, "check", None),
+    )
+
+
+def _registry(modules: list[ModuleType]) -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    symbols: set[str] = set()
+    for module in modules:
+        rule = _rule(module)
+        if rule.code in rules or rule.symbol in symbols:
+            raise RuntimeError(f"duplicate rule registration: {rule.code} {rule.symbol}")
+        rules[rule.code] = rule
+        symbols.add(rule.symbol)
+    return rules
+
+
+RULES: dict[str, Rule] = _registry(
+    [
+        ho101_renamed_parameter,
+        ho102_reordered_parameters,
+        ho103_removed_parameter,
+        ho104_added_required_parameter,
+        ho105_narrowed_parameter_kind,
+        ho106_removed_default,
+        ho107_dropped_variadic,
+        ho108_method_kind_mismatch,
+        ho109_property_method_mismatch,
+        ho110_async_sync_mismatch,
+        ho201_missing_override_decorator,
+        ho202_override_without_base,
+        ho301_unused_ignore,
+        ho302_ignore_without_code,
+        ho401_unparsable_file,
+        ho402_cyclic_inheritance,
+        ho403_inconsistent_mro,
+        ho404_unreadable_path,
+    ]
+)
+"""Every rule by code, in code order."""
+
+
+def get(code_or_symbol: str) -> Rule:
+    """Look a rule up by code (``HO101``) or symbol (``renamed-parameter``)."""
+    key = code_or_symbol.strip()
+    rule = RULES.get(key.upper())
+    if rule is not None:
+        return rule
+    for rule in RULES.values():
+        if rule.symbol == key.lower():
+            return rule
+    available = ", ".join(RULES)
+    raise HarnessError(f"unknown rule {code_or_symbol!r}; available: {available}")
+
+
+__all__ = ["RULES", "Pair", "Rule", "get"]

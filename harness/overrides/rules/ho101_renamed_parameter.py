@@ -1,0 +1,56 @@
+"""HO101 renamed-parameter
+
+## What it does
+Reports an override that renames a parameter callers can pass by keyword: a
+positional-or-keyword parameter at the same position, or a keyword-only parameter (paired in
+order with the override's new keyword-only parameters).
+
+## Why it matters
+vLLM PR #17483 renamed ``MLACommonMetadataBuilder._build_decode(block_table, seq_lens)`` to
+``_build_decode(block_table_tensor, seq_lens)``; ``build()`` calls it as
+``self._build_decode(block_table_tensor=..., seq_lens=...)``. The ROCm subclass
+``AiterMLAMetadataBuilder`` kept ``block_table`` and crashed on the first decode batch with
+``TypeError: AiterMLAMetadataBuilder._build_decode() got an unexpected keyword argument
+'block_table_tensor'``. mypy accepts the rename in every mode. When a call in the project
+proves the crash, the finding is an ``error`` and shows the call.
+
+## Example
+```python
+class MLACommonMetadataBuilder:
+    def _build_decode(self, block_table_tensor, seq_lens): ...
+
+class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):
+    def _build_decode(self, block_table, seq_lens): ...
+```
+
+## Use instead
+```python
+class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):
+    def _build_decode(self, block_table_tensor, seq_lens): ...
+```
+
+## Limitations
+Positional-only parameters, operands of operator dunders (``__eq__(self, other)``) and base
+parameters named ``_x`` may be renamed freely. A decorator that rewrites the signature is
+not modelled.
+
+## References
+- vLLM PR #17483 (``block_table`` -> ``block_table_tensor``)
+- PEP 570 (positional-only parameters); pylint ``arguments-renamed`` (W0237)
+"""
+
+from __future__ import annotations
+
+from harness.overrides.compare import Issue
+from harness.overrides.rules._pair import Pair, issues_with_code
+
+CODE = "HO101"
+SYMBOL = "renamed-parameter"
+MESSAGE = "{override}() renames parameter '{old}' of {base}() to '{new}'"
+DESCRIPTION = "An override renames a parameter that callers can pass by keyword."
+ENABLED_BY_DEFAULT = True
+
+
+def check(pair: Pair) -> list[Issue]:
+    """Renames found by the parameter alignment."""
+    return issues_with_code(pair, CODE)

@@ -1,0 +1,50 @@
+"""HO102 reordered-parameters
+
+## What it does
+Reports an override that keeps the base method's parameter names but puts them at other
+positions (including inserting a new parameter before existing ones).
+
+## Why it matters
+Positional callers bind values by position: after the reorder each value lands in the wrong
+parameter, silently, or the call fails with ``missing`` / ``multiple values``. vLLM PR #17483
+changed how ``MLACommonMetadataBuilder.build()`` calls ``_build_decode`` (by keyword, with the
+renamed ``block_table_tensor``); a subclass that reorders the parameters of such a hook is
+harmless for keyword callers and silently wrong for positional ones.
+
+## Example
+```python
+class Base:
+    def build(self, common_prefix_len, common_attn_metadata): ...
+
+class Sub(Base):
+    def build(self, common_attn_metadata, common_prefix_len): ...
+```
+
+## Use instead
+```python
+class Sub(Base):
+    def build(self, common_prefix_len, common_attn_metadata): ...
+```
+
+## Limitations
+Only the order of positional parameters is compared; keyword-only order is irrelevant.
+
+## References
+- vLLM PR #17483; pylint ``arguments-differ`` (W0221)
+"""
+
+from __future__ import annotations
+
+from harness.overrides.compare import Issue
+from harness.overrides.rules._pair import Pair, issues_with_code
+
+CODE = "HO102"
+SYMBOL = "reordered-parameters"
+MESSAGE = "{override}() reorders the parameters of {base}(): ({old}) became ({new})"
+DESCRIPTION = "An override moves parameters to different positions."
+ENABLED_BY_DEFAULT = True
+
+
+def check(pair: Pair) -> list[Issue]:
+    """Reorders found by the parameter alignment."""
+    return issues_with_code(pair, CODE)

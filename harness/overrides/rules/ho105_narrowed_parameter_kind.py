@@ -1,0 +1,49 @@
+"""HO105 narrowed-parameter-kind
+
+## What it does
+Reports a positional-or-keyword base parameter that the override makes keyword-only (after
+``*``) or positional-only (before ``/``). The opposite direction is legal widening.
+
+## Why it matters
+Keyword-only breaks positional callers; positional-only breaks keyword callers. Since vLLM
+PR #17483, ``MLACommonMetadataBuilder.build()`` passes ``_build_decode(block_table_tensor=...,
+seq_lens=...)`` by keyword, so a subclass that makes ``block_table_tensor`` positional-only
+crashes exactly like the renamed ROCm override did.
+
+## Example
+```python
+class Base:
+    def _build_decode(self, block_table_tensor, seq_lens): ...
+
+class Sub(Base):
+    def _build_decode(self, block_table_tensor, /, seq_lens): ...
+```
+
+## Use instead
+```python
+class Sub(Base):
+    def _build_decode(self, block_table_tensor, seq_lens): ...
+```
+
+## Limitations
+Operator dunders are treated as positional-only on both sides.
+
+## References
+- PEP 3102 (keyword-only arguments), PEP 570 (positional-only parameters)
+"""
+
+from __future__ import annotations
+
+from harness.overrides.compare import Issue
+from harness.overrides.rules._pair import Pair, issues_with_code
+
+CODE = "HO105"
+SYMBOL = "narrowed-parameter-kind"
+MESSAGE = "{override}() makes parameter '{name}' {new_kind}; it is {old_kind} in {base}()"
+DESCRIPTION = "An override makes a positional-or-keyword parameter keyword-only or positional-only."
+ENABLED_BY_DEFAULT = True
+
+
+def check(pair: Pair) -> list[Issue]:
+    """Narrowings found by the parameter alignment."""
+    return issues_with_code(pair, CODE)

@@ -1,0 +1,47 @@
+"""HO106 removed-default
+
+## What it does
+Reports a parameter that has a default in the base method and none in the override.
+
+## Why it matters
+Callers that rely on the default now crash with ``missing 1 required ... argument``, and
+only on the path that omits the argument, which CI may never run (vLLM PR #17483's
+``_build_decode`` crash surfaced only on the first decode batch on ROCm).
+
+## Example
+```python
+class Base:
+    def build(self, num_reqs, common_prefix_len=0): ...
+
+class Sub(Base):
+    def build(self, num_reqs, common_prefix_len): ...
+```
+
+## Use instead
+```python
+class Sub(Base):
+    def build(self, num_reqs, common_prefix_len=0): ...
+```
+
+## Limitations
+The default values themselves are not compared.
+
+## References
+- pylint ``arguments-differ`` (W0221); mypy ``[override]``
+"""
+
+from __future__ import annotations
+
+from harness.overrides.compare import Issue
+from harness.overrides.rules._pair import Pair, issues_with_code
+
+CODE = "HO106"
+SYMBOL = "removed-default"
+MESSAGE = "{override}() removes the default of parameter '{name}' that {base}() has"
+DESCRIPTION = "An override removes a parameter's default value."
+ENABLED_BY_DEFAULT = True
+
+
+def check(pair: Pair) -> list[Issue]:
+    """Removed defaults found by the parameter alignment."""
+    return issues_with_code(pair, CODE)

@@ -1,0 +1,60 @@
+"""HO108 method-kind-mismatch
+
+## What it does
+Reports an instance method overriding a static or class method. (An instance method
+overridden by a class or static method keeps ``self.m(...)`` working; its explicit
+parameters are compared as usual.)
+
+## Why it matters
+The implicit first argument changes: a caller using ``Class.hook(x)`` (the normal way to
+call a static or class method) passes ``x`` where the instance-method override expects
+``self``, so every argument shifts by one or goes missing.
+vLLM's builders mix class-level factories and instance hooks (``get_builder_cls()`` is a
+``@staticmethod`` on the backend, ``_build_decode`` an instance method, PR #17483); a subclass
+that drops ``@staticmethod`` from such a factory breaks every ``Backend.get_builder_cls()``
+call.
+
+## Example
+```python
+class AttentionBackend:
+    @staticmethod
+    def get_builder_cls(): ...
+
+class MyBackend(AttentionBackend):
+    def get_builder_cls(self): ...
+```
+
+## Use instead
+```python
+class MyBackend(AttentionBackend):
+    @staticmethod
+    def get_builder_cls(): ...
+```
+
+## Limitations
+Parameters are not compared when the kinds differ (they are misaligned by construction).
+
+## References
+- Python data model, "staticmethod" and "classmethod"; pyright ``reportIncompatibleMethodOverride``
+"""
+
+from __future__ import annotations
+
+from harness.overrides.compare import Issue, kind_breaks_callers, method_kind_word
+from harness.overrides.rules._pair import Pair
+
+CODE = "HO108"
+SYMBOL = "method-kind-mismatch"
+MESSAGE = "{override}() is {kind} but {base}() is {base_kind}"
+DESCRIPTION = "An override changes static/class/instance method kind."
+ENABLED_BY_DEFAULT = True
+
+
+def check(pair: Pair) -> list[Issue]:
+    """Compare the method kinds (ignoring properties, which HO109 covers)."""
+    if pair.base.is_property or pair.override.is_property:
+        return []
+    if not kind_breaks_callers(pair.base, pair.override):
+        return []  # instance -> class/static keeps `self.m(...)` working
+    fields = (("kind", method_kind_word(pair.override)), ("base_kind", method_kind_word(pair.base)))
+    return [Issue(CODE, (), fields)]

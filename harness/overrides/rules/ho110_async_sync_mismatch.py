@@ -1,0 +1,56 @@
+"""HO110 async-sync-mismatch
+
+## What it does
+Reports an ``async def`` override of a plain method, or a plain override of an ``async def``.
+
+## Why it matters
+Callers of an async base ``await`` the result; a sync override returns a value that cannot be
+awaited (``TypeError: object ... can't be used in 'await' expression``). Callers of a sync
+base get a coroutine object instead of the value, and the work never runs. vLLM's engine
+clients (``EngineClient`` in ``vllm/engine/protocol.py``) mix async and sync methods that
+subclasses must follow exactly, like the ``_build_decode`` hook of PR #17483 had to be.
+
+## Example
+```python
+class Base:
+    async def get_model_config(self): ...
+
+class Sub(Base):
+    def get_model_config(self): ...
+```
+
+## Use instead
+```python
+class Sub(Base):
+    async def get_model_config(self): ...
+```
+
+## Limitations
+A sync method returning an awaitable is still reported.
+
+## References
+- PEP 492 (coroutines with async and await syntax)
+"""
+
+from __future__ import annotations
+
+from harness.overrides.compare import Issue
+from harness.overrides.rules._pair import Pair
+
+CODE = "HO110"
+SYMBOL = "async-sync-mismatch"
+MESSAGE = "{override}() is {kind} but {base}() is {base_kind}"
+DESCRIPTION = "An async method overrides a sync one or the other way round."
+ENABLED_BY_DEFAULT = True
+
+
+def _word(is_async: bool) -> str:
+    return "async" if is_async else "not async"
+
+
+def check(pair: Pair) -> list[Issue]:
+    """Compare ``async def`` with ``def``."""
+    if pair.base.is_async is pair.override.is_async or pair.base.is_property:
+        return []
+    fields = (("kind", _word(pair.override.is_async)), ("base_kind", _word(pair.base.is_async)))
+    return [Issue(CODE, (), fields)]

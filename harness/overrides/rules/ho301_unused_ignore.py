@@ -1,0 +1,34 @@
+"""HO301 unused-ignore
+
+## What it does
+Reports a ``# harness: ignore[CODE]`` comment that suppresses nothing.
+
+## Why it matters
+Stale suppressions hide the next real problem on the same line. When vLLM PR #17483 fixed
+``_build_decode`` in the base class, any ignore left on a subclass's ``def`` would silently
+swallow the next drift there.
+
+## Example
+```python
+def _build_decode(self, block_table_tensor, seq_lens):  # harness: ignore[HO101]
+```
+
+## Use instead
+```python
+def _build_decode(self, block_table_tensor, seq_lens):
+```
+
+## Limitations
+In ``--changed`` mode only the changed files are checked for unused ignores.
+
+## References
+- mypy ``unused-ignore`` (``--warn-unused-ignores``)
+"""
+
+from __future__ import annotations
+
+CODE = "HO301"
+SYMBOL = "unused-ignore"
+MESSAGE = "unused 'harness: ignore[{codes}]' comment"
+DESCRIPTION = "A suppression comment that suppresses nothing."
+ENABLED_BY_DEFAULT = True

@@ -1,0 +1,33 @@
+"""HO401 unparsable-file
+
+## What it does
+Reports a file the checker cannot parse: a syntax error, a NUL byte, undecodable bytes, or
+nesting too deep for the parser. The rest of the tree is still checked.
+
+## Why it matters
+A class in an unparsable file is invisible: its overrides are not checked, and subclasses
+elsewhere lose their base. vLLM's tree contains generated and vendored files; one broken file
+must not hide a ``_build_decode``-style crash (vLLM PR #17483) in the others.
+
+## Example
+```python
+class Broken(
+```
+
+## Use instead
+Fix the file, or exclude it from the paths passed to ``harness overrides``.
+
+## Limitations
+Reported at warning severity on line 1; fails the run only with ``--fail-on warning``.
+
+## References
+- Python ``ast.parse``
+"""
+
+from __future__ import annotations
+
+CODE = "HO401"
+SYMBOL = "unparsable-file"
+MESSAGE = "{reason}"
+DESCRIPTION = "A file could not be parsed (syntax error, NUL byte, bad encoding, too deep)."
+ENABLED_BY_DEFAULT = True

@@ -1,0 +1,33 @@
+"""HO402 cyclic-inheritance
+
+## What it does
+Reports a class whose bases lead back to itself (``class A(A)``, or ``A(B)`` and ``B(A)``
+across modules).
+
+## Why it matters
+Python raises ``NameError``/``TypeError`` when such a module is imported, so the hierarchy
+is broken; the checker cannot compute an MRO and skips the class. In a vLLM-sized tree, a
+hierarchy like ``MLACommonMetadataBuilder``'s (vLLM PR #17483) must not be silently skipped.
+
+## Example
+```python
+class MLACommonMetadataBuilder(MLACommonMetadataBuilder): ...
+```
+
+## Use instead
+Inherit from the intended base class.
+
+## Limitations
+Only cycles through classes the checker can resolve are found.
+
+## References
+- Python tutorial, "Inheritance"
+"""
+
+from __future__ import annotations
+
+CODE = "HO402"
+SYMBOL = "cyclic-inheritance"
+MESSAGE = "{cls} inherits from itself: {cycle}"
+DESCRIPTION = "A class inherits from itself, directly or through other classes."
+ENABLED_BY_DEFAULT = True

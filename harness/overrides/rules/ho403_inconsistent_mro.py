@@ -1,0 +1,37 @@
+"""HO403 inconsistent-mro
+
+## What it does
+Reports a class whose bases admit no C3 linearisation (``class C(A, B)`` where ``B`` already
+derives from ``A``).
+
+## Why it matters
+Python raises ``TypeError: Cannot create a consistent method resolution order (MRO)`` at
+import time; the checker skips the class. Builder hierarchies like vLLM's MLA family (vLLM
+PR #17483) use mixins where base order matters.
+
+## Example
+```python
+class A: ...
+class B(A): ...
+class C(A, B): ...
+```
+
+## Use instead
+```python
+class C(B): ...
+```
+
+## Limitations
+Only classes the checker can resolve take part in the linearisation.
+
+## References
+- "The Python 2.3 Method Resolution Order" (C3)
+"""
+
+from __future__ import annotations
+
+CODE = "HO403"
+SYMBOL = "inconsistent-mro"
+MESSAGE = "cannot create a consistent method resolution order for {cls} (bases {bases})"
+DESCRIPTION = "A class's bases have no consistent C3 method resolution order."
+ENABLED_BY_DEFAULT = True

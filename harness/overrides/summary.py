@@ -1,0 +1,302 @@
+"""Per-file summaries: the classes, methods, imports and call sites the checker needs.
+
+A summary depends only on the file's bytes (never on its path), so the cache can key it by
+content hash. Everything is a tuple of builtins, so summaries pickle cheaply across worker
+processes and into the cache. Extraction never recurses on the syntax tree: deeply nested
+input cannot overflow the stack here (``ast.parse`` itself may, which is reported as HO401).
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import re
+import tokenize
+from collections.abc import Iterator
+from io import StringIO
+from typing import NamedTuple
+
+from harness.overrides import callsites
+from harness.overrides.callsites import CallSite, FileHits
+from harness.overrides.signature import Signature, dotted_name, from_function
+
+
+class Import(NamedTuple):
+    """One name bound by an import: ``import a.b as x`` or ``from .m import C as D``."""
+
+    name: str
+    """The local name bound."""
+    module: str
+    """Module as written, without leading dots (``""`` for ``from . import x``)."""
+    level: int
+    """Number of leading dots of a relative import."""
+    attr: str | None
+    """``C`` for ``from m import C``; ``None`` for ``import m``."""
+    line: int
+
+
+class ClassSummary(NamedTuple):
+    """A class statement: where it is, its bases, its methods and the calls inside them."""
+
+    qualname: str
+    """Name inside the module, dotted for nested classes (``Outer.Inner``)."""
+    line: int
+    col: int
+    bases: tuple[str | None, ...]
+    """Dotted base expressions with subscripts stripped; ``None`` when not a name."""
+    methods: tuple[Signature, ...]
+    """The effective ``def`` per name (overload stubs dropped when implemented)."""
+    attributes: frozenset[str]
+    """Names bound in the class body by anything other than ``def``."""
+    calls: tuple[CallSite, ...]
+
+
+class Diagnostic(NamedTuple):
+    """A problem with the input itself (HO4xx), reported at warning severity."""
+
+    code: str
+    line: int
+    col: int
+    message: str
+
+
+class FileSummary(NamedTuple):
+    """Everything the checker knows about one file."""
+
+    classes: tuple[ClassSummary, ...]
+    imports: tuple[Import, ...]
+    star_imports: tuple[tuple[str, int], ...]
+    """``(module, level)`` of each ``from m import *``."""
+    aliases: tuple[tuple[str, str], ...]
+    """Module-level ``Name = dotted.name`` assignments (class aliases)."""
+    ignores: tuple[tuple[int, tuple[str, ...]], ...]
+    """``(line, codes)`` of each ``# harness: ignore[...]`` comment; empty codes = bare."""
+    calls: tuple[CallSite, ...]
+    """Call sites in module-level functions."""
+    diagnostics: tuple[Diagnostic, ...]
+
+
+IGNORE_RE = re.compile(r"#\s*harness:\s*ignore\b(?:\[([^\]]*)\])?")
+_PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
+
+
+def _empty(diagnostic: Diagnostic | None = None) -> FileSummary:
+    return FileSummary((), (), (), (), (), (), (diagnostic,) if diagnostic else ())
+
+
+def decode(data: bytes) -> str | Diagnostic:
+    """Source text of ``data`` (PEP 263 encoding), or an HO401 diagnostic."""
+    if b"\x00" in data:
+        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
+        return Diagnostic("HO401", 1, 1, f"file contains a NUL byte (line {line})")
+    try:
+        head = iter(data[: data.find(b"\n", data.find(b"\n") + 1) + 1 or None].splitlines(True))
+        encoding, _ = tokenize.detect_encoding(lambda: next(head, b""))
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        return Diagnostic("HO401", 1, 1, f"cannot decode file: {exc}")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """``# harness: ignore[...]`` comments; tokenized so that strings do not count."""
+    if "harness:" not in text or IGNORE_RE.search(text) is None:
+        return ()
+    found: list[tuple[int, tuple[str, ...]]] = []
+    try:
+        for tok in tokenize.generate_tokens(StringIO(text).readline):
+            if tok.type != tokenize.COMMENT:
+                continue
+            match = IGNORE_RE.match(tok.string) or IGNORE_RE.search(tok.string)
+            if match is None:
+                continue
+            codes = tuple(c.strip() for c in (match.group(1) or "").split(",") if c.strip())
+            found.append((tok.start[0], codes))
+    except (tokenize.TokenError, SyntaxError):
+        return ()
+    return tuple(found)
+
+
+def _import_aliases(imports: list[Import]) -> dict[str, str]:
+    """Local name -> absolute dotted target, for recognising decorators."""
+    aliases: dict[str, str] = {}
+    for imp in imports:
+        if imp.level:
+            continue
+        aliases[imp.name] = f"{imp.module}.{imp.attr}" if imp.attr else imp.module
+    return aliases
+
+
+def _imports_of(stmt: ast.Import | ast.ImportFrom) -> Iterator[Import]:
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if alias.asname:
+                yield Import(alias.asname, alias.name, 0, None, stmt.lineno)
+            else:
+                head = alias.name.partition(".")[0]
+                yield Import(head, head, 0, None, stmt.lineno)
+        return
+    for alias in stmt.names:
+        if alias.name != "*":
+            yield Import(
+                alias.asname or alias.name, stmt.module or "", stmt.level, alias.name, stmt.lineno
+            )
+
+
+def _base_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return dotted_name(node)
+
+
+def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """Statement lists of a compound statement that run at the same scope (if/try/with...)."""
+    if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+        yield stmt.body
+        yield stmt.orelse
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        yield stmt.body
+    elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        yield stmt.body  # type: ignore[attr-defined]
+        for handler in stmt.handlers:  # type: ignore[attr-defined]
+            yield handler.body
+        yield stmt.orelse  # type: ignore[attr-defined]
+        yield stmt.finalbody  # type: ignore[attr-defined]
+
+
+def _flatten(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of ``body`` and of its if/try/with blocks, in source order."""
+    stack = [iter(body)]
+    while stack:
+        stmt = next(stack[-1], None)
+        if stmt is None:
+            stack.pop()
+            continue
+        yield stmt
+        blocks = list(_blocks(stmt))
+        for block in reversed(blocks):
+            stack.append(iter(block))
+
+
+def _self_name(func: ast.FunctionDef | ast.AsyncFunctionDef, sig: Signature) -> str | None:
+    if sig.kind.name == "STATIC":
+        return None
+    positional = [*func.args.posonlyargs, *func.args.args]
+    return positional[0].arg if positional else None
+
+
+def _class(
+    node: ast.ClassDef,
+    qualname: str,
+    aliases: dict[str, str],
+    hits: FileHits,
+    nested: list[tuple[ast.ClassDef, str]],
+) -> ClassSummary:
+    methods: dict[str, Signature] = {}
+    attributes: set[str] = set()
+    calls: list[CallSite] = []
+    for stmt in _flatten(node.body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            sig = from_function(stmt, aliases)
+            previous = methods.get(stmt.name)
+            keep_previous = previous is not None and (
+                (sig.is_overload and not previous.is_overload)
+                or (previous.is_property and sig.is_property)
+            )
+            if not keep_previous:
+                methods[stmt.name] = sig
+            attributes.discard(stmt.name)
+            calls.extend(
+                callsites.collect(stmt, hits, caller=stmt.name, self_name=_self_name(stmt, sig))
+            )
+        elif isinstance(stmt, ast.ClassDef):
+            nested.append((stmt, f"{qualname}.{stmt.name}"))
+            attributes.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            attributes.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            if isinstance(stmt.target, ast.Name):
+                attributes.add(stmt.target.id)
+    for name in attributes:
+        methods.pop(name, None)
+    bases = tuple(_base_name(b) for b in node.bases)
+    return ClassSummary(
+        qualname=qualname,
+        line=node.lineno,
+        col=node.col_offset + 1,
+        bases=bases,
+        methods=tuple(methods.values()),
+        attributes=frozenset(attributes),
+        calls=tuple(calls),
+    )
+
+
+def summarize(data: bytes) -> FileSummary:
+    """Summarise one file's bytes. Never raises for bad input: returns HO401 instead."""
+    text = decode(data)
+    if isinstance(text, Diagnostic):
+        return _empty(text)
+    enabled = gc.isenabled()
+    gc.disable()  # ast.parse allocates many objects; collection only costs time here
+    try:
+        return _summarize_text(text)
+    except _PARSE_FAILURES as exc:
+        return _empty(_parse_failure(exc))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse_failure(exc: BaseException) -> Diagnostic:
+    if isinstance(exc, SyntaxError):
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        return Diagnostic("HO401", 1, 1, f"syntax error{where}: {exc.msg}")
+    if isinstance(exc, (RecursionError, MemoryError)):
+        return Diagnostic("HO401", 1, 1, "file is nested too deeply to parse")
+    return Diagnostic("HO401", 1, 1, f"cannot parse file: {exc}")
+
+
+def _summarize_text(text: str) -> FileSummary:
+    tree = ast.parse(text)
+    hits = FileHits.scan(text)
+    imports: list[Import] = []
+    stars: list[tuple[str, int]] = []
+    aliases_out: list[tuple[str, str]] = []
+    top = list(_flatten(tree.body))
+    for stmt in top:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            imports.extend(_imports_of(stmt))
+            if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+                stars.append((stmt.module or "", stmt.level))
+        elif (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
+            target = dotted_name(stmt.value)
+            if target is not None:
+                aliases_out.append((stmt.targets[0].id, target))
+    aliases = _import_aliases(imports)
+    classes: list[ClassSummary] = []
+    calls: list[CallSite] = []
+    pending: list[tuple[ast.ClassDef, str]] = []
+    for stmt in top:
+        if isinstance(stmt, ast.ClassDef):
+            pending.append((stmt, stmt.name))
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            calls.extend(callsites.collect(stmt, hits, caller="", self_name=None))
+    while pending:
+        nested: list[tuple[ast.ClassDef, str]] = []
+        for node, qualname in pending:
+            classes.append(_class(node, qualname, aliases, hits, nested))
+        pending = nested
+    classes.sort(key=lambda c: c.line)
+    return FileSummary(
+        classes=tuple(classes),
+        imports=tuple(imports),
+        star_imports=tuple(stars),
+        aliases=tuple(aliases_out),
+        ignores=_ignores(text),
+        calls=tuple(calls),
+        diagnostics=(),
+    )
