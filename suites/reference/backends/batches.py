@@ -79,6 +79,7 @@ def make_batch(
     use_mla: bool = False,
     shared_prefix_blocks: int = 0,
     device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
     seed: int = 0,
 ) -> Batch:
     """A committed batch; request ``i`` has ``num_computed[i]`` cached + ``num_scheduled[i]`` new."""
@@ -91,6 +92,7 @@ def make_batch(
         head_dim=head_size,
         max_model_len=max_model_len,
         sliding_window=sliding_window,
+        dtype=dtype,
     )
     max_tokens = max(sum(num_scheduled), 1) + 8
     vllm_config = VllmConfig(
@@ -104,10 +106,10 @@ def make_batch(
     )
     spec: AttentionSpec
     if sliding_window is None:
-        spec = FullAttentionSpec(block_size, num_kv_heads, head_size, torch.float32, use_mla)
+        spec = FullAttentionSpec(block_size, num_kv_heads, head_size, dtype, use_mla)
     else:
         spec = SlidingWindowSpec(
-            block_size, num_kv_heads, head_size, torch.float32, use_mla, sliding_window
+            block_size, num_kv_heads, head_size, dtype, use_mla, sliding_window
         )
     rng = np.random.default_rng(seed)
     free = [int(b) for b in rng.permutation(num_blocks)]
@@ -174,7 +176,8 @@ def write_history(
 ) -> None:
     """Put each request's already-computed K/V into the cache, through its own slots."""
     for i, c in enumerate(batch.num_computed):
-        reshape_and_cache(ks[i][:c], vs[i][:c], key_cache, value_cache, batch.slots(i, range(c)))
+        slots = batch.slots(i, range(c)).to(key_cache.device)
+        reshape_and_cache(ks[i][:c], vs[i][:c], key_cache, value_cache, slots)
 
 
 def new_tokens(batch: Batch, xs: list[torch.Tensor]) -> torch.Tensor:

@@ -1,0 +1,222 @@
+"""FlashInfer-style backend: decode-first reordering, CSR page tensors, the lazy workspace, config
+discipline, attention, the meta device, and (GPU only) real FlashInfer plans."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import pytest
+import torch
+
+from harness.reference.backends.flashinfer import (
+    FLASHINFER_WORKSPACE_BUFFER_SIZE,
+    FlashInferBackend,
+    FlashInferImpl,
+    FlashInferMetadata,
+    FlashInferMetadataBuilder,
+)
+from harness.reference.config import (
+    ConfigReadOutsideContextWarning,
+    VllmConfig,
+    get_current_vllm_config,
+)
+from harness.reference.oracle import FP32_TOLERANCE
+
+from .batches import (
+    Batch,
+    FakeInputBatch,
+    FakeSchedulerOutput,
+    expected_attention,
+    make_batch,
+    make_kv,
+    new_tokens,
+    write_history,
+)
+
+
+def _builder(batch: Batch, device: str = "cpu") -> FlashInferMetadataBuilder:
+    return FlashInferMetadataBuilder(batch.spec, batch.block_table, batch.vllm_config, device)
+
+
+def test_kv_cache_shape_and_name() -> None:
+    assert FlashInferBackend.get_kv_cache_shape(10, 16, 8, 128) == (10, 2, 16, 8, 128)
+    assert FlashInferBackend.get_name() == "FLASHINFER_VLLM_V1"
+
+
+@pytest.mark.parametrize(
+    ("scheduled", "expected_order", "expected_swaps"),
+    [
+        # decodes at 1, 3, 4 move to the front: 4 <-> 0 first, then 3 <-> 2.
+        ([7, 1, 5, 1, 1], ["r4", "r1", "r3", "r2", "r0"], [(0, 4), (2, 3)]),
+        ([1, 1, 9, 2], ["r0", "r1", "r2", "r3"], []),  # already decode-first
+        ([1, 1, 1], ["r0", "r1", "r2"], []),  # only decodes
+        ([3, 4], ["r0", "r1"], []),  # only prefills
+        ([5, 1], ["r1", "r0"], [(0, 1)]),
+    ],
+)
+def test_reorder_batch_moves_decodes_to_the_front(
+    scheduled: list[int], expected_order: list[str], expected_swaps: list[tuple[int, int]]
+) -> None:
+    batch = make_batch([4] * len(scheduled), scheduled)
+    input_batch = FakeInputBatch([f"r{i}" for i in range(len(scheduled))])
+    output = FakeSchedulerOutput({f"r{i}": n for i, n in enumerate(scheduled)})
+    modified = _builder(batch).reorder_batch(input_batch, output)
+    assert input_batch.req_ids == expected_order
+    assert input_batch.swaps == expected_swaps
+    assert modified is bool(expected_swaps)
+
+
+def test_build_rejects_a_batch_that_is_not_decode_first() -> None:
+    batch = make_batch([0, 5], [6, 1])
+    with pytest.raises(ValueError, match=r"not decode-first: query lengths \[6, 1\]"):
+        _builder(batch).build(0, batch.common)
+
+
+def test_paged_kv_tensors_hand_computed() -> None:
+    # block_size 4; seq lens 9 (3 pages, 1 in the last), 3 (1 page), 8 (2 full pages).
+    batch = make_batch([8, 2, 3], [1, 1, 5])
+    batch.block_table.add_row([7, 3, 9], 0)
+    batch.block_table.add_row([5], 1)
+    batch.block_table.add_row([2, 8], 2)
+    batch.block_table.commit(3)
+    md = _builder(batch).build(0, batch.common)
+    assert md.paged_kv_indptr.tolist() == [0, 3, 4, 6]
+    assert md.paged_kv_indices.tolist() == [7, 3, 9, 5, 2, 8]
+    assert md.paged_kv_last_page_len.tolist() == [1, 3, 4]
+    assert md.qo_indptr.tolist() == md.query_start_loc.tolist() == [0, 1, 2, 7]
+    assert (md.num_decodes, md.num_decode_tokens, md.num_prefills, md.num_prefill_tokens) == (
+        2,
+        2,
+        1,
+        5,
+    )
+    assert all(t.dtype == torch.int32 for t in (md.paged_kv_indptr, md.paged_kv_indices))
+
+
+def test_cascade_moves_the_shared_prefix_out_of_each_request() -> None:
+    batch = make_batch([9, 12, 8], [1, 1, 1], shared_prefix_blocks=2)
+    md = _builder(batch).build(8, batch.common)
+    prefix = batch.block_ids[0][:2]
+    assert md.use_cascade
+    assert md.shared_kv_page_indices is not None
+    assert md.shared_kv_page_indices.tolist() == prefix
+    assert md.shared_qo_indptr is not None and md.shared_qo_indptr.tolist() == [0, 3]
+    assert md.shared_kv_page_indptr is not None and md.shared_kv_page_indptr.tolist() == [0, 2]
+    assert md.shared_kv_last_page_len is not None and md.shared_kv_last_page_len.tolist() == [4]
+    # Suffix lengths 2, 5, 1 -> pages 1, 2, 1, none of them a prefix page.
+    assert md.paged_kv_indptr.tolist() == [0, 1, 3, 4]
+    assert md.paged_kv_indices.tolist() == [b for ids in batch.block_ids for b in ids[2:]]
+    assert md.paged_kv_last_page_len.tolist() == [2, 1, 1]
+
+
+def test_workspace_buffer_is_created_lazily_exactly_once() -> None:
+    batch = make_batch([3, 0], [1, 4], device="meta")
+    builder = _builder(batch, "meta")
+    assert builder._workspace_buffer is None  # pyright: ignore[reportPrivateUsage]
+    builder.build(0, batch.common)
+    first = builder._get_workspace_buffer()  # pyright: ignore[reportPrivateUsage]
+    assert first.shape == (FLASHINFER_WORKSPACE_BUFFER_SIZE,) == (256 * 1024 * 1024,)
+    assert first.dtype == torch.uint8 and first.is_meta
+    builder.build(0, batch.common)
+    assert builder._get_workspace_buffer() is first  # pyright: ignore[reportPrivateUsage]
+
+
+def test_builder_made_outside_the_config_context_uses_the_config_it_was_given() -> None:
+    batch = make_batch([3, 0], [1, 4], num_heads=8, num_kv_heads=2)
+    assert batch.vllm_config != VllmConfig()  # differs from what a global read would return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConfigReadOutsideContextWarning)
+        builder = _builder(batch)
+        md = builder.build(0, batch.common)
+    assert md.num_qo_heads == 8 and md.num_kv_heads == 2
+    assert builder._get_global_hyperparameters().sm_scale == 8**-0.5  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_builder_reading_the_global_config_is_caught() -> None:
+    """The check above can fail: a variant reading the global config trips the warning."""
+
+    class GlobalConfigReader(FlashInferMetadataBuilder):
+        def _get_vllm_config(self) -> VllmConfig:
+            return get_current_vllm_config()
+
+    batch = make_batch([3, 0], [1, 4], num_heads=8, num_kv_heads=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConfigReadOutsideContextWarning)
+        with pytest.raises(ConfigReadOutsideContextWarning):
+            GlobalConfigReader(batch.spec, batch.block_table, batch.vllm_config, "cpu")
+
+
+def _run(
+    batch: Batch, sliding_window: int | None = None, common_prefix_len: int = 0
+) -> tuple[torch.Tensor, torch.Tensor, FlashInferMetadata]:
+    md = _builder(batch).build(common_prefix_len, batch.common)
+    kv_cache = torch.zeros(FlashInferBackend.get_kv_cache_shape(64, 4, 2, 8))
+    ks, vs = make_kv(batch, 2, 8, prefix_len=common_prefix_len, seed=7)
+    write_history(batch, ks, vs, kv_cache[:, 0], kv_cache[:, 1])
+    n = batch.common.num_actual_tokens
+    query = torch.randn(n, 4, 8, generator=torch.Generator().manual_seed(7))
+    impl = FlashInferImpl(4, 8, 8**-0.5, 2, sliding_window=sliding_window)
+    out = impl.forward(query, new_tokens(batch, ks), new_tokens(batch, vs), kv_cache, md)
+    return out, expected_attention(batch, query, ks, vs, 8**-0.5, sliding_window), md
+
+
+@pytest.mark.parametrize("sliding_window", [None, 2, 5])
+def test_forward_equals_dense_after_reordering(sliding_window: int | None) -> None:
+    scheduled, computed = [6, 1, 4, 1, 3], [0, 5, 3, 7, 9]
+    input_batch = FakeInputBatch([f"r{i}" for i in range(5)])
+    output = FakeSchedulerOutput({f"r{i}": n for i, n in enumerate(scheduled)})
+    seed_batch = make_batch(computed, scheduled, sliding_window=sliding_window)
+    assert _builder(seed_batch).reorder_batch(input_batch, output)
+    order = [int(r[1:]) for r in input_batch.req_ids]
+    batch = make_batch(
+        [computed[i] for i in order], [scheduled[i] for i in order], sliding_window=sliding_window
+    )
+    out, expected, md = _run(batch, sliding_window)
+    assert (md.num_decodes, md.num_prefills) == (2, 3)
+    torch.testing.assert_close(out, expected, **FP32_TOLERANCE)
+
+
+def test_cascade_forward_equals_dense() -> None:
+    batch = make_batch([9, 12, 8, 10], [1, 1, 3, 2], shared_prefix_blocks=2, seed=2)
+    out, expected, md = _run(batch, common_prefix_len=8)
+    assert md.use_cascade
+    torch.testing.assert_close(out, expected, **FP32_TOLERANCE)
+
+
+def test_build_on_meta_device_gives_shapes() -> None:
+    batch = make_batch([8, 2, 3], [1, 1, 5], device="meta")
+    md = _builder(batch, "meta").build(0, batch.common)
+    assert md.paged_kv_indices.is_meta and md.paged_kv_indices.shape == (6,)
+    assert md.paged_kv_indptr.shape == (4,) and md.paged_kv_last_page_len.shape == (3,)
+    assert md.slot_mapping.is_meta and md.slot_mapping.shape == (7,)
+    assert md.prefill_wrapper is None and md.decode_wrapper is None
+
+
+def _cuda_flashinfer() -> bool:
+    return torch.cuda.is_available() and importlib.util.find_spec("flashinfer") is not None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(
+    not _cuda_flashinfer(), reason="needs CUDA and flashinfer-python (make test-gpu)"
+)
+def test_real_flashinfer_wrappers_match_the_oracle() -> None:  # pragma: no cover - GPU only
+    computed, scheduled = [5, 7, 3, 0], [1, 1, 4, 6]
+    bf16 = torch.bfloat16
+    batch = make_batch(computed, scheduled, head_size=64, device="cuda", dtype=bf16)
+    md = _builder(batch, "cuda").build(0, batch.common)
+    assert md.decode_wrapper is not None and md.prefill_wrapper is not None
+    shape = FlashInferBackend.get_kv_cache_shape(64, 4, 2, 64)
+    kv_cache = torch.zeros(shape, device="cuda", dtype=bf16)
+    ks, vs = make_kv(batch, 2, 64)
+    ks, vs = [k.cuda().to(bf16) for k in ks], [v.cuda().to(bf16) for v in vs]
+    write_history(batch, ks, vs, kv_cache[:, 0], kv_cache[:, 1])
+    n = batch.common.num_actual_tokens
+    query = torch.randn(n, 4, 64, device="cuda", dtype=bf16)
+    impl = FlashInferImpl(4, 64, 64**-0.5, 2)
+    expected = impl.forward(query, new_tokens(batch, ks), new_tokens(batch, vs), kv_cache, md)
+    decode = md.decode_wrapper.run(query[: md.num_decode_tokens], kv_cache)
+    prefill = md.prefill_wrapper.run(query[md.num_decode_tokens :], kv_cache)
+    got = torch.cat([decode, prefill]).flatten(1)
+    torch.testing.assert_close(got, expected, atol=2e-2, rtol=2e-2)
