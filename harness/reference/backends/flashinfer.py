@@ -34,6 +34,7 @@ from harness.reference.backends.utils import (
     compute_paged_kv_indptr,
     compute_paged_kv_last_page_len,
     copy_slot_mapping,
+    get_sliding_window,
     reorder_batch_to_split_decodes_and_prefills,
     split_decodes_and_prefills,
 )
@@ -187,7 +188,7 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
         """Scale, window and soft cap every layer plans with (read once, on first build)."""
         if self.global_hyperparameters is None:
             model_config = self._get_vllm_config().model_config
-            window = getattr(self.kv_cache_spec, "sliding_window", None)
+            window = get_sliding_window(self.kv_cache_spec)
             self.global_hyperparameters = PerLayerParameters(
                 window_left=-1 if window is None else int(window) - 1,
                 logits_soft_cap=None,
@@ -226,30 +227,31 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
         if common_prefix_len % page_size:
             raise ValueError(f"{common_prefix_len=} is not a multiple of {page_size=}")
         use_cascade = common_prefix_len > 0
-        shared: dict[str, torch.Tensor] = {}
+        shared_qo_indptr = shared_kv_page_indptr = None
+        shared_kv_page_indices = shared_kv_last_page_len = None
         if use_cascade:
             num_common_kv_blocks = common_prefix_len // page_size
-            shared = {
-                "shared_qo_indptr": torch.tensor([0, num_actual_tokens], dtype=torch.int32),
-                "shared_kv_page_indptr": torch.tensor([0, num_common_kv_blocks], dtype=torch.int32),
-                "shared_kv_page_indices": block_table_cpu[0, :num_common_kv_blocks].clone(),
-                "shared_kv_last_page_len": torch.tensor([page_size], dtype=torch.int32),
-            }
+            shared_qo_indptr = torch.tensor([0, num_actual_tokens], dtype=torch.int32)
+            shared_kv_page_indptr = torch.tensor([0, num_common_kv_blocks], dtype=torch.int32)
+            shared_kv_page_indices = block_table_cpu[0, :num_common_kv_blocks].clone()
+            shared_kv_last_page_len = torch.tensor([page_size], dtype=torch.int32)
             # The shared prefix is attended once; each request keeps only its own pages.
             block_table_cpu = block_table_cpu[:, num_common_kv_blocks:]
             seq_lens_cpu = seq_lens_cpu - common_prefix_len
 
-        def to_device(t: torch.Tensor) -> torch.Tensor:
-            return t.to(self.device, non_blocking=True)
+        def to_device(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.to(self.device, non_blocking=True)
 
         attn_metadata = FlashInferMetadata(
             num_actual_tokens=num_actual_tokens,
             qo_indptr=common_attn_metadata.query_start_loc,
-            paged_kv_indptr=to_device(self._compute_paged_kv_indptr(seq_lens_cpu)),
-            paged_kv_indices=to_device(
-                self._compute_paged_kv_indices(block_table_cpu, seq_lens_cpu)
+            paged_kv_indptr=self._compute_paged_kv_indptr(seq_lens_cpu).to(self.device),
+            paged_kv_indices=self._compute_paged_kv_indices(block_table_cpu, seq_lens_cpu).to(
+                self.device
             ),
-            paged_kv_last_page_len=to_device(self._compute_paged_kv_last_page_len(seq_lens_cpu)),
+            paged_kv_last_page_len=self._compute_paged_kv_last_page_len(seq_lens_cpu).to(
+                self.device
+            ),
             num_qo_heads=self.num_qo_heads,
             num_kv_heads=self.kv_cache_spec.num_kv_heads,
             head_dim=self.kv_cache_spec.head_size,
@@ -262,7 +264,10 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
             num_prefills=split.num_prefills,
             num_prefill_tokens=split.num_prefill_tokens,
             use_cascade=use_cascade,
-            **{name: to_device(t) for name, t in shared.items()},
+            shared_qo_indptr=to_device(shared_qo_indptr),
+            shared_kv_page_indptr=to_device(shared_kv_page_indptr),
+            shared_kv_page_indices=to_device(shared_kv_page_indices),
+            shared_kv_last_page_len=to_device(shared_kv_last_page_len),
         )
         self._plan(attn_metadata)
         return attn_metadata
