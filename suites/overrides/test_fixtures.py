@@ -80,7 +80,8 @@ def test_annotations_sit_on_def_lines(corpus: Any) -> None:
 def test_minimal_repro_is_a_definite_crash(overrides: Any) -> None:
     (finding,) = overrides.json("minimal_repro")
     assert finding["severity"] == "error"
-    assert (finding["class"], finding["method"], finding["base_class"]) == ("B", "func", "A")
+    assert (finding["class"], finding["method"]) == ("minimal_repro.repro.B", "func")
+    assert finding["base_class"] == "minimal_repro.repro.A"
     assert finding["base_path"] == "minimal_repro/repro.py"
     assert finding["evidence"]["text"].strip().startswith("return self.func(a, b=b)")
     assert "got an unexpected keyword argument 'b'" in finding["message"]
@@ -90,9 +91,9 @@ def test_minimal_repro_is_a_definite_crash(overrides: Any) -> None:
 def test_mla_builders_drift_is_exactly_one_error(overrides: Any) -> None:
     (finding,) = overrides.json("mla_drift")
     assert finding["severity"] == "error"
-    assert finding["class"] == "AiterMLAMetadataBuilder"
+    assert finding["class"] == "mla_drift.rocm_aiter_mla.AiterMLAMetadataBuilder"
     assert finding["method"] == "_build_decode"
-    assert finding["base_class"] == "MLACommonMetadataBuilder"
+    assert finding["base_class"] == "mla_drift.common.MLACommonMetadataBuilder"
     assert finding["base_path"] == "mla_drift/common.py"
     assert "block_table_tensor" in finding["message"]
 
