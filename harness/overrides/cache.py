@@ -1,8 +1,8 @@
 """On-disk cache of file summaries, and parallel summarising of the files not in it.
 
-The cache is one pickle file per directory: ``{content_hash: summary}`` plus a stat index
-``{absolute_path: (mtime_ns, size, content_hash)}``, so a warm run neither re-reads nor
-re-hashes unchanged files. The header carries the checker and Python versions; a mismatch or
+The cache is one :mod:`marshal` file per directory: ``{content_hash: encoded summary}`` plus
+a stat index ``{absolute_path: (mtime_ns, size, content_hash)}``, so a warm run neither
+re-reads nor re-hashes unchanged files, and decodes summaries with :mod:`harness.overrides.codec`. The header carries the checker and Python versions; a mismatch or
 a corrupt file is treated as an empty cache. Writes are atomic (temp file + ``os.replace``).
 Cold runs summarise new files in a process pool when there are enough of them.
 """
@@ -10,20 +10,22 @@ Cold runs summarise new files in a process pool when there are enough of them.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
-import pickle
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.overrides.discover import SourceFile
-from harness.overrides.summary import Diagnostic, FileSummary, summarize
+
+if TYPE_CHECKING:
+    from harness.overrides.summary import FileSummary
 
 SCHEMA = 3
 """Bump when the summary format or extraction changes."""
 DEFAULT_DIR = os.path.join(".harness_cache", "overrides")
-_FILE = "summaries.pickle"
+_FILE = "summaries.marshal"
 _MAX_ENTRIES = 50_000
 _PARALLEL_MIN = 48
 """Fewer new files than this are parsed in-process (a pool costs ~0.1 s to start)."""
@@ -41,11 +43,11 @@ def digest(data: bytes) -> str:
 
 
 class Cache:
-    """Summaries by content hash, with a stat shortcut by path."""
+    """Encoded summaries by content hash, with a stat shortcut by path."""
 
     def __init__(self, directory: str | None) -> None:
         self.directory = directory
-        self.summaries: dict[str, FileSummary] = {}
+        self.blobs: dict[str, bytes] = {}
         self.stats: dict[str, tuple[int, int, str]] = {}
         self.dirty = False
         if directory is not None:
@@ -53,48 +55,45 @@ class Cache:
 
     def _load(self, path: Path) -> None:
         try:
-            with path.open("rb") as handle:
-                payload: Any = pickle.load(handle)
-        except (
-            OSError,
-            EOFError,
-            pickle.UnpicklingError,
-            ValueError,
-            TypeError,
-            AttributeError,
-            ImportError,
-            IndexError,
-        ):
+            payload: Any = marshal.loads(path.read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
             return
         if not isinstance(payload, tuple) or len(payload) != 3 or payload[0] != _header():  # pyright: ignore[reportUnknownArgumentType]
             return
-        self.stats, self.summaries = payload[1], payload[2]
+        self.stats, self.blobs = payload[1], payload[2]
 
     def save(self) -> None:
         """Write the cache if anything changed; failures to write are ignored."""
         if self.directory is None or not self.dirty:
             return
-        if len(self.summaries) > _MAX_ENTRIES:
+        if len(self.blobs) > _MAX_ENTRIES:
             live = {h for (_, _, h) in self.stats.values()}
-            self.summaries = {h: s for h, s in self.summaries.items() if h in live}
+            self.blobs = {h: b for h, b in self.blobs.items() if h in live}
         directory = Path(self.directory)
         target = directory / _FILE
         tmp = directory / f".{_FILE}.{os.getpid()}.tmp"
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            with tmp.open("wb") as handle:
-                pickle.dump(
-                    (_header(), self.stats, self.summaries),
-                    handle,
-                    protocol=pickle.HIGHEST_PROTOCOL,
-                )
+            tmp.write_bytes(marshal.dumps((_header(), self.stats, self.blobs)))
             os.replace(tmp, target)
         except OSError:
             tmp.unlink(missing_ok=True)
 
 
-def _summarize_one(data: bytes) -> FileSummary:
-    return summarize(data)
+def _summarize_one(data: bytes) -> bytes:
+    from harness.overrides import codec
+    from harness.overrides.summary import summarize
+
+    return codec.dumps(summarize(data))
+
+
+def _decode(blob: bytes) -> FileSummary | None:
+    from harness.overrides import codec
+
+    try:
+        return codec.loads(blob)
+    except (ValueError, EOFError, TypeError, IndexError):
+        return None
 
 
 def load(
@@ -112,9 +111,12 @@ def load(
             continue
         stat_key = (st.st_mtime_ns, st.st_size)
         known = cache.stats.get(file.path)
-        if known is not None and known[:2] == stat_key and known[2] in cache.summaries:
-            out[file.display] = cache.summaries[known[2]]
-            continue
+        if known is not None and known[0] == stat_key[0] and known[1] == stat_key[1]:
+            blob = cache.blobs.get(known[2])
+            summary = None if blob is None else _decode(blob)
+            if summary is not None:
+                out[file.display] = summary
+                continue
         try:
             with open(file.path, "rb") as handle:
                 data = handle.read()
@@ -122,40 +124,37 @@ def load(
             unreadable[file.display] = f"cannot read file: {exc.strerror}"
             continue
         h = digest(data)
-        cached = cache.summaries.get(h)
         cache.stats[file.path] = (*stat_key, h)
         cache.dirty = True
-        if cached is not None:
-            out[file.display] = cached
+        blob = cache.blobs.get(h)
+        summary = None if blob is None else _decode(blob)
+        if summary is not None:
+            out[file.display] = summary
         else:
             todo.append((file, data, h, stat_key))
-    for (file, _, h, _), summary in zip(todo, _summarize_all([t[1] for t in todo], jobs)):
-        cache.summaries[h] = summary
-        out[file.display] = summary
+    for (file, _, h, _), blob in zip(todo, _summarize_all([t[1] for t in todo], jobs), strict=True):
+        cache.blobs[h] = blob
+        summary = _decode(blob)
+        if summary is not None:
+            out[file.display] = summary
     return out, unreadable, len(todo)
 
 
-def _summarize_all(blobs: list[bytes], jobs: int | None) -> list[FileSummary]:
+def _summarize_all(blobs: list[bytes], jobs: int | None) -> list[bytes]:
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, 8)
     if workers <= 1 or len(blobs) < _PARALLEL_MIN:
-        return [summarize(b) for b in blobs]
-    # Big files first so the pool's tail is short; results come back in input order.
-    order = sorted(range(len(blobs)), key=lambda i: -len(blobs[i]))
-    results: list[FileSummary | None] = [None] * len(blobs)
+        return [_summarize_one(b) for b in blobs]
     from concurrent.futures import ProcessPoolExecutor
 
+    # Big files first so the pool's tail is short; results are put back in input order.
+    order = sorted(range(len(blobs)), key=lambda i: -len(blobs[i]))
+    results: list[bytes] = [b""] * len(blobs)
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             chunk = max(1, len(blobs) // (workers * 8))
-            for i, summary in zip(
-                order, pool.map(_summarize_one, [blobs[i] for i in order], chunksize=chunk)
-            ):
-                results[i] = summary
+            done = pool.map(_summarize_one, [blobs[i] for i in order], chunksize=chunk)
+            for i, encoded in zip(order, done, strict=True):
+                results[i] = encoded
     except (OSError, RuntimeError):
-        return [summarize(b) for b in blobs]
-    return [
-        r
-        if r is not None
-        else FileSummary((), (), (), (), (), (), (Diagnostic("HO401", 1, 1, "worker failed"),))
-        for r in results
-    ]
+        return [_summarize_one(b) for b in blobs]
+    return results

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from enum import IntEnum
 from typing import NamedTuple
@@ -51,64 +51,122 @@ class CallSite(NamedTuple):
     text: str
 
 
-_METHOD_CALL = re.compile(r"\.[ \t]*\w+[ \t]*\(")
-_RECEIVER_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)[ \t]*$")
-_RECEIVER_CALL = re.compile(r"(?<![\w.])(?:super|[A-Z]\w*)[ \t]*\([^()\n]*\)[ \t]*$")
-_SELF_NAMES = ("self", "cls")
-_CTOR_ASSIGN = re.compile(r"^[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([A-Za-z_][\w.]*)[ \t]*\(", re.M)
+_SELF_CALL = re.compile(r"(?:self|cls)[ \t]*\.[ \t]*\w+[ \t]*\(")
+_PAREN_CALL = re.compile(r"\)[ \t]*\.[ \t]*\w+[ \t]*\(")
+_RECEIVER_CALL = re.compile(r"(?:super|[A-Z]\w*)[ \t]*\([^()\n]*\)$")
+_CTOR_ASSIGN = re.compile(r"=[ \t]*([A-Za-z_][\w.]*)[ \t]*\(")
+_ASSIGN_TARGET = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?$")
+_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+_ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
 _TEXT_LIMIT = 200
+EXTERNAL = frozenset(
+    {
+        "torch",
+        "numpy",
+        "np",
+        "typing",
+        "typing_extensions",
+        "collections",
+        "transformers",
+        "jax",
+        "tensorflow",
+        "triton",
+        "PIL",
+        "pydantic",
+        "msgspec",
+        "fastapi",
+        "starlette",
+        "ray",
+        "zmq",
+        "asyncio",
+        "enum",
+        "dataclasses",
+        "abc",
+        "builtins",
+        "os",
+        "pathlib",
+        "re",
+        "io",
+        "logging",
+        "json",
+        "argparse",
+        "functools",
+        "itertools",
+        "concurrent",
+    }
+)
+"""Top-level packages that cannot hold project classes: annotated receivers typed with
+their classes (``x: torch.Tensor``) are not worth walking for."""
 
 
 class LineIndex:
-    """Offsets of line starts, to turn regex match positions into line numbers."""
+    """The source split into lines, to slice lines and count them cheaply."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        starts = [0]
-        find = text.find
-        pos = find("\n")
-        while pos != -1:
-            starts.append(pos + 1)
-            pos = find("\n", pos + 1)
-        self.starts = starts
-
-    def line_of(self, offset: int) -> int:
-        """1-based line number of a character offset."""
-        return bisect_left(self.starts, offset + 1)
-
-    def segment(self, first: int, last: int) -> str:
-        """Source text of lines ``first..last`` (1-based, inclusive)."""
-        starts = self.starts
-        end = starts[last] if last < len(starts) else len(self.text)
-        return self.text[starts[first - 1] : end]
+        self.lines = text.split("\n")
 
     def line(self, lineno: int) -> str:
-        """One source line without its newline."""
-        return self.segment(lineno, lineno).rstrip("\r\n")
+        """One source line without its line ending."""
+        return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
 
-    def call_lines(self) -> tuple[list[int], dict[str, list[int]]]:
-        """Lines of ``self.m(``/``super().m(``/``C(...).m(`` calls, and receiver name -> lines."""
+    def _line_numbers(self, pattern: re.Pattern[str], check_before: bool) -> list[int]:
+        """Sorted distinct lines where ``pattern`` matches (not preceded by ``[\\w.]``)."""
         text = self.text
-        index: dict[str, list[int]] = {}
-        special: list[int] = []
+        out: list[int] = []
         line = 1
         pos = 0
         count = text.count
-        for match in _METHOD_CALL.finditer(text):
+        for match in pattern.finditer(text):
+            start = match.start()
+            if check_before and start and text[start - 1] in _ID_CHARS_DOT:
+                continue
+            line += count("\n", pos, start)
+            pos = start
+            if not out or out[-1] != line:
+                out.append(line)
+        return out
+
+    def self_lines(self) -> list[int]:
+        """Lines of ``self.m(``/``cls.m(``/``super().m(``/``C(...).m(`` calls."""
+        lines = set(self._line_numbers(_SELF_CALL, True))
+        text = self.text
+        line = 1
+        pos = 0
+        count = text.count
+        for match in _PAREN_CALL.finditer(text):
+            start = match.start()
+            before = text[max(0, start - 80) : start + 1]
+            if _RECEIVER_CALL.search(before):
+                line += count("\n", pos, start)
+                pos = start
+                lines.add(line)
+        return sorted(lines)
+
+    def name_lines(self, name: str) -> list[int]:
+        """Lines of ``name.m(`` calls."""
+        pattern = re.compile(re.escape(name) + r"[ \t]*\.[ \t]*\w+[ \t]*\(")
+        return self._line_numbers(pattern, True)
+
+    def assigns(self) -> list[tuple[int, str, str]]:
+        """``(line, name, Class)`` of each ``name = Class(`` (one per line)."""
+        text = self.text
+        out: list[tuple[int, str, str]] = []
+        line = 1
+        pos = 0
+        count = text.count
+        for match in _CTOR_ASSIGN.finditer(text):
+            callee = match.group(1)
+            if not _is_class_like(callee):
+                continue
             start = match.start()
             line += count("\n", pos, start)
             pos = start
-            before = text[max(0, start - 80) : start]
-            name = _RECEIVER_NAME.search(before)
-            if name is not None:
-                lines = index.setdefault(name.group(1), [])
-                if not lines or lines[-1] != line:
-                    lines.append(line)
-            elif before.endswith(")") and _RECEIVER_CALL.search(before):
-                special.append(line)
-        for name in _SELF_NAMES:
-            special.extend(index.get(name, ()))
-        return sorted(set(special)), index
+            line_start = text.rfind("\n", 0, start) + 1
+            target = _ASSIGN_TARGET.match(text, line_start, start)
+            if target is not None:
+                out.append((line, target.group(1), callee))
+        return out
 
 
 def _spans(lines: Sequence[int], first: int, last: int) -> bool:
@@ -143,24 +201,28 @@ def _annotation_class(node: ast.expr | None) -> str | None:
     return None
 
 
-def _binds(node: ast.AST, name: str) -> int:
-    """How many bindings of ``name`` the node makes (2 for forms we never trust)."""
-    if isinstance(node, ast.Name):
-        return int(node.id == name and not isinstance(node.ctx, ast.Load))
-    if isinstance(node, ast.arg):
-        return 2 * (node.arg == name)
-    if isinstance(node, ast.alias):
-        return 2 * ((node.asname or node.name.partition(".")[0]) == name)
-    if isinstance(node, (ast.Global, ast.Nonlocal)):
-        return 2 * (name in node.names)
-    if isinstance(node, ast.ExceptHandler):
-        return 2 * (node.name == name)
-    return 0
-
-
-def _bound_once(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
-    """True when ``name`` is bound exactly once in ``func`` (and never as a parameter)."""
-    return sum(_binds(node, name) for node in ast.walk(func)) == 1
+def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
+    """How often each name is bound in ``func``; parameters, imports, ``global``,
+    ``nonlocal`` and ``except ... as`` count twice (never trusted as one constructor call)."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(func):
+        names: list[str] = []
+        weight = 2
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                continue
+            names, weight = [node.id], 1
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.alias):
+            names = [node.asname or node.name.partition(".")[0]]
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names = list(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names = [node.name]
+        for name in names:
+            counts[name] = counts.get(name, 0) + weight
+    return counts
 
 
 class _Collector:
@@ -204,9 +266,24 @@ class _Collector:
                 stack.extend(reversed(block))
 
     def _walk_expr(self, root: ast.AST) -> None:
-        for node in ast.walk(root):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                self._record(node, node.func)
+        stack: list[object] = [root]
+        pop = stack.pop
+        push = stack.append
+        extend = stack.extend
+        while stack:
+            node = pop()
+            if not isinstance(node, ast.AST):
+                continue
+            if node.__class__ is ast.Call:
+                func = node.func  # type: ignore[attr-defined]
+                if func.__class__ is ast.Attribute:
+                    self._record(node, func)  # type: ignore[arg-type]
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    extend(value)  # type: ignore[arg-type]
+                elif isinstance(value, ast.AST):
+                    push(value)
 
     def _receiver(self, value: ast.expr) -> tuple[Receiver, str | None] | None:
         if isinstance(value, ast.Name):
@@ -251,30 +328,39 @@ class _Collector:
         )
 
 
-class FileHits(NamedTuple):
-    """Where in a file interesting calls can be, found once per file by regex."""
+class FileHits:
+    """Where in a file interesting calls can be, found by regex (receiver names on demand)."""
 
-    lines: LineIndex
-    self_lines: list[int]
-    """Lines with ``self.m(``, ``cls.m(``, ``super(`` or ``C(...).m(``."""
-    by_name: dict[str, list[int]]
-    """Receiver name -> lines with ``name.m(``."""
+    def __init__(self, text: str, external: frozenset[str] = frozenset()) -> None:
+        self.lines = LineIndex(text)
+        self.self_lines = self.lines.self_lines()
+        """Lines with ``self.m(``, ``cls.m(``, ``super().m(`` or ``C(...).m(``."""
+        self.assigns = self.lines.assigns() if "=" in text else []
+        """``(line, name, Class)`` of each ``name = Class(...)``, by line."""
+        self.external = external
+        """Names that cannot be project classes (``torch``, ``Tensor`` from torch)."""
+        self._by_name: dict[str, list[int]] = {}
 
-    @classmethod
-    def scan(cls, text: str) -> FileHits:
-        """Index ``text``."""
-        lines = LineIndex(text)
-        special, by_name = lines.call_lines()
-        return cls(lines, special, by_name)
+    def name_lines(self, name: str) -> list[int]:
+        """Lines with ``name.m(`` calls (cached)."""
+        lines = self._by_name.get(name)
+        if lines is None:
+            lines = self._by_name[name] = self.lines.name_lines(name)
+        return lines
 
 
 def _lines_in(lines: Sequence[int], first: int, last: int) -> list[int]:
     i = bisect_left(lines, first)
-    out: list[int] = []
-    while i < len(lines) and lines[i] <= last:
-        out.append(lines[i])
-        i += 1
-    return out
+    j = bisect_right(lines, last, i)
+    return list(lines[i:j])
+
+
+def _assigns_in(
+    assigns: list[tuple[int, str, str]], first: int, last: int
+) -> list[tuple[int, str, str]]:
+    i = bisect_left(assigns, (first,))
+    j = bisect_left(assigns, (last + 1,), i)
+    return assigns[i:j]
 
 
 def collect(
@@ -285,40 +371,40 @@ def collect(
     self_name: str | None,
 ) -> list[CallSite]:
     """Call sites in ``func`` (including nested functions, excluding nested classes)."""
-    first = func.body[0].lineno if func.body else func.lineno
+    if not func.body:
+        return []
+    first = func.body[0].lineno
     last = func.end_lineno or func.lineno
-    collector = _Collector(hits.lines, caller)
-    collector.self_name = self_name
-    extra: list[int] = []
-    params = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
-    for arg in params:
-        lines = hits.by_name.get(arg.arg)
-        if lines is None or arg.arg == self_name or not _spans(lines, first, last):
+    own = _lines_in(hits.self_lines, first, last)
+    local_receivers: dict[str, tuple[Receiver, str]] = {}
+    for arg in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs):
+        if arg.annotation is None or arg.arg == self_name:
             continue
         cls = _annotation_class(arg.annotation)
-        if cls is not None:
-            collector.locals[arg.arg] = (Receiver.ANNOTATED, cls)
-            extra.extend(_lines_in(lines, first, last))
-    text = hits.lines.segment(first, last)
-    if "=" in text:
-        for match in _CTOR_ASSIGN.finditer(text):
-            name, callee = match.group(1), match.group(2)
-            lines = hits.by_name.get(name)
-            if (
-                lines is None
-                or not _is_class_like(callee)
-                or name == self_name
-                or name in collector.locals
-                or not _spans(lines, first, last)
-                or not _bound_once(func, name)
-            ):
-                continue
-            collector.locals[name] = (Receiver.CONSTRUCTED, callee)
-            extra.extend(_lines_in(lines, first, last))
-    own = _lines_in(hits.self_lines, first, last)
-    if extra:
-        own = sorted({*own, *extra})
+        if cls is None or cls.partition(".")[0] in hits.external:
+            continue
+        lines = _lines_in(hits.name_lines(arg.arg), first, last)
+        if lines:
+            local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
+            own.extend(lines)
+    assigns = _assigns_in(hits.assigns, first, last)
+    bound: dict[str, int] | None = None
+    for _, name, callee in assigns:
+        if name == self_name or name in local_receivers:
+            continue
+        lines = _lines_in(hits.name_lines(name), first, last)
+        if not lines:
+            continue
+        if bound is None:
+            bound = _bindings(func)
+        if bound.get(name) != 1:
+            continue
+        local_receivers[name] = (Receiver.CONSTRUCTED, callee)
+        own.extend(lines)
     if not own:
         return []
-    collector.visit_body(func.body, own)
-    return collector.out
+    collector = _Collector(hits.lines, caller)
+    collector.self_name = self_name
+    collector.locals = local_receivers
+    collector.visit_body(func.body, sorted(set(own)))
+    return sorted(collector.out, key=lambda c: (c.line, c.col))

@@ -1,30 +1,23 @@
-"""Orchestration: discover, summarise (cached), resolve, compare, prove, suppress, sort.
+"""Orchestration: discover, reuse a stored result or summarise (cached) and analyse, sort.
 
-``changed`` mode checks the classes of the changed files plus every class anywhere in the
-tree whose MRO reaches a class defined in a changed file, so a rename in a base class file
-still reports the stale subclass in an untouched file.
+Heavy modules (parsing, resolution, rules) are imported only when the stored result of an
+identical run on an unchanged tree cannot be reused.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from harness import __version__
 from harness.overrides import baseline as baseline_mod
-from harness.overrides import suppress
-from harness.overrides.cache import DEFAULT_DIR, Cache, load
-from harness.overrides.compare import Issue, align, is_exempt_method
-from harness.overrides.discover import discover, display_path
-from harness.overrides.evidence import EvidenceIndex, Proof
-from harness.overrides.findings import Evidence, Finding, Severity
-from harness.overrides.resolve import ClassInfo, Project
-from harness.overrides.rules import RULES, Pair, Rule
-from harness.overrides.signature import Signature
-
-_RECEIVER_WORDS = {0: "self", 1: "super()", 2: "constructed", 3: "annotated"}
+from harness.overrides.cache import DEFAULT_DIR, SCHEMA
+from harness.overrides.discover import SourceFile, Unreadable, discover, display_path
+from harness.overrides.findings import Finding, Severity
+from harness.overrides.results import ResultStore, fingerprint, run_key
 
 
 @dataclass(frozen=True)
@@ -34,7 +27,7 @@ class CheckOptions:
     select: frozenset[str] = frozenset()
     """Optional rules to enable (``HO201``, ``HO202``)."""
     cache_dir: str | None = DEFAULT_DIR
-    """Summary cache directory (relative to ``cwd``); ``None`` disables the cache."""
+    """Cache directory (relative to ``cwd``); ``None`` disables caching."""
     jobs: int | None = None
     """Worker processes for parsing; ``None`` = one per CPU."""
     baseline: str | None = None
@@ -52,6 +45,8 @@ class Stats:
     classes: int = 0
     checked_classes: int = 0
     seconds: float = 0.0
+    reused: bool = False
+    """True when the stored result of an identical run on an unchanged tree was reused."""
 
 
 @dataclass
@@ -66,16 +61,6 @@ class CheckResult:
         return any(f.severity.rank >= fail_on.rank for f in self.findings)
 
 
-def enabled_rules(select: Iterable[str]) -> list[Rule]:
-    """Default-enabled drift rules plus the selected optional ones."""
-    wanted = {c.upper() for c in select}
-    return [
-        r
-        for r in RULES.values()
-        if r.check is not None and (r.enabled_by_default or r.code in wanted)
-    ]
-
-
 def check(
     paths: Sequence[str],
     *,
@@ -83,213 +68,69 @@ def check(
     options: CheckOptions = CheckOptions(),
 ) -> CheckResult:
     """Check the tree under ``paths``; with ``changed``, only what those files can affect."""
+    enabled = gc.isenabled()
+    gc.disable()  # tens of thousands of small tuples; cyclic GC only costs time here
+    try:
+        return _check(paths, changed, options)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check(
+    paths: Sequence[str], changed: Sequence[str] | None, options: CheckOptions
+) -> CheckResult:
     started = time.perf_counter()
-    cwd = options.cwd or os.getcwd()
+    cwd = os.path.abspath(options.cwd or os.getcwd())
     roots = list(paths) or ["."]
     files, unreadable = discover([*roots, *(changed or ())], cwd)
+    changed_paths = None if changed is None else sorted({display_path(p, cwd) for p in changed})
     cache_dir = None if options.cache_dir is None else os.path.join(cwd, options.cache_dir)
-    cache = Cache(cache_dir)
-    summaries, unreadable_files, parsed = load(files, cache, options.jobs)
-    cache.save()
-    by_display = {f.display: f for f in files}
-    project = Project((by_display[d], s) for d, s in summaries.items())
-
-    findings: list[Finding] = []
-    for entry in unreadable:
-        findings.append(_file_diagnostic(entry.display, "HO404", entry.reason))
-    for display, reason in unreadable_files.items():
-        findings.append(_file_diagnostic(display, "HO404", reason))
-
-    changed_paths = None if changed is None else {display_path(p, cwd) for p in changed}
-    scope = _scope(project, changed_paths)
-    audit = set(summaries) if changed_paths is None else changed_paths & set(summaries)
-    for display, summary in summaries.items():
-        if changed_paths is None or display in changed_paths:
-            findings.extend(
-                _file_diagnostic(display, d.code, d.message, d.line) for d in summary.diagnostics
-            )
-    in_scope = {id(c) for c in scope}
-    for problem in project.problems:
-        if id(problem.cls) in in_scope:
-            findings.append(_mro_finding(problem.cls, problem.code, problem.detail))
-
-    rules = enabled_rules(options.select)
-    evidence = EvidenceIndex(project)
-    for cls in scope:
-        findings.extend(_check_class(project, cls, rules, evidence, options.select))
-
-    ignores = {d: s.ignores for d, s in summaries.items() if s.ignores}
-    findings = suppress.apply(findings, ignores, audit=audit)
+    entries: list[tuple[str, int, int]] = []
+    for file in files:
+        try:
+            st = os.stat(file.path)
+        except OSError:
+            entries.append((file.path, -1, -1))
+            continue
+        entries.append((file.path, st.st_mtime_ns, st.st_size))
+    key = run_key(
+        (__version__, SCHEMA, cwd, sorted(os.path.abspath(r) for r in roots), changed_paths,
+         sorted(options.select))
+    )  # fmt: skip
+    print_ = fingerprint(entries, [f"{u.display}:{u.reason}" for u in unreadable])
+    store = ResultStore(cache_dir)
+    findings = store.get(key, print_)
+    stats = Stats(files=len(files), reused=findings is not None)
+    if findings is None:
+        findings = _analyze(files, unreadable, changed_paths, cache_dir, options, stats)
+        store.put(key, print_, findings)
     if options.baseline is not None:
         findings = baseline_mod.filter_new(findings, baseline_mod.read(options.baseline))
     findings.sort(key=Finding.sort_key)
-    stats = Stats(
-        files=len(files),
-        parsed=parsed,
-        classes=len(project.classes),
-        checked_classes=len(scope),
-        seconds=time.perf_counter() - started,
-    )
+    stats.seconds = time.perf_counter() - started
     return CheckResult(findings, stats)
 
 
-def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
-    if changed is None:
-        return list(project.classes)
-    roots = [c for c in project.classes if c.module.file.display in changed]
-    out: dict[int, ClassInfo] = {id(c): c for c in roots}
-    for root in roots:
-        for d in project.descendants(root):
-            out.setdefault(id(d), d)
-    return list(out.values())
-
-
-def _file_diagnostic(display: str, code: str, reason: str, line: int = 1) -> Finding:
-    rule = RULES[code]
-    return Finding(
-        path=display,
-        line=line,
-        col=1,
-        code=code,
-        symbol=rule.symbol,
-        severity=Severity.WARNING,
-        message=rule.format({"reason": reason}),
-        extra_key=reason if code == "HO404" else "",
-    )
-
-
-def _mro_finding(cls: ClassInfo, code: str, detail: str) -> Finding:
-    rule = RULES[code]
-    fields = {"cls": cls.qualname, "cycle": detail, "bases": detail}
-    return Finding(
-        path=cls.module.file.display,
-        line=cls.summary.line,
-        col=cls.summary.col,
-        code=code,
-        symbol=rule.symbol,
-        severity=Severity.WARNING,
-        message=rule.format(fields),
-        class_name=cls.key,
-    )
-
-
-def _check_class(
-    project: Project,
-    cls: ClassInfo,
-    rules: list[Rule],
-    evidence: EvidenceIndex,
-    select: frozenset[str],
+def _analyze(
+    files: Sequence[SourceFile],
+    unreadable: Sequence[Unreadable],
+    changed: list[str] | None,
+    cache_dir: str | None,
+    options: CheckOptions,
+    stats: Stats,
 ) -> list[Finding]:
-    out: list[Finding] = []
-    for name, sig in cls.methods.items():
-        if is_exempt_method(name) or sig.is_overload:
-            continue
-        base_cls = project.definer(cls, name, after=cls)
-        if base_cls is None:
-            if "HO202" in {s.upper() for s in select} and sig.has_override_decorator:
-                if project.fully_resolved(cls):
-                    out.append(_override_without_base(cls, sig))
-            continue
-        base = base_cls.methods.get(name)
-        if base is None or base.is_overload:
-            continue  # overridden attribute, or overload stubs only
-        pair = Pair(base, sig, tuple(align(base, sig)), _is_protocol(base_cls))
-        issues = [(rule, issue) for rule in rules if rule.check for issue in rule.check(pair)]
-        if not issues:
-            continue
-        proofs = evidence.proofs(cls, name, sig)
-        named = any(_mentions(p, issue.params) for p in proofs for _, issue in issues)
-        for rule, issue in issues:
-            proof = _pick_proof(proofs, issue.params, fallback=not named)
-            out.append(_drift_finding(cls, base_cls, sig, base, rule, issue, proof))
-    return out
+    from harness.overrides.analysis import analyze, file_diagnostic
+    from harness.overrides.cache import Cache, load
 
-
-def _is_protocol(cls: ClassInfo) -> bool:
-    return any(b is not None and b.rpartition(".")[2] == "Protocol" for b in cls.summary.bases)
-
-
-def _mentions(proof: Proof, params: tuple[str, ...]) -> bool:
-    return any(f"'{p}'" in proof.error for p in params)
-
-
-def _pick_proof(proofs: list[Proof], params: tuple[str, ...], *, fallback: bool) -> Proof | None:
-    """The proof for one finding: one naming its parameters, else (if no proof names any
-    parameter of this method's findings, e.g. "takes 2 positional arguments") the best one."""
-    for proof in proofs:
-        if _mentions(proof, params):
-            return proof
-    return proofs[0] if proofs and fallback else None
-
-
-def _drift_finding(
-    cls: ClassInfo,
-    base_cls: ClassInfo,
-    sig: Signature,
-    base: Signature,
-    rule: Rule,
-    issue: Issue,
-    proof: Proof | None,
-) -> Finding:
-    params = issue.params
-    fields = dict(issue.fields)
-    fields["override"] = f"{cls.qualname}.{sig.name}"
-    fields["base"] = f"{base_cls.qualname}.{base.name}"
-    message = rule.format(fields)
-    severity = Severity.WARNING
-    ev: Evidence | None = None
-    if proof is not None:
-        ev = Evidence(
-            path=proof.module.file.display,
-            line=proof.call.line,
-            col=proof.call.col,
-            text=proof.call.text,
-            error=f"TypeError: {proof.error}",
-            receiver=_RECEIVER_WORDS[int(proof.call.receiver)],
-        )
-        if proof.certain:
-            severity = Severity.ERROR
-            message += f"; the call at {ev.path}:{ev.line} raises {ev.error}"
-        else:
-            message += (
-                f"; a caller typed as a base class at {ev.path}:{ev.line} would raise {ev.error}"
-            )
-    return Finding(
-        path=cls.module.file.display,
-        line=sig.line,
-        col=sig.col + 1,
-        code=rule.code,
-        symbol=rule.symbol,
-        severity=severity,
-        message=message,
-        class_name=cls.key,
-        method=sig.name,
-        base_class=base_cls.key,
-        base_path=base_cls.module.file.display,
-        base_line=base.line,
-        params=params,
-        signature=sig.render(f"{cls.qualname}.{sig.name}"),
-        base_signature=base.render(f"{base_cls.qualname}.{base.name}"),
-        evidence=ev,
+    sources = list(files)
+    cache = Cache(cache_dir)
+    summaries, unreadable_files, stats.parsed = load(sources, cache, options.jobs)
+    cache.save()
+    findings = [file_diagnostic(u.display, "HO404", u.reason) for u in unreadable]
+    findings.extend(file_diagnostic(d, "HO404", r) for d, r in unreadable_files.items())
+    found, stats.classes, stats.checked_classes = analyze(
+        sources, summaries, changed=None if changed is None else set(changed), select=options.select
     )
-
-
-def _override_without_base(cls: ClassInfo, sig: Signature) -> Finding:
-    rule = RULES["HO202"]
-    return Finding(
-        path=cls.module.file.display,
-        line=sig.line,
-        col=sig.col + 1,
-        code=rule.code,
-        symbol=rule.symbol,
-        severity=Severity.WARNING,
-        message=rule.format({"override": f"{cls.qualname}.{sig.name}"}),
-        class_name=cls.key,
-        method=sig.name,
-        signature=sig.render(f"{cls.qualname}.{sig.name}"),
-    )
-
-
-def default_cache_dir(cwd: str | None = None) -> Path:
-    """Where the cache lives for a run in ``cwd``."""
-    return Path(cwd or os.getcwd()) / DEFAULT_DIR
+    findings.extend(found)
+    return findings

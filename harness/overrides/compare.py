@@ -250,7 +250,9 @@ def added_required(
     for o in override:
         if o.has_default or o.name in matched:
             continue
-        if (o.kind in _POSITIONAL and not base_star) or (o.kind is ParamKind.KEYWORD_ONLY and not base_kw):
+        if (o.kind in _POSITIONAL and not base_star) or (
+            o.kind is ParamKind.KEYWORD_ONLY and not base_kw
+        ):
             issues.append(Issue("HO104", (o.name,), (("name", o.name),)))
     return issues
 

@@ -48,55 +48,128 @@ class Unreadable(NamedTuple):
 def display_path(path: str | Path, cwd: str | None = None) -> str:
     """``path`` relative to ``cwd`` (default: the working directory) if under it, POSIX style."""
     absolute = os.path.abspath(path)
-    base = cwd or os.getcwd()
-    try:
-        rel = os.path.relpath(absolute, base)
-    except ValueError:
-        return Path(absolute).as_posix()
-    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-        return Path(absolute).as_posix()
-    return Path(rel).as_posix()
+    base = os.path.abspath(cwd or os.getcwd())
+    return _Displayer(base)(absolute)
 
 
-def _package_parts(directory: str, cache: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """Dotted parts of ``directory`` as a package (empty if it is not one)."""
-    chain: list[str] = []
-    current = directory
-    while True:
-        cached = cache.get(current)
+class _Displayer:
+    """Fast ``display_path`` for many files under one working directory."""
+
+    def __init__(self, cwd: str) -> None:
+        self.prefix = cwd.rstrip(os.sep) + os.sep
+
+    def __call__(self, absolute: str) -> str:
+        if absolute.startswith(self.prefix):
+            absolute = absolute[len(self.prefix) :]
+        elif absolute + os.sep == self.prefix:
+            absolute = "."
+        return absolute.replace(os.sep, "/") if os.sep != "/" else absolute
+
+
+class _Walker:
+    """Collects files; knows which directories hold an ``__init__.py``."""
+
+    def __init__(self, cwd: str) -> None:
+        self.display = _Displayer(cwd)
+        self.files: dict[str, SourceFile] = {}
+        self.unreadable: list[Unreadable] = []
+        self.has_init: dict[str, bool] = {}
+        self.packages: dict[str, tuple[str, ...]] = {}
+        self.seen_files: set[str] = set()
+        self.seen_dirs: set[str] = set()
+
+    def _is_package(self, directory: str) -> bool:
+        known = self.has_init.get(directory)
+        if known is None:
+            known = self.has_init[directory] = os.path.isfile(
+                os.path.join(directory, "__init__.py")
+            )
+        return known
+
+    def package_parts(self, directory: str) -> tuple[str, ...]:
+        """Dotted parts of ``directory`` as a package (empty if it is not one)."""
+        cached = self.packages.get(directory)
         if cached is not None:
-            parts = cached + tuple(reversed(chain))
-            break
-        if not os.path.isfile(os.path.join(current, "__init__.py")):
-            parts = tuple(reversed(chain))
-            break
-        chain.append(os.path.basename(current))
-        parent = os.path.dirname(current)
-        if parent == current:
-            parts = tuple(reversed(chain))
-            break
-        current = parent
-    cache[directory] = parts
-    return parts
+            return cached
+        if not self._is_package(directory):
+            parts: tuple[str, ...] = ()
+        else:
+            parent = os.path.dirname(directory)
+            head = self.package_parts(parent) if parent != directory else ()
+            parts = (*head, os.path.basename(directory))
+        self.packages[directory] = parts
+        return parts
 
+    def add(self, path: str, root: str, canonical: str) -> None:
+        if canonical in self.seen_files:
+            return
+        self.seen_files.add(canonical)
+        directory, filename = os.path.split(path)
+        stem = filename[:-3]
+        is_package = stem == "__init__"
+        package = self.package_parts(directory)
+        parts = package if is_package else (*package, stem)
+        primary = ".".join(parts) or stem
+        aliases: list[str] = []
+        prefix = root.rstrip(os.sep) + os.sep
+        if directory.startswith(prefix):
+            rel_parts = directory[len(prefix) :].split(os.sep)
+            tail = () if is_package else (stem,)
+            for i in range(len(rel_parts)):
+                name = ".".join((*rel_parts[i:], *tail))
+                if name != primary and all(p.isidentifier() for p in name.split(".")):
+                    aliases.append(name)
+        display = self.display(path)
+        self.files[display] = SourceFile(path, display, primary, is_package, tuple(aliases))
 
-def _names(path: str, root: str, cache: dict[str, tuple[str, ...]]) -> tuple[str, tuple[str, ...]]:
-    directory, filename = os.path.split(path)
-    stem = filename[: -len(".py")]
-    package = _package_parts(directory, cache)
-    is_package = stem == "__init__"
-    parts = package if is_package else (*package, stem)
-    primary = ".".join(parts) or stem
-    aliases: list[str] = []
-    rel = os.path.relpath(directory, root)
-    if rel != os.curdir and not rel.startswith(os.pardir):
-        rel_parts = Path(rel).parts
-        tail = () if is_package else (stem,)
-        for i in range(len(rel_parts)):
-            name = ".".join((*rel_parts[i:], *tail))
-            if name and name != primary and all(p.isidentifier() for p in name.split(".")):
-                aliases.append(name)
-    return primary, tuple(aliases)
+    def walk(self, root: str) -> None:
+        stack = [(root, os.path.realpath(root))]
+        while stack:
+            directory, canonical = stack.pop()
+            if canonical in self.seen_dirs:
+                continue
+            self.seen_dirs.add(canonical)
+            try:
+                with os.scandir(directory) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as exc:
+                reason = f"cannot list directory: {exc.strerror}"
+                self.unreadable.append(Unreadable(self.display(directory), reason))
+                continue
+            self.has_init[directory] = any(e.name == "__init__.py" for e in entries)
+            subdirs: list[tuple[str, str]] = []
+            for entry in entries:
+                self._entry(entry, root, canonical, subdirs)
+            stack.extend(reversed(subdirs))
+
+    def _entry(
+        self, entry: os.DirEntry[str], root: str, parent: str, subdirs: list[tuple[str, str]]
+    ) -> None:
+        name = entry.name
+        try:
+            link = entry.is_symlink()
+            is_dir = entry.is_dir()
+            is_file = not is_dir and entry.is_file()
+        except OSError as exc:
+            self.unreadable.append(
+                Unreadable(self.display(entry.path), f"cannot stat: {exc.strerror}")
+            )
+            return
+        canonical = os.path.realpath(entry.path) if link else os.path.join(parent, name)
+        if is_dir:
+            if name.startswith(".") or name in SKIP_DIRS:
+                return
+            if link and (parent == canonical or parent.startswith(canonical + os.sep)):
+                self.unreadable.append(Unreadable(self.display(entry.path), "symlink loop"))
+                return
+            subdirs.append((entry.path, canonical))
+        elif is_file:
+            if _is_source(name):
+                self.add(entry.path, root, canonical)
+        elif link:
+            reason = _symlink_reason(entry.path)
+            if reason == "symlink loop" or _is_source(name):
+                self.unreadable.append(Unreadable(self.display(entry.path), reason))
 
 
 def _is_source(name: str) -> bool:
@@ -110,101 +183,21 @@ def discover(
 
     Raises :class:`HarnessError` for a path given explicitly that does not exist.
     """
-    files: dict[str, SourceFile] = {}
-    unreadable: list[Unreadable] = []
-    cache: dict[str, tuple[str, ...]] = {}
-    seen_real: set[str] = set()
-    seen_dirs: set[str] = set()
+    walker = _Walker(os.path.abspath(cwd or os.getcwd()))
     for given in paths:
         absolute = os.path.abspath(given)
         if not os.path.lexists(absolute):
             raise HarnessError(f"path does not exist: {given}")
         if os.path.isfile(absolute):
-            root = os.path.dirname(absolute)
-            _add(absolute, root, cwd, cache, files, seen_real)
-            continue
-        if not os.path.isdir(absolute):
-            unreadable.append(Unreadable(display_path(absolute, cwd), _why(absolute)))
-            continue
-        _walk(absolute, cwd, cache, files, seen_real, seen_dirs, unreadable)
-    ordered = sorted(files.values(), key=lambda f: f.display)
-    return ordered, unreadable
-
-
-def _why(path: str) -> str:
-    try:
-        os.stat(path)
-    except OSError as exc:
-        return f"cannot read {exc.strerror.lower() if exc.strerror else exc}"
-    return "not a regular file or directory"
-
-
-def _add(
-    path: str,
-    root: str,
-    cwd: str | None,
-    cache: dict[str, tuple[str, ...]],
-    files: dict[str, SourceFile],
-    seen_real: set[str],
-) -> None:
-    real = os.path.realpath(path)
-    if real in seen_real:
-        return
-    seen_real.add(real)
-    module, aliases = _names(path, root, cache)
-    display = display_path(path, cwd)
-    is_package = os.path.basename(path) == "__init__.py"
-    files[display] = SourceFile(path, display, module, is_package, aliases)
-
-
-def _walk(
-    root: str,
-    cwd: str | None,
-    cache: dict[str, tuple[str, ...]],
-    files: dict[str, SourceFile],
-    seen_real: set[str],
-    seen_dirs: set[str],
-    unreadable: list[Unreadable],
-) -> None:
-    stack = [root]
-    while stack:
-        directory = stack.pop()
-        real = os.path.realpath(directory)
-        if real in seen_dirs:
-            parent = os.path.realpath(os.path.dirname(directory))
-            if os.path.islink(directory) and (parent == real or parent.startswith(real + os.sep)):
-                unreadable.append(Unreadable(display_path(directory, cwd), "symlink loop"))
-            continue
-        seen_dirs.add(real)
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError as exc:
-            unreadable.append(
-                Unreadable(display_path(directory, cwd), f"cannot list directory: {exc.strerror}")
+            walker.add(absolute, os.path.dirname(absolute), os.path.realpath(absolute))
+        elif os.path.isdir(absolute):
+            walker.walk(absolute)
+        else:
+            walker.unreadable.append(
+                Unreadable(walker.display(absolute), _symlink_reason(absolute))
             )
-            continue
-        subdirs: list[str] = []
-        for entry in entries:
-            name = entry.name
-            try:
-                is_dir = entry.is_dir()
-                is_file = entry.is_file()
-            except OSError as exc:
-                unreadable.append(
-                    Unreadable(display_path(entry.path, cwd), f"cannot stat: {exc.strerror}")
-                )
-                continue
-            if is_dir:
-                if not name.startswith(".") and name not in SKIP_DIRS:
-                    subdirs.append(entry.path)
-            elif is_file:
-                if _is_source(name):
-                    _add(entry.path, root, cwd, cache, files, seen_real)
-            elif entry.is_symlink():
-                reason = _symlink_reason(entry.path)
-                if reason == "symlink loop" or _is_source(name):
-                    unreadable.append(Unreadable(display_path(entry.path, cwd), reason))
-        stack.extend(reversed(subdirs))
+    ordered = sorted(walker.files.values(), key=lambda f: f.display)
+    return ordered, walker.unreadable
 
 
 def _symlink_reason(path: str) -> str:

@@ -164,8 +164,18 @@ def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield stmt.finalbody  # type: ignore[attr-defined]
 
 
-def _flatten(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
+
+
+def _flatten(body: list[ast.stmt]) -> list[ast.stmt] | Iterator[ast.stmt]:
     """Statements of ``body`` and of its if/try/with blocks, in source order."""
+    for stmt in body:
+        if isinstance(stmt, _COMPOUND) or type(stmt).__name__ == "TryStar":
+            return _flatten_nested(body)
+    return body
+
+
+def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     stack = [iter(body)]
     while stack:
         stmt = next(stack[-1], None)
@@ -258,7 +268,6 @@ def _parse_failure(exc: BaseException) -> Diagnostic:
 
 def _summarize_text(text: str) -> FileSummary:
     tree = ast.parse(text)
-    hits = FileHits.scan(text)
     imports: list[Import] = []
     stars: list[tuple[str, int]] = []
     aliases_out: list[tuple[str, str]] = []
@@ -277,6 +286,10 @@ def _summarize_text(text: str) -> FileSummary:
             if target is not None:
                 aliases_out.append((stmt.targets[0].id, target))
     aliases = _import_aliases(imports)
+    external = frozenset(
+        name for name, target in aliases.items() if target.partition(".")[0] in callsites.EXTERNAL
+    )
+    hits = FileHits(text, external | callsites.EXTERNAL)
     classes: list[ClassSummary] = []
     calls: list[CallSite] = []
     pending: list[tuple[ast.ClassDef, str]] = []

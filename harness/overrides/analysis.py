@@ -1,0 +1,223 @@
+"""Analysis of a loaded tree: resolve classes, compare overrides, attach proofs, suppress.
+
+``changed`` mode checks the classes of the changed files plus every class anywhere in the
+tree whose MRO reaches a class defined in a changed file, so a rename in a base class file
+still reports the stale subclass in an untouched file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from harness.overrides import suppress
+from harness.overrides.compare import Issue, align, is_exempt_method
+from harness.overrides.discover import SourceFile
+from harness.overrides.evidence import EvidenceIndex, Proof
+from harness.overrides.findings import Evidence, Finding, Severity
+from harness.overrides.resolve import ClassInfo, Project
+from harness.overrides.rules import RULES, Pair, Rule
+from harness.overrides.signature import Signature
+from harness.overrides.summary import FileSummary
+
+_RECEIVER_WORDS = {0: "self", 1: "super()", 2: "constructed", 3: "annotated"}
+
+
+def analyze(
+    files: Iterable[SourceFile],
+    summaries: Mapping[str, FileSummary],
+    *,
+    changed: set[str] | None,
+    select: frozenset[str],
+) -> tuple[list[Finding], int, int]:
+    """Findings (suppressed ones removed), number of classes, number checked.
+
+    ``summaries`` maps display paths to summaries; ``changed`` holds display paths.
+    """
+    by_display = {f.display: f for f in files}
+    project = Project((by_display[d], s) for d, s in summaries.items())
+    findings: list[Finding] = []
+    scope = _scope(project, changed)
+    audit = set(summaries) if changed is None else changed & set(summaries)
+    for display, summary in summaries.items():
+        if changed is None or display in changed:
+            findings.extend(
+                file_diagnostic(display, d.code, d.message, d.line) for d in summary.diagnostics
+            )
+    in_scope = {id(c) for c in scope}
+    for problem in project.problems:
+        if id(problem.cls) in in_scope:
+            findings.append(_mro_finding(problem.cls, problem.code, problem.detail))
+    rules = enabled_rules(select)
+    evidence = EvidenceIndex(project)
+    for cls in scope:
+        findings.extend(_check_class(project, cls, rules, evidence, select))
+    ignores = {d: s.ignores for d, s in summaries.items() if s.ignores}
+    findings = suppress.apply(findings, ignores, audit=audit)
+    return findings, len(project.classes), len(scope)
+
+
+def enabled_rules(select: Iterable[str]) -> list[Rule]:
+    """Default-enabled drift rules plus the selected optional ones."""
+    wanted = {c.upper() for c in select}
+    return [
+        r
+        for r in RULES.values()
+        if r.check is not None and (r.enabled_by_default or r.code in wanted)
+    ]
+
+
+def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
+    if changed is None:
+        return list(project.classes)
+    roots = [c for c in project.classes if c.module.file.display in changed]
+    out: dict[int, ClassInfo] = {id(c): c for c in roots}
+    for root in roots:
+        for d in project.descendants(root):
+            out.setdefault(id(d), d)
+    return list(out.values())
+
+
+def file_diagnostic(display: str, code: str, reason: str, line: int = 1) -> Finding:
+    rule = RULES[code]
+    return Finding(
+        path=display,
+        line=line,
+        col=1,
+        code=code,
+        symbol=rule.symbol,
+        severity=Severity.WARNING,
+        message=rule.format({"reason": reason}),
+        extra_key=reason if code == "HO404" else "",
+    )
+
+
+def _mro_finding(cls: ClassInfo, code: str, detail: str) -> Finding:
+    rule = RULES[code]
+    fields = {"cls": cls.qualname, "cycle": detail, "bases": detail}
+    return Finding(
+        path=cls.module.file.display,
+        line=cls.summary.line,
+        col=cls.summary.col,
+        code=code,
+        symbol=rule.symbol,
+        severity=Severity.WARNING,
+        message=rule.format(fields),
+        class_name=cls.key,
+    )
+
+
+def _check_class(
+    project: Project,
+    cls: ClassInfo,
+    rules: list[Rule],
+    evidence: EvidenceIndex,
+    select: frozenset[str],
+) -> list[Finding]:
+    out: list[Finding] = []
+    for name, sig in cls.methods.items():
+        if is_exempt_method(name) or sig.is_overload:
+            continue
+        base_cls = project.definer(cls, name, after=cls)
+        if base_cls is None:
+            if "HO202" in {s.upper() for s in select} and sig.has_override_decorator:
+                if project.fully_resolved(cls):
+                    out.append(_override_without_base(cls, sig))
+            continue
+        base = base_cls.methods.get(name)
+        if base is None or base.is_overload:
+            continue  # overridden attribute, or overload stubs only
+        pair = Pair(base, sig, tuple(align(base, sig)), _is_protocol(base_cls))
+        issues = [(rule, issue) for rule in rules if rule.check for issue in rule.check(pair)]
+        if not issues:
+            continue
+        proofs = evidence.proofs(cls, name, sig)
+        named = any(_mentions(p, issue.params) for p in proofs for _, issue in issues)
+        for rule, issue in issues:
+            proof = _pick_proof(proofs, issue.params, fallback=not named)
+            out.append(_drift_finding(cls, base_cls, sig, base, rule, issue, proof))
+    return out
+
+
+def _is_protocol(cls: ClassInfo) -> bool:
+    return any(b is not None and b.rpartition(".")[2] == "Protocol" for b in cls.summary.bases)
+
+
+def _mentions(proof: Proof, params: tuple[str, ...]) -> bool:
+    return any(f"'{p}'" in proof.error for p in params)
+
+
+def _pick_proof(proofs: list[Proof], params: tuple[str, ...], *, fallback: bool) -> Proof | None:
+    """The proof for one finding: one naming its parameters, else (if no proof names any
+    parameter of this method's findings, e.g. "takes 2 positional arguments") the best one."""
+    for proof in proofs:
+        if _mentions(proof, params):
+            return proof
+    return proofs[0] if proofs and fallback else None
+
+
+def _drift_finding(
+    cls: ClassInfo,
+    base_cls: ClassInfo,
+    sig: Signature,
+    base: Signature,
+    rule: Rule,
+    issue: Issue,
+    proof: Proof | None,
+) -> Finding:
+    params = issue.params
+    fields = dict(issue.fields)
+    fields["override"] = f"{cls.qualname}.{sig.name}"
+    fields["base"] = f"{base_cls.qualname}.{base.name}"
+    message = rule.format(fields)
+    severity = Severity.WARNING
+    ev: Evidence | None = None
+    if proof is not None:
+        ev = Evidence(
+            path=proof.module.file.display,
+            line=proof.call.line,
+            col=proof.call.col,
+            text=proof.call.text,
+            error=f"TypeError: {proof.error}",
+            receiver=_RECEIVER_WORDS[int(proof.call.receiver)],
+        )
+        if proof.certain:
+            severity = Severity.ERROR
+            message += f"; the call at {ev.path}:{ev.line} raises {ev.error}"
+        else:
+            message += (
+                f"; a caller typed as a base class at {ev.path}:{ev.line} would raise {ev.error}"
+            )
+    return Finding(
+        path=cls.module.file.display,
+        line=sig.line,
+        col=sig.col + 1,
+        code=rule.code,
+        symbol=rule.symbol,
+        severity=severity,
+        message=message,
+        class_name=cls.key,
+        method=sig.name,
+        base_class=base_cls.key,
+        base_path=base_cls.module.file.display,
+        base_line=base.line,
+        params=params,
+        signature=sig.render(f"{cls.qualname}.{sig.name}"),
+        base_signature=base.render(f"{base_cls.qualname}.{base.name}"),
+        evidence=ev,
+    )
+
+
+def _override_without_base(cls: ClassInfo, sig: Signature) -> Finding:
+    rule = RULES["HO202"]
+    return Finding(
+        path=cls.module.file.display,
+        line=sig.line,
+        col=sig.col + 1,
+        code=rule.code,
+        symbol=rule.symbol,
+        severity=Severity.WARNING,
+        message=rule.format({"override": f"{cls.qualname}.{sig.name}"}),
+        class_name=cls.key,
+        method=sig.name,
+        signature=sig.render(f"{cls.qualname}.{sig.name}"),
+    )

@@ -1,0 +1,125 @@
+"""Compact, fast serialisation of :class:`FileSummary` for the cache and worker processes.
+
+Summaries are flattened to nested tuples of builtins and written with :mod:`marshal`
+(several times faster to load than pickling named tuples and enums). Loading rebuilds the
+named tuples with ``tuple.__new__`` and table lookups for enums.
+"""
+
+from __future__ import annotations
+
+import marshal
+from typing import Any
+
+from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.signature import Param, ParamKind, Signature
+from harness.overrides.summary import ClassSummary, Diagnostic, FileSummary, Import
+
+_KINDS = tuple(ParamKind)
+_RECEIVERS = tuple(Receiver)
+_new = tuple.__new__
+
+
+def _enc_sig(s: Signature) -> tuple[Any, ...]:
+    return (
+        s.name,
+        tuple((p.name, int(p.kind), p.has_default) for p in s.params),
+        tuple(sorted(s.decorators)),
+        s.is_async,
+        s.line,
+        s.col,
+    )
+
+
+def _enc_call(c: CallSite) -> tuple[Any, ...]:
+    return (int(c.receiver), *c[1:])
+
+
+def encode(summary: FileSummary) -> tuple[Any, ...]:
+    """Nested tuples of builtins."""
+    classes = tuple(
+        (
+            c.qualname,
+            c.line,
+            c.col,
+            c.bases,
+            tuple(_enc_sig(m) for m in c.methods),
+            tuple(sorted(c.attributes)),
+            tuple(_enc_call(x) for x in c.calls),
+        )
+        for c in summary.classes
+    )
+    return (
+        classes,
+        tuple(tuple(i) for i in summary.imports),
+        summary.star_imports,
+        summary.aliases,
+        summary.ignores,
+        tuple(_enc_call(x) for x in summary.calls),
+        tuple(tuple(d) for d in summary.diagnostics),
+    )
+
+
+def dumps(summary: FileSummary) -> bytes:
+    """Serialise one summary."""
+    return marshal.dumps(encode(summary))
+
+
+def _dec_sig(raw: Any, decorators: dict[tuple[str, ...], frozenset[str]]) -> Signature:
+    name, params, decos, is_async, line, col = raw
+    frozen = decorators.get(decos)
+    if frozen is None:
+        frozen = decorators[decos] = frozenset(decos)
+    return _new(
+        Signature,
+        (
+            name,
+            tuple([_new(Param, (p[0], _KINDS[p[1]], p[2])) for p in params]),
+            frozen,
+            is_async,
+            line,
+            col,
+        ),
+    )
+
+
+def _dec_call(raw: Any) -> CallSite:
+    return _new(CallSite, (_RECEIVERS[raw[0]], *raw[1:]))
+
+
+def decode(raw: Any) -> FileSummary:
+    """Rebuild a summary from :func:`encode`'s output."""
+    decorators: dict[tuple[str, ...], frozenset[str]] = {}
+    classes, imports, stars, aliases, ignores, calls, diagnostics = raw
+    return _new(
+        FileSummary,
+        (
+            tuple(
+                [
+                    _new(
+                        ClassSummary,
+                        (
+                            c[0],
+                            c[1],
+                            c[2],
+                            c[3],
+                            tuple([_dec_sig(m, decorators) for m in c[4]]),
+                            frozenset(c[5]),
+                            tuple([_dec_call(x) for x in c[6]]),
+                        ),
+                    )
+                    for c in classes
+                ]
+            ),
+            tuple([_new(Import, i) for i in imports]),
+            stars,
+            aliases,
+            ignores,
+            tuple([_dec_call(x) for x in calls]),
+            tuple([_new(Diagnostic, d) for d in diagnostics]),
+        ),
+    )
+
+
+def loads(data: bytes) -> FileSummary:
+    """Deserialise one summary (raises ``ValueError``/``EOFError``/``TypeError`` if corrupt)."""
+    return decode(marshal.loads(data))
