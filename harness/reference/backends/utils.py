@@ -116,8 +116,11 @@ def compute_paged_kv_indices(
 ) -> torch.Tensor:
     """``(total_pages,)`` int32: each request's first ``cdiv(seq_len, page_size)`` block ids."""
     num_pages = (seq_lens_cpu + page_size - 1) // page_size
-    cols = torch.arange(block_table_cpu.shape[1], dtype=torch.int32)
-    return block_table_cpu[cols.unsqueeze(0) < num_pages.unsqueeze(1)].to(torch.int32)
+    # Mask only the columns some request uses: the table is max_model_len / page_size wide.
+    max_pages = int(num_pages.max()) if num_pages.numel() else 0
+    cols = torch.arange(max_pages, dtype=torch.int32)
+    used = block_table_cpu[:, :max_pages]
+    return used[cols.unsqueeze(0) < num_pages.unsqueeze(1)].to(torch.int32)
 
 
 def compute_paged_kv_last_page_len(seq_lens_cpu: torch.Tensor, page_size: int) -> torch.Tensor:
