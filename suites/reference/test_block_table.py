@@ -88,7 +88,7 @@ _ops = st.one_of(
 @given(st.lists(_ops, max_size=25))
 def test_row_api_matches_a_plain_model(ops: list[tuple[str, int, object]]) -> None:
     max_blocks = 8
-    table = BlockTable(2, 4, max_blocks, 32, False, "cpu")
+    table = BlockTable(2, 4, max_blocks, 4 * max_blocks * 2, False, "cpu")
     model: list[list[int]] = [[] for _ in range(4)]
     for op, row, arg in ops:
         if op in ("add", "append"):
