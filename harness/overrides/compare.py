@@ -128,6 +128,32 @@ def dropped_variadics(base: tuple[Param, ...], override: tuple[Param, ...]) -> l
     return [Issue("HO107", tuple(names), (("variadic", " and ".join(f"'{d}'" for d in dropped)),))]
 
 
+def moved_parameters(base: list[Param], override: list[Param]) -> frozenset[str]:
+    """Base positional parameters that land at another position for a reason other than a
+    removal before them: a changed relative order, or a new parameter inserted before them.
+
+    ``plan(self, batch, num_tokens)`` -> ``plan(self, num_tokens)`` only removes ``batch``
+    (HO103); ``forward(self, q, k)`` -> ``forward(self, k, q)`` and ``f(self, a, b)`` ->
+    ``f(self, a, x, b)`` move parameters (HO102): positional callers bind the wrong values.
+    """
+    o_names = [p.name for p in override]
+    keyword = [p.name for p in base if p.kind is not ParamKind.POSITIONAL_ONLY]
+    shared = [n for n in keyword if n in o_names]
+    order_changed = shared != [n for n in o_names if n in shared]
+    all_base = {p.name for p in base}
+    moved: set[str] = set()
+    for index, param in enumerate(base):
+        if param.kind is ParamKind.POSITIONAL_ONLY or param.name not in o_names:
+            continue
+        o_index = o_names.index(param.name)
+        if o_index == index:
+            continue
+        inserted = any(n not in all_base for n in o_names[:o_index])
+        if order_changed or inserted:
+            moved.add(param.name)
+    return frozenset(moved)
+
+
 def _positional_issue(
     index: int,
     b: Param,
@@ -135,11 +161,14 @@ def _positional_issue(
     by_name: dict[str, Param],
     base_names: frozenset[str],
     matched: set[str],
+    moved: frozenset[str],
 ) -> Issue | None:
     """Classify one positional base parameter against the override."""
     o_pos = [p for p in override if p.kind in _POSITIONAL]
     at = o_pos[index] if index < len(o_pos) else None
-    if at is not None and at.name == b.name:
+    if at is not None and (at.name == b.name or b.kind is ParamKind.POSITIONAL_ONLY):
+        # Same name in the same slot, or a positional-only slot (its name is not part of
+        # the interface: renaming or swapping positional-only names is legal).
         matched.add(at.name)
         return _same_slot(b, at)
     partner = by_name.get(b.name)
@@ -151,13 +180,11 @@ def _positional_issue(
                 (b.name,),
                 (("name", b.name), ("new_kind", "keyword-only"), ("old_kind", _KIND_WORDS[b.kind])),
             )
-        if o_pos.index(partner) != index:
+        if b.name in moved:
             return Issue("HO102", (b.name,))
         return _same_slot(b, partner)
     if at is not None and at.name not in base_names:
         matched.add(at.name)
-        if b.kind is ParamKind.POSITIONAL_ONLY:
-            return _default_issue(b, at)  # positional-only renames are legal
         if at.kind is ParamKind.POSITIONAL_ONLY:
             return Issue(
                 "HO105",
@@ -270,9 +297,10 @@ def align(base: Signature, override: Signature) -> list[Issue]:
     matched: set[str] = set()
     issues: list[Issue] = []
     b_pos = [p for p in b_params if p.kind in _POSITIONAL]
+    moved = moved_parameters(b_pos, [p for p in o_params if p.kind in _POSITIONAL])
     reordered: list[str] = []
     for index, b in enumerate(b_pos):
-        issue = _positional_issue(index, b, o_params, by_name, base_names, matched)
+        issue = _positional_issue(index, b, o_params, by_name, base_names, matched, moved)
         if issue is None:
             continue
         if issue.code == "HO102":
