@@ -33,6 +33,10 @@ class DenseAttentionMetadata:
 
 DENSE = DenseAttentionMetadata()
 
+_META_NOTE = """On ``meta``, norms and rotary embeddings return fresh tensors of the right shape (the
+allocation the real op makes) without computing: torch runs elementwise meta kernels in Python at
+about a millisecond each, which made an 8B forward take seconds for no information."""
+
 
 class Linear(nn.Module):
     """``y = x @ weight.T`` with an uninitialised weight (``build_model`` seeds it; meta needs none)."""
@@ -65,6 +69,8 @@ class RMSNorm(nn.Module):
         self.variance_epsilon = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.is_meta:  # no data: the output's shape only (see ``_META_NOTE``)
+            return torch.empty_like(x)
         x32 = x.float()
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
         return (x32 * self.weight.float()).to(x.dtype)
@@ -84,6 +90,8 @@ class RotaryEmbedding(nn.Module):
         self, positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``query``/``key`` are ``(num_tokens, heads, head_dim)``; returns them rotated."""
+        if query.is_meta:  # no data: the outputs' shapes only (see ``_META_NOTE``)
+            return torch.empty_like(query), torch.empty_like(key)
         freqs = positions.float().unsqueeze(-1) * self.inv_freq.to(positions.device)
         cos = freqs.cos().unsqueeze(1)
         sin = freqs.sin().unsqueeze(1)

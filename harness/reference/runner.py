@@ -25,8 +25,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from harness.errors import HarnessError
 from harness.reference.backends import get_attn_backend
 from harness.reference.backends.abstract import AttentionBackend, AttentionMetadataBuilder
+from harness.reference.backends.mla.common import MLACommonBackend
 from harness.reference.backends.utils import compute_cascade_attn_prefix_len
 from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import VllmConfig, set_current_vllm_config
@@ -64,6 +66,11 @@ class ModelRunner:
             get_attn_backend(attn_backend) if isinstance(attn_backend, str) else attn_backend
         )
         """The backend of every KV cache group: a registry name, or a class (e.g. a regression variant)."""
+        if issubclass(self.attn_backend_cls, MLACommonBackend):
+            raise HarnessError(
+                f"{self.attn_backend_cls.get_name()} is an MLA backend, but the reference Llama model "
+                "has no MLA layers (use_mla=False); use FLASH_ATTN or FLASHINFER"
+            )
         self.cascade_attn_enabled = cascade_attn_enabled
         self.max_model_len = self.model_config.max_model_len
         self.max_num_tokens = self.scheduler_config.max_num_batched_tokens

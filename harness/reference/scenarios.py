@@ -1,0 +1,424 @@
+"""Named scenarios: small models and fixed requests driven through scheduler, runner and oracle.
+
+Each step of a scenario records, per KV cache group, the block table rows, the slot mapping and a
+summary of the metadata the group's builder built, and checks the step against the oracle: the
+hidden states the runner computed through paged attention must equal a dense forward of each
+request's whole sequence (no KV cache) within :data:`ORACLE_TOLERANCE`. The demo prints these
+records; the golden tests snapshot them (metadata only: it depends on lengths and block ids, never
+on sampled token values, so it is the same on every machine).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from harness.errors import HarnessError
+from harness.reference.backends.abstract import AttentionBackend
+from harness.reference.config import (
+    CacheConfig,
+    ModelConfig,
+    SchedulerConfig,
+    VllmConfig,
+    get_model_config,
+)
+from harness.reference.kv_cache_utils import get_kv_cache_config
+from harness.reference.outputs import CachedRequestData, NewRequestData, SchedulerOutput
+from harness.reference.runner import ModelRunner
+from harness.reference.scheduler import Request, Scheduler
+
+ORACLE_TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+"""Paged vs dense final hidden states in float32. Each attention layer agrees to 1e-5
+(``oracle.FP32_TOLERANCE``); a few layers, norms and MLPs in between stay well inside 1e-4, while
+a wrong slot, block or length moves them by O(1)."""
+
+MAX_LISTED_ELEMENTS = 4096
+"""Tensors up to this size are summarised by value; bigger ones (workspaces) by shape and dtype."""
+
+
+@dataclass(frozen=True)
+class ScenarioRequest:
+    """One request: prompt length, tokens to generate, and the step at which it arrives."""
+
+    prompt_len: int
+    max_tokens: int
+    arrival_step: int = 0
+
+
+Script = Callable[[np.random.Generator, int], list[SchedulerOutput]]
+"""Builds a scenario's scheduler outputs by hand (from a seeded generator and the vocab size)."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A model, engine limits and requests; ``script`` replaces the scheduler when set."""
+
+    name: str
+    description: str
+    model_config: ModelConfig
+    requests: tuple[ScenarioRequest, ...] = ()
+    backend: str = "FLASHINFER"
+    block_size: int = 4
+    num_gpu_blocks: int = 64
+    max_num_seqs: int = 4
+    max_num_batched_tokens: int = 32
+    script: Script | None = None
+    seed: int = 0
+
+    @property
+    def vllm_config(self) -> VllmConfig:
+        return VllmConfig(
+            model_config=self.model_config,
+            cache_config=CacheConfig(block_size=self.block_size),
+            scheduler_config=SchedulerConfig(
+                max_num_seqs=self.max_num_seqs,
+                max_num_batched_tokens=self.max_num_batched_tokens,
+                max_model_len=self.model_config.max_model_len,
+            ),
+        )
+
+
+@dataclass
+class GroupRecord:
+    """One KV cache group in one step."""
+
+    group_id: int
+    kv_cache_spec: str
+    block_size: int
+    layer_names: list[str]
+    block_table: list[list[int]]
+    """The batch's rows, each cut to its valid blocks."""
+    slot_mapping: list[int]
+    metadata: dict[str, object]
+    """:func:`summarize_metadata` of the one object every layer of the group received."""
+
+
+@dataclass
+class StepRecord:
+    """One engine step: the batch (in the order the runner ran it) and every group's view."""
+
+    step: int
+    req_ids: list[str]
+    num_computed_tokens: list[int]
+    num_scheduled_tokens: list[int]
+    groups: list[GroupRecord]
+    max_abs_err: float | None
+    """Largest |paged - dense| over the step's hidden states (None when the model did not run)."""
+    oracle_ok: bool
+
+
+@dataclass
+class ScenarioResult:
+    """Every step of a scenario, and whether the oracle agreed on all of them."""
+
+    scenario: Scenario
+    steps: list[StepRecord] = field(default_factory=list[StepRecord])
+    num_preemptions: int = 0
+
+    @property
+    def oracle_ok(self) -> bool:
+        return all(step.oracle_ok for step in self.steps)
+
+    @property
+    def max_abs_err(self) -> float:
+        return max((s.max_abs_err or 0.0 for s in self.steps), default=0.0)
+
+    def golden_data(self) -> dict[str, object]:
+        """Deterministic metadata for the golden file (no float errors, no sampled tokens)."""
+        steps: list[object] = []
+        for s in self.steps:
+            record = dataclasses.asdict(s)
+            del record["max_abs_err"], record["oracle_ok"]
+            steps.append(record)
+        return {
+            "scenario": self.scenario.name,
+            "backend": self.scenario.backend,
+            "model": self.scenario.model_config.name,
+            "num_preemptions": self.num_preemptions,
+            "steps": steps,
+        }
+
+
+def summarize_value(value: object) -> object:
+    """A JSON-friendly view: small tensors as lists, big ones as shape/dtype, dtypes as names."""
+    if isinstance(value, torch.Tensor):
+        if value.is_meta or value.numel() > MAX_LISTED_ELEMENTS:
+            return {"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
+        cpu = value.detach().cpu()
+        values: list[object] = (cpu.float() if cpu.is_floating_point() else cpu).numpy().tolist()
+        return values
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return type(value).__name__
+
+
+def summarize_metadata(metadata: object) -> dict[str, object]:
+    """Every dataclass field of a metadata object, summarised with :func:`summarize_value`."""
+    if not dataclasses.is_dataclass(metadata):
+        return {"type": type(metadata).__name__}
+    summary: dict[str, object] = {"type": type(metadata).__name__}
+    for f in dataclasses.fields(metadata):
+        summary[f.name] = summarize_value(getattr(metadata, f.name))
+    return summary
+
+
+def dense_check(runner: ModelRunner, scheduler_output: SchedulerOutput) -> float:
+    """Max |paged - dense| of the step ``runner`` just executed, request by request.
+
+    The dense side runs the model over each request's whole sequence so far (prompt and outputs,
+    no KV cache) and keeps the rows of this step's tokens.
+    """
+    hidden_states = runner.hidden_states
+    if hidden_states is None:
+        raise ValueError("dense_check needs a step executed with run_model=True")
+    batch = runner.input_batch
+    qsl = runner.query_start_loc_np
+    err = 0.0
+    for i, req_id in enumerate(batch.req_ids):
+        computed = int(batch.num_computed_tokens_cpu[i])
+        n = scheduler_output.num_scheduled_tokens[req_id]
+        tokens = torch.as_tensor(batch.token_ids_cpu[i, : computed + n].astype(np.int64))
+        dense = runner.model.dense_forward(tokens.to(runner.device))[computed:]
+        paged = hidden_states[int(qsl[i]) : int(qsl[i + 1])]
+        err = max(err, float((dense.float() - paged.float()).abs().max()))
+    return err
+
+
+def _within_tolerance(runner: ModelRunner, scheduler_output: SchedulerOutput, err: float) -> bool:
+    hidden_states = runner.hidden_states
+    assert hidden_states is not None
+    scale = float(hidden_states.float().abs().max()) if hidden_states.numel() else 0.0
+    return err <= ORACLE_TOLERANCE["atol"] + ORACLE_TOLERANCE["rtol"] * scale
+
+
+def record_step(
+    runner: ModelRunner, scheduler_output: SchedulerOutput, step: int, check: bool = True
+) -> StepRecord:
+    """What the runner did in the step it just executed, per group, plus the oracle verdict."""
+    assert runner.kv_cache_config is not None
+    batch = runner.input_batch
+    num_reqs = batch.num_reqs
+    total = scheduler_output.total_num_scheduled_tokens
+    groups: list[GroupRecord] = []
+    for g, group in enumerate(runner.kv_cache_config.kv_cache_groups):
+        block_table = batch.block_table[g]
+        rows = [
+            block_table.block_table_np[i, : block_table.num_blocks_per_row[i]].tolist()
+            for i in range(num_reqs)
+        ]
+        groups.append(
+            GroupRecord(
+                group_id=g,
+                kv_cache_spec=type(group.kv_cache_spec).__name__,
+                block_size=group.kv_cache_spec.block_size,
+                layer_names=list(group.layer_names),
+                block_table=rows,
+                slot_mapping=block_table.slot_mapping_np[:total].tolist(),
+                metadata=summarize_metadata(runner.attn_metadata[group.layer_names[0]]),
+            )
+        )
+    err = dense_check(runner, scheduler_output) if check else None
+    return StepRecord(
+        step=step,
+        req_ids=list(batch.req_ids),
+        num_computed_tokens=batch.num_computed_tokens_cpu[:num_reqs].tolist(),
+        num_scheduled_tokens=[scheduler_output.num_scheduled_tokens[r] for r in batch.req_ids],
+        groups=groups,
+        max_abs_err=err,
+        oracle_ok=err is None or _within_tolerance(runner, scheduler_output, err),
+    )
+
+
+def build_runner(
+    scenario: Scenario, attn_backend: str | type[AttentionBackend] | None = None
+) -> ModelRunner:
+    """A CPU runner for ``scenario``: profiled, KV cache of ``num_gpu_blocks`` blocks initialised."""
+    config = scenario.vllm_config
+    runner = ModelRunner(config, "cpu", attn_backend or scenario.backend, seed=scenario.seed)
+    runner.profile_run()
+    spec = runner.get_kv_cache_spec()
+    page_size = max(s.page_size_bytes for s in spec.values())
+    kv_cache_config = get_kv_cache_config(
+        config, spec, scenario.num_gpu_blocks * page_size * len(spec)
+    )
+    runner.initialize_kv_cache(kv_cache_config)
+    return runner
+
+
+def run_scenario(
+    scenario: Scenario,
+    attn_backend: str | type[AttentionBackend] | None = None,
+    max_steps: int = 200,
+) -> ScenarioResult:
+    """Run ``scenario`` to completion on the CPU, recording and checking every step."""
+    runner = build_runner(scenario, attn_backend)
+    result = ScenarioResult(scenario)
+    rng = np.random.default_rng(scenario.seed)
+    vocab_size = scenario.model_config.vocab_size
+    if scenario.script is not None:
+        for step, scheduler_output in enumerate(scenario.script(rng, vocab_size)):
+            runner.execute_model(scheduler_output)
+            result.steps.append(record_step(runner, scheduler_output, step))
+        return result
+
+    assert runner.kv_cache_config is not None
+    scheduler = Scheduler(scenario.vllm_config.scheduler_config, runner.kv_cache_config)
+    pending = sorted(enumerate(scenario.requests), key=lambda ir: ir[1].arrival_step)
+    step = 0
+    while pending or scheduler.has_unfinished_requests():
+        if step >= max_steps:
+            raise HarnessError(f"scenario {scenario.name!r} did not finish in {max_steps} steps")
+        while pending and pending[0][1].arrival_step <= step:
+            i, spec = pending.pop(0)
+            prompt = rng.integers(0, vocab_size, spec.prompt_len).tolist()
+            scheduler.add_request(Request(f"req-{i}", prompt, spec.max_tokens))
+        scheduler_output = scheduler.schedule()
+        model_runner_output = runner.execute_model(scheduler_output)
+        if scheduler_output.total_num_scheduled_tokens:
+            result.steps.append(record_step(runner, scheduler_output, step))
+        scheduler.update_from_output(scheduler_output, model_runner_output)
+        step += 1
+    result.num_preemptions = scheduler.num_preemptions
+    return result
+
+
+def _cascade_script(rng: np.random.Generator, vocab_size: int) -> list[SchedulerOutput]:
+    """A 256-token prefix computed once, then 8 requests that hit it in the prefix cache.
+
+    Step 0 computes the prefix (blocks 1-16). Step 1 admits 8 requests whose prompts start with
+    it: each has 256 computed tokens and shares blocks 1-16, so all 16 blocks are common and the
+    FlashAttention heuristic picks cascade attention (prefix >= 256 tokens, >= 8 requests). Step 2
+    decodes one token each, where the heuristic prefers FlashDecoding (no cascade).
+    """
+    prefix_len, block_size, num_reqs = 256, 16, 8
+    prefix = rng.integers(0, vocab_size, prefix_len).tolist()
+    shared = list(range(1, prefix_len // block_size + 1))
+    steps = [
+        SchedulerOutput(
+            scheduled_new_reqs=[NewRequestData("prefix", prefix, [shared], 0, max_tokens=1)],
+            scheduled_cached_reqs=[],
+            num_scheduled_tokens={"prefix": prefix_len},
+            total_num_scheduled_tokens=prefix_len,
+            num_common_prefix_blocks=[len(shared)],
+        )
+    ]
+    new_reqs: list[NewRequestData] = []
+    for i in range(num_reqs):
+        suffix = rng.integers(0, vocab_size, 3 + i).tolist()
+        own_block = len(shared) + 1 + i
+        new_reqs.append(
+            NewRequestData(f"req-{i}", prefix + suffix, [[*shared, own_block]], prefix_len)
+        )
+    steps.append(
+        SchedulerOutput(
+            scheduled_new_reqs=new_reqs,
+            scheduled_cached_reqs=[],
+            num_scheduled_tokens={r.req_id: len(r.prompt_token_ids) - prefix_len for r in new_reqs},
+            total_num_scheduled_tokens=sum(len(r.prompt_token_ids) - prefix_len for r in new_reqs),
+            num_common_prefix_blocks=[len(shared)],
+            finished_req_ids={"prefix"},
+        )
+    )
+    steps.append(
+        SchedulerOutput(
+            scheduled_new_reqs=[],
+            scheduled_cached_reqs=[
+                CachedRequestData(r.req_id, False, [], [[]], len(r.prompt_token_ids))
+                for r in new_reqs
+            ],
+            num_scheduled_tokens={r.req_id: 1 for r in new_reqs},
+            total_num_scheduled_tokens=num_reqs,
+            num_common_prefix_blocks=[len(shared)],
+        )
+    )
+    return steps
+
+
+_TINY = get_model_config("tiny")
+_HYBRID = get_model_config("tiny-hybrid")
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            name="single-prefill",
+            description="One 10-token prompt, prefilled in one step (FlashAttention).",
+            model_config=_TINY,
+            requests=(ScenarioRequest(10, 1),),
+            backend="FLASH_ATTN",
+        ),
+        Scenario(
+            name="mixed-prefill-decode",
+            description="Requests arrive over time: new prefills join running decodes; FlashInfer "
+            "moves the decodes to the front of the batch.",
+            model_config=_TINY,
+            requests=(
+                ScenarioRequest(6, 4),
+                ScenarioRequest(9, 3),
+                ScenarioRequest(5, 3, arrival_step=2),
+                ScenarioRequest(7, 2, arrival_step=3),
+            ),
+        ),
+        Scenario(
+            name="hybrid-two-groups",
+            description="Alternating full / sliding-window (8) layers: two KV cache groups, two "
+            "block tables, two slot mappings, one metadata object per group; the sliding-window "
+            "group frees blocks that left the window.",
+            model_config=_HYBRID,
+            requests=(
+                ScenarioRequest(10, 6),
+                ScenarioRequest(5, 6),
+                ScenarioRequest(12, 4, arrival_step=2),
+            ),
+        ),
+        Scenario(
+            name="chunked-prefill",
+            description="A 20-token prompt prefilled in chunks of an 8-token budget while a short "
+            "request decodes (FlashAttention).",
+            model_config=_TINY,
+            requests=(ScenarioRequest(3, 5), ScenarioRequest(20, 2)),
+            backend="FLASH_ATTN",
+            max_num_batched_tokens=8,
+        ),
+        Scenario(
+            name="preemption",
+            description="Too few blocks for three growing requests: the last admitted is "
+            "preempted, its blocks freed, and it is recomputed later (FlashAttention).",
+            model_config=dataclasses.replace(_TINY, max_model_len=32),
+            requests=(ScenarioRequest(7, 8), ScenarioRequest(7, 8), ScenarioRequest(7, 8)),
+            backend="FLASH_ATTN",
+            num_gpu_blocks=9,
+        ),
+        Scenario(
+            name="cascade-common-prefix",
+            description="Eight requests share a 256-token cached prefix: FlashAttention's "
+            "cascade split (prefix pass + suffix pass, merged), then plain decode.",
+            model_config=dataclasses.replace(_TINY, max_model_len=512),
+            backend="FLASH_ATTN",
+            block_size=16,
+            num_gpu_blocks=32,
+            max_num_seqs=8,
+            max_num_batched_tokens=256,
+            script=_cascade_script,
+        ),
+    )
+}
+"""Every named scenario, by name."""
+
+DEFAULT_SCENARIO = "hybrid-two-groups"
+
+
+def get_scenario(name: str) -> Scenario:
+    """The scenario called ``name``; an unknown name lists the available ones."""
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise HarnessError(
+            f"unknown scenario {name!r}; available: {', '.join(sorted(SCENARIOS))}"
+        ) from None
