@@ -25,10 +25,11 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
 
 
-@pytest.mark.parametrize("package", [REPRO, "mla_drift"])
-def test_mypy_strict_reports_nothing(package: str, corpus: Any, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_mypy_strict_reports_nothing(corpus: Any, tmp_path: Path) -> None:
     mypy = [sys.executable, "-m", "mypy", "--strict", "--config-file", os.devnull]
-    result = _run([*mypy, "--cache-dir", str(tmp_path), "-p", package], cwd=corpus.root)
+    packages = ["-p", REPRO, "-p", "mla_drift"]
+    result = _run([*mypy, "--cache-dir", str(tmp_path), *packages], cwd=corpus.root)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("Success: no issues found"), result.stdout
 
@@ -50,6 +51,7 @@ def _pyright_diagnostics(source: Path, tmp_path: Path) -> list[tuple[str, str]]:
     return [(d["rule"], d["severity"]) for d in report["generalDiagnostics"]]
 
 
+@pytest.mark.slow
 def test_pyright_cannot_tell_a_crash_from_harmless_drift(
     corpus: Any, tmp_path: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
