@@ -119,9 +119,8 @@ def _check_class(
             continue
         base_cls = project.definer(cls, name, after=cls)
         if base_cls is None:
-            if "HO202" in {s.upper() for s in select} and sig.has_override_decorator:
-                if project.fully_resolved(cls):
-                    out.append(_override_without_base(cls, sig))
+            if "HO202" in select and sig.has_override_decorator and project.fully_resolved(cls):
+                out.append(_override_without_base(cls, sig))
             continue
         base = base_cls.methods.get(name)
         if base is None or base.is_overload:

@@ -14,7 +14,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from harness.overrides.signature import dotted_name
 
@@ -58,6 +58,7 @@ _CTOR_ASSIGN = re.compile(r"=[ \t]*([A-Za-z_][\w.]*)[ \t]*\(")
 _ASSIGN_TARGET = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?$")
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody"})
 _TEXT_LIMIT = 200
 EXTERNAL = frozenset(
     {
@@ -245,45 +246,35 @@ class _Collector:
             if isinstance(stmt, ast.ClassDef):
                 continue  # a nested class has its own `self`
             blocks: list[list[ast.stmt]] = []
-            for field, value in ast.iter_fields(stmt):
-                if field in ("body", "orelse", "finalbody") and isinstance(value, list):
-                    blocks.append(value)  # type: ignore[arg-type]
-                elif field == "handlers" and isinstance(value, list):
-                    for handler in value:  # pyright: ignore[reportUnknownVariableType]
-                        if isinstance(handler, ast.ExceptHandler):
-                            blocks.append(handler.body)
-                elif field == "cases" and isinstance(value, list):
-                    for case in value:  # pyright: ignore[reportUnknownVariableType]
-                        if isinstance(case, ast.match_case):
-                            blocks.append(case.body)
-                elif isinstance(value, ast.AST):
+            for name in stmt._fields:
+                value: Any = getattr(stmt, name)
+                if name in _BLOCK_FIELDS:
+                    blocks.append(value)
+                elif name == "handlers":
+                    blocks.extend(handler.body for handler in value)
+                elif name == "cases":
+                    blocks.extend(case.body for case in value)
+                else:
                     self._walk_expr(value)
-                elif isinstance(value, list):
-                    for item in value:  # pyright: ignore[reportUnknownVariableType]
-                        if isinstance(item, ast.AST):
-                            self._walk_expr(item)
             for block in reversed(blocks):
                 stack.extend(reversed(block))
 
-    def _walk_expr(self, root: ast.AST) -> None:
+    def _walk_expr(self, root: object) -> None:
         stack: list[object] = [root]
         pop = stack.pop
         push = stack.append
         extend = stack.extend
         while stack:
             node = pop()
+            if isinstance(node, list):
+                extend(node)  # pyright: ignore[reportUnknownArgumentType]
+                continue
             if not isinstance(node, ast.AST):
                 continue
-            if node.__class__ is ast.Call:
-                func = node.func  # type: ignore[attr-defined]
-                if func.__class__ is ast.Attribute:
-                    self._record(node, func)  # type: ignore[arg-type]
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                self._record(node, node.func)
             for name in node._fields:
-                value = getattr(node, name, None)
-                if value.__class__ is list:
-                    extend(value)  # type: ignore[arg-type]
-                elif isinstance(value, ast.AST):
-                    push(value)
+                push(getattr(node, name, None))
 
     def _receiver(self, value: ast.expr) -> tuple[Receiver, str | None] | None:
         if isinstance(value, ast.Name):

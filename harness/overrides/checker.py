@@ -95,9 +95,15 @@ def _check(
             continue
         entries.append((file.path, st.st_mtime_ns, st.st_size))
     key = run_key(
-        (__version__, SCHEMA, cwd, sorted(os.path.abspath(r) for r in roots), changed_paths,
-         sorted(options.select))
-    )  # fmt: skip
+        [
+            __version__,
+            str(SCHEMA),
+            cwd,
+            "\0".join(sorted(os.path.abspath(r) for r in roots)),
+            None if changed_paths is None else "\0".join(changed_paths),
+            ",".join(sorted(options.select)),
+        ]
+    )
     print_ = fingerprint(entries, [f"{u.display}:{u.reason}" for u in unreadable])
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)

@@ -16,7 +16,7 @@ from harness.overrides.summary import ClassSummary, Diagnostic, FileSummary, Imp
 
 _KINDS = tuple(ParamKind)
 _RECEIVERS = tuple(Receiver)
-_new = tuple.__new__
+_new: Any = getattr(tuple, "__new__")  # `Cls._make` without its per-object checks  # noqa: B009
 
 
 def _enc_sig(s: Signature) -> tuple[Any, ...]:
@@ -69,7 +69,7 @@ def _dec_sig(raw: Any, decorators: dict[tuple[str, ...], frozenset[str]]) -> Sig
     frozen = decorators.get(decos)
     if frozen is None:
         frozen = decorators[decos] = frozenset(decos)
-    return _new(
+    sig: Signature = _new(
         Signature,
         (
             name,
@@ -80,17 +80,19 @@ def _dec_sig(raw: Any, decorators: dict[tuple[str, ...], frozenset[str]]) -> Sig
             col,
         ),
     )
+    return sig
 
 
 def _dec_call(raw: Any) -> CallSite:
-    return _new(CallSite, (_RECEIVERS[raw[0]], *raw[1:]))
+    call: CallSite = _new(CallSite, (_RECEIVERS[raw[0]], *raw[1:]))
+    return call
 
 
 def decode(raw: Any) -> FileSummary:
     """Rebuild a summary from :func:`encode`'s output."""
     decorators: dict[tuple[str, ...], frozenset[str]] = {}
     classes, imports, stars, aliases, ignores, calls, diagnostics = raw
-    return _new(
+    summary: FileSummary = _new(
         FileSummary,
         (
             tuple(
@@ -118,6 +120,7 @@ def decode(raw: Any) -> FileSummary:
             tuple([_new(Diagnostic, d) for d in diagnostics]),
         ),
     )
+    return summary
 
 
 def loads(data: bytes) -> FileSummary:

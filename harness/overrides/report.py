@@ -149,7 +149,7 @@ def sarif(findings: Sequence[Finding]) -> dict[str, Any]:
 
 def list_rules() -> str:
     """One line per rule: code, symbol, default state, description."""
-    rows = []
+    rows: list[str] = []
     for rule in RULES.values():
         state = "on" if rule.enabled_by_default else "off"
         rows.append(f"{rule.code}  {rule.symbol:<28} {state:<3}  {rule.description}")

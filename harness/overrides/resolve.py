@@ -255,7 +255,7 @@ class Project:
                 mark = state.get(id(nxt))
                 if mark == 1:
                     cycle = [c for c, _ in stack]
-                    cycle = cycle[cycle.index(nxt) :] + [nxt]
+                    cycle = [*cycle[cycle.index(nxt) :], nxt]
                     names = " -> ".join(c.qualname for c in cycle)
                     for member in set(cycle):
                         self._broken(member, "HO402", names)

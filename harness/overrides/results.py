@@ -27,7 +27,7 @@ def fingerprint(entries: Sequence[tuple[str, int, int]], extra: Sequence[str]) -
     return hashlib.blake2b(marshal.dumps((tuple(entries), tuple(extra))), digest_size=20).digest()
 
 
-def run_key(parts: Sequence[object]) -> bytes:
+def run_key(parts: Sequence[str | None]) -> bytes:
     """Digest of the run's inputs."""
     return hashlib.blake2b(marshal.dumps(tuple(parts)), digest_size=20).digest()
 

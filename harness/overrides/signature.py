@@ -196,7 +196,7 @@ def from_function(
         params.append(Param(arg.arg, kind, i >= first_default))
     if args.vararg is not None:
         params.append(Param(args.vararg.arg, ParamKind.VAR_POSITIONAL, False))
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
         params.append(Param(arg.arg, ParamKind.KEYWORD_ONLY, default is not None))
     if args.kwarg is not None:
         params.append(Param(args.kwarg.arg, ParamKind.VAR_KEYWORD, False))

@@ -14,7 +14,7 @@ import re
 import tokenize
 from collections.abc import Iterator
 from io import StringIO
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from harness.overrides import callsites
 from harness.overrides.callsites import CallSite, FileHits
@@ -157,11 +157,12 @@ def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
     elif isinstance(stmt, (ast.With, ast.AsyncWith)):
         yield stmt.body
     elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-        yield stmt.body  # type: ignore[attr-defined]
-        for handler in stmt.handlers:  # type: ignore[attr-defined]
+        node: Any = stmt  # ast.TryStar (3.11+) has the same fields as ast.Try
+        yield node.body
+        for handler in node.handlers:
             yield handler.body
-        yield stmt.orelse  # type: ignore[attr-defined]
-        yield stmt.finalbody  # type: ignore[attr-defined]
+        yield node.orelse
+        yield node.finalbody
 
 
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
@@ -224,9 +225,12 @@ def _class(
             attributes.add(stmt.name)
         elif isinstance(stmt, ast.Assign):
             attributes.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            if isinstance(stmt.target, ast.Name):
-                attributes.add(stmt.target.id)
+        elif (
+            isinstance(stmt, ast.AnnAssign)
+            and stmt.value is not None
+            and isinstance(stmt.target, ast.Name)
+        ):
+            attributes.add(stmt.target.id)
     for name in attributes:
         methods.pop(name, None)
     bases = tuple(_base_name(b) for b in node.bases)

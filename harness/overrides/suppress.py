@@ -33,8 +33,8 @@ def apply(
     used: set[tuple[str, int, str]] = set()
     kept: list[Finding] = []
     for finding in findings:
-        codes = by_line.get((finding.path, finding.line))
-        if codes and finding.code in codes and finding.code not in _UNSUPPRESSIBLE:
+        wanted = by_line.get((finding.path, finding.line))
+        if wanted and finding.code in wanted and finding.code not in _UNSUPPRESSIBLE:
             used.add((finding.path, finding.line, finding.code))
             continue
         kept.append(finding)
