@@ -328,7 +328,7 @@ class FileHits:
         """Lines with ``self.m(``, ``cls.m(``, ``super().m(`` or ``C(...).m(``."""
         self.assigns = self.lines.assigns() if "=" in text else []
         """``(line, name, Class)`` of each ``name = Class(...)``, by line."""
-        self.external = external
+        self.external = external | EXTERNAL
         """Names that cannot be project classes (``torch``, ``Tensor`` from torch)."""
         self._by_name: dict[str, list[int]] = {}
 

@@ -293,7 +293,7 @@ def _summarize_text(text: str) -> FileSummary:
     external = frozenset(
         name for name, target in aliases.items() if target.partition(".")[0] in callsites.EXTERNAL
     )
-    hits = FileHits(text, external | callsites.EXTERNAL)
+    hits = FileHits(text, external)
     classes: list[ClassSummary] = []
     calls: list[CallSite] = []
     pending: list[tuple[ast.ClassDef, str]] = []

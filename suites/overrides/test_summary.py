@@ -1,0 +1,107 @@
+"""summary: what is extracted from a file, and bad input becoming HO401 instead of a crash."""
+
+from __future__ import annotations
+
+from harness.overrides.summary import decode, summarize
+
+
+def test_classes_methods_imports_and_aliases() -> None:
+    source = b"""
+import functools as ft
+from typing import TYPE_CHECKING
+from .common import MLACommonMetadataBuilder as Base
+if TYPE_CHECKING:
+    from ..config import VllmConfig
+try:
+    from fast import Impl
+except ImportError:
+    Impl = None
+Alias = Base
+
+class Builder(Base[int], pkg.Mixin, make()):
+    block_size = 16
+
+    def _build_decode(self, block_table, seq_lens): ...
+
+    @ft.cached_property
+    def size(self): ...
+
+    class Inner:
+        def f(self): ...
+"""
+    summary = summarize(source)
+    assert summary.diagnostics == ()
+    assert {(i.name, i.module, i.level, i.attr) for i in summary.imports} == {
+        ("ft", "functools", 0, None),
+        ("TYPE_CHECKING", "typing", 0, "TYPE_CHECKING"),
+        ("Base", "common", 1, "MLACommonMetadataBuilder"),
+        ("VllmConfig", "config", 2, "VllmConfig"),
+        ("Impl", "fast", 0, "Impl"),
+    }
+    assert ("Alias", "Base") in summary.aliases
+    builder, inner = summary.classes
+    assert builder.qualname == "Builder" and inner.qualname == "Builder.Inner"
+    assert builder.bases == ("Base", "pkg.Mixin", None)
+    assert [m.name for m in builder.methods] == ["_build_decode", "size"]
+    assert builder.methods[1].is_property
+    assert "block_size" in builder.attributes
+
+
+def test_overload_stubs_give_way_to_the_implementation() -> None:
+    source = b"""
+from typing import overload
+class C:
+    @overload
+    def f(self, a: int) -> int: ...
+    @overload
+    def f(self, a: str) -> str: ...
+    def f(self, a): ...
+"""
+    (cls,) = summarize(source).classes
+    (method,) = cls.methods
+    assert not method.is_overload and method.line == 8
+
+
+def test_ignore_comments_are_comments_not_strings() -> None:
+    source = (
+        b'DOC = "# harness: ignore[HO101]"\n'
+        b"class C:\n"
+        b"    def f(self): ...  # harness: ignore[HO101, ho102]\n"
+        b"    def g(self): ...  # harness: ignore\n"
+    )
+    assert summarize(source).ignores == ((3, ("HO101", "ho102")), (4, ()))
+
+
+def test_bad_input_is_a_diagnostic() -> None:
+    cases = {
+        b"class C(:\n": "syntax error",
+        b"x = 1\x00\n": "NUL byte",
+        b"# -*- coding: latin-1 -*-\nx = '\xe9'\n": None,
+        b"x = '\xff\xfe'\n": "cannot decode",
+        b"x = " + b"(" * 1000 + b")" * 1000 + b"\n": "",
+        b"": None,
+    }
+    for data, expected in cases.items():
+        diagnostics = summarize(data).diagnostics
+        if expected is None:
+            assert diagnostics == (), data[:40]
+        else:
+            (diag,) = diagnostics
+            assert diag.code == "HO401" and diag.line == 1 and expected in diag.message
+
+
+def test_deep_nesting_of_blocks_does_not_overflow() -> None:
+    body = (
+        "".join("    " * i + "if x:\n" for i in range(90))
+        + "    " * 90
+        + "class C:\n"
+        + "    " * 91
+        + "def f(self): ...\n"
+    )
+    summary = summarize(body.encode())
+    assert summary.diagnostics == () or summary.diagnostics[0].code == "HO401"
+
+
+def test_decode_strips_bom_and_follows_pep_263() -> None:
+    assert decode(b"\xef\xbb\xbfx = 1\n") == "x = 1\n"
+    assert decode(b"# coding: latin-1\ns = '\xe9'\n") == "# coding: latin-1\ns = '\xe9'\n"
