@@ -3,7 +3,7 @@
 ``reshape_and_cache`` writes K/V through a slot mapping (vLLM's ``reshape_and_cache_flash``),
 ``paged_attention`` reads them back through per-request block tables, and ``dense_attention``
 computes the same thing from contiguous K/V with ``scaled_dot_product_attention`` and no paging at
-all; the two agree to fp32 ``atol=1e-5, rtol=1e-5`` (:data:`FP32_TOLERANCE`).
+all; the two agree to fp32 ``atol=1e-5, rtol=1e-5`` (:data:`FP32_ATOL`, :data:`FP32_RTOL`).
 
 Positions: a request with ``seq_len`` tokens in its KV cache and ``query_len`` query tokens has its
 queries at positions ``seq_len - query_len .. seq_len - 1`` (the newest tokens). Query position
@@ -21,8 +21,12 @@ import torch.nn.functional as F
 PAD_SLOT_ID = -1
 """Slot of a padding token: ``reshape_and_cache`` skips it (vLLM's ``PAD_SLOT_ID``)."""
 
-FP32_TOLERANCE = {"atol": 1e-5, "rtol": 1e-5}
-"""Paged vs dense agreement in float32 (the sums run in a different order)."""
+FP32_ATOL = 1e-5
+"""Absolute tolerance of paged vs dense attention in float32 (sums run in another order)."""
+FP32_RTOL = 1e-5
+"""Relative tolerance of paged vs dense attention in float32."""
+FP32_TOLERANCE = {"atol": FP32_ATOL, "rtol": FP32_RTOL}
+"""Both, as keyword arguments for ``torch.testing.assert_close``."""
 
 
 def to_int_list(t: torch.Tensor) -> list[int]:

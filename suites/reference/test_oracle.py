@@ -1,5 +1,5 @@
 """The oracle: K/V written through a slot mapping and read back through block tables equals dense
-attention (fp32, ``FP32_TOLERANCE``), for full attention and sliding windows, with GQA."""
+attention (fp32, ``FP32_ATOL, FP32_RTOL``), for full attention and sliding windows, with GQA."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.reference.oracle import (
-    FP32_TOLERANCE,
+    FP32_ATOL,
+    FP32_RTOL,
     PAD_SLOT_ID,
     concat_and_cache_mla,
     dense_attention,
@@ -134,18 +135,30 @@ def test_paged_equals_dense_on_random_mixed_batches(
         sliding_window=sliding_window,
     )
     expected = _dense_from_cache(query, kc, vc, qsl, seq_lens, bt, 0.5, sliding_window)
-    torch.testing.assert_close(out, expected, **FP32_TOLERANCE)
+    torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
     assert torch.isfinite(lse).all()
 
 
 def test_paged_attention_reads_through_the_block_table() -> None:
     """Swapping two block ids in the table changes the result: the read really is paged."""
     query, kc, vc, qsl, seq_lens, bt = _random_paged_batch(0, [3, 1], [9, 6], 4, 4, 2)
-    args = {"query_start_loc": qsl, "seq_lens": seq_lens, "scale": 0.5}
-    out, _ = paged_attention(query, kc, vc, block_table=bt, **args)
+
+    def run(block_table: torch.Tensor) -> torch.Tensor:
+        out, _ = paged_attention(
+            query,
+            kc,
+            vc,
+            query_start_loc=qsl,
+            seq_lens=seq_lens,
+            block_table=block_table,
+            scale=0.5,
+        )
+        return out
+
+    out = run(bt)
     swapped = bt.clone()
     swapped[0, [0, 2]] = swapped[0, [2, 0]]  # the last block is partly masked for early queries
-    out_swapped, _ = paged_attention(query, kc, vc, block_table=swapped, **args)
+    out_swapped = run(swapped)
     assert not torch.allclose(out[:3], out_swapped[:3])
     torch.testing.assert_close(out[3:], out_swapped[3:])  # request 1 is untouched
 
@@ -166,26 +179,23 @@ def test_merge_attn_states_of_disjoint_key_sets_equals_full_attention(split: int
     k = torch.randn(8, 2, 4, generator=g)
     v = torch.randn(8, 2, 4, generator=g)
     cache_k, cache_v = k.view(8, 1, 2, 4), v.view(8, 1, 2, 4)  # block size 1: block id = position
-    common = {"scale": 0.3, "causal": False, "query_start_loc": torch.tensor([0, 3])}
-    first = paged_attention(
-        q,
-        cache_k,
-        cache_v,
-        seq_lens=torch.tensor([split]),
-        block_table=torch.arange(8)[None],
-        **common,
-    )
-    second = paged_attention(
-        q,
-        cache_k,
-        cache_v,
-        seq_lens=torch.tensor([8 - split]),
-        block_table=torch.arange(split, 8)[None],
-        **common,
-    )
-    merged = merge_attn_states(*first, *second)
+
+    def attend(first_block: int, num_keys: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Non-causal attention over keys ``first_block .. first_block + num_keys - 1``."""
+        return paged_attention(
+            q,
+            cache_k,
+            cache_v,
+            query_start_loc=torch.tensor([0, 3]),
+            seq_lens=torch.tensor([num_keys]),
+            block_table=torch.arange(first_block, 8)[None],
+            scale=0.3,
+            causal=False,
+        )
+
+    merged = merge_attn_states(*attend(0, split), *attend(split, 8 - split))
     torch.testing.assert_close(
-        merged, dense_attention(q, k, v, scale=0.3, causal=False), **FP32_TOLERANCE
+        merged, dense_attention(q, k, v, scale=0.3, causal=False), atol=FP32_ATOL, rtol=FP32_RTOL
     )
 
 

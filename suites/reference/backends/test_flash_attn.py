@@ -14,7 +14,7 @@ from harness.reference.backends.flash_attn import (
     use_cascade_attention,
 )
 from harness.reference.backends.utils import compute_cascade_attn_prefix_len
-from harness.reference.oracle import FP32_TOLERANCE
+from harness.reference.oracle import FP32_ATOL, FP32_RTOL
 
 from .batches import Batch, expected_attention, make_batch, make_kv, new_tokens, write_history
 
@@ -133,14 +133,14 @@ def _run(
 def test_forward_equals_dense_on_mixed_batch(sliding_window: int | None) -> None:
     batch = make_batch([0, 5, 3, 7, 13], [6, 1, 4, 1, 2], sliding_window=sliding_window, seed=3)
     out, expected, _ = _run(batch, sliding_window)
-    torch.testing.assert_close(out, expected, **FP32_TOLERANCE)
+    torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
 
 
 def test_cascade_forward_equals_dense() -> None:
     batch = make_batch([9, 12, 8, 10], [1, 3, 1, 2], shared_prefix_blocks=2, seed=5)
     out, expected, md = _run(batch, common_prefix_len=8)
     assert md.use_cascade
-    torch.testing.assert_close(out, expected, **FP32_TOLERANCE)
+    torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
 
 
 def test_profile_run_without_metadata_returns_zeros_and_writes_nothing() -> None:

@@ -21,7 +21,7 @@ from harness.reference.config import (
     VllmConfig,
     get_current_vllm_config,
 )
-from harness.reference.oracle import FP32_TOLERANCE
+from harness.reference.oracle import FP32_ATOL, FP32_RTOL
 
 from .batches import (
     Batch,
@@ -174,14 +174,14 @@ def test_forward_equals_dense_after_reordering(sliding_window: int | None) -> No
     )
     out, expected, md = _run(batch, sliding_window)
     assert (md.num_decodes, md.num_prefills) == (2, 3)
-    torch.testing.assert_close(out, expected, **FP32_TOLERANCE)
+    torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
 
 
 def test_cascade_forward_equals_dense() -> None:
     batch = make_batch([9, 12, 8, 10], [1, 1, 3, 2], shared_prefix_blocks=2, seed=2)
     out, expected, md = _run(batch, common_prefix_len=8)
     assert md.use_cascade
-    torch.testing.assert_close(out, expected, **FP32_TOLERANCE)
+    torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
 
 
 def test_build_on_meta_device_gives_shapes() -> None:

@@ -17,7 +17,7 @@ from harness.reference.backends.mla.common import (
     MLACommonMetadata,
     MLACommonMetadataBuilder,
 )
-from harness.reference.oracle import FP32_TOLERANCE, concat_and_cache_mla
+from harness.reference.oracle import FP32_ATOL, FP32_RTOL, concat_and_cache_mla
 
 from .batches import (
     Batch,
@@ -146,7 +146,7 @@ def test_forward_equals_dense_mqa_over_the_latent(
     values = [c.unsqueeze(1) for c in kv_c]
     expected = expected_attention(batch, query, keys, values, 0.3)
     assert out.shape == (n, 4 * KV_LORA_RANK)
-    torch.testing.assert_close(out, expected, **FP32_TOLERANCE)
+    torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
 
 
 @pytest.mark.parametrize("builder_cls", _our_mla_builders(), ids=lambda c: c.__name__)

@@ -1,5 +1,5 @@
 """Property: every backend's impl, reading K/V back through the metadata its builder built, equals
-dense attention (``FP32_TOLERANCE``) on random mixed prefill/decode batches, with and without a
+dense attention (``FP32_ATOL, FP32_RTOL``) on random mixed prefill/decode batches, with and without a
 sliding window, for any block size."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.reference.backends import get_attn_backend
-from harness.reference.oracle import FP32_TOLERANCE
+from harness.reference.oracle import FP32_ATOL, FP32_RTOL
 
 from .batches import expected_attention, make_batch, make_kv, new_tokens, write_history
 
@@ -57,4 +57,4 @@ def test_backend_equals_dense(
     impl = backend.get_impl_cls()(4, 8, 8**-0.5, 2, sliding_window=sliding_window)
     out = impl.forward(query, new_tokens(batch, ks), new_tokens(batch, vs), kv_cache, md)
     expected = expected_attention(batch, query, ks, vs, 8**-0.5, sliding_window)
-    torch.testing.assert_close(out, expected, **FP32_TOLERANCE)
+    torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
