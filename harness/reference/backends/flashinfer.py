@@ -273,7 +273,11 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
         return attn_metadata
 
     def _plan(self, attn_metadata: FlashInferMetadata) -> None:
-        """Allocate the workspace (first build only); on CUDA with flashinfer, plan the wrappers."""
+        """Allocate the workspace (first build only); on CUDA with flashinfer, plan the wrappers.
+
+        Cascade batches are not planned (vLLM uses a ``MultiLevelCascadeAttentionWrapper``); the
+        reference impl computes them with the oracle either way.
+        """
         self._get_workspace_buffer()
         params = self._get_global_hyperparameters()
         if attn_metadata.use_cascade or not flashinfer_available(self.device):
