@@ -151,9 +151,8 @@ class _Walker:
             is_dir = entry.is_dir()
             is_file = not is_dir and entry.is_file()
         except OSError as exc:
-            self.unreadable.append(
-                Unreadable(self.display(entry.path), f"cannot stat: {exc.strerror}")
-            )
+            reason = "symlink loop" if exc.errno == errno.ELOOP else f"cannot stat: {exc.strerror}"
+            self.unreadable.append(Unreadable(self.display(entry.path), reason))
             return
         canonical = os.path.realpath(entry.path) if link else os.path.join(parent, name)
         if is_dir:

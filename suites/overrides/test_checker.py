@@ -1,0 +1,128 @@
+"""checker: changed-files mode, result reuse, cache, suppressions and baseline end to end."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from harness.overrides import baseline
+from harness.overrides.checker import CheckOptions, check
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/common.py": (
+        "class MLACommonMetadataBuilder:\n"
+        "    def _build_decode(self, block_table_tensor, seq_lens): ...\n"
+        "    def build(self):\n"
+        "        return self._build_decode(block_table_tensor=1, seq_lens=2)\n"
+    ),
+    "pkg/flashmla.py": (
+        "from .common import MLACommonMetadataBuilder\n"
+        "class FlashMLAMetadataBuilder(MLACommonMetadataBuilder):\n"
+        "    def _build_decode(self, block_table_tensor, seq_lens): ...\n"
+    ),
+    "pkg/rocm_aiter_mla.py": (
+        "from pkg.common import MLACommonMetadataBuilder\n"
+        "class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):\n"
+        "    def _build_decode(self, block_table, seq_lens): ...\n"
+    ),
+    "pkg/unrelated.py": "class A:\n    def f(self, x): ...\nclass B(A):\n    def f(self, y): ...\n",
+}
+
+
+def tree(tmp_path: Path) -> Path:
+    for rel, text in FILES.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def run(
+    root: Path, changed: list[str] | None = None, **kw: object
+) -> list[tuple[str, int, str, str]]:
+    options = CheckOptions(cwd=str(root), **kw)  # type: ignore[arg-type]
+    result = check([str(root)], changed=changed, options=options)
+    return [(f.path, f.line, f.code, f.severity.value) for f in result.findings]
+
+
+def test_whole_tree(tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    assert run(root, cache_dir=None) == [
+        ("pkg/rocm_aiter_mla.py", 3, "HO101", "error"),
+        ("pkg/unrelated.py", 4, "HO101", "warning"),
+    ]
+
+
+def test_changing_only_the_base_file_reports_the_stale_subclass(tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    assert run(root, [str(root / "pkg/common.py")], cache_dir=None) == [
+        ("pkg/rocm_aiter_mla.py", 3, "HO101", "error")
+    ]
+    assert run(root, [str(root / "pkg/flashmla.py")], cache_dir=None) == []
+    assert run(root, [str(root / "pkg/unrelated.py")], cache_dir=None) == [
+        ("pkg/unrelated.py", 4, "HO101", "warning")
+    ]
+
+
+def test_cache_and_result_reuse_follow_edits(tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    cache = str(tmp_path / "cache")
+    first = check([str(root)], options=CheckOptions(cwd=str(root), cache_dir=cache))
+    assert first.stats.parsed == 5 and not first.stats.reused
+    second = check([str(root)], options=CheckOptions(cwd=str(root), cache_dir=cache))
+    assert second.stats.reused and second.findings == first.findings
+    fixed = root / "pkg/rocm_aiter_mla.py"
+    fixed.write_text(FILES["pkg/rocm_aiter_mla.py"].replace("block_table,", "block_table_tensor,"))
+    os.utime(fixed, ns=(1, 1))  # a different mtime even on coarse file systems
+    third = check([str(root)], options=CheckOptions(cwd=str(root), cache_dir=cache))
+    assert third.stats.parsed == 1 and not third.stats.reused
+    assert [f.code for f in third.findings] == ["HO101"]  # only pkg/unrelated.py is left
+
+
+def test_inline_ignores(tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    path = root / "pkg/unrelated.py"
+    path.write_text(
+        path.read_text().replace(
+            "def f(self, y): ...", "def f(self, y): ...  # harness: ignore[HO101]"
+        )
+    )
+    (root / "pkg/extra.py").write_text(
+        "class C:\n    def f(self): ...  # harness: ignore[HO104]\n    def g(self): ...  # harness: ignore\n"
+    )
+    assert run(root, cache_dir=None) == [
+        ("pkg/extra.py", 2, "HO301", "warning"),
+        ("pkg/extra.py", 3, "HO302", "warning"),
+        ("pkg/rocm_aiter_mla.py", 3, "HO101", "error"),
+    ]
+
+
+def test_baseline_hides_known_drift_only(tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    options = CheckOptions(cwd=str(root), cache_dir=None)
+    known = check([str(root)], options=options).findings
+    path = tmp_path / "baseline.json"
+    baseline.write(path, known)
+    with_baseline = CheckOptions(cwd=str(root), cache_dir=None, baseline=str(path))
+    assert check([str(root)], options=with_baseline).findings == []
+    # Same class, same method, another parameter renamed: a new finding.
+    unrelated = root / "pkg/unrelated.py"
+    unrelated.write_text(
+        "class A:\n    def f(self, x, z): ...\nclass B(A):\n    def f(self, x, zz): ...\n"
+    )
+    new = check([str(root)], options=with_baseline).findings
+    assert [(f.code, f.params) for f in new] == [("HO101", ("z", "zz"))]
+
+
+def test_optional_rules(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "from typing import override\n"
+        "class A:\n    def f(self): ...\n"
+        "class B(A):\n    def f(self): ...\n    @override\n    def g(self): ...\n"
+    )
+    assert run(tmp_path, cache_dir=None) == []
+    assert run(tmp_path, cache_dir=None, select=frozenset({"HO201", "HO202"})) == [
+        ("m.py", 5, "HO201", "warning"),
+        ("m.py", 7, "HO202", "warning"),
+    ]

@@ -1,0 +1,81 @@
+"""discover: module names for packages, namespace packages and src layouts; loops; errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.overrides.discover import discover, display_path
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_package_namespace_and_src_layout(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "vllm/__init__.py": "",
+            "vllm/v1/__init__.py": "",
+            "vllm/v1/worker.py": "",
+            "ns/plugins/rocm.py": "",
+            "src/engine/__init__.py": "",
+            "src/engine/base.py": "",
+            ".venv/lib/x.py": "",
+            "vllm/__pycache__/x.py": "",
+            "notes.txt": "",
+        },
+    )
+    files, unreadable = discover([str(tmp_path)], cwd=str(tmp_path))
+    assert unreadable == []
+    by_display = {f.display: f for f in files}
+    assert sorted(by_display) == [
+        "ns/plugins/rocm.py",
+        "src/engine/__init__.py",
+        "src/engine/base.py",
+        "vllm/__init__.py",
+        "vllm/v1/__init__.py",
+        "vllm/v1/worker.py",
+    ]
+    assert by_display["vllm/v1/worker.py"].module == "vllm.v1.worker"
+    assert by_display["vllm/v1/__init__.py"].module == "vllm.v1"
+    assert by_display["vllm/v1/__init__.py"].is_package
+    rocm = by_display["ns/plugins/rocm.py"]
+    assert rocm.module == "rocm" and {"ns.plugins.rocm", "plugins.rocm"} <= set(rocm.aliases)
+    assert by_display["src/engine/base.py"].module == "engine.base"
+
+
+def test_symlink_loop_is_reported_and_walk_terminates(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": ""})
+    os.symlink(tmp_path / "pkg", tmp_path / "pkg" / "loop")
+    os.symlink(tmp_path / "pkg" / "self.py", tmp_path / "pkg" / "self.py")
+    files, unreadable = discover([str(tmp_path)], cwd=str(tmp_path))
+    assert [f.display for f in files] == ["pkg/__init__.py", "pkg/a.py"]
+    assert sorted((u.display, u.reason) for u in unreadable) == [
+        ("pkg/loop", "symlink loop"),
+        ("pkg/self.py", "symlink loop"),
+    ]
+
+
+def test_each_file_once_even_if_given_twice(tmp_path: Path) -> None:
+    write(tmp_path, {"a.py": ""})
+    files, _ = discover([str(tmp_path), str(tmp_path / "a.py")], cwd=str(tmp_path))
+    assert [f.display for f in files] == ["a.py"]
+
+
+def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="does not exist"):
+        discover([str(tmp_path / "nope")])
+
+
+def test_display_paths(tmp_path: Path) -> None:
+    assert display_path(tmp_path / "a" / "b.py", str(tmp_path)) == "a/b.py"
+    outside = display_path("/elsewhere/x.py", str(tmp_path))
+    assert outside == "/elsewhere/x.py"

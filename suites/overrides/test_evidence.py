@@ -1,0 +1,107 @@
+"""evidence: which calls prove a crash (error), which only suggest one (warning)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.overrides.checker import CheckOptions, check
+from harness.overrides.findings import Finding, Severity
+
+BASE = """\
+class Base:
+    def f(self, a, b):
+        return a, b
+
+    def run(self):
+        return self.f(1, b=2)
+"""
+
+
+def findings(tmp_path: Path, files: dict[str, str]) -> list[Finding]:
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    return check([str(tmp_path)], options=CheckOptions(cache_dir=None, cwd=str(tmp_path))).findings
+
+
+def only(found: list[Finding]) -> Finding:
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_self_call_in_an_inherited_method_is_an_error(tmp_path: Path) -> None:
+    f = only(
+        findings(
+            tmp_path,
+            {
+                "base.py": BASE,
+                "sub.py": "from base import Base\nclass Sub(Base):\n    def f(self, a, bb): ...\n",
+            },
+        )
+    )
+    assert f.severity is Severity.ERROR and f.code == "HO101"
+    assert f.evidence is not None
+    assert (f.evidence.path, f.evidence.line, f.evidence.text) == (
+        "base.py",
+        6,
+        "return self.f(1, b=2)",
+    )
+    assert f.evidence.error == "TypeError: Sub.f() got an unexpected keyword argument 'b'"
+
+
+def test_no_evidence_when_the_subclass_overrides_the_caller_too(tmp_path: Path) -> None:
+    sub = "from base import Base\nclass Sub(Base):\n    def f(self, a, bb): ...\n    def run(self): return self.f(1, bb=2)\n"
+    f = only(findings(tmp_path, {"base.py": BASE, "sub.py": sub}))
+    assert f.severity is Severity.WARNING and f.evidence is None
+
+
+def test_a_grandchild_inheriting_the_override_is_covered(tmp_path: Path) -> None:
+    sub = "from base import Base\nclass Sub(Base):\n    def f(self, a, bb): ...\nclass Leaf(Sub): ...\n"
+    f = only(findings(tmp_path, {"base.py": BASE, "sub.py": sub}))
+    assert f.severity is Severity.ERROR
+
+
+def test_super_call_from_a_subclass(tmp_path: Path) -> None:
+    base = "class Base:\n    def f(self, a, b): ...\n"
+    sub = (
+        "from base import Base\n"
+        "class Mid(Base):\n    def f(self, a, bb): ...\n"
+        "class Leaf(Mid):\n    def f(self, a, b):\n        return super().f(a, b=b)\n"
+    )
+    found = findings(tmp_path, {"base.py": base, "sub.py": sub})
+    mid = [f for f in found if f.class_name == "sub.Mid"]
+    assert [(f.code, f.severity) for f in mid] == [("HO101", Severity.ERROR)]
+    assert mid[0].evidence is not None and mid[0].evidence.receiver == "super()"
+
+
+def test_constructed_receiver_is_an_error_annotated_is_a_warning(tmp_path: Path) -> None:
+    base = "class Base:\n    def f(self, a, b): ...\n"
+    sub = "from base import Base\nclass Sub(Base):\n    def f(self, a, bb): ...\n"
+    use_constructed = "from sub import Sub\ndef main():\n    s = Sub()\n    s.f(1, b=2)\n"
+    f = only(findings(tmp_path, {"base.py": base, "sub.py": sub, "main.py": use_constructed}))
+    assert f.severity is Severity.ERROR and f.evidence is not None
+    assert f.evidence.receiver == "constructed"
+
+    use_annotated = "from base import Base\ndef main(x: Base):\n    x.f(1, b=2)\n"
+    (tmp_path / "main.py").write_text(use_annotated)
+    f = only(
+        check([str(tmp_path)], options=CheckOptions(cache_dir=None, cwd=str(tmp_path))).findings
+    )
+    assert f.severity is Severity.WARNING and f.evidence is not None
+    assert f.evidence.receiver == "annotated" and f.evidence.line == 3
+
+
+def test_a_call_the_override_accepts_is_no_evidence(tmp_path: Path) -> None:
+    base = "class Base:\n    def f(self, a, b): ...\n    def run(self): return self.f(1, 2)\n"
+    sub = "from base import Base\nclass Sub(Base):\n    def f(self, a, bb): ...\n"
+    f = only(findings(tmp_path, {"base.py": base, "sub.py": sub}))
+    assert f.severity is Severity.WARNING and f.evidence is None
+
+
+def test_evidence_goes_to_the_finding_it_explains(tmp_path: Path) -> None:
+    base = (
+        "class Base:\n    def f(self, a, b, c=1): ...\n    def run(self): return self.f(1, b=2)\n"
+    )
+    sub = "from base import Base\nclass Sub(Base):\n    def f(self, a, bb, c): ...\n"
+    found = {f.code: f for f in findings(tmp_path, {"base.py": base, "sub.py": sub})}
+    assert found["HO101"].severity is Severity.ERROR
+    assert found["HO106"].severity is Severity.WARNING and found["HO106"].evidence is None

@@ -1,0 +1,106 @@
+"""resolve: imports to classes across modules, C3 MRO, cycles and inconsistent orders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.overrides.discover import discover
+from harness.overrides.resolve import Project
+from harness.overrides.summary import summarize
+
+
+def project(tmp_path: Path, files: dict[str, str]) -> Project:
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    found, _ = discover([str(tmp_path)], cwd=str(tmp_path))
+    return Project((f, summarize(Path(f.path).read_bytes())) for f in found)
+
+
+def mro(p: Project, key: str) -> list[str]:
+    (cls,) = [c for c in p.classes if c.key == key]
+    return [c.qualname for c in p.mro(cls)]
+
+
+def test_imports_of_every_shape(tmp_path: Path) -> None:
+    p = project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .base import Base as Exported\n",
+            "pkg/base.py": "class Base:\n    class Inner: ...\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/a.py": "from ..base import Base\nclass A(Base): ...\n",
+            "pkg/sub/b.py": "import pkg.base\nclass B(pkg.base.Base): ...\n",
+            "pkg/sub/c.py": "from pkg import base as m\nclass C(m.Base.Inner): ...\n",
+            "pkg/sub/d.py": "from pkg import Exported\nAlias = Exported\nclass D(Alias[int]): ...\n",
+            "pkg/sub/e.py": "from pkg.base import *\nclass E(Base, typing.Generic[T]): ...\n",
+            "pkg/sub/f.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub.a import A\nclass F(A): ...\n",
+        },
+    )
+    assert mro(p, "pkg.sub.a.A") == ["A", "Base"]
+    assert mro(p, "pkg.sub.b.B") == ["B", "Base"]
+    assert mro(p, "pkg.sub.c.C") == ["C", "Base.Inner"]
+    assert mro(p, "pkg.sub.d.D") == ["D", "Base"]
+    assert mro(p, "pkg.sub.e.E") == ["E", "Base"]
+    assert mro(p, "pkg.sub.f.F") == ["F", "A", "Base"]
+    (e,) = [c for c in p.classes if c.key == "pkg.sub.e.E"]
+    assert e.unresolved_bases  # typing.Generic is outside the tree: skipped, not reported
+    assert p.problems == []
+
+
+def test_c3_diamond(tmp_path: Path) -> None:
+    p = project(
+        tmp_path, {"m.py": "class O: ...\nclass A(O): ...\nclass B(O): ...\nclass C(A, B): ...\n"}
+    )
+    assert mro(p, "m.C") == ["C", "A", "B", "O"]
+
+
+def test_cycles_and_inconsistent_mro(tmp_path: Path) -> None:
+    p = project(
+        tmp_path,
+        {
+            "self_.py": "class S(S): ...\n",
+            "x.py": "from y import Y\nclass X(Y): ...\n",
+            "y.py": "from x import X\nclass Y(X): ...\n",
+            "bad.py": "class A: ...\nclass B(A): ...\nclass C(A, B): ...\n",
+        },
+    )
+    problems = sorted((pr.cls.key, pr.code) for pr in p.problems)
+    assert problems == [
+        ("bad.C", "HO403"),
+        ("self_.S", "HO402"),
+        ("x.X", "HO402"),
+        ("y.Y", "HO402"),
+    ]
+    assert mro(p, "bad.C") == ["C"]
+
+
+def test_redefining_an_imported_name_is_not_self_inheritance(tmp_path: Path) -> None:
+    # vLLM's llama_eagle.py: `from ...llama import LlamaDecoderLayer` then
+    # `class LlamaDecoderLayer(LlamaDecoderLayer)`.
+    p = project(
+        tmp_path,
+        {
+            "llama.py": "class LlamaDecoderLayer: ...\n",
+            "eagle.py": "from llama import LlamaDecoderLayer\nclass LlamaDecoderLayer(LlamaDecoderLayer): ...\n",
+            "again.py": "class A: ...\nclass A(A): ...\n",
+        },
+    )
+    assert p.problems == []
+    assert mro(p, "eagle.LlamaDecoderLayer") == ["LlamaDecoderLayer", "LlamaDecoderLayer"]
+    assert mro(p, "again.A@2") == ["A", "A"]
+
+
+def test_definer_and_descendants(tmp_path: Path) -> None:
+    p = project(
+        tmp_path,
+        {
+            "m.py": "class A:\n    def f(self): ...\nclass B(A): ...\nclass C(B):\n    def f(self): ...\n"
+        },
+    )
+    a, b, c = p.classes
+    assert p.definer(c, "f") is c
+    assert p.definer(c, "f", after=c) is a
+    assert p.definer(b, "f") is a
+    assert {d.key for d in p.descendants(a)} == {"m.B", "m.C"}
