@@ -54,8 +54,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _run(args: argparse.Namespace) -> int:
     scenario = get_scenario(args.scenario)
-    backend = get_attn_backend(args.backend) if args.backend else None
-    return demo(scenario.name, backend, Console())
+    if args.backend is not None:
+        get_attn_backend(args.backend)  # an unknown name fails here, listing the known ones
+    return demo(scenario.name, args.backend, Console())
 
 
 def demo(

@@ -1,0 +1,80 @@
+"""Named scenarios: the oracle agrees on every step, and each scenario's metadata is snapshotted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from harness.errors import HarnessError
+from harness.reference.scenarios import (
+    DEFAULT_SCENARIO,
+    SCENARIOS,
+    get_scenario,
+    run_scenario,
+    summarize_value,
+)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_metadata_matches_golden(name: str, golden: Any) -> None:
+    result = run_scenario(get_scenario(name))
+    assert result.steps and result.oracle_ok, [s.max_abs_err for s in result.steps]
+    golden.check(f"reference/{name}", result.golden_data())
+
+
+def test_golden_data_is_deterministic() -> None:
+    first = run_scenario(get_scenario("mixed-prefill-decode")).golden_data()
+    assert run_scenario(get_scenario("mixed-prefill-decode")).golden_data() == first
+
+
+def test_hybrid_default_has_two_groups_with_their_own_tables() -> None:
+    result = run_scenario(get_scenario(DEFAULT_SCENARIO))
+    first = result.steps[0]
+    assert [g.kv_cache_spec for g in first.groups] == ["FullAttentionSpec", "SlidingWindowSpec"]
+    full, sliding = first.groups
+    assert full.block_table != sliding.block_table
+    assert full.slot_mapping != sliding.slot_mapping
+    assert full.metadata["slot_mapping"] == full.slot_mapping
+    assert sliding.metadata["slot_mapping"] == sliding.slot_mapping
+
+
+def test_mixed_scenario_is_reordered_decode_first() -> None:
+    result = run_scenario(get_scenario("mixed-prefill-decode"))
+    mixed = [
+        s for s in result.steps if 1 in s.num_scheduled_tokens and max(s.num_scheduled_tokens) > 1
+    ]
+    assert mixed, "the scenario must mix decodes and prefills in one step"
+    for step in mixed:
+        assert step.num_scheduled_tokens == sorted(step.num_scheduled_tokens, key=lambda n: n > 1)
+
+
+def test_cascade_scenario_splits_the_shared_prefix_then_decodes_plainly() -> None:
+    result = run_scenario(get_scenario("cascade-common-prefix"))
+    use_cascade = [s.groups[0].metadata["use_cascade"] for s in result.steps]
+    assert use_cascade == [False, True, False]
+    assert result.steps[1].groups[0].metadata["common_prefix_len"] == 256
+    assert result.oracle_ok
+
+
+def test_chunked_and_preemption_scenarios_do_what_they_say() -> None:
+    chunked = run_scenario(get_scenario("chunked-prefill"))
+    assert all(sum(s.num_scheduled_tokens) <= 8 for s in chunked.steps)
+    assert run_scenario(get_scenario("preemption")).num_preemptions >= 1
+
+
+def test_unknown_scenario_lists_the_names() -> None:
+    with pytest.raises(HarnessError, match=r"unknown scenario 'nope'; available: cascade-common"):
+        get_scenario("nope")
+
+
+def test_summaries_are_json_friendly() -> None:
+    assert summarize_value(torch.tensor([1, 2], dtype=torch.int32)) == [1, 2]
+    assert summarize_value(torch.empty(10_000, dtype=torch.uint8)) == {
+        "shape": [10000],
+        "dtype": "uint8",
+    }
+    assert summarize_value(torch.empty(3, device="meta")) == {"shape": [3], "dtype": "float32"}
+    assert summarize_value(torch.bfloat16) == "bfloat16"
+    assert summarize_value(object()) == "object"
