@@ -165,8 +165,9 @@ def _drift_finding(
 ) -> Finding:
     params = issue.params
     fields = dict(issue.fields)
-    fields["override"] = f"{cls.qualname}.{sig.name}"
-    fields["base"] = f"{base_cls.qualname}.{base.name}"
+    same_name = cls.qualname == base_cls.qualname  # e.g. a V1 class over its V0 namesake
+    fields["override"] = f"{cls.key if same_name else cls.qualname}.{sig.name}"
+    fields["base"] = f"{base_cls.key if same_name else base_cls.qualname}.{base.name}"
     message = rule.format(fields)
     severity = Severity.WARNING
     ev: Evidence | None = None

@@ -22,7 +22,7 @@ from harness.overrides.discover import SourceFile
 if TYPE_CHECKING:
     from harness.overrides.summary import FileSummary
 
-SCHEMA = 3
+SCHEMA = 4
 """Bump when the summary format or extraction changes."""
 DEFAULT_DIR = os.path.join(".harness_cache", "overrides")
 _FILE = "summaries.marshal"
@@ -145,6 +145,10 @@ def _summarize_all(blobs: list[bytes], jobs: int | None) -> list[bytes]:
     if workers <= 1 or len(blobs) < _PARALLEL_MIN:
         return [_summarize_one(b) for b in blobs]
     from concurrent.futures import ProcessPoolExecutor
+
+    from harness.overrides import codec, summary  # imported once, inherited by forked workers
+
+    del codec, summary
 
     # Big files first so the pool's tail is short; results are put back in input order.
     order = sorted(range(len(blobs)), key=lambda i: -len(blobs[i]))

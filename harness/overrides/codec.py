@@ -27,6 +27,7 @@ def _enc_sig(s: Signature) -> tuple[Any, ...]:
         s.is_async,
         s.line,
         s.col,
+        s.async_generator,
     )
 
 
@@ -65,7 +66,7 @@ def dumps(summary: FileSummary) -> bytes:
 
 
 def _dec_sig(raw: Any, decorators: dict[tuple[str, ...], frozenset[str]]) -> Signature:
-    name, params, decos, is_async, line, col = raw
+    name, params, decos, is_async, line, col, async_generator = raw
     frozen = decorators.get(decos)
     if frozen is None:
         frozen = decorators[decos] = frozenset(decos)
@@ -78,6 +79,7 @@ def _dec_sig(raw: Any, decorators: dict[tuple[str, ...], frozenset[str]]) -> Sig
             is_async,
             line,
             col,
+            async_generator,
         ),
     )
     return sig

@@ -81,6 +81,9 @@ class Signature(NamedTuple):
     is_async: bool
     line: int
     col: int
+    async_generator: bool = False
+    """``async def`` containing ``yield``: called without ``await``, like a plain ``def``
+    returning an ``AsyncGenerator``."""
 
     @property
     def kind(self) -> MethodKind:

@@ -189,6 +189,23 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             stack.append(iter(block))
 
 
+def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
+    """Whether the function's own body yields (textual check, then an AST check)."""
+    if not func.body:
+        return False
+    first, last = func.body[0].lineno, func.end_lineno or func.lineno
+    if not any("yield" in line for line in hits.lines.lines[first - 1 : last]):
+        return False
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def _self_name(func: ast.FunctionDef | ast.AsyncFunctionDef, sig: Signature) -> str | None:
     if sig.kind.name == "STATIC":
         return None
@@ -209,6 +226,8 @@ def _class(
     for stmt in _flatten(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             sig = from_function(stmt, aliases)
+            if sig.is_async and _yields(stmt, hits):
+                sig = sig._replace(async_generator=True)
             previous = methods.get(stmt.name)
             keep_previous = previous is not None and (
                 (sig.is_overload and not previous.is_overload)

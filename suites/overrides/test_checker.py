@@ -126,3 +126,29 @@ def test_optional_rules(tmp_path: Path) -> None:
         ("m.py", 5, "HO201", "warning"),
         ("m.py", 7, "HO202", "warning"),
     ]
+
+
+def test_async_generator_may_override_a_def_returning_an_async_generator(tmp_path: Path) -> None:
+    # vLLM's EngineClient.generate is a plain def; AsyncLLM.generate is an async generator.
+    (tmp_path / "m.py").write_text(
+        "class EngineClient:\n    def generate(self, prompt): ...\n    async def stop(self): ...\n"
+        "class AsyncLLM(EngineClient):\n    async def generate(self, prompt):\n        yield prompt\n"
+        "    def stop(self): ...\n"
+    )
+    assert run(tmp_path, cache_dir=None) == [("m.py", 7, "HO110", "warning")]
+
+
+def test_same_named_base_is_qualified_in_the_message(tmp_path: Path) -> None:
+    (tmp_path / "v0.py").write_text(
+        "class Executor:\n    def execute_model(self, execute_model_req): ...\n"
+    )
+    (tmp_path / "v1.py").write_text(
+        "from v0 import Executor as ExecutorV0\n"
+        "class Executor(ExecutorV0):\n    def execute_model(self, scheduler_output): ...\n"
+    )
+    (finding,) = check(
+        [str(tmp_path)], options=CheckOptions(cwd=str(tmp_path), cache_dir=None)
+    ).findings
+    assert finding.message.startswith(
+        "v1.Executor.execute_model() renames parameter 'execute_model_req' of v0.Executor"
+    )

@@ -105,3 +105,9 @@ def test_deep_nesting_of_blocks_does_not_overflow() -> None:
 def test_decode_strips_bom_and_follows_pep_263() -> None:
     assert decode(b"\xef\xbb\xbfx = 1\n") == "x = 1\n"
     assert decode(b"# coding: latin-1\ns = '\xe9'\n") == "# coding: latin-1\ns = '\xe9'\n"
+
+
+def test_async_generators_are_marked() -> None:
+    source = b"class C:\n    async def gen(self):\n        yield 1\n    async def coro(self):\n        def inner():\n            yield 2\n        return inner\n"
+    gen, coro = summarize(source).classes[0].methods
+    assert gen.async_generator and not coro.async_generator

@@ -26,7 +26,9 @@ class Sub(Base):
 ```
 
 ## Limitations
-A sync method returning an awaitable is still reported.
+A sync method returning an awaitable is still reported. An ``async def`` that yields (an
+async generator, called without ``await``) may override a plain ``def`` returning an
+``AsyncGenerator`` and vice versa: vLLM's ``EngineClient.generate`` is declared that way.
 
 ## References
 - PEP 492 (coroutines with async and await syntax)
@@ -50,7 +52,10 @@ def _word(is_async: bool) -> str:
 
 def check(pair: Pair) -> list[Issue]:
     """Compare ``async def`` with ``def``."""
-    if pair.base.is_async is pair.override.is_async or pair.base.is_property:
+    base, override = pair.base, pair.override
+    if base.is_async is override.is_async or base.is_property:
         return []
+    if base.async_generator or override.async_generator:
+        return []  # an async generator is called without await, like a plain def
     fields = (("kind", _word(pair.override.is_async)), ("base_kind", _word(pair.base.is_async)))
     return [Issue(CODE, (), fields)]
