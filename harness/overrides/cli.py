@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 
 from harness.errors import HarnessError
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
+EXIT_INTERNAL = 2
 
 _FORMATS = ("text", "json", "sarif", "github")
 
@@ -115,7 +117,14 @@ def run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         baseline=None if args.write_baseline else args.baseline,
     )
-    result = check(args.paths, changed=args.changed, options=options)
+    try:
+        result = check(args.paths, changed=args.changed, options=options)
+    except HarnessError:
+        raise
+    except Exception:  # a bug in the checker: report it, but never as "findings" (exit 1)
+        traceback.print_exc()
+        print("harness overrides: internal error (please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
     if args.write_baseline:
         count = write(args.write_baseline, result.findings)
         print(
@@ -127,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
         s = result.stats
         print(
             f"harness overrides: {s.files} files ({s.parsed} parsed), {s.classes} classes, "
-            f"{s.checked_classes} checked, {len(result.findings)} findings in {s.seconds:.3f}s",
+            f"{s.checked_classes} checked, {len(result.findings)} findings in {s.seconds:.3f}s"
+            + (" (stored result of an identical run reused)" if s.reused else ""),
             file=sys.stderr,
         )
     fail_on = Severity(args.fail_on)

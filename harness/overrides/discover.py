@@ -105,7 +105,7 @@ class _Walker:
             return
         self.seen_files.add(canonical)
         directory, filename = os.path.split(path)
-        stem = filename[:-3]
+        stem = filename.rpartition(".")[0]
         is_package = stem == "__init__"
         package = self.package_parts(directory)
         parts = package if is_package else (*package, stem)
@@ -188,7 +188,8 @@ def discover(
         if not os.path.lexists(absolute):
             raise HarnessError(f"path does not exist: {given}")
         if os.path.isfile(absolute):
-            walker.add(absolute, os.path.dirname(absolute), os.path.realpath(absolute))
+            if absolute.endswith((".py", ".pyi")):  # pre-commit may pass any staged file
+                walker.add(absolute, os.path.dirname(absolute), os.path.realpath(absolute))
         elif os.path.isdir(absolute):
             walker.walk(absolute)
         else:

@@ -79,3 +79,11 @@ def test_display_paths(tmp_path: Path) -> None:
     assert display_path(tmp_path / "a" / "b.py", str(tmp_path)) == "a/b.py"
     outside = display_path("/elsewhere/x.py", str(tmp_path))
     assert outside == "/elsewhere/x.py"
+
+
+def test_explicit_non_python_files_are_skipped(tmp_path: Path) -> None:
+    write(tmp_path, {"README.md": "# hi", "stub.pyi": "class A: ..."})
+    files, _ = discover(
+        [str(tmp_path / "README.md"), str(tmp_path / "stub.pyi")], cwd=str(tmp_path)
+    )
+    assert [(f.display, f.module) for f in files] == [("stub.pyi", "stub")]
