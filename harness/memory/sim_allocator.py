@@ -193,6 +193,7 @@ class SimulatedDevice:
 
     def allocate(self, allocation: Allocation) -> None:
         """Account ``allocation`` or raise :class:`SimulatedOutOfMemoryError`."""
+        __tracebackhide__ = True
         block = round_size(allocation.nbytes)
         small, medium, large = self._small, self._medium, self._large_reserved
         if block <= SMALL_SIZE:

@@ -42,7 +42,7 @@ import os
 import weakref
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from types import CodeType, FrameType
+from types import CodeType, FrameType, TracebackType
 from typing import Any, NamedTuple
 
 import torch
@@ -223,6 +223,18 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._active: list[RegionStats] = []
         self._s = _State()
 
+    def __enter__(self) -> MemoryTracker:
+        super().__enter__()  # type: ignore[no-untyped-call]  # pyright: ignore[reportUnknownMemberType]
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        super().__exit__(exc_type, exc, traceback)  # type: ignore[no-untyped-call]  # pyright: ignore[reportUnknownMemberType]
+
     # -- results -----------------------------------------------------------------------------
 
     @property
@@ -340,6 +352,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
+        __tracebackhide__ = True  # pytest: show the user's frame, not the tracker's
         kwargs = kwargs or {}
         info = _info(func)
         before = _input_sizes(args, kwargs) if info.mutable else None
@@ -355,6 +368,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         kwargs: dict[str, Any],
         before: dict[int, int] | None,
     ) -> None:
+        __tracebackhide__ = True
         if isinstance(out, torch.Tensor):
             if not info.aliased_returns or not info.aliased_returns[0] or before is not None:
                 self._observe(out, info, args, kwargs, before)
@@ -373,6 +387,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         kwargs: dict[str, Any],
         before: dict[int, int] | None,
     ) -> None:
+        __tracebackhide__ = True
         if tensor.device.type not in self.devices:
             return
         storage = _storage(tensor)
@@ -427,6 +442,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         source: SourceLine | None,
         replaces: int,
     ) -> None:
+        __tracebackhide__ = True
         allocation = self._make(op, nbytes, tensor, source, replaces)
         if self.on_alloc is not None:
             self.on_alloc(allocation)
@@ -444,6 +460,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         tensor: torch.Tensor,
         old: int,
     ) -> None:
+        __tracebackhide__ = True
         allocation = self._make(op, nbytes, tensor, None, replaces=old)
         if self.on_alloc is not None:
             self.on_alloc(allocation)

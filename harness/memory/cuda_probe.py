@@ -1,0 +1,168 @@
+"""Measure device memory on a real CUDA GPU, and refuse to measure where there is none.
+
+Public API:
+
+- ``cuda_unavailable_reason(device_index=0) -> str | None`` -- why a CUDA measurement is
+  impossible here, or ``None``. Without CUDA, torch's ``max_memory_allocated()`` returns 0 for
+  everything, which would make every budget pass; callers must skip with this reason instead.
+- ``probe(device_index=0) -> CudaMemoryStats`` -- torch's allocator counters
+  (``memory_allocated``/``max_memory_allocated``/``memory_reserved``/``max_memory_reserved``), the
+  driver's view (``torch.cuda.mem_get_info``: free and total) and, where ``nvidia-ml-py`` is
+  installed, this process's device memory from NVML, whose difference to ``reserved`` is the memory
+  torch does not manage (CUDA context, cuBLAS/NCCL workspaces, FlashInfer buffers from raw CUDA).
+  Raises :class:`CudaUnavailableError` without CUDA.
+- :class:`CudaPeak` -- ``with CudaPeak() as peak: ...`` then ``peak.peak_bytes``: the highest
+  allocated bytes during the block above those allocated at its start (resets torch's peak
+  statistics on entry, synchronizes on entry and exit). Raises :class:`CudaUnavailableError` on
+  entry without CUDA.
+- ``nvml_process_bytes(device_index=0) -> int | None`` -- this process's usage from NVML, ``None``
+  when NVML or the process entry is unavailable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import torch
+
+from harness.errors import HarnessError
+from harness.memory.sizes import format_size
+
+
+class CudaUnavailableError(HarnessError):
+    """A CUDA measurement was requested where CUDA is not usable; the message says why."""
+
+
+def cuda_unavailable_reason(device_index: int = 0) -> str | None:
+    """Why CUDA memory cannot be measured on ``device_index`` here, or ``None`` if it can."""
+    if torch.version.cuda is None and torch.version.hip is None:
+        return (
+            f"torch {torch.__version__} is built without CUDA, so max_memory_allocated() would "
+            "report 0 bytes and every budget would pass"
+        )
+    if not torch.cuda.is_available():
+        return "torch.cuda.is_available() is False (no GPU or driver visible to this process)"
+    count = torch.cuda.device_count()
+    if device_index >= count:
+        return f"CUDA device {device_index} requested but only {count} visible"
+    return None
+
+
+def _require_cuda(device_index: int) -> None:
+    reason = cuda_unavailable_reason(device_index)
+    if reason is not None:
+        raise CudaUnavailableError(f"cannot measure CUDA memory: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class CudaMemoryStats:
+    """One reading of a GPU's memory as torch's allocator, the driver and NVML see it."""
+
+    device_index: int
+    name: str
+    total_bytes: int
+    """``mem_get_info`` total: the "total capacity" of torch's out-of-memory message."""
+    free_bytes: int
+    """``mem_get_info`` free, over all processes."""
+    allocated_bytes: int
+    max_allocated_bytes: int
+    reserved_bytes: int
+    max_reserved_bytes: int
+    process_bytes: int | None
+    """This process's device memory from NVML; ``None`` without NVML."""
+
+    @property
+    def non_torch_bytes(self) -> int | None:
+        """Device memory of this process outside torch's allocator; ``None`` without NVML."""
+        if self.process_bytes is None:
+            return None
+        return self.process_bytes - self.reserved_bytes
+
+    def describe(self) -> str:
+        """One line with every counter, sizes formatted as torch does."""
+        non_torch = self.non_torch_bytes
+        return (
+            f"GPU {self.device_index} ({self.name}): total {format_size(self.total_bytes)}, "
+            f"free {format_size(self.free_bytes)}, allocated {format_size(self.allocated_bytes)} "
+            f"(peak {format_size(self.max_allocated_bytes)}), reserved "
+            f"{format_size(self.reserved_bytes)} (peak {format_size(self.max_reserved_bytes)}), "
+            "non-torch " + ("unknown (no NVML)" if non_torch is None else format_size(non_torch))
+        )
+
+
+def probe(device_index: int = 0) -> CudaMemoryStats:
+    """Read every memory counter of ``device_index``; :class:`CudaUnavailableError` without CUDA."""
+    _require_cuda(device_index)
+    free, total = torch.cuda.mem_get_info(device_index)
+    return CudaMemoryStats(
+        device_index=device_index,
+        name=torch.cuda.get_device_name(device_index),
+        total_bytes=total,
+        free_bytes=free,
+        allocated_bytes=torch.cuda.memory_allocated(device_index),
+        max_allocated_bytes=torch.cuda.max_memory_allocated(device_index),
+        reserved_bytes=torch.cuda.memory_reserved(device_index),
+        max_reserved_bytes=torch.cuda.max_memory_reserved(device_index),
+        process_bytes=nvml_process_bytes(device_index),
+    )
+
+
+def nvml_process_bytes(device_index: int = 0) -> int | None:
+    """This process's memory on ``device_index`` according to NVML, or ``None``."""
+    try:
+        nvml: Any = importlib.import_module("pynvml")
+    except ImportError:
+        return None
+    try:
+        get_properties: Any = getattr(torch.cuda, "get_device_properties")  # noqa: B009
+        props: Any = get_properties(device_index)
+        domain: int = props.pci_domain_id
+        bus: int = props.pci_bus_id
+        dev: int = props.pci_device_id
+        bus_id = f"{domain:04x}:{bus:02x}:{dev:02x}.0"
+        nvml.nvmlInit()
+        try:
+            handle = nvml.nvmlDeviceGetHandleByPciBusId(bus_id.encode())
+            for process in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                if process.pid == os.getpid() and process.usedGpuMemory is not None:
+                    return int(process.usedGpuMemory)
+        finally:
+            nvml.nvmlShutdown()
+    except Exception:  # NVML is optional diagnostics: any failure means "unknown"
+        return None
+    return None
+
+
+class CudaPeak:
+    """Peak allocated bytes of a block above the bytes allocated when it started."""
+
+    def __init__(self, device_index: int = 0) -> None:
+        self.device_index = device_index
+        self.baseline_bytes = 0
+        """Bytes allocated by torch when the block started."""
+        self.peak_bytes = 0
+        """Highest allocated bytes during the block minus ``baseline_bytes``."""
+        self.before: CudaMemoryStats | None = None
+        self.after: CudaMemoryStats | None = None
+
+    def __enter__(self) -> CudaPeak:
+        _require_cuda(self.device_index)
+        torch.cuda.synchronize(self.device_index)
+        torch.cuda.reset_peak_memory_stats(self.device_index)
+        self.before = probe(self.device_index)
+        self.baseline_bytes = self.before.allocated_bytes
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        torch.cuda.synchronize(self.device_index)
+        self.after = probe(self.device_index)
+        self.peak_bytes = self.after.max_allocated_bytes - self.baseline_bytes

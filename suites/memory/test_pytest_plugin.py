@@ -1,0 +1,229 @@
+"""harness.memory.pytest_plugin through pytester: the memory_budget marker end to end."""
+
+from __future__ import annotations
+
+import pytest
+from plugin_support import _import_lazy_torch_modules  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+
+def test_help_lists_one_option_group_with_ini_twins(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "memory budgets (harness.memory):",
+            "  --memory-top=MEMORY_TOP",
+            "*allocations live at the peak to list*",
+            "  --memory-fail-on-increase",
+            "  --memory-increase-tolerance=MEMORY_INCREASE_TOLERANCE",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "  memory_top (string):*default for --memory-top",
+            "  memory_fail_on_increase (bool):",
+            "*default for --memory-fail-on-increase",
+            "  memory_increase_tolerance (string):",
+            "*default for --memory-increase-tolerance",
+        ]
+    )
+
+
+def test_marker_help_comes_from_the_function_signature(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(
+        ["@pytest.mark.memory_budget(peak, device='cpu'): Fail when the test body's peak*"]
+    )
+
+
+def test_cpu_budget_passes_and_fails_with_the_allocations_at_the_peak(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_budget="""
+        import pytest
+        import torch
+
+        @pytest.mark.memory_budget(peak="64 KiB", device="cpu")
+        def test_small():
+            a = torch.ones(1000)
+            b = a * 2
+
+        @pytest.mark.memory_budget(peak="64 KiB")
+        def test_big():
+            a = torch.ones(1000)
+            big = torch.ones(100, 100).t().contiguous()
+            del big
+            c = torch.zeros(10)
+        """
+    )
+    result = pytester.runpytest("--strict-markers", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*memory budget exceeded on cpu: peak 82.03 KiB (84000 bytes) > budget 64.00 KiB "
+            "(65536 bytes) by 18.03 KiB",
+            "*- memory budget -*",
+            "peak 82.03 KiB on cpu (measured by tracker (live storage bytes))",
+            "largest allocations live at the peak (top 3):",
+            "*39.06 KiB  aten.* ?100x100 float32 cpu? at test_budget.py:12",
+            "*big = torch.ones(100, 100).t().contiguous()",
+            "*3.91 KiB  aten.ones.default ?1000 float32 cpu? at test_budget.py:11",
+            "*a = torch.ones(1000)",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_fixture_allocations_are_outside_the_budget(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        import torch
+
+        @pytest.fixture
+        def weights():
+            return torch.ones(1 << 20)
+
+        @pytest.mark.memory_budget(peak="1 KiB")
+        def test_uses_weights(weights):
+            assert weights.sum().item() == 1 << 20
+        """
+    )
+    pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
+
+
+def test_meta_budget_runs_the_body_on_meta_against_a_simulated_gpu(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_meta="""
+        import pytest
+        import torch
+
+        @pytest.mark.memory_budget(peak="8 GiB", device="meta:h100-95")
+        def test_fits():
+            kv = torch.empty(4 << 30, dtype=torch.bfloat16)
+            assert kv.device.type == "meta"
+
+        @pytest.mark.memory_budget(peak="8 GiB", device="meta:h100-95")
+        def test_over_budget():
+            kv = torch.empty(5 << 30, dtype=torch.bfloat16)
+
+        @pytest.mark.memory_budget(peak="200 GiB", device="meta:h100-95")
+        def test_out_of_memory():
+            kv = torch.empty(50 << 30, dtype=torch.bfloat16)
+        """
+    )
+    result = pytester.runpytest("--strict-markers")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*memory budget exceeded on meta:h100-95: peak 10.00 GiB*",
+            "*10.00 GiB  aten.empty.memory_format ?5368709120 bfloat16 meta? at test_meta.py:11",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "E   *OutOfMemoryError: CUDA out of memory. Tried to allocate 100.00 GiB. GPU 0 has a "
+            "total capacity of 95.00 GiB of which 94.50 GiB is free.*",
+            "E*simulated on h100-95: aten.empty.memory_format allocating 100.00 GiB*",
+            "E*at test_meta.py:15: kv = torch.empty(50 << 30, dtype=torch.bfloat16)",
+        ]
+    )
+
+
+def test_cuda_budget_skips_with_a_reason_without_cuda(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        import torch
+
+        @pytest.mark.memory_budget(peak="1 KiB", device="cuda")
+        def test_on_gpu():
+            torch.ones(1 << 20)  # would pass a budget measured as 0 bytes
+        """
+    )
+    result = pytester.runpytest("--strict-markers", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED*memory_budget(device='cuda') needs a GPU: *"])
+
+
+BAD_MARKERS = {
+    "bad_device": (
+        'peak="1 KiB", device="gpu"',
+        "invalid memory_budget device 'gpu'*'meta:<profile>'*",
+    ),
+    "bad_profile": (
+        'peak="1 KiB", device="meta:h100-96"',
+        "unknown device profile 'h100-96' (available:*",
+    ),
+    "bad_size": ('peak="64 MiBs"', "invalid size '64 MiBs'*"),
+    "no_peak": ('device="cpu"', "memory_budget needs a peak*"),
+    "unknown_argument": ('peak="1 KiB", colour="red"', "invalid memory_budget arguments:*colour*"),
+}
+
+
+def test_bad_marker_arguments_fail_cleanly(pytester: pytest.Pytester) -> None:
+    source = ["import pytest"]
+    for name, (marker, _) in BAD_MARKERS.items():
+        source += ["", f"@pytest.mark.memory_budget({marker})", f"def test_{name}():", "    pass"]
+    pytester.makepyfile("\n".join(source))
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=len(BAD_MARKERS))
+    for name, (_, message) in BAD_MARKERS.items():
+        result.stdout.fnmatch_lines([f"*_ test_{name} _*", message])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_memory_tracker_fixture_measures_a_region_and_reports_on_failure(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_fixture="""
+        import torch
+
+        def test_region(memory_tracker):
+            with memory_tracker, memory_tracker.region("build"):
+                x = torch.empty(256, device="meta")
+            assert memory_tracker.region_stats("build").peak_bytes == 1024
+
+        def test_fails(memory_tracker):
+            with memory_tracker:
+                x = torch.empty(2048)
+            assert memory_tracker.peak_bytes < 1024
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- memory tracker -*",
+            "peak 8.00 KiB (8192 bytes)*",
+            "*aten.empty.memory_format ?2048 float32 cpu? at test_fixture.py:10",
+        ]
+    )
+
+
+def test_works_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_x="""
+        import pytest
+        import torch
+
+        @pytest.mark.memory_budget(peak="1 KiB")
+        def test_big():
+            x = torch.ones(1024)
+
+        @pytest.mark.memory_budget(peak="1 MiB")
+        def test_small():
+            x = torch.ones(16)
+        """
+    )
+    result = pytester.runpytest_subprocess("-n", "1", "--strict-markers")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*memory budget exceeded on cpu: peak 4.00 KiB*",
+            "*aten.ones.default ?1024 float32 cpu? at test_x.py:6",
+        ]
+    )
