@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.explain:
         rule = get(args.explain)
-        sys.stdout.write(f"{rule.code} {rule.symbol}\n\n{rule.doc}\n")
+        sys.stdout.write(f"{rule.doc}\n")  # the doc opens with "CODE symbol"
         return EXIT_OK
     if args.jobs is not None and args.jobs < 1:
         raise HarnessError("--jobs must be at least 1")
