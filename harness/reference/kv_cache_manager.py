@@ -130,15 +130,18 @@ class KVCacheManager:
 
         (vLLM returns ``KVCacheBlocks``; the ids per group are all the reference needs.)
         """
-        for manager in self.single_type_managers:
+        managers = self.single_type_managers
+        for manager in managers:
             manager.remove_skipped_blocks(request_id, num_computed_tokens)
         num_tokens = min(num_computed_tokens + num_new_tokens, self.max_model_len)
-        needed = sum(
-            m.get_num_blocks_to_allocate(request_id, num_tokens) for m in self.single_type_managers
-        )
-        if needed > self.block_pool.get_num_free_blocks():
+        needed = [m.get_num_blocks_to_allocate(request_id, num_tokens) for m in managers]
+        if sum(needed) > self.block_pool.get_num_free_blocks():
             return None
-        return [m.allocate_new_blocks(request_id, num_tokens) for m in self.single_type_managers]
+        # Most decode steps need no block: skip the allocation call then.
+        return [
+            m.allocate_new_blocks(request_id, num_tokens) if n else []
+            for m, n in zip(managers, needed, strict=True)
+        ]
 
     def free(self, request_id: str) -> None:
         for manager in self.single_type_managers:
