@@ -245,6 +245,10 @@ class _Collector:
                 continue
             if isinstance(stmt, ast.ClassDef):
                 continue  # a nested class has its own `self`
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and self._rebinds_self(
+                stmt.args
+            ):
+                continue  # `def helper(self): ...` inside a method: another object
             blocks: list[list[ast.stmt]] = []
             for name in stmt._fields:
                 value: Any = getattr(stmt, name)
@@ -273,8 +277,16 @@ class _Collector:
                 continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 self._record(node, node.func)
+            elif isinstance(node, ast.Lambda) and self._rebinds_self(node.args):
+                continue
             for name in node._fields:
                 push(getattr(node, name, None))
+
+    def _rebinds_self(self, args: ast.arguments) -> bool:
+        if self.self_name is None:
+            return False
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        return any(a is not None and a.arg == self.self_name for a in every)
 
     def _receiver(self, value: ast.expr) -> tuple[Receiver, str | None] | None:
         if isinstance(value, ast.Name):

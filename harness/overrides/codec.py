@@ -45,6 +45,7 @@ def encode(summary: FileSummary) -> tuple[Any, ...]:
             c.bases,
             tuple(_enc_sig(m) for m in c.methods),
             tuple(sorted(c.attributes)),
+            tuple(sorted(c.instance_attributes)),
             tuple(_enc_call(x) for x in c.calls),
         )
         for c in summary.classes
@@ -108,7 +109,8 @@ def decode(raw: Any) -> FileSummary:
                             c[3],
                             tuple([_dec_sig(m, decorators) for m in c[4]]),
                             frozenset(c[5]),
-                            tuple([_dec_call(x) for x in c[6]]),
+                            frozenset(c[6]),
+                            tuple([_dec_call(x) for x in c[7]]),
                         ),
                     )
                     for c in classes

@@ -39,6 +39,12 @@ def shape_of(call: CallSite) -> CallShape:
     return CallShape(call.n_positional, call.keywords, call.star, call.starstar)
 
 
+def _shadowed(project: Project, cls: ClassInfo, name: str) -> bool:
+    """True if some class in the MRO assigns ``self.name = ...``: the instance attribute,
+    not the method, is what ``obj.name(...)`` calls."""
+    return any(name in c.summary.instance_attributes for c in project.mro(cls))
+
+
 class EvidenceIndex:
     """Call sites of the whole project, indexed by called method name."""
 
@@ -63,8 +69,10 @@ class EvidenceIndex:
             return []
         project = self.project
         qualname = f"{cls.qualname}.{name}"
-        inheritors = [cls] + [
-            d for d in project.descendants(cls) if project.definer(d, name) is cls
+        inheritors = [
+            x
+            for x in [cls, *project.descendants(cls)]
+            if project.definer(x, name) is cls and not _shadowed(project, x, name)
         ]
         inheritor_ids = {id(c) for c in inheritors}
         out: list[Proof] = []
@@ -100,7 +108,8 @@ class EvidenceIndex:
                 target = project.resolve_class(module, call.receiver_class)
                 if target is None:
                     continue
-                if target is cls or cls in project.mro(target) or target in project.mro(cls):
+                related = target is cls or cls in project.mro(target) or target in project.mro(cls)
+                if related and not _shadowed(project, target, name):
                     add(call, module, False)
         out.sort(key=lambda p: (not p.certain, p.module.file.display, p.call.line))
         return out

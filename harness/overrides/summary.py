@@ -48,6 +48,8 @@ class ClassSummary(NamedTuple):
     """The effective ``def`` per name (overload stubs dropped when implemented)."""
     attributes: frozenset[str]
     """Names bound in the class body by anything other than ``def``."""
+    instance_attributes: frozenset[str]
+    """Names assigned as ``self.name = ...`` anywhere in the class (they shadow methods)."""
     calls: tuple[CallSite, ...]
 
 
@@ -189,6 +191,18 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             stack.append(iter(block))
 
 
+_SELF_ASSIGN = re.compile(r"self[ \t]*\.[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
+
+
+def _self_assigned(node: ast.ClassDef, hits: FileHits) -> frozenset[str]:
+    """Names assigned as ``self.x = ...`` in the class's lines (regex: cheap, conservative)."""
+    first, last = node.lineno, node.end_lineno or node.lineno
+    text = "\n".join(hits.lines.lines[first - 1 : last])
+    if "self" not in text:
+        return frozenset()
+    return frozenset(_SELF_ASSIGN.findall(text))
+
+
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
     """Whether the function's own body yields (textual check, then an AST check)."""
     if not func.body:
@@ -260,6 +274,7 @@ def _class(
         bases=bases,
         methods=tuple(methods.values()),
         attributes=frozenset(attributes),
+        instance_attributes=_self_assigned(node, hits),
         calls=tuple(calls),
     )
 

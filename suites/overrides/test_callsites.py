@@ -92,3 +92,14 @@ def test_nested_class_has_its_own_self() -> None:
 def test_calls_inside_strings_are_not_calls() -> None:
     source = 'def f(self):\n    text = "self.g(1)"\n    return text\n'
     assert calls(source) == []
+
+
+def test_inner_functions_with_their_own_self_are_not_self_calls() -> None:
+    source = (
+        "def f(self):\n"
+        "    def helper(self):\n"
+        "        return self.g(1)\n"
+        "    cb = lambda self: self.g(2)\n"
+        "    return self.g(3), helper, cb\n"
+    )
+    assert [c.line for c in calls(source)] == [5]

@@ -105,3 +105,15 @@ def test_evidence_goes_to_the_finding_it_explains(tmp_path: Path) -> None:
     found = {f.code: f for f in findings(tmp_path, {"base.py": base, "sub.py": sub})}
     assert found["HO101"].severity is Severity.ERROR
     assert found["HO106"].severity is Severity.WARNING and found["HO106"].evidence is None
+
+
+def test_instance_attribute_shadowing_the_method_is_no_proof(tmp_path: Path) -> None:
+    base = (
+        "class Base:\n"
+        "    def __init__(self):\n        self.f = make_f()\n"
+        "    def f(self, a, b): ...\n"
+        "    def run(self): return self.f(1, b=2)\n"
+    )
+    sub = "from base import Base\nclass Sub(Base):\n    def f(self, a, bb): ...\n"
+    f = only(findings(tmp_path, {"base.py": base, "sub.py": sub}))
+    assert f.severity is Severity.WARNING and f.evidence is None
