@@ -30,7 +30,7 @@ from harness.memory.workload import Workload
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
-from harness.reference.kv_cache_utils import get_kv_cache_config
+from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError, get_kv_cache_config
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
 from harness.regressions import bind_kv_caches, get_regression
@@ -164,7 +164,10 @@ def _run(
     spec = runner.get_kv_cache_spec()
     page_sizes = {s.page_size_bytes for s in spec.values()}
     page_size = max(page_sizes)
-    kv_cache_config = get_kv_cache_config(vllm_config, spec, num_blocks * page_size * len(spec))
+    try:
+        kv_cache_config = get_kv_cache_config(vllm_config, spec, num_blocks * page_size * len(spec))
+    except InsufficientKVCacheMemoryError as exc:
+        raise HarnessError(f"num_blocks={num_blocks} is too small: {exc}") from None
     if kv_cache_config.num_blocks != num_blocks:
         raise HarnessError(f"could not size the KV cache to {num_blocks} blocks")
     allocations: dict[str, list[Allocation]] = {}

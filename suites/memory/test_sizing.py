@@ -1,0 +1,106 @@
+"""vLLM's KV cache sizing over the reference runner on a simulated device."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from harness.memory.devices import DeviceProfile
+from harness.memory.sim_allocator import SimulatedDevice
+from harness.memory.simulate import Ledger
+from harness.memory.sizes import GiB, MiB
+from harness.memory.sizing import determine_available_memory, runner_device_tensors, size_kv_cache
+from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
+from harness.reference.model import weight_bytes
+from harness.reference.runner import ModelRunner
+
+
+def test_available_memory_is_vllms_formula() -> None:
+    # int(total * gpu_memory_utilization - peak_memory), truncated like vLLM's int(...).
+    assert determine_available_memory(100, 0.9, 40) == 50
+    assert determine_available_memory(95 * GiB, 0.9, 17 * GiB) == int(95 * GiB * 0.9 - 17 * GiB)
+    assert determine_available_memory(10, 0.5, 7) == -2
+
+
+def _runner(utilization: float = 0.9) -> ModelRunner:
+    config = VllmConfig(
+        model_config=get_model_config("tiny"),
+        cache_config=CacheConfig(gpu_memory_utilization=utilization),
+        scheduler_config=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=64),
+    )
+    return ModelRunner(config, "meta", "FLASHINFER")
+
+
+def _device(total: int, non_torch: int) -> SimulatedDevice:
+    return SimulatedDevice(DeviceProfile("test", total, non_torch_bytes=non_torch))
+
+
+def test_sizing_follows_vllms_order_and_arithmetic() -> None:
+    runner = _runner()
+    device = _device(64 * MiB, 4 * MiB)
+    ledger = Ledger(device)
+    with ledger, torch.inference_mode():
+        sizing = size_kv_cache(runner, ledger, capacity_bytes=64 * MiB, non_torch_bytes=4 * MiB)
+        kv_live = sum(t.untyped_storage().nbytes() for t in runner.kv_caches.values())
+    # 1. weights and runner buffers first, 2. profile_run, 3./4. the formula, 5./6. the caches.
+    assert [r.name for r in ledger.regions] == ["load_model", "profile_run", "initialize_kv_cache"]
+    assert sizing.weights_bytes >= weight_bytes(runner.model)
+    assert sizing.profile_torch_peak_bytes > sizing.weights_bytes  # the dummy forward allocated
+    assert sizing.profile_peak_bytes == sizing.profile_torch_peak_bytes + 4 * MiB
+    assert sizing.available_kv_cache_bytes == int(64 * MiB * 0.9 - sizing.profile_peak_bytes)
+    spec = next(iter(runner.get_kv_cache_spec().values()))
+    num_layers = len(runner.kv_caches)
+    assert (
+        sizing.num_blocks == sizing.available_kv_cache_bytes // spec.page_size_bytes // num_layers
+    )
+    assert sizing.kv_cache_bytes == sizing.num_blocks * spec.page_size_bytes * num_layers == kv_live
+    assert sizing.kv_cache_bytes_per_layer == sizing.num_blocks * spec.page_size_bytes
+
+
+def test_profile_run_builds_no_attention_metadata() -> None:
+    runner = _runner()
+    ledger = Ledger(_device(64 * MiB, 0))
+    with ledger, torch.inference_mode():
+        size_kv_cache(runner, ledger, capacity_bytes=64 * MiB, non_torch_bytes=0)
+    # The profiling forward ran before any builder existed: nothing was built, nothing cached.
+    assert runner.attn_metadata == {}
+    profile = next(r for r in ledger.regions if r.name == "profile_run")
+    assert profile.end_bytes == profile.start_bytes  # every profiling tensor was freed
+
+
+def test_lower_utilization_gives_fewer_blocks() -> None:
+    sizes = []
+    for utilization in (0.9, 0.5):
+        runner = _runner(utilization)
+        ledger = Ledger(_device(64 * MiB, 0))
+        with ledger, torch.inference_mode():
+            sizes.append(size_kv_cache(runner, ledger, capacity_bytes=64 * MiB, non_torch_bytes=0))
+    assert sizes[1].num_blocks < sizes[0].num_blocks
+    assert sizes[0].profile_torch_peak_bytes == sizes[1].profile_torch_peak_bytes
+
+
+def test_runner_device_tensors_include_weights_and_persistent_buffers() -> None:
+    runner = _runner()
+    tensors = list(runner_device_tensors(runner))
+    ids = {id(t) for t in tensors}
+    assert id(runner.input_ids) in ids and id(runner.positions) in ids
+    assert id(runner.input_batch.block_table[0].block_table) in ids
+    assert all(t.device == runner.device for t in tensors)
+
+
+@pytest.mark.parametrize(
+    ("device", "reported_gib"),
+    [("h100-95", 2.12), ("b200", 4.50)],
+)
+def test_llama_8b_layer_kv_cache_matches_vllms_oom_size(device: str, reported_gib: float) -> None:
+    """One layer's KV cache falls out of the sizing within 2% of what vLLM's OOM reported."""
+    from harness.memory.simulate import simulate
+    from harness.memory.workload import gsm8k
+
+    result = simulate(model="llama-3.1-8b", device=device, workload=gsm8k(), max_steps=0)
+    assert result.sizing is not None
+    per_layer = result.sizing.kv_cache_bytes_per_layer
+    assert per_layer == result.sizing.num_blocks * 64 * 1024  # 16 tokens x 8 heads x 128 x 2 x bf16
+    assert abs(per_layer / GiB - reported_gib) / reported_gib < 0.02
+    # The weights of Llama-3.1-8B in bf16 are counted (~14.96 GiB) before profiling.
+    assert 14.9 * GiB < result.sizing.weights_bytes < 15.1 * GiB
