@@ -4,8 +4,16 @@ Static and whole-tree: files are parsed with :mod:`ast`, never imported. Public 
 
     from harness.overrides import CheckOptions, check
 
-    result = check(["vllm"], options=CheckOptions(cache_dir=None))
+    result = check(["vllm"], changed=["vllm/v1/attention/backends/mla/common.py"])
     for finding in result.findings: ...
+
+From the shell: ``harness overrides [PATH...] [--changed FILE...]``, or
+``python -m harness.overrides ...`` (same options, without the other subcommands' imports).
+
+Pipeline (one module each): ``discover`` files -> ``summary`` per file (``signature``,
+``callsites``; cached by ``cache``/``codec``) -> ``resolve`` classes and MROs -> ``compare``
+and ``rules`` -> ``evidence`` (``binding`` simulates the call) -> ``suppress`` -> ``baseline``
+-> ``report``; ``checker`` orchestrates and ``results`` reuses identical runs.
 """
 
 from __future__ import annotations

@@ -33,8 +33,28 @@ _PARALLEL_MIN = 48
 StatKey = tuple[int, int]
 
 
-def _header() -> tuple[str, int, str]:
-    return ("harness-overrides", SCHEMA, sys.version)
+def code_version() -> str:
+    """Fingerprint of the checker's own source files (name, size, mtime).
+
+    Part of every cache key, so editing the checker never reuses stale summaries or results;
+    ``SCHEMA`` still documents deliberate format changes.
+    """
+    package = Path(__file__).resolve().parent
+    parts: list[str] = []
+    for directory in (package, package / "rules"):
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith(".py"):
+                st = entry.stat()
+                parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    return digest("\n".join(parts).encode())
+
+
+def _header() -> tuple[str, int, str, str]:
+    return ("harness-overrides", SCHEMA, sys.version, code_version())
 
 
 def digest(data: bytes) -> str:

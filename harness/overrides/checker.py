@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from harness import __version__
 from harness.overrides import baseline as baseline_mod
-from harness.overrides.cache import DEFAULT_DIR, SCHEMA
+from harness.overrides.cache import DEFAULT_DIR, SCHEMA, code_version
 from harness.overrides.discover import SourceFile, Unreadable, discover, display_path
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.results import ResultStore, fingerprint, run_key
@@ -98,6 +98,7 @@ def _check(
         [
             __version__,
             str(SCHEMA),
+            code_version(),
             cwd,
             "\0".join(sorted(os.path.abspath(r) for r in roots)),
             None if changed_paths is None else "\0".join(changed_paths),
