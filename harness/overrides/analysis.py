@@ -78,6 +78,7 @@ def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
 
 
 def file_diagnostic(display: str, code: str, reason: str, line: int = 1) -> Finding:
+    """A warning about a file itself (HO401, HO404)."""
     rule = RULES[code]
     return Finding(
         path=display,

@@ -237,6 +237,7 @@ class _Collector:
         self.out: list[CallSite] = []
 
     def visit_body(self, body: Sequence[ast.stmt], hits: Sequence[int]) -> None:
+        """Walk the statements of ``body`` that span one of the ``hits`` lines."""
         stack: list[ast.stmt] = list(reversed(body))
         while stack:
             stmt = stack.pop()

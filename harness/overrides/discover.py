@@ -101,6 +101,7 @@ class _Walker:
         return parts
 
     def add(self, path: str, root: str, canonical: str) -> None:
+        """Record one file (once per real path) with its module names."""
         if canonical in self.seen_files:
             return
         self.seen_files.add(canonical)
@@ -123,6 +124,7 @@ class _Walker:
         self.files[display] = SourceFile(path, display, primary, is_package, tuple(aliases))
 
     def walk(self, root: str) -> None:
+        """Collect the ``.py`` files under ``root`` (iterative; each real directory once)."""
         stack = [(root, os.path.realpath(root))]
         while stack:
             directory, canonical = stack.pop()
