@@ -43,7 +43,7 @@ import weakref
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from types import CodeType, FrameType, TracebackType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -160,6 +160,7 @@ class _OpInfo:
     name: str
     mutable: bool
     aliased_returns: tuple[bool, ...]
+    first_return_aliased: bool
 
 
 _op_info: dict[Any, _OpInfo] = {}
@@ -169,10 +170,12 @@ def _info(func: Any) -> _OpInfo:
     info = _op_info.get(func)
     if info is None:
         schema = func._schema
+        aliased = tuple(r.alias_info is not None for r in schema.returns)
         info = _OpInfo(
             name=str(func),
             mutable=bool(schema.is_mutable),
-            aliased_returns=tuple(r.alias_info is not None for r in schema.returns),
+            aliased_returns=aliased,
+            first_return_aliased=bool(aliased and aliased[0]),
         )
         _op_info[func] = info
     return info
@@ -353,40 +356,55 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         __tracebackhide__ = True  # pytest: show the user's frame, not the tracker's
-        kwargs = kwargs or {}
-        info = _info(func)
-        before = _input_sizes(args, kwargs) if info.mutable else None
-        out: Any = func(*args, **kwargs)
-        self._observe_outputs(out, info, args, kwargs, before)
-        return out
+        info = _op_info.get(func) or _info(func)
+        if info.mutable:  # in-place and out= ops may grow a storage: compare sizes
+            kwargs = kwargs or {}
+            before = _input_sizes(args, kwargs)
+            mutated: Any = func(*args, **kwargs)
+            self._observe_outputs(mutated, info, args, before)
+            return mutated
+        result: Any = func(*args, **kwargs) if kwargs else func(*args)
+        out: object = result
+        if type(out) is torch.Tensor:  # the common case, kept short
+            if not info.first_return_aliased:
+                self._observe_new(out, info, args)
+        elif type(out) in (tuple, list):
+            self._observe_outputs(out, info, args, None)
+        return result
+
+    def _observe_new(self, tensor: torch.Tensor, info: _OpInfo, args: tuple[Any, ...]) -> None:
+        """Output of a non-mutating op that does not alias its inputs: new unless seen."""
+        __tracebackhide__ = True
+        if tensor.device.type not in self.devices:
+            return
+        storage = tensor.untyped_storage()
+        if _key(storage) in self._s.live:
+            return
+        nbytes = storage.nbytes()
+        if nbytes == 0 or any(arg is tensor for arg in args):
+            return
+        self._add(storage, info.name, nbytes, tensor, None, replaces=0)
 
     def _observe_outputs(
         self,
         out: object,
         info: _OpInfo,
         args: tuple[Any, ...],
-        kwargs: dict[str, Any],
         before: dict[int, int] | None,
     ) -> None:
         __tracebackhide__ = True
-        if isinstance(out, torch.Tensor):
-            if not info.aliased_returns or not info.aliased_returns[0] or before is not None:
-                self._observe(out, info, args, kwargs, before)
-        elif isinstance(out, (tuple, list)):
-            aliased = info.aliased_returns
-            for i, item in enumerate(_leaves(out)):  # pyright: ignore[reportUnknownArgumentType]
-                is_view = aliased[i] if i < len(aliased) else bool(aliased and aliased[-1])
-                if isinstance(item, torch.Tensor) and (not is_view or before is not None):
-                    self._observe(item, info, args, kwargs, before)
+        outputs = [out] if isinstance(out, torch.Tensor) else _leaves(cast("Iterable[Any]", out))
+        aliased = info.aliased_returns
+        for i, item in enumerate(outputs):
+            if not isinstance(item, torch.Tensor):
+                continue
+            if before is not None:
+                self._observe_mutated(item, info, before)
+            elif not (aliased[i] if i < len(aliased) else bool(aliased and aliased[-1])):
+                self._observe_new(item, info, args)
 
-    def _observe(
-        self,
-        tensor: torch.Tensor,
-        info: _OpInfo,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        before: dict[int, int] | None,
-    ) -> None:
+    def _observe_mutated(self, tensor: torch.Tensor, info: _OpInfo, before: dict[int, int]) -> None:
+        """Output of an in-place/out= op: an allocation only if a storage grew or is new."""
         __tracebackhide__ = True
         if tensor.device.type not in self.devices:
             return
@@ -401,13 +419,12 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
             if nbytes > old:  # out= or resize_ grew a tracked storage: a new buffer replaces it
                 self._grow(known, storage, info.name, nbytes, tensor, old)
             return
-        if before is not None and key in before:
+        if key in before:
             if nbytes > before[key]:  # grew a storage we did not track: the new buffer is ours
                 self._add(storage, info.name, nbytes, tensor, None, replaces=0)
             return
-        if nbytes == 0 or key in _input_keys(args, kwargs):
-            return
-        self._add(storage, info.name, nbytes, tensor, None, replaces=0)
+        if nbytes:
+            self._add(storage, info.name, nbytes, tensor, None, replaces=0)
 
     # -- bookkeeping -------------------------------------------------------------------------
 
@@ -422,15 +439,15 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if source is None:
             source = _caller_source(inspect.currentframe())
         return Allocation(
-            seq=self._s.seq + 1,
-            op=op,
-            nbytes=nbytes,
-            shape=tuple(tensor.shape),
-            dtype=tensor.dtype,
-            device=tensor.device.type,
-            source=source,
-            region=self._active[-1].name if self._active else None,
-            replaces=replaces,
+            self._s.seq + 1,
+            op,
+            nbytes,
+            tensor.shape,  # torch.Size is a tuple
+            tensor.dtype,
+            tensor.device.type,
+            source,
+            self._active[-1].name if self._active else None,
+            replaces,
         )
 
     def _add(
@@ -544,15 +561,6 @@ def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Te
             yield value
 
 
-def _input_keys(args: tuple[Any, ...], kwargs: dict[str, Any]) -> set[int]:
-    keys: set[int] = set()
-    for tensor in _tensors(args, kwargs):
-        storage = _storage(tensor)
-        if storage is not None:
-            keys.add(_key(storage))
-    return keys
-
-
 def _input_sizes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, int]:
     sizes: dict[int, int] = {}
     for tensor in _tensors(args, kwargs):
@@ -563,20 +571,20 @@ def _input_sizes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, int
 
 
 def _is_internal(code: CodeType) -> bool:
-    internal = _internal_code.get(code)
-    if internal is None:
-        path = code.co_filename
-        internal = path.startswith(_TORCH_DIR) or os.path.abspath(path) in _INTERNAL_FILES
-        _internal_code[code] = internal
+    path = code.co_filename
+    internal = path.startswith(_TORCH_DIR) or os.path.abspath(path) in _INTERNAL_FILES
+    _internal_code[code] = internal
     return internal
 
 
 def _caller_source(frame: FrameType | None) -> SourceLine | None:
-    while frame is not None and _is_internal(frame.f_code):
+    internal = _internal_code
+    while frame is not None:
+        code = frame.f_code
+        if not (internal[code] if code in internal else _is_internal(code)):
+            return SourceLine(code.co_filename, frame.f_lineno)
         frame = frame.f_back
-    if frame is None:
-        return None
-    return SourceLine(frame.f_code.co_filename, frame.f_lineno)
+    return None
 
 
 def _display_path(path: str) -> str:
