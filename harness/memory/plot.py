@@ -11,6 +11,7 @@ from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from harness.errors import HarnessError
 from harness.memory.simulate import SimulationResult
@@ -66,17 +67,22 @@ def plot_simulation(result: SimulationResult, path: str | Path) -> Path:
     oom = result.oom
     if oom is not None:
         x = -1 if result.oom_step is None else result.oom_step
-        wanted = (oom.allocated_bytes + oom.requested_bytes) / GiB
+        live = oom.allocated_bytes / GiB
+        wanted = live + oom.requested_bytes / GiB
+        ax.vlines([x], live, wanted, colors="tab:red", lw=3, zorder=3)
         ax.scatter([x], [wanted], marker="X", s=90, color="tab:red", zorder=4, label="OOM")
-        where = f" at {oom.source}" if oom.source is not None else ""
+        where = f"\nat {oom.source}" if oom.source is not None else ""
         ax.annotate(
-            f"OOM: tried to allocate {format_size(oom.requested_bytes)}\n{oom.op}{where}",
+            f"OOM: tried to allocate {format_size(oom.requested_bytes)} "
+            f"({format_size(oom.free_bytes)} free)\n{oom.op}{where}",
             xy=(x, wanted),
-            xytext=(12, -36),
+            xytext=(-12, -60),
             textcoords="offset points",
+            ha="right",
             fontsize=8,
             color="tab:red",
         )
+        ax.set_xlim(-1.5, max(x, len(result.steps)) + 0.5)
     title = f"{result.model} on {result.device.name}, {result.workload}"
     if result.regression:
         title += f", regression {result.regression}"
@@ -85,6 +91,7 @@ def plot_simulation(result: SimulationResult, path: str | Path) -> Path:
     ax.set_ylabel("live torch memory (GiB)")
     ax.set_ylim(0, capacity / GiB * 1.05)
     ax.legend(loc="lower right", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     figure.savefig(out, dpi=110)
     return out
