@@ -111,17 +111,23 @@ class _Walker:
         package = self.package_parts(directory)
         parts = package if is_package else (*package, stem)
         primary = ".".join(parts) or stem
-        aliases: list[str] = []
+        names: list[str] = []  # longest first: the dotted path from the root, then suffixes
         prefix = root.rstrip(os.sep) + os.sep
         if directory.startswith(prefix):
             rel_parts = directory[len(prefix) :].split(os.sep)
             tail = () if is_package else (stem,)
             for i in range(len(rel_parts)):
                 name = ".".join((*rel_parts[i:], *tail))
-                if name != primary and all(p.isidentifier() for p in name.split(".")):
-                    aliases.append(name)
+                if all(p.isidentifier() for p in name.split(".")):
+                    names.append(name)
+        if not package and names:
+            # Outside regular packages (namespace packages, scripts): the path from the root
+            # is the best name, and the one relative imports must be resolved against.
+            names.append(primary)
+            primary = names.pop(0)
+        aliases = tuple(n for n in dict.fromkeys(names) if n != primary)
         display = self.display(path)
-        self.files[display] = SourceFile(path, display, primary, is_package, tuple(aliases))
+        self.files[display] = SourceFile(path, display, primary, is_package, aliases)
 
     def walk(self, root: str) -> None:
         """Collect the ``.py`` files under ``root`` (iterative; each real directory once)."""

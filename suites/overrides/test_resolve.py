@@ -104,3 +104,18 @@ def test_definer_and_descendants(tmp_path: Path) -> None:
     assert p.definer(c, "f", after=c) is a
     assert p.definer(b, "f") is a
     assert {d.key for d in p.descendants(a)} == {"m.B", "m.C"}
+
+
+def test_relative_import_inside_a_namespace_package(tmp_path: Path) -> None:
+    # Two namespace directories each with a `base.py`: `.base` must mean the sibling.
+    p = project(
+        tmp_path,
+        {
+            "a/base.py": "class Base: ...\n",
+            "a/impl.py": "from .base import Base\nclass Impl(Base): ...\n",
+            "b/base.py": "class Base: ...\n",
+            "b/impl.py": "from .base import Base\nclass Impl(Base): ...\n",
+        },
+    )
+    (b_impl,) = [c for c in p.classes if c.key == "b.impl.Impl"]
+    assert [c.key for c in p.mro(b_impl)] == ["b.impl.Impl", "b.base.Base"]
