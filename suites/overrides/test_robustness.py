@@ -219,3 +219,17 @@ def test_unreadable_file_is_a_diagnostic(tree: Path, overrides: Any) -> None:
     finally:
         secret.chmod(0o644)
     assert {f["code"] for f in findings} == {"HO101", "HO404"}
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_line_endings_and_bom_keep_lines_and_ignores(
+    newline: str, bom: bytes, tree: Path, overrides: Any
+) -> None:
+    drift = DRIFT.replace("\n", newline).encode()
+    (tree / "drift.py").write_bytes(bom + drift)
+    ignored = DRIFT.replace("bb: int) -> int:", "bb: int) -> int:  # harness: ignore[HO101]")
+    (tree / "ignored.py").write_bytes(bom + ignored.replace("\n", newline).encode())
+    findings = overrides.json(".")
+    assert [(f["path"], f["line"], f["code"]) for f in findings] == [("drift.py", 10, "HO101")]
+    assert findings[0]["evidence"]["line"] == 6
