@@ -81,7 +81,6 @@ def demo(
     for step in result.steps:
         for group in step.groups:
             console.print(_group_table(step, group))
-            console.print(_metadata_line(group))
     return _verdict(result, console)
 
 
@@ -90,6 +89,8 @@ def _group_table(step: StepRecord, group: GroupRecord) -> Table:
         title=f"step {step.step} · group {group.group_id} ({group.kv_cache_spec}, "
         f"block size {group.block_size}, {len(group.layer_names)} layers)",
         title_justify="left",
+        caption=_metadata_line(group),
+        caption_justify="left",
     )
     for column in ("request", "computed", "scheduled", "block table row", "slot mapping"):
         table.add_column(column, justify="right" if column in ("computed", "scheduled") else "left")
@@ -115,7 +116,7 @@ def _metadata_line(group: GroupRecord) -> Text:
         if len(shown) > MAX_VALUE_CHARS:
             shown = shown[: MAX_VALUE_CHARS - 3] + "..."
         parts.append(f"{key}={shown}")
-    return Text(f"  {group.metadata['type']}: " + "  ".join(parts), style="dim")
+    return Text(f"{group.metadata['type']}: " + "  ".join(parts), style="dim")
 
 
 def _verdict(result: ScenarioResult, console: Console) -> int:
