@@ -71,8 +71,11 @@ def _add_random_requests(scheduler: Scheduler, seed: int, n: int, vocab: int) ->
 
 
 def _tolerance(runner: ModelRunner) -> float:
+    """ORACLE_TOLERANCE for the last step's hidden states (RMS-normalised, so |h| stays small)."""
     assert runner.hidden_states is not None
-    return ORACLE_TOLERANCE["atol"] + ORACLE_TOLERANCE["rtol"] * 10.0
+    scale = float(runner.hidden_states.abs().max())
+    assert scale < 10.0
+    return ORACLE_TOLERANCE["atol"] + ORACLE_TOLERANCE["rtol"] * scale
 
 
 # The slot-mapping vector through the runner path -------------------------------------------
