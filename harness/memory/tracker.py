@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import inspect
 import linecache
 import os
+import sys
 import weakref
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -57,6 +57,7 @@ _INTERNAL_FILES: set[str] = {
     contextlib.__file__,
 }
 _internal_code: dict[CodeType, bool] = {}
+_getframe: Callable[[int], FrameType] = sys._getframe  # pyright: ignore[reportPrivateUsage]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,14 +146,11 @@ class RegionStats:
 
 
 class _StorageRef(weakref.ref[torch.UntypedStorage]):
-    __slots__ = ("key",)
+    """A weak reference to a tracked storage that carries its key and current allocation."""
+
+    __slots__ = ("allocation", "key")
     key: int
-
-
-@dataclass(slots=True)
-class _Live:
     allocation: Allocation
-    ref: _StorageRef
 
 
 @dataclass(slots=True)
@@ -183,7 +181,7 @@ def _info(func: Any) -> _OpInfo:
 
 @dataclass(eq=False)
 class _State:
-    live: dict[int, _Live] = field(default_factory=dict[int, _Live])
+    live: dict[int, _StorageRef] = field(default_factory=dict[int, _StorageRef])
     current: int = 0
     peak: int = 0
     peak_seq: int = 0
@@ -225,6 +223,17 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.regions: list[RegionStats] = []
         self._active: list[RegionStats] = []
         self._s = _State()
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Keep ``__torch_dispatch__`` unwrapped by ``torch._disable_dynamo``.
+
+        TorchDispatchMode wraps subclasses' ``__torch_dispatch__`` so that dynamo skips it; the
+        wrapper disables dynamo recursively for every Python frame below it, which made each
+        tracked op about 1.6x slower (scripts/bench_tracker.py). The tracker is for eager runs;
+        it is not meant to be active while ``torch.compile`` traces.
+        """
+        return False
 
     def __enter__(self) -> MemoryTracker:
         super().__enter__()  # type: ignore[no-untyped-call]  # pyright: ignore[reportUnknownMemberType]
@@ -335,7 +344,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
         Storages already tracked and shared storages are counted once. Returns the bytes added.
         """
-        source = _caller_source(inspect.currentframe())
+        source = _caller_source(_getframe(1))
         added = 0
         for tensor in tensors:
             storage = _storage(tensor)
@@ -437,7 +446,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         replaces: int,
     ) -> Allocation:
         if source is None:
-            source = _caller_source(inspect.currentframe())
+            source = _caller_source(_getframe(1))
         return Allocation(
             self._s.seq + 1,
             op,
@@ -465,12 +474,13 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
             self.on_alloc(allocation)
         ref = _StorageRef(storage, self._freed)
         ref.key = _key(storage)
-        self._s.live[ref.key] = _Live(allocation, ref)
+        ref.allocation = allocation
+        self._s.live[ref.key] = ref
         self._count_alloc(allocation)
 
     def _grow(
         self,
-        known: _Live,
+        known: _StorageRef,
         storage: torch.UntypedStorage,
         op: str,
         nbytes: int,
@@ -521,11 +531,11 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     def _freed(self, ref: weakref.ref[torch.UntypedStorage]) -> None:
         assert isinstance(ref, _StorageRef)
-        entry = self._s.live.get(ref.key)
-        if entry is None or entry.ref is not ref:
+        live = self._s.live
+        if live.get(ref.key) is not ref:
             return
-        del self._s.live[ref.key]
-        self._count_free(entry.allocation)
+        del live[ref.key]
+        self._count_free(ref.allocation)
 
 
 def _key(storage: torch.UntypedStorage) -> int:
