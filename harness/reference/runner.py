@@ -41,6 +41,7 @@ from harness.reference.kv_cache_interface import (
     SlidingWindowSpec,
 )
 from harness.reference.model import LlamaForCausalLM, build_model
+from harness.reference.oracle import PAD_SLOT_ID
 from harness.reference.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput, SchedulerOutput
 
 
@@ -192,7 +193,8 @@ class ModelRunner:
         """Forward ``num_tokens`` dummy tokens split over up to ``max_num_seqs`` requests.
 
         With ``skip_attn`` (profiling) there is no attention metadata at all; otherwise every group
-        builds metadata for a batch of fresh prefills (this needs ``initialize_kv_cache``).
+        builds metadata for a batch of fresh prefills (this needs ``initialize_kv_cache``) whose
+        slots are all ``PAD_SLOT_ID``, so the dummy tokens write nothing into the KV cache.
         """
         assert num_tokens <= self.max_num_tokens
         num_reqs = min(self.max_num_reqs, num_tokens)
@@ -202,6 +204,8 @@ class ModelRunner:
         if not skip_attn:
             if self.kv_cache_config is None:
                 raise RuntimeError("_dummy_run(skip_attn=False) needs initialize_kv_cache first")
+            for block_table in self.input_batch.block_table.block_tables:
+                block_table.slot_mapping_np[:num_tokens] = PAD_SLOT_ID
             common = self._common_attn_metadata(
                 num_reqs, num_scheduled_tokens, np.zeros(num_reqs, np.int32)
             )

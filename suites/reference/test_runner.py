@@ -291,6 +291,7 @@ def test_profile_run_builds_no_metadata_and_writes_nothing() -> None:
     assert all(not bool(t.any()) for t in runner.kv_caches.values())
     hidden = runner._dummy_run(8, skip_attn=False)  # the non-profiling dummy run does build
     assert len(_CountingBuilder.builds) == 2 and hidden.shape == (4, TINY.hidden_size)
+    assert all(not bool(t.any()) for t in runner.kv_caches.values())  # ... into padding slots
 
 
 def test_profile_run_uses_the_whole_token_budget() -> None:
