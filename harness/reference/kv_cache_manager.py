@@ -17,11 +17,6 @@ from harness.reference.kv_cache_interface import (
 )
 
 
-def cdiv(a: int, b: int) -> int:
-    """Ceiling division."""
-    return -(a // -b)
-
-
 class SingleTypeKVCacheManager(ABC):
     """Blocks of every request for one KV cache group (one attention type, one block size)."""
 
@@ -35,7 +30,9 @@ class SingleTypeKVCacheManager(ABC):
 
     def get_num_blocks_to_allocate(self, request_id: str, num_tokens: int) -> int:
         """New blocks needed so the request has slots for ``num_tokens`` tokens in total."""
-        num_required = cdiv(num_tokens, self.block_size)
+        num_required = -(
+            -num_tokens // self.block_size
+        )  # cdiv, inlined: called per request per step
         return max(0, num_required - len(self.req_to_blocks.get(request_id, ())))
 
     def allocate_new_blocks(self, request_id: str, num_tokens: int) -> list[int]:
@@ -118,6 +115,10 @@ class KVCacheManager:
             spec_manager_map[type(group.kv_cache_spec)](group.kv_cache_spec, self.block_pool, i)
             for i, group in enumerate(kv_cache_config.kv_cache_groups)
         ]
+        self._window_managers = [
+            m for m in self.single_type_managers if isinstance(m, SlidingWindowManager)
+        ]
+        """The managers whose ``remove_skipped_blocks`` does something."""
 
     @property
     def usage(self) -> float:
@@ -131,13 +132,15 @@ class KVCacheManager:
         (vLLM returns ``KVCacheBlocks``; the ids per group are all the reference needs.)
         """
         managers = self.single_type_managers
-        for manager in managers:
+        for manager in self._window_managers:
             manager.remove_skipped_blocks(request_id, num_computed_tokens)
         num_tokens = min(num_computed_tokens + num_new_tokens, self.max_model_len)
         needed = [m.get_num_blocks_to_allocate(request_id, num_tokens) for m in managers]
-        if sum(needed) > self.block_pool.get_num_free_blocks():
+        total = sum(needed)
+        if total == 0:  # most decode steps
+            return [[] for _ in managers]
+        if total > len(self.block_pool.free_block_queue):
             return None
-        # Most decode steps need no block: skip the allocation call then.
         return [
             m.allocate_new_blocks(request_id, num_tokens) if n else []
             for m, n in zip(managers, needed, strict=True)
