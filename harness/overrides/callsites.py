@@ -60,6 +60,18 @@ _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
 _AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody"})
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "kind", "type_comment", "n", "s", "op"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Node class -> fields that can hold nested calls (empty for leaves and non-nodes)."""
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    if not issubclass(cls, ast.AST) or cls is ast.Constant:
+        return ()
+    fields: tuple[str, ...] = cls._fields
+    return tuple(f for f in fields if f not in _LEAF_FIELDS)
+
+
 _TEXT_LIMIT = 200
 EXTERNAL = frozenset(
     {
@@ -285,18 +297,23 @@ class _Collector:
         pop = stack.pop
         push = stack.append
         extend = stack.extend
+        children = _CHILD_FIELDS
         while stack:
             node = pop()
-            if isinstance(node, list):
-                extend(node)  # pyright: ignore[reportUnknownArgumentType]
+            cls = node.__class__
+            if cls is list:
+                extend(node)  # type: ignore[arg-type]  # pyright: ignore[reportUnknownArgumentType]
                 continue
-            if not isinstance(node, ast.AST):
+            fields = children.get(cls)
+            if fields is None:
+                fields = children[cls] = _child_fields(cls)
+            if not fields:
                 continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 self._record(node, node.func)
             elif isinstance(node, ast.Lambda) and self._rebinds_self(node.args):
                 continue
-            for name in node._fields:
+            for name in fields:
                 push(getattr(node, name, None))
 
     def _rebinds_self(self, args: ast.arguments) -> bool:

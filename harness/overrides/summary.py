@@ -97,6 +97,8 @@ def decode(data: bytes) -> str | Diagnostic:
         text = data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         return Diagnostic("HO401", 1, 1, f"cannot decode file: {exc}")
+    if "\r" in text:  # universal newlines, as Python's own tokenizer reads source
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text[1:] if text.startswith("\ufeff") else text
 
 

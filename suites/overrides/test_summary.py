@@ -111,3 +111,10 @@ def test_async_generators_are_marked() -> None:
     source = b"class C:\n    async def gen(self):\n        yield 1\n    async def coro(self):\n        def inner():\n            yield 2\n        return inner\n"
     gen, coro = summarize(source).classes[0].methods
     assert gen.async_generator and not coro.async_generator
+
+
+def test_old_mac_line_endings_keep_lines_and_comments() -> None:
+    source = b"class C:\r    def f(self): ...\r    def g(self): ...  # harness: ignore[HO101]\r"
+    summary = summarize(source)
+    assert [m.line for m in summary.classes[0].methods] == [2, 3]
+    assert summary.ignores == ((3, ("HO101",)),)
