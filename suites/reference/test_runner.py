@@ -8,13 +8,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-import torch
 
 from harness.errors import HarnessError
 from harness.reference.backends import get_attn_backend
 from harness.reference.backends.abstract import (
-    AttentionBackend,
-    AttentionMetadataBuilder,
     InputBatchLike,
     SchedulerOutputLike,
 )
@@ -370,18 +367,3 @@ def test_run_model_false_builds_metadata_without_a_forward() -> None:
     out = runner.execute_model(so, run_model=False)
     assert runner.hidden_states is None and out.sampled_token_ids == [[0]]
     assert runner.attn_metadata and all(not bool(t.any()) for t in runner.kv_caches.values())
-
-
-def test_backend_protocols_match_the_runner() -> None:
-    # The backends' InputBatchLike / SchedulerOutputLike are satisfied structurally.
-    runner = build_runner(_scenario())
-    batch: InputBatchLike = runner.input_batch
-    so: SchedulerOutputLike = SchedulerOutput([], [], {}, 0, [0])
-    assert batch.req_ids == [] and dict(so.num_scheduled_tokens) == {}
-    builder: AttentionMetadataBuilder[Any] = runner.attn_metadata_builders[0]
-    backend: type[AttentionBackend] = runner.attn_backends[0]
-    assert isinstance(builder, backend.get_builder_cls())
-    assert torch.equal(
-        runner.input_batch.block_table[0].block_table,
-        torch.zeros_like(runner.input_batch.block_table[0].block_table),
-    )
