@@ -18,6 +18,7 @@ It runs on the CPU with real data (or on ``meta``), so a tiny model is enough: w
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import torch
 
 from harness.errors import HarnessError
-from harness.memory.tracker import Allocation, MemoryTracker
+from harness.memory.tracker import Allocation, MemoryTracker, SourceLine
 from harness.memory.workload import Workload
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
@@ -207,8 +208,13 @@ def _run(
     return _Run(allocations=allocations, schedule=schedule, page_size_bytes=page_size)
 
 
+@functools.cache
+def _source_text(source: SourceLine) -> str:
+    return str(source)
+
+
 def _site(allocation: Allocation) -> tuple[str, str | None]:
-    return allocation.op, None if allocation.source is None else str(allocation.source)
+    return allocation.op, None if allocation.source is None else _source_text(allocation.source)
 
 
 def _scaling_pairs(a: _Run, b: _Run) -> Iterator[tuple[str, Allocation, Allocation | None]]:

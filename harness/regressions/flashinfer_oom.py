@@ -14,8 +14,8 @@ memory that the attention path allocates per step is never measured: it has to f
 How this variant reproduces it. FlashInfer's kernels can take the paged cache in ``HND`` layout,
 ``(num_blocks, 2, num_kv_heads, block_size, head_size)``, while the reference allocates ``NHD``,
 ``(num_blocks, 2, block_size, num_kv_heads, head_size)``. The variant's builder converts the cache
-when it plans the step (the ``_plan`` seam): ``kv_cache.permute(0, 1, 3, 2, 4).contiguous()`` for
-every layer of its group, kept in ``paged_kv_cache_hnd`` for the wrappers. Each copy is one layer's
+when it plans the step (the ``_plan`` seam): a contiguous clone of ``kv_cache.permute(0, 1, 3, 2,
+4)`` for every layer of its group, kept in ``paged_kv_cache_hnd`` for the wrappers. Each copy is one layer's
 whole KV cache, ``num_blocks * page_size`` bytes, allocated per step and never seen by the profiling
 run. vLLM 0.9.0's builders held the model runner and could reach its KV caches; ours get no runner,
 so the variant receives them through ``bind_kv_caches`` right after ``initialize_kv_cache``
@@ -24,7 +24,7 @@ so the variant receives them through ``bind_kv_caches`` right after ``initialize
 The numbers. ``harness memory simulate --model llama-3.1-8b --device h100-95 --workload gsm8k
 --regression flashinfer-oom`` sizes 34,757 blocks (profile peak 17.11 GiB + 0.50 GiB non-torch,
 ``95.00 GiB x 0.9`` available) and fails in step 0 on the sixth copy: "Tried to allocate 2.12 GiB.
-GPU 0 has a total capacity of 95.00 GiB of which 980.00 MiB is free", naming the ``.contiguous()``
+GPU 0 has a total capacity of 95.00 GiB of which 980.00 MiB is free", naming the ``aten.clone``
 line below (vLLM: 2.12 GiB, 1.01 GiB free). On a ``b200`` (178.35 GiB, 73,165 blocks) the fifth copy
 asks for 4.47 GiB (vLLM: 4.50 GiB). ``harness memory scaling --model tiny --regression
 flashinfer-oom`` flags the same line on the tiny CPU model: it scales with ``num_blocks`` at
@@ -75,7 +75,7 @@ class FlashInferOOMMetadataBuilder(FlashInferMetadataBuilder):
         # The regression: the wrappers get the cache in HND layout, converted every step --
         # a contiguous copy of each layer's whole KV cache, num_blocks * page_size bytes each.
         self.paged_kv_cache_hnd = {
-            name: kv_cache.permute(0, 1, 3, 2, 4).contiguous()
+            name: kv_cache.permute(0, 1, 3, 2, 4).clone(memory_format=torch.contiguous_format)
             for name, kv_cache in self.kv_caches.items()
         }
         super()._plan(attn_metadata)

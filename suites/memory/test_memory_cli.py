@@ -1,0 +1,122 @@
+"""``harness memory``: exit codes, JSON, plot, clean usage errors (mirrors harness/memory/cli.py;
+named test_memory_cli.py because suites/overrides/test_cli.py takes the module name test_cli)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["memory", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_simulate_tiny_completes_with_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "simulate", "--model", "tiny", "--workload", "tiny")
+    assert code == 0
+    assert "sizing (vLLM 0.9.0 order)" in out and "num_blocks" in out
+    assert "completed: 35 steps, 12/12 requests finished" in out
+
+
+def test_simulate_json_and_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    png = tmp_path / "run.png"
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "--model=tiny",
+        "--workload=tiny",
+        "--device=b200",
+        "--max-steps=3",
+        "--json",
+        f"--plot={png}",
+    )
+    assert code == 0
+    data = json.loads(out)  # exactly one JSON object on stdout
+    assert data["device"] == "b200" and data["steps"] == 3 and data["oom"] is None
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_simulate_regression_exits_1_naming_the_allocation(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(
+        capsys, "simulate", "--device", "h100-95", "--regression", "flashinfer-oom", "--max-steps=1"
+    )
+    assert code == 1
+    assert "OUT OF MEMORY at step 0" in out
+    assert "Tried to allocate 2.1" in out
+    assert "harness/regressions/flashinfer_oom.py:" in out
+
+
+def test_scaling_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "scaling", "--model", "tiny", "--max-steps", "6")
+    assert code == 0 and "OK" in out
+    code, out, _ = run(
+        capsys, "scaling", "--model", "tiny", "--regression", "flashinfer-oom", "--max-steps=6"
+    )
+    assert code == 1
+    assert "FAIL" in out and "harness/regressions/flashinfer_oom.py:" in out
+
+
+def test_scaling_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "scaling", "--json", "--max-steps", "3")
+    assert code == 0
+    data = json.loads(out)
+    assert data["ok"] is True and data["num_blocks"] == [64, 128]
+
+
+def test_devices_and_regressions_listings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "devices")
+    assert code == 0 and "h100-95" in out and "95.00 GiB" in out and "178.35 GiB" in out
+    code, out, _ = run(capsys, "regressions")
+    assert code == 0 and out.startswith("flashinfer-oom: ")
+    code, out, _ = run(capsys, "regressions", "flashinfer-oom")
+    assert code == 0 and "2.12 GiB" in out and "4.50 GiB" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["simulate", "--device", "h100-999"], "unknown device profile 'h100-999'"),
+        (["simulate", "--model", "llama-9"], "unknown model 'llama-9'"),
+        (["simulate", "--workload", "mmlu"], "unknown workload 'mmlu'"),
+        (
+            ["simulate", "--regression", "nope"],
+            "unknown regression 'nope'; available: flashinfer-oom",
+        ),
+        (["simulate", "--non-torch", "lots"], "invalid size 'lots'"),
+        (["simulate", "--plot", "out.svg"], "does not end in .png"),
+        (["simulate", "--max-steps", "0"], "--max-steps must be positive"),
+        (["simulate", "--gpu-memory-utilization", "2"], "gpu_memory_utilization"),
+        (["scaling", "--num-blocks", "4", "4"], "num_blocks"),
+        (["regressions", "nope"], "unknown regression 'nope'"),
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert err.startswith("harness: error: ") and "Traceback" not in err
+    assert out == ""
+
+
+def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["memory", "simulate", "--max-steps", "many"])
+    assert exc.value.code == 2
+    assert "invalid int value" in capsys.readouterr().err
+
+
+def test_memory_without_subcommand_prints_help_and_exits_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys)
+    assert code == 2 and "simulate" in out and "scaling" in out
