@@ -20,6 +20,7 @@ Only pytest and the stdlib are imported at startup; torch is imported when a bud
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from harness.memory.marks import (
     BudgetDevice,
     Measurement,
     compare_with_last_green,
+    describe_measurement,
     memory_budget,
     parse_budget_device,
 )
@@ -142,20 +144,21 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
     if device.kind == "meta":
         assert device.profile is not None
         tracker = SimulatedDevice(device.profile).tracker(devices=("meta",), top_k=top)
-        with tracker, torch.device("meta"):
-            result = yield
+        default_device: contextlib.AbstractContextManager[object] = torch.device("meta")
     else:
         tracker = MemoryTracker(devices=("cpu",), top_k=top)
-        with tracker:
-            result = yield
-    pyfuncitem.stash[_MEASUREMENT] = Measurement(
-        device=device,
-        peak_bytes=tracker.peak_bytes,
-        method="tracker (live storage bytes)",
-        top_allocations=tuple(tracker.peak_allocations(top)),
-        peak_region=tracker.peak_region,
-    )
-    return result
+        default_device = contextlib.nullcontext()
+    try:
+        with tracker, default_device:
+            return (yield)
+    finally:  # also when the body failed (e.g. a simulated OOM): the report shows the peak
+        pyfuncitem.stash[_MEASUREMENT] = Measurement(
+            device=device,
+            peak_bytes=tracker.peak_bytes,
+            method="tracker (live storage bytes)",
+            top_allocations=tuple(tracker.peak_allocations(top)),
+            peak_region=tracker.peak_region,
+        )
 
 
 def _run_on_cuda(
@@ -168,16 +171,18 @@ def _run_on_cuda(
     if reason is not None:
         pytest.skip(f"memory_budget(device='cuda') needs a GPU: {reason}")
     tracker = MemoryTracker(devices=("cuda",), top_k=top)
-    with CudaPeak() as peak, tracker:
-        result = yield
-    item.stash[_MEASUREMENT] = Measurement(
-        device=device,
-        peak_bytes=peak.peak_bytes,
-        method="torch.cuda.max_memory_allocated",
-        top_allocations=tuple(tracker.peak_allocations(top)),
-        peak_region=tracker.peak_region,
-    )
-    return result
+    peak = CudaPeak()
+    try:
+        with peak, tracker:
+            return (yield)
+    finally:
+        item.stash[_MEASUREMENT] = Measurement(
+            device=device,
+            peak_bytes=peak.peak_bytes,
+            method="torch.cuda.max_memory_allocated",
+            top_allocations=tuple(tracker.peak_allocations(top)),
+            peak_region=tracker.peak_region,
+        )
 
 
 @pytest.fixture
@@ -210,6 +215,9 @@ def _judge(
     item: pytest.Item, report: pytest.TestReport, marker: pytest.Mark, measurement: Measurement
 ) -> None:
     report.user_properties.append((_PEAK_PROPERTY, measurement.peak_bytes))
+    if report.failed:  # the body raised (e.g. an out-of-memory error): show what was live
+        report.sections.append(("memory budget", describe_measurement(measurement)))
+        return
     exceeded = memory_budget(*marker.args, **marker.kwargs, _measurement=measurement)
     if exceeded is not None:
         report.sections.append(exceeded.section)

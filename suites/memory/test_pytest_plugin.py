@@ -111,7 +111,8 @@ def test_meta_budget_runs_the_body_on_meta_against_a_simulated_gpu(
 
         @pytest.mark.memory_budget(peak="200 GiB", device="meta:h100-95")
         def test_out_of_memory():
-            kv = torch.empty(50 << 30, dtype=torch.bfloat16)
+            weights = torch.empty(44 << 30, dtype=torch.bfloat16)
+            kv = torch.empty(5 << 30, dtype=torch.bfloat16)
         """
     )
     result = pytester.runpytest("--strict-markers")
@@ -124,10 +125,13 @@ def test_meta_budget_runs_the_body_on_meta_against_a_simulated_gpu(
     )
     result.stdout.fnmatch_lines(
         [
-            "E   *OutOfMemoryError: CUDA out of memory. Tried to allocate 100.00 GiB. GPU 0 has a "
-            "total capacity of 95.00 GiB of which 94.50 GiB is free.*",
-            "E*simulated on h100-95: aten.empty.memory_format allocating 100.00 GiB*",
-            "E*at test_meta.py:15: kv = torch.empty(50 << 30, dtype=torch.bfloat16)",
+            "E   *OutOfMemoryError: CUDA out of memory. Tried to allocate 10.00 GiB. GPU 0 has a "
+            "total capacity of 95.00 GiB of which 6.50 GiB is free.*",
+            "E*simulated on h100-95: aten.empty.memory_format allocating 10.00 GiB*",
+            "E*at test_meta.py:16: kv = torch.empty(5 << 30, dtype=torch.bfloat16)",
+            "*- memory budget -*",
+            "peak 88.00 GiB on meta:h100-95*",
+            "*88.00 GiB  aten.empty.memory_format ?47244640256 bfloat16 meta? at test_meta.py:15",
         ]
     )
 
