@@ -35,6 +35,18 @@ def analyze(
     """
     by_display = {f.display: f for f in files}
     project = Project((by_display[d], s) for d, s in summaries.items())
+    try:
+        return _analyze(project, summaries, changed, select)
+    finally:
+        project.release()
+
+
+def _analyze(
+    project: Project,
+    summaries: Mapping[str, FileSummary],
+    changed: set[str] | None,
+    select: frozenset[str],
+) -> tuple[list[Finding], int, int]:
     findings: list[Finding] = []
     scope = _scope(project, changed)
     audit = set(summaries) if changed is None else changed & set(summaries)

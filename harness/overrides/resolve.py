@@ -295,6 +295,19 @@ class Project:
                     del s[0]
         self._mro[id(cls)] = result
 
+    def release(self) -> None:
+        """Break the class <-> module reference cycles so memory is freed at once by reference
+        counting, without a cyclic garbage collection pass over the whole tree."""
+        for cls in self.classes:
+            cls.bases.clear()
+            cls.nested.clear()
+            cls.previous = None
+        for module in self.modules.values():
+            module.classes.clear()
+        self.children.clear()
+        self._memo.clear()
+        self._mro.clear()
+
     # -- queries ---------------------------------------------------------------------------
 
     def definer(
