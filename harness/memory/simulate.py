@@ -41,7 +41,7 @@ import contextlib
 import heapq
 import time
 import weakref
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
@@ -74,6 +74,9 @@ from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
 from harness.regressions import bind_kv_caches, get_regression
 
+SNAPSHOT_SIZE = 64
+"""Allocations kept at the peak: enough to group the KV cache and a regression's copies by site."""
+
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's ``CacheConfig.gpu_memory_utilization`` default (lm-eval's ``vllm`` model passes 0.9 too)."""
 
@@ -105,6 +108,9 @@ class Ledger:
     def __init__(self, device: SimulatedDevice, *, top_k: int = 10) -> None:
         self.device = device
         self.top_k = top_k
+        self.snapshot_k = max(top_k, SNAPSHOT_SIZE)
+        self.live_at_oom: list[Allocation] | None = None
+        """Every allocation alive when an allocation did not fit (None: none failed)."""
         self.tracker = MemoryTracker(
             devices=("meta",),
             top_k=top_k,
@@ -112,6 +118,10 @@ class Ledger:
             on_free=self._on_free,
             record_timeline=False,
         )
+        self.account_existing: Callable[[Iterable[torch.Tensor], str], int] = (
+            self.tracker.account_existing
+        )
+        """Count tensors created before the tracker (the weights); their source is the caller's."""
         self._live: dict[int, Allocation] = {}
         self._token_of: dict[int, int] = {}
         self._next_token = -1
@@ -152,16 +162,12 @@ class Ledger:
             self._active.pop()
             stats.end_bytes = self._current
 
-    def account_existing(self, tensors: Iterable[torch.Tensor], label: str) -> int:
-        """Count tensors created before the tracker (weights) as ``label``."""
-        return self.tracker.account_existing(tensors, label)
-
     # Results -----------------------------------------------------------------------------------
 
     def peak_allocations(self) -> list[Allocation]:
-        """The largest allocations live at the peak, largest first."""
+        """The largest allocations live at the peak (up to ``snapshot_k``), largest first."""
         if self._at_peak:
-            return heapq.nlargest(self.top_k, self._live.values(), key=_size)
+            return heapq.nlargest(self.snapshot_k, self._live.values(), key=_size)
         return self._peak_snapshot
 
     def live_allocations(self) -> list[Allocation]:
@@ -192,7 +198,11 @@ class Ledger:
 
     def allocate(self, allocation: Allocation) -> int:
         """Account ``allocation`` (raises when it does not fit); returns its token for ``free``."""
-        self.device.allocate(allocation)  # raises SimulatedOutOfMemoryError when it does not fit
+        try:
+            self.device.allocate(allocation)
+        except SimulatedOutOfMemoryError:
+            self.live_at_oom = list(self._live.values())  # before unwinding frees anything
+            raise
         token = self._next_token
         self._next_token -= 1
         self._live[token] = allocation
@@ -211,7 +221,7 @@ class Ledger:
     def free(self, token: int) -> None:
         """Release the allocation ``allocate`` returned ``token`` for."""
         if self._at_peak:
-            self._peak_snapshot = heapq.nlargest(self.top_k, self._live.values(), key=_size)
+            self._peak_snapshot = heapq.nlargest(self.snapshot_k, self._live.values(), key=_size)
             self._at_peak = False
         allocation = self._live.pop(token)
         self.device.free(allocation)
@@ -344,6 +354,56 @@ def install_layer_replay(runner: ModelRunner, ledger: Ledger) -> dict[tuple[Any,
     return memo
 
 
+@dataclass(frozen=True, slots=True)
+class AllocationSite:
+    """Live allocations grouped by op and source line: how many, how large."""
+
+    op: str
+    source: str | None
+    line_text: str
+    count: int
+    nbytes: int
+    """Bytes of all of them together."""
+    largest: int
+
+    def describe(self) -> str:
+        where = f" at {self.source}" if self.source else ""
+        return (
+            f"{self.count:>4} x {format_size(self.largest):>10} = {format_size(self.nbytes):>10}"
+            f"  {self.op}{where}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "source": self.source,
+            "line_text": self.line_text,
+            "count": self.count,
+            "nbytes": self.nbytes,
+            "largest": self.largest,
+        }
+
+
+def group_by_site(allocations: Iterable[Allocation], k: int) -> list[AllocationSite]:
+    """The ``k`` sites holding the most bytes among ``allocations``."""
+    groups: dict[tuple[str, str | None], list[Allocation]] = {}
+    for allocation in allocations:
+        source = None if allocation.source is None else str(allocation.source)
+        groups.setdefault((allocation.op, source), []).append(allocation)
+    sites = [
+        AllocationSite(
+            op=op,
+            source=source,
+            line_text="" if members[0].source is None else members[0].source.text,
+            count=len(members),
+            nbytes=sum(a.nbytes for a in members),
+            largest=max(a.nbytes for a in members),
+        )
+        for (op, source), members in groups.items()
+    ]
+    return sorted(sites, key=lambda site: site.nbytes, reverse=True)[:k]
+
+
 @dataclass
 class StepRecord:
     """One serving step: its shape and its live bytes."""
@@ -372,6 +432,10 @@ class SimulationResult:
     """Highest live torch bytes of the whole run (weights, KV cache and step memory)."""
     peak_region: str | None
     top_allocations: list[Allocation]
+    """The largest allocations live at the peak."""
+    top_sites: list[AllocationSite]
+    """Live bytes by op and source line: at the out-of-memory error if there was one, else at the
+    peak."""
     oom: SimulatedOutOfMemoryError | None
     oom_step: int | None
     num_requests: int
@@ -419,9 +483,10 @@ class SimulationResult:
                 f"{format_size(self.peak_bytes)} of {format_size(capacity)} ({self.peak_region}); "
                 "every allocation fit"
             )
-        if self.top_allocations:
-            lines.append("largest allocations live at the peak:")
-            lines.extend("  " + a.describe() for a in self.top_allocations)
+        if self.top_sites:
+            moment = "at the out-of-memory error" if self.oom is not None else "at the peak"
+            lines.append(f"live memory {moment}, by source line:")
+            lines.extend("  " + site.describe() for site in self.top_sites)
         lines.append(
             f"simulated in {self.wall_time_s:.1f} s ({self.num_layer_replays} decoder layers replayed)"
         )
@@ -453,6 +518,7 @@ class SimulationResult:
             "max_step_peak_bytes": max((s.peak_bytes for s in self.steps), default=None),
             "oom": None if self.oom is None else {**self.oom.to_dict(), "step": self.oom_step},
             "top_allocations": [a.to_dict() for a in self.top_allocations],
+            "top_sites": [site.to_dict() for site in self.top_sites],
             "num_layer_replays": self.num_layer_replays,
             "wall_time_s": round(self.wall_time_s, 3),
         }
@@ -566,7 +632,9 @@ def simulate(
             oom_step = None
         except SimulatedOutOfMemoryError as exc:
             oom = exc
-        top_allocations = ledger.peak_allocations()
+        top_allocations = ledger.peak_allocations()[:top_k]
+        at_moment = ledger.live_at_oom if oom is not None else ledger.peak_allocations()
+        top_sites = group_by_site(at_moment or [], top_k)
     num_requests = len(workload.requests)
     num_unfinished = num_requests if scheduler is None else scheduler.get_num_unfinished_requests()
     return SimulationResult(
@@ -581,6 +649,7 @@ def simulate(
         peak_bytes=ledger.peak_bytes,
         peak_region=ledger.peak_region,
         top_allocations=top_allocations,
+        top_sites=top_sites,
         oom=oom,
         oom_step=oom_step,
         num_requests=num_requests,

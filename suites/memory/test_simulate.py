@@ -69,6 +69,10 @@ def test_flashinfer_oom_reproduces_vllms_failure(
     assert oom.free_bytes < oom.requested_bytes
     assert result.oom_step == 0  # the first step that builds attention metadata
     assert "flashinfer_oom.py" in str(oom) and oom.source.text in str(oom)
+    # Live memory at the error, by source line, shows the copies that piled up before it.
+    (copies,) = [s for s in result.top_sites if s.source and "flashinfer_oom.py" in s.source]
+    assert copies.count >= 4 and copies.largest == sizing.kv_cache_bytes_per_layer
+    assert "flashinfer_oom.py" in result.format()
 
 
 def test_oom_json_names_op_and_source(oom_runs: dict[str, SimulationResult]) -> None:
@@ -79,6 +83,7 @@ def test_oom_json_names_op_and_source(oom_runs: dict[str, SimulationResult]) -> 
     assert oom["source"].startswith("harness/regressions/flashinfer_oom.py:")
     assert oom["message"].startswith("CUDA out of memory. Tried to allocate 2.1")
     assert oom["step"] == 0
+    assert any("flashinfer_oom.py" in (site["source"] or "") for site in data["top_sites"])
 
 
 def test_layer_replay_keeps_the_regression_exact(oom_runs: dict[str, SimulationResult]) -> None:
