@@ -8,7 +8,9 @@ Workloads (CPU):
 - ``small-ops``: 5000 element-wise ops on 16-element tensors (per-op overhead dominates).
 
 Modes, measured in the same process, interleaved round by round; the best round of each is
-reported (the minimum is the least noisy estimate on a shared machine):
+reported (the minimum is the least noisy estimate on a shared machine). Times are process CPU
+time (``time.process_time``, all threads), which other load on the machine does not inflate the
+way it inflates wall time; ``--wall`` reports wall time instead.
 - ``untracked``; ``tracker`` (MemoryTracker on cpu, with source lines and top allocations);
 - ``profiler`` (``torch.profiler.profile(profile_memory=True)``, the anchor to beat) and
   ``profiler+stack`` (``with_stack=True`` too, which like the tracker records source lines).
@@ -83,8 +85,10 @@ def small_ops() -> Callable[[], None]:
     return run
 
 
-def time_once(run: Callable[[], None], mode: str) -> tuple[float, int | None]:
-    start = time.perf_counter()
+def time_once(
+    run: Callable[[], None], mode: str, clock: Callable[[], float]
+) -> tuple[float, int | None]:
+    start = clock()
     peak: int | None = None
     if mode == "untracked":
         run()
@@ -99,14 +103,16 @@ def time_once(run: Callable[[], None], mode: str) -> tuple[float, int | None]:
             with_stack=mode == "profiler+stack",
         ):
             run()
-    return time.perf_counter() - start, peak
+    return clock() - start, peak
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
     args = parser.parse_args()
+    clock = time.perf_counter if args.wall else time.process_time
     torch.set_num_threads(args.threads)
     modes = ["untracked", "tracker", "profiler", "profiler+stack"]
     workloads = {
@@ -114,7 +120,11 @@ def main() -> None:
         "transformer": transformer_forward(),
         "small-ops": small_ops(),
     }
-    print(f"torch {torch.__version__}, {args.threads} thread(s), best of {args.rounds} rounds")
+    kind = "wall" if args.wall else "CPU"
+    print(
+        f"torch {torch.__version__}, {args.threads} thread(s), {kind} time, "
+        f"best of {args.rounds} rounds"
+    )
     header = (
         f"{'workload':<13}{'untracked':>12}{'tracker':>12}{'x':>7}{'profiler':>12}{'x':>7}"
         f"{'prof+stack':>12}{'x':>7}{'tracker/profiler':>18}  peak (tracker)"
@@ -122,12 +132,12 @@ def main() -> None:
     print(header)
     for name, run in workloads.items():
         for mode in modes:  # warm-up: lazy imports, allocator caches
-            time_once(run, mode)
+            time_once(run, mode, clock)
         best = dict.fromkeys(modes, float("inf"))
         peak = 0
         for _ in range(args.rounds):
             for mode in modes:
-                seconds, measured = time_once(run, mode)
+                seconds, measured = time_once(run, mode, clock)
                 best[mode] = min(best[mode], seconds)
                 if measured is not None:
                     peak = measured

@@ -386,8 +386,8 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         __tracebackhide__ = True
         if tensor.device.type not in self.devices:
             return
-        storage = tensor.untyped_storage()
-        if _key(storage) in self._s.live:
+        storage = _storage(tensor)
+        if storage is None or _key(storage) in self._s.live:
             return
         nbytes = storage.nbytes()
         if nbytes == 0 or any(arg is tensor for arg in args):

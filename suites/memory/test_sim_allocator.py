@@ -160,3 +160,13 @@ def test_cpu_tensors_can_be_simulated_too() -> None:
     device = SimulatedDevice(DeviceProfile("tiny", 4 * MiB, non_torch_bytes=0))
     with device.tracker(devices=("cpu",)), pytest.raises(torch.OutOfMemoryError):
         torch.ones(2 * MiB)  # 8 MiB of float32
+
+
+def test_weights_registered_before_the_run_must_fit_too() -> None:
+    device = SimulatedDevice("h100-95")
+    tracker = device.tracker()
+    weights = [_meta(60 * GiB), _meta(40 * GiB)]
+    with pytest.raises(SimulatedOutOfMemoryError, match=r"Tried to allocate 40\.00 GiB") as info:
+        tracker.account_existing(weights, "model weights")
+    assert info.value.op == "model weights"
+    assert tracker.current_bytes == 60 * GiB == device.allocated_bytes

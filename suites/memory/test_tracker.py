@@ -291,3 +291,12 @@ def test_to_dict_is_json_ready() -> None:
     assert record["source"].endswith(f"test_tracker.py:{record['source'].rsplit(':')[-1]}")
     assert record["line_text"] == "a = torch.empty(2, 3, dtype=torch.float16)"
     del a
+
+
+def test_storage_less_outputs_are_ignored() -> None:
+    indices = torch.tensor([[0, 1], [1, 0]])
+    with MemoryTracker() as tracker:
+        sparse = torch.sparse_coo_tensor(indices, torch.ones(2), (2, 2), check_invariants=True)
+        dense = sparse.to_dense()
+    assert tracker.current_bytes >= 16  # the dense result and the sparse parts' plain tensors
+    assert dense.sum().item() == 2
