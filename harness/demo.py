@@ -8,25 +8,15 @@ that metadata matched a dense forward of every request. Exit 0 when it did, 1 wh
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # the heavy imports (torch) wait until the command runs
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
-from harness.reference.backends import available_backends, get_attn_backend
-from harness.reference.backends.abstract import AttentionBackend
-from harness.reference.scenarios import (
-    DEFAULT_SCENARIO,
-    ORACLE_TOLERANCE,
-    SCENARIOS,
-    GroupRecord,
-    ScenarioResult,
-    StepRecord,
-    get_scenario,
-    run_scenario,
-)
+    from harness.reference.backends.abstract import AttentionBackend
+    from harness.reference.scenarios import GroupRecord, ScenarioResult, StepRecord
 
 MAX_VALUE_CHARS = 48
 
@@ -40,20 +30,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--scenario",
-        default=DEFAULT_SCENARIO,
-        help=f"one of: {', '.join(SCENARIOS)} (default: {DEFAULT_SCENARIO})",
+        default=None,
+        help="a named scenario (an unknown name lists them; default: a hybrid full + "
+        "sliding-window model through prefill and decode)",
     )
     parser.add_argument(
         "--backend",
         default=None,
-        help=f"attention backend for every group, one of: {', '.join(available_backends())} "
-        "(default: the scenario's)",
+        help="attention backend for every group, e.g. FLASH_ATTN or FLASHINFER "
+        "(an unknown name lists them; default: the scenario's)",
     )
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    scenario = get_scenario(args.scenario)
+    from rich.console import Console
+
+    from harness.reference.backends import get_attn_backend
+    from harness.reference.scenarios import DEFAULT_SCENARIO, get_scenario
+
+    scenario = get_scenario(args.scenario or DEFAULT_SCENARIO)
     if args.backend is not None:
         get_attn_backend(args.backend)  # an unknown name fails here, listing the known ones
     return demo(scenario.name, args.backend, Console())
@@ -63,6 +59,10 @@ def demo(
     scenario_name: str, attn_backend: str | type[AttentionBackend] | None, console: Console
 ) -> int:
     """Run, print and judge one scenario; 0 if the oracle agreed on every step, else 1."""
+    import torch
+
+    from harness.reference.scenarios import get_scenario, run_scenario
+
     torch.set_num_threads(1)  # tiny matrices: threads only add overhead
     scenario = get_scenario(scenario_name)
     result = run_scenario(scenario, attn_backend)
@@ -85,6 +85,9 @@ def demo(
 
 
 def _group_table(step: StepRecord, group: GroupRecord) -> Table:
+    import numpy as np
+    from rich.table import Table
+
     table = Table(
         title=f"step {step.step} · group {group.group_id} ({group.kv_cache_spec}, "
         f"block size {group.block_size}, {len(group.layer_names)} layers)",
@@ -108,6 +111,8 @@ def _group_table(step: StepRecord, group: GroupRecord) -> Table:
 
 
 def _metadata_line(group: GroupRecord) -> Text:
+    from rich.text import Text
+
     parts: list[str] = []
     for key, value in group.metadata.items():
         if key in ("type", "slot_mapping") or value is None:
@@ -120,6 +125,8 @@ def _metadata_line(group: GroupRecord) -> Text:
 
 
 def _verdict(result: ScenarioResult, console: Console) -> int:
+    from harness.reference.scenarios import ORACLE_TOLERANCE
+
     tolerance = f"atol={ORACLE_TOLERANCE['atol']:g}, rtol={ORACLE_TOLERANCE['rtol']:g}"
     if result.oracle_ok:
         console.print(
