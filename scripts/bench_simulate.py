@@ -1,6 +1,6 @@
 """Benchmark: wall time of the full-scale gsm8k simulation (prints; never asserts).
 
-    .venv/bin/python scripts/bench_simulate.py [--device h100-95] [--baseline-steps 3]
+    .venv/bin/python scripts/bench_simulate.py [--device h100-95] [--baseline-steps 30]
 
 Runs the whole 1319-request gsm8k workload on Llama-3.1-8B's shape (``meta``) with decoder-layer
 replay, then, as the in-run baseline, the first ``--baseline-steps`` steps with and without replay,
@@ -20,7 +20,7 @@ from harness.memory.workload import gsm8k
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="h100-95")
-    parser.add_argument("--baseline-steps", type=int, default=3)
+    parser.add_argument("--baseline-steps", type=int, default=30)
     args = parser.parse_args()
 
     started = time.perf_counter()

@@ -26,9 +26,11 @@ cache shape and dtype, and the identity of the layer's metadata object). On ``me
 data, so an op's allocations depend only on shapes, dtypes and Python-level values; two layers
 with equal keys run the same code on equal shapes with the *same* metadata object, hence allocate
 the same sizes in the same order. The memo lives for one forward only (object identities are not
-reused while it lives). A recording is replayed only if it is self-contained: it freed nothing
-allocated before it, and the only allocation still alive at its end is the layer's output (which
-the replay creates for real, at the same point in the event order). A layer that keeps memory
+reused while it lives; it is cleared before every step). A recording is replayed only if it is
+self-contained: it freed nothing allocated before it, and the only allocation still alive at its
+end is the layer's output. The replay accounts that output at its recorded place in the event
+order and returns a fresh (untracked) ``meta`` tensor of the output's shape whose death frees it,
+as the real output's death would. A layer that keeps memory
 alive past its forward (e.g. a regression that caches something on the metadata) is therefore never
 replayed, and runs for real every time. Replayed events go through the same device check: an
 allocation that does not fit raises the same error, with the recorded op and source line.
