@@ -30,6 +30,16 @@ of the device plus whatever the profile peak over-estimates.
 
 Byte counts are torch's: each allocation counts its block size (rounded up to 512 bytes), as
 ``allocated_bytes`` does.
+
+The terms for Llama-3.1-8B (``max_num_batched_tokens`` 16384, ``max_num_seqs`` 1024, bf16), as the
+reference computes them: weights 14.96 GiB plus 32 MiB of runner buffers (the device block table
+is ``1024 x 8192`` int32); the profiling forward peaks 2.12 GiB higher, inside the MLP of a layer
+(``gate_up_proj`` output ``16384 x 28672`` = 896 MiB, ``silu`` and the product 448 MiB each, plus
+the residual stream); the greedy dummy sampler (``1024 x 128256`` logits) stays below that; non-torch
+memory 512 MiB (:data:`~harness.memory.devices.DEFAULT_NON_TORCH_BYTES`). ``peak_memory`` = 17.61
+GiB, so an ``h100-95`` gets ``int(95 GiB x 0.9 - 17.61 GiB)`` = 67.89 GiB = 34,757 blocks (2.12 GiB
+per layer) and a ``b200`` 73,165 blocks (4.47 GiB per layer). vLLM's own OOM sizes (2.12 and 4.50
+GiB) imply a ``peak_memory`` of 17.5-17.8 GiB on the H100 and 16.4-16.7 GiB on the B200.
 """
 
 from __future__ import annotations
