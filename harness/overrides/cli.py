@@ -81,6 +81,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _codes(values: list[str]) -> frozenset[str]:
+    if not values:
+        return frozenset()
     from harness.overrides.rules import get
 
     codes: set[str] = set()
@@ -94,12 +96,13 @@ def _codes(values: list[str]) -> frozenset[str]:
 def run(args: argparse.Namespace) -> int:
     """Execute ``harness overrides``; returns the exit code."""
     from harness.overrides import report
-    from harness.overrides.rules import get
 
     if args.list_rules:
         sys.stdout.write(report.list_rules())
         return EXIT_OK
     if args.explain:
+        from harness.overrides.rules import get
+
         rule = get(args.explain)
         sys.stdout.write(f"{rule.doc}\n")  # the doc opens with "CODE symbol"
         return EXIT_OK
