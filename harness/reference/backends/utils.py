@@ -114,13 +114,17 @@ def compute_paged_kv_indptr(seq_lens_cpu: torch.Tensor, page_size: int) -> torch
 def compute_paged_kv_indices(
     block_table_cpu: torch.Tensor, seq_lens_cpu: torch.Tensor, page_size: int
 ) -> torch.Tensor:
-    """``(total_pages,)`` int32: each request's first ``cdiv(seq_len, page_size)`` block ids."""
-    num_pages = (seq_lens_cpu + page_size - 1) // page_size
+    """``(total_pages,)`` int32: each request's first ``cdiv(seq_len, page_size)`` block ids.
+
+    ``block_table_cpu`` holds one row per request of ``seq_lens_cpu``. Computed with numpy: torch's
+    boolean-mask indexing costs ~10x more per step, which the full-scale simulations feel.
+    """
+    num_pages = (seq_lens_cpu.numpy() + page_size - 1) // page_size
     # Mask only the columns some request uses: the table is max_model_len / page_size wide.
-    max_pages = int(num_pages.max()) if num_pages.numel() else 0
-    cols = torch.arange(max_pages, dtype=torch.int32)
-    used = block_table_cpu[:, :max_pages]
-    return used[cols.unsqueeze(0) < num_pages.unsqueeze(1)].to(torch.int32)
+    max_pages = int(num_pages.max()) if num_pages.size else 0
+    used = block_table_cpu.numpy()[:, :max_pages]
+    mask = np.arange(max_pages) < num_pages[:, None]
+    return torch.from_numpy(np.ascontiguousarray(used[mask], dtype=np.int32))
 
 
 def compute_paged_kv_last_page_len(seq_lens_cpu: torch.Tensor, page_size: int) -> torch.Tensor:
