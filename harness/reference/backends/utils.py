@@ -124,7 +124,7 @@ def compute_paged_kv_indices(
     max_pages = int(num_pages.max()) if num_pages.size else 0
     used = block_table_cpu.numpy()[:, :max_pages]
     mask = np.arange(max_pages) < num_pages[:, None]
-    return torch.from_numpy(np.ascontiguousarray(used[mask], dtype=np.int32))
+    return torch.as_tensor(used[mask], dtype=torch.int32)
 
 
 def compute_paged_kv_last_page_len(seq_lens_cpu: torch.Tensor, page_size: int) -> torch.Tensor:
