@@ -37,6 +37,8 @@ from harness.reference.scheduler import Request, Scheduler
 from harness.regressions import bind_kv_caches, get_regression
 
 KV_CACHE_REGION = "initialize_kv_cache"
+MAX_CPU_WEIGHT_BYTES = 1 << 30
+"""Larger models run the detector on ``meta``."""
 DEFAULT_NUM_BLOCKS = (64, 128)
 
 
@@ -138,6 +140,16 @@ class _Run:
     page_size_bytes: int
 
 
+def _weight_bytes(vllm_config: VllmConfig) -> int:
+    c = vllm_config.model_config
+    q, kv = c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim
+    per_layer = (
+        c.hidden_size * (q + 2 * kv) + q * c.hidden_size + 3 * c.hidden_size * c.intermediate_size
+    )
+    params = 2 * c.vocab_size * c.hidden_size + c.num_hidden_layers * per_layer
+    return params * torch.empty((), dtype=c.dtype, device="meta").element_size()
+
+
 def _vllm_config(model: str, workload: Workload) -> VllmConfig:
     model_config = get_model_config(model)
     limits = workload.limits
@@ -184,9 +196,12 @@ def _run(
         bind_kv_caches(runner)
         scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_config)
         for request in workload.requests:
-            scheduler.add_request(
-                Request(request.request_id, [1] * request.prompt_len, request.output_len)
-            )
+            try:
+                scheduler.add_request(
+                    Request(request.request_id, [1] * request.prompt_len, request.output_len)
+                )
+            except ValueError as exc:
+                raise HarnessError(f"workload {workload.name!r} does not fit: {exc}") from None
         step = 0
         while scheduler.has_unfinished_requests() and (max_steps is None or step < max_steps):
             with tracker.region(f"step {step}"):
@@ -258,6 +273,11 @@ def detect_scaling(
         FlashInferBackend if regression is None else get_regression(regression).backend
     )
     vllm_config = _vllm_config(model, workload)
+    if torch.device(device).type == "cpu" and _weight_bytes(vllm_config) > MAX_CPU_WEIGHT_BYTES:
+        raise HarnessError(
+            f"{model} is too large to run with real weights on the CPU; use --device meta "
+            "(what scales with num_blocks does so at every model size)"
+        )
     run_a = _run(vllm_config, backend, workload, a_blocks, device, max_steps)
     run_b = _run(vllm_config, backend, workload, b_blocks, device, max_steps)
     if run_a.schedule != run_b.schedule:

@@ -607,9 +607,14 @@ def simulate(
             bind_kv_caches(runner)
             scheduler = Scheduler(vllm_config.scheduler_config, sizing.kv_cache_config)
             for request in workload.requests:
-                scheduler.add_request(
-                    Request(request.request_id, [0] * request.prompt_len, request.output_len)
-                )
+                try:
+                    scheduler.add_request(
+                        Request(request.request_id, [0] * request.prompt_len, request.output_len)
+                    )
+                except ValueError as exc:
+                    raise HarnessError(
+                        f"workload {workload.name!r} does not fit model {model!r}: {exc}"
+                    ) from None
             step = 0
             while scheduler.has_unfinished_requests():
                 if max_steps is not None and step >= max_steps:

@@ -96,6 +96,8 @@ def test_devices_and_regressions_listings(capsys: pytest.CaptureFixture[str]) ->
         (["simulate", "--gpu-memory-utilization", "2"], "gpu_memory_utilization"),
         (["scaling", "--num-blocks", "4", "4"], "num_blocks"),
         (["regressions", "nope"], "unknown regression 'nope'"),
+        (["simulate", "--model", "tiny"], "workload 'gsm8k' does not fit model 'tiny'"),
+        (["scaling", "--workload", "gsm8k"], "workload 'gsm8k' does not fit"),
     ],
 )
 def test_usage_errors_exit_2_without_traceback(
