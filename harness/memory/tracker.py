@@ -281,14 +281,14 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     def live_allocations(self) -> list[Allocation]:
         """All tracked storages alive now, largest first."""
-        return sorted((x.allocation for x in self._s.live.values()), key=_by_size, reverse=True)
+        return sorted(_live_allocations(self._s), key=_by_size, reverse=True)
 
     def peak_allocations(self, k: int | None = None) -> list[Allocation]:
         """The ``k`` (default ``top_k``) largest allocations that were live at the peak."""
         s = self._s
         k = self.top_k if k is None else min(k, self.top_k)
         if s.at_peak:
-            return heapq.nlargest(k, (x.allocation for x in s.live.values()), key=_by_size)
+            return heapq.nlargest(k, _live_allocations(s), key=_by_size)
         return s.peak_snapshot[:k]
 
     def region_stats(self, name: str) -> RegionStats:
@@ -517,7 +517,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """Account a free; ``allocation`` is no longer listed in ``live``."""
         s = self._s
         if s.at_peak:  # leaving the peak: remember what was live there
-            candidates = [x.allocation for x in s.live.values()]
+            candidates = _live_allocations(s)
             candidates.append(allocation)
             s.peak_snapshot = heapq.nlargest(self.top_k, candidates, key=_by_size)
             s.at_peak = False
@@ -536,6 +536,12 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
             return
         del live[ref.key]
         self._count_free(ref.allocation)
+
+
+def _live_allocations(state: _State) -> list[Allocation]:
+    # list() copies the values without allocating Python objects, so a garbage collection (whose
+    # weakref callbacks delete from ``live``) cannot run while the dict is being iterated
+    return [ref.allocation for ref in list(state.live.values())]
 
 
 def _key(storage: torch.UntypedStorage) -> int:

@@ -300,3 +300,21 @@ def test_storage_less_outputs_are_ignored() -> None:
         dense = sparse.to_dense()
     assert tracker.current_bytes >= 16  # the dense result and the sparse parts' plain tensors
     assert dense.sum().item() == 2
+
+
+def test_tensors_freed_by_the_garbage_collector_are_observed() -> None:
+    class Cycle:
+        tensor: torch.Tensor
+        me: object
+
+    with MemoryTracker() as tracker:
+        cycle = Cycle()
+        cycle.me = cycle
+        cycle.tensor = torch.empty(100)
+        del cycle
+        assert tracker.current_bytes == 400  # unreachable but not collected yet
+        gc.collect()
+        assert tracker.current_bytes == 0
+        kept = torch.empty(1)
+    assert [a.nbytes for a in tracker.live_allocations()] == [4]
+    del kept
