@@ -30,6 +30,8 @@ class Receiver(IntEnum):
     """``C(...).m(...)`` or ``x = C(...); x.m(...)``: the exact class is ``C``."""
     ANNOTATED = 3
     """``x: Base`` then ``x.m(...)``: any subclass of ``Base``."""
+    CLS = 4
+    """``cls.m(...)`` in a class method: dispatches on the class, not an instance."""
 
 
 class CallSite(NamedTuple):
@@ -261,6 +263,8 @@ class _Collector:
         self.lines = lines
         self.caller = caller
         self.self_name: str | None = None
+        self.on_class = False
+        """True in a class method: ``self_name`` is the class."""
         self.locals: dict[str, tuple[Receiver, str]] = {}
         self.out: list[CallSite] = []
 
@@ -325,7 +329,7 @@ class _Collector:
     def _receiver(self, value: ast.expr) -> tuple[Receiver, str | None] | None:
         if isinstance(value, ast.Name):
             if value.id == self.self_name:
-                return Receiver.SELF, None
+                return (Receiver.CLS if self.on_class else Receiver.SELF), None
             known = self.locals.get(value.id)
             return (known[0], known[1]) if known is not None else None
         if isinstance(value, ast.Call):
@@ -406,8 +410,13 @@ def collect(
     *,
     caller: str,
     self_name: str | None,
+    on_class: bool = False,
 ) -> list[CallSite]:
-    """Call sites in ``func`` (including nested functions, excluding nested classes)."""
+    """Call sites in ``func`` (including nested functions, excluding nested classes).
+
+    ``self_name`` is the name of the implicit first parameter (``None`` for functions and
+    static methods); ``on_class`` says it is a class (``cls`` of a class method).
+    """
     if not func.body:
         return []
     first = func.body[0].lineno
@@ -442,6 +451,7 @@ def collect(
         return []
     collector = _Collector(hits.lines, caller)
     collector.self_name = self_name
+    collector.on_class = on_class
     collector.locals = local_receivers
     collector.visit_body(func.body, sorted(set(own)))
     return sorted(collector.out, key=lambda c: (c.line, c.col))

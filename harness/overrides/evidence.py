@@ -20,7 +20,7 @@ from typing import NamedTuple
 from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
-from harness.overrides.signature import Signature
+from harness.overrides.signature import MethodKind, Signature
 
 
 class Proof(NamedTuple):
@@ -88,11 +88,15 @@ class EvidenceIndex:
                 out.append(Proof(call, module, error, certain))
 
         for call, site_cls, module in calls:
-            if call.receiver is Receiver.SELF and site_cls is not None:
-                # Runs on an instance of some inheritor X if X inherits the calling method.
+            if call.receiver in (Receiver.SELF, Receiver.CLS) and site_cls is not None:
+                # Runs on an instance (or, for `cls`, the class) of some inheritor X if X
+                # inherits the calling method.
+                on_class = call.receiver is Receiver.CLS
+                if on_class and override.kind is MethodKind.INSTANCE:
+                    continue  # `cls.m(obj, ...)` passes self explicitly: shape unknown
                 for x in inheritors:
                     if site_cls in project.mro(x) and project.definer(x, call.caller) is site_cls:
-                        add(call, module, True)
+                        add(call, module, True, through=not on_class)
                         break
             elif call.receiver is Receiver.SUPER and site_cls is not None:
                 start = site_cls

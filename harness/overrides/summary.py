@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from harness.overrides import callsites
 from harness.overrides.callsites import CallSite, FileHits
-from harness.overrides.signature import Signature, dotted_name, from_function
+from harness.overrides.signature import MethodKind, Signature, dotted_name, from_function
 
 
 class Import(NamedTuple):
@@ -253,7 +253,13 @@ def _class(
                 methods[stmt.name] = sig
             attributes.discard(stmt.name)
             calls.extend(
-                callsites.collect(stmt, hits, caller=stmt.name, self_name=_self_name(stmt, sig))
+                callsites.collect(
+                    stmt,
+                    hits,
+                    caller=stmt.name,
+                    self_name=_self_name(stmt, sig),
+                    on_class=sig.kind is MethodKind.CLASS,
+                )
             )
         elif isinstance(stmt, ast.ClassDef):
             nested.append((stmt, f"{qualname}.{stmt.name}"))

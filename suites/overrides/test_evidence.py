@@ -117,3 +117,26 @@ def test_instance_attribute_shadowing_the_method_is_no_proof(tmp_path: Path) -> 
     sub = "from base import Base\nclass Sub(Base):\n    def f(self, a, bb): ...\n"
     f = only(findings(tmp_path, {"base.py": base, "sub.py": sub}))
     assert f.severity is Severity.WARNING and f.evidence is None
+
+
+def test_cls_receiver_in_a_class_method(tmp_path: Path) -> None:
+    base = (
+        "class Platform:\n"
+        "    @classmethod\n    def is_fully_connected(cls, device_ids): ...\n"
+        "    def inst(self, a): ...\n"
+        "    @classmethod\n    def check(cls):\n"
+        "        cls.inst(None, a=1)\n"
+        "        return cls.is_fully_connected(device_ids=[0])\n"
+    )
+    sub = (
+        "from base import Platform\nclass Cuda(Platform):\n"
+        "    @classmethod\n    def is_fully_connected(cls, physical_device_ids): ...\n"
+        "    def inst(self, b): ...\n"
+    )
+    found = {f.method: f for f in findings(tmp_path, {"base.py": base, "sub.py": sub})}
+    proven = found["is_fully_connected"]
+    assert proven.severity is Severity.ERROR and proven.evidence is not None
+    assert proven.evidence.receiver == "self"  # the implicit first argument
+    assert proven.evidence.error.endswith("got an unexpected keyword argument 'device_ids'")
+    # `cls.inst(None, a=1)` passes the instance explicitly: not a bound call, no proof.
+    assert found["inst"].severity is Severity.WARNING and found["inst"].evidence is None
