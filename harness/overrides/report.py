@@ -9,7 +9,6 @@ from typing import Any
 from harness import __version__
 from harness.overrides.findings import Finding, Severity
 
-FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
