@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from harness.memory.devices import DeviceProfile
+from harness.memory.ledger import Ledger
 from harness.memory.sim_allocator import SimulatedDevice
-from harness.memory.simulate import Ledger
 from harness.memory.sizes import GiB, MiB
 from harness.memory.sizing import (
     KVCacheSizing,
