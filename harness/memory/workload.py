@@ -3,7 +3,7 @@
 ``lm_eval --model vllm --tasks gsm8k --num_fewshot 5 --batch_size auto`` hands vLLM all 1319
 requests of the gsm8k test split at once; the engine runs them with its default scheduler limits.
 No dataset may be downloaded at run time (and no installable package ships gsm8k text: the only
-PyPI hit, ``aviary-gsm8k``, is a 6 KiB wheel that fetches the data itself), so the request lengths
+PyPI hit, ``aviary-gsm8k``, is a 6 KiB wheel with no data in it), so the request lengths
 are *drawn* from a distribution derived from published statistics. The derivation:
 
 1. **What a prompt is.** lm-eval's ``lm_eval/tasks/gsm8k/gsm8k.yaml`` (version 3): ``doc_to_text:
@@ -27,8 +27,9 @@ are *drawn* from a distribution derived from published statistics. The derivatio
    :data:`QUESTION_CHARS_PER_TOKEN` and :data:`ANSWER_CHARS_PER_TOKEN`.
 4. **Spread.** Question and answer token counts are log-normal with the means above and the
    coefficients of variation measured on the same sample (:data:`QUESTION_CV`,
-   :data:`ANSWER_CV`), clipped to the dataset's character ranges (questions 42-985, answers
-   50-1230 characters, from the dataset viewer).
+   :data:`ANSWER_CV`), clipped to questions of 42-985 and answers of 50-1230 characters (the
+   extremes the Hugging Face dataset viewer lists for gsm8k as we recall them, not re-verified
+   here; the clip only trims the log-normal tails).
 5. **Output length.** Greedy decoding continues the few-shot pattern: the model writes a
    gsm8k-style solution (as long as the reference answer of its test question) and then starts
    the next ``"\\n\\nQuestion:"``, which the ``until`` stop string ends: answer + 3 tokens. A small
