@@ -14,7 +14,10 @@ EXIT_USAGE = 2
 
 
 class _Register(Protocol):
-    def __call__(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
+    def __call__(
+        self,
+        subparsers: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
+    ) -> None: ...
 
 
 def _registrars() -> list[_Register]:
