@@ -375,7 +375,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         result: Any = func(*args, **kwargs) if kwargs else func(*args)
         out: object = result
         if type(out) is torch.Tensor:  # the common case, kept short
-            if not info.first_return_aliased:
+            if not info.first_return_aliased or not _aliases_an_input(out, args):
                 self._observe_new(out, info, args)
         elif type(out) in (tuple, list):
             self._observe_outputs(out, info, args, None)
@@ -409,7 +409,9 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 continue
             if before is not None:
                 self._observe_mutated(item, info, before)
-            elif not (aliased[i] if i < len(aliased) else bool(aliased and aliased[-1])):
+            elif not (
+                aliased[i] if i < len(aliased) else bool(aliased and aliased[-1])
+            ) or not _aliases_an_input(item, args):
                 self._observe_new(item, info, args)
 
     def _observe_mutated(self, tensor: torch.Tensor, info: _OpInfo, before: dict[int, int]) -> None:
@@ -575,6 +577,25 @@ def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Te
     for value in _leaves((args, tuple(kwargs.values()))):
         if isinstance(value, torch.Tensor):
             yield value
+
+
+def _aliases_an_input(tensor: torch.Tensor, args: tuple[Any, ...]) -> bool:
+    """Whether ``tensor`` shares a storage with a tensor argument.
+
+    A schema's alias annotation (``Tensor(a)``) says an op *may* return its input: under
+    ``torch.inference_mode()`` ``aten.contiguous`` of a permuted tensor, or ``aten.to`` to another
+    device, return a brand-new storage all the same, and that is an allocation.
+    """
+    storage = _storage(tensor)
+    if storage is None:
+        return True
+    key = _key(storage)
+    for arg in _leaves(args):
+        if isinstance(arg, torch.Tensor):
+            arg_storage = _storage(arg)
+            if arg_storage is not None and _key(arg_storage) == key:
+                return True
+    return False
 
 
 def _input_sizes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, int]:

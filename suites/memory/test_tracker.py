@@ -42,6 +42,28 @@ def test_contiguous_of_permuted_allocates_but_contiguous_of_contiguous_does_not(
     assert same is base and copy.is_contiguous()
 
 
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_may_alias_ops_that_copy_under_inference_mode_allocate(device: str) -> None:
+    # Under inference_mode, .contiguous() dispatches as aten.contiguous, whose schema says it
+    # *may* return its input; for a permuted input it returns a new storage (vLLM's runner runs
+    # in inference_mode, and the FlashInfer OOM was such a copy).
+    base = torch.ones(32, 64, device=device)
+    with MemoryTracker(devices=(device,)) as tracker, torch.inference_mode():
+        views = [base.t(), base.view(-1), base.contiguous()]
+        assert tracker.current_bytes == 0
+        copy = base.t().contiguous()
+    assert tracker.current_bytes == 32 * 64 * F32
+    assert copy.is_contiguous() and views
+
+
+def test_copy_to_another_device_allocates_there() -> None:
+    base = torch.ones(16, 16)
+    with MemoryTracker(devices=("meta",)) as tracker, torch.inference_mode():
+        moved = base.to("meta")
+    assert tracker.current_bytes == 16 * 16 * F32
+    assert moved.device.type == "meta"
+
+
 def test_clone_and_factory_ops_allocate_their_storage() -> None:
     with MemoryTracker() as tracker:
         a = torch.zeros(100, dtype=torch.int64)
