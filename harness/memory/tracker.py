@@ -590,6 +590,9 @@ def _aliases_an_input(tensor: torch.Tensor, args: tuple[Any, ...]) -> bool:
     if storage is None:
         return True
     key = _key(storage)
+    first = args[0] if args else None
+    if type(first) is torch.Tensor and _key(first.untyped_storage()) == key:
+        return True  # the usual view of the first argument, decided without walking the rest
     for arg in _leaves(args):
         if isinstance(arg, torch.Tensor):
             arg_storage = _storage(arg)
