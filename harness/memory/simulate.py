@@ -65,10 +65,11 @@ class AllocationSite:
 
     def describe(self) -> str:
         where = f" at {self.source}" if self.source else ""
-        return (
-            f"{self.count:>4} x {format_size(self.largest):>10} = {format_size(self.nbytes):>10}"
-            f"  {self.op}{where}"
-        )
+        if self.count * self.largest == self.nbytes:  # all the same size
+            sizes = f"{self.count:>4} x {format_size(self.largest):>10}"
+        else:
+            sizes = f"{self.count:>4} up to {format_size(self.largest):>10}"
+        return f"{sizes} = {format_size(self.nbytes):>10}  {self.op}{where}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.errors import HarnessError
-from harness.memory.simulate import SimulationResult, simulate
+from harness.memory.simulate import AllocationSite, SimulationResult, simulate
 from harness.memory.sizes import GiB
 from harness.memory.workload import Workload, gsm8k, tiny
 
@@ -193,3 +193,10 @@ def test_model_that_does_not_fit_is_a_clean_error() -> None:
 def test_bad_utilization_is_rejected() -> None:
     with pytest.raises(HarnessError, match="gpu_memory_utilization"):
         simulate(model="tiny", device="h100-95", workload=tiny(), gpu_memory_utilization=1.5)
+
+
+def test_allocation_site_line_multiplies_only_equal_sizes() -> None:
+    equal = AllocationSite("aten.clone.default", "x.py:1", "", count=5, nbytes=5 * GiB, largest=GiB)
+    mixed = AllocationSite("weights", "y.py:2", "", count=3, nbytes=3 * GiB, largest=2 * GiB)
+    assert equal.describe().split()[:5] == ["5", "x", "1024.00", "MiB", "="]
+    assert "up to" in mixed.describe() and " x " not in mixed.describe()
