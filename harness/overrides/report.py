@@ -95,7 +95,6 @@ def sarif(findings: Sequence[Finding]) -> dict[str, Any]:
             "fullDescription": {
                 "text": rule.doc.split("\n\n")[1] if "\n\n" in rule.doc else rule.description
             },
-            "helpUri": rule.help_uri,
             "help": {"text": rule.doc, "markdown": rule.doc},
             "defaultConfiguration": {"level": "warning"},
         }
@@ -134,7 +133,6 @@ def sarif(findings: Sequence[Finding]) -> dict[str, Any]:
                     "driver": {
                         "name": "harness-overrides",
                         "version": __version__,
-                        "informationUri": RULES["HO101"].help_uri.partition("#")[0],
                         "rules": rules,
                     }
                 },

@@ -57,7 +57,9 @@ def test_sarif_shape() -> None:
     (run,) = log["runs"]
     rules = run["tool"]["driver"]["rules"]
     assert (
-        rules[0]["id"] == "HO101" and rules[0]["shortDescription"]["text"] and rules[0]["helpUri"]
+        rules[0]["id"] == "HO101"
+        and rules[0]["shortDescription"]["text"]
+        and rules[0]["help"]["markdown"]
     )
     (result,) = run["results"]
     assert result["ruleId"] == "HO101" and result["level"] == "error"

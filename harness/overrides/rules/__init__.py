@@ -35,8 +35,6 @@ from harness.overrides.rules import (
 )
 from harness.overrides.rules._pair import Pair
 
-DOCS_URL = "https://github.com/harness-dev/harness/blob/main/docs/overrides.md#{code}"
-
 
 class Rule(NamedTuple):
     """A rule's identity, message template and documentation."""
@@ -48,11 +46,6 @@ class Rule(NamedTuple):
     doc: str
     enabled_by_default: bool
     check: Callable[[Pair], list[Issue]] | None
-
-    @property
-    def help_uri(self) -> str:
-        """Where the rule's documentation lives (used by SARIF)."""
-        return DOCS_URL.format(code=self.code.lower())
 
     def format(self, fields: dict[str, str]) -> str:
         """The message for one finding."""
