@@ -22,6 +22,9 @@ pytest_plugins = ["pytester"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_ROOT = REPO_ROOT / "golden"
 _OUTCOME_PROPERTY = "golden_outcome"
+_USED_PROPERTY = "golden_used"
+_used_goldens: set[str] = set()
+"""Golden names checked in this run (on the controller: gathered from every worker's reports)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,6 +50,7 @@ class Golden:
         self._node = node
 
     def check(self, name: str, data: object) -> None:
+        self._node.user_properties.append((_USED_PROPERTY, name))
         outcome = self._store.check(name, data)
         if outcome is not GoldenOutcome.MATCHED:
             self._node.user_properties.append((_OUTCOME_PROPERTY, f"{outcome.value}:{name}"))
@@ -63,6 +67,56 @@ def golden(request: pytest.FixtureRequest) -> Iterator[Golden]:
         regenerate_hint=f".venv/bin/python -m pytest {hint}",
     )
     yield Golden(store, node)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for key, value in report.user_properties:
+        if key == _USED_PROPERTY:
+            _used_goldens.add(str(value))
+
+
+def _ran_every_golden_test(session: pytest.Session) -> bool:
+    """Whether this run covered every test that may check a golden file (the whole suite)."""
+    option = session.config.option
+    whole_suite = [Path(arg).resolve() for arg in session.config.args] in (
+        [Path(__file__).resolve().parent],
+        [REPO_ROOT],
+    )
+    unfiltered = not option.keyword and option.markexpr in ("", "not gpu")
+    return whole_suite and unfiltered and not getattr(option, "lf", False)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Unused golden files fail a full, green run (syrupy's default); --update-golden deletes them."""
+    if hasattr(session.config, "workerinput") or exitstatus != 0:
+        return
+    if not _ran_every_golden_test(session):
+        return
+    on_disk = {
+        path.relative_to(GOLDEN_ROOT).with_suffix("").as_posix()
+        for path in GOLDEN_ROOT.rglob("*.json")
+        if not path.name.endswith(".obtained.json")
+    }
+    unused = sorted(on_disk - _used_goldens)
+    if not unused:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+    if session.config.getoption("--update-golden"):
+        for name in unused:
+            (GOLDEN_ROOT / f"{name}.json").unlink()
+        if reporter is not None:
+            reporter.write_sep("-", f"golden files: {len(unused)} unused, deleted")
+            reporter.write_line("  " + "\n  ".join(unused))
+        return
+    if reporter is not None:
+        reporter.write_sep(
+            "-", f"golden files: {len(unused)} unused (no test checks them)", red=True
+        )
+        reporter.write_line("  " + "\n  ".join(unused))
+        reporter.write_line("Delete them, or remove them on purpose with: make golden-update")
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -53,3 +53,44 @@ def test_update_flag_is_refused_in_ci(
     result = pytester.runpytest("--update-golden", "-p", "no:xdist")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*--update-golden is refused in CI*"])
+
+
+def _suite_with_goldens(pytester: pytest.Pytester) -> Path:
+    """A copy of our conftest in a pytester dir whose golden root holds one used, one unused file."""
+    pytester.makeconftest(Path(__file__).with_name("conftest.py").read_text())
+    golden_root = pytester.path.parent / "golden"
+    GoldenStore(golden_root, update=True).check("area/used", {"a": 1})
+    GoldenStore(golden_root, update=True).check("area/unused", {"b": 2})
+    pytester.makepyfile(
+        "def test_uses(golden):\n    golden.check('area/used', {'a': 1})\n"
+        "def test_other():\n    pass\n"
+    )
+    return golden_root
+
+
+def test_unused_golden_fails_a_full_run(pytester: pytest.Pytester) -> None:
+    golden_root = _suite_with_goldens(pytester)
+    result = pytester.runpytest(str(pytester.path), "-p", "no:xdist")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*golden files: 1 unused*", "  area/unused", "*make golden-update*"]
+    )
+    assert (golden_root / "area/unused.json").exists()
+
+
+def test_a_partial_run_does_not_judge_unused_goldens(pytester: pytest.Pytester) -> None:
+    _suite_with_goldens(pytester)
+    result = pytester.runpytest(str(pytester.path), "-p", "no:xdist", "-k", "test_other")
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_update_deletes_unused_goldens_only(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    golden_root = _suite_with_goldens(pytester)
+    result = pytester.runpytest(str(pytester.path), "-p", "no:xdist", "--update-golden")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*golden files: 1 unused, deleted*"])
+    assert not (golden_root / "area/unused.json").exists()
+    assert (golden_root / "area/used.json").exists()
