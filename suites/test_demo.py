@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from harness.cli import main
-from harness.demo import demo
+from harness.demo_report import demo
 from harness.reference.backends.flash_attn import (
     FlashAttentionBackend,
     FlashAttentionMetadata,
