@@ -25,6 +25,8 @@ _OUTCOME_PROPERTY = "golden_outcome"
 _USED_PROPERTY = "golden_used"
 _used_goldens: set[str] = set()
 """Golden names checked in this run (on the controller: gathered from every worker's reports)."""
+_golden_changes: list[str] = []
+"""``created:NAME`` / ``updated:NAME`` for each golden this run wrote."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,6 +75,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for key, value in report.user_properties:
         if key == _USED_PROPERTY:
             _used_goldens.add(str(value))
+        elif key == _OUTCOME_PROPERTY and report.when == "call":
+            _golden_changes.append(str(value))
 
 
 def _ran_every_golden_test(session: pytest.Session) -> bool:
@@ -120,14 +124,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    changes: list[str] = []
-    for reports in terminalreporter.stats.values():
-        for report in reports:
-            if getattr(report, "when", None) != "call":
-                continue
-            for key, value in getattr(report, "user_properties", []):
-                if key == _OUTCOME_PROPERTY:
-                    changes.append(str(value))
+    changes = _golden_changes
     if changes:
         created = sum(c.startswith("created:") for c in changes)
         updated = sum(c.startswith("updated:") for c in changes)
