@@ -34,7 +34,7 @@ from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, g
 from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError, get_kv_cache_config
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
-from harness.regressions import bind_kv_caches, get_regression
+from harness.regressions import get_regression
 
 KV_CACHE_REGION = "initialize_kv_cache"
 MAX_CPU_WEIGHT_BYTES = 1 << 30
@@ -193,7 +193,6 @@ def _run(
     with tracker, torch.inference_mode():
         with tracker.region(KV_CACHE_REGION):
             runner.initialize_kv_cache(kv_cache_config)
-        bind_kv_caches(runner)
         scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_config)
         for request in workload.requests:
             try:

@@ -45,7 +45,7 @@ from harness.reference.config import (
 from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
-from harness.regressions import bind_kv_caches, get_regression
+from harness.regressions import get_regression
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's ``CacheConfig.gpu_memory_utilization`` default (lm-eval's ``vllm`` model passes 0.9 too)."""
@@ -296,7 +296,6 @@ def simulate(
                 )
             except InsufficientKVCacheMemoryError as exc:
                 raise HarnessError(f"{model} does not fit on {device}: {exc}") from None
-            bind_kv_caches(runner)
             scheduler = Scheduler(vllm_config.scheduler_config, sizing.kv_cache_config)
             for request in workload.requests:
                 try:

@@ -27,7 +27,11 @@ import torch
 
 from harness.errors import HarnessError
 from harness.reference.backends import get_attn_backend
-from harness.reference.backends.abstract import AttentionBackend, AttentionMetadataBuilder
+from harness.reference.backends.abstract import (
+    AttentionBackend,
+    AttentionMetadataBuilder,
+    KVCacheAware,
+)
 from harness.reference.backends.mla.common import MLACommonBackend
 from harness.reference.backends.utils import compute_cascade_attn_prefix_len
 from harness.reference.common_metadata import CommonAttentionMetadata
@@ -152,7 +156,11 @@ class ModelRunner:
         return specs
 
     def initialize_kv_cache(self, kv_cache_config: KVCacheConfig) -> None:
-        """One backend + builder per group, one KV cache tensor per layer, impls on the layers."""
+        """One backend + builder per group, one KV cache tensor per layer, impls on the layers.
+
+        Every builder that declares ``bind_kv_caches`` (:class:`KVCacheAware`) then receives its
+        group's caches; no caller has to finish this set-up.
+        """
         if self.attn_metadata_builders:
             raise RuntimeError("initialize_kv_cache was already called")
         self.kv_cache_config = kv_cache_config
@@ -185,6 +193,11 @@ class ModelRunner:
                     layer.num_kv_heads,
                     layer.sliding_window,
                 )
+        for builder, group in zip(
+            self.attn_metadata_builders, kv_cache_config.kv_cache_groups, strict=True
+        ):
+            if isinstance(builder, KVCacheAware):
+                builder.bind_kv_caches({name: self.kv_caches[name] for name in group.layer_names})
 
     # Profiling -----------------------------------------------------------------------------
 

@@ -7,13 +7,9 @@ effect); a duplicate name fails at import, an unknown name lists the known ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-import torch
 
 from harness.errors import HarnessError
 from harness.reference.backends.abstract import AttentionBackend
-from harness.reference.runner import ModelRunner
 from harness.regressions import flashinfer_oom
 
 
@@ -57,24 +53,3 @@ def get_regression(name: str) -> Regression:
         raise HarnessError(
             f"unknown regression {name!r}; available: {', '.join(sorted(REGRESSIONS))}"
         ) from None
-
-
-@runtime_checkable
-class KVCacheAware(Protocol):
-    """A builder that wants its group's KV cache tensors.
-
-    vLLM 0.9.0's builders held the model runner and could reach ``runner.kv_caches``; ours get no
-    runner, so a variant that needs the caches declares this method and is handed them.
-    """
-
-    def bind_kv_caches(self, kv_caches: dict[str, torch.Tensor]) -> None: ...
-
-
-def bind_kv_caches(runner: ModelRunner) -> None:
-    """Give every :class:`KVCacheAware` builder its group's caches (after ``initialize_kv_cache``)."""
-    if runner.kv_cache_config is None:
-        raise RuntimeError("bind_kv_caches needs initialize_kv_cache first")
-    groups = runner.kv_cache_config.kv_cache_groups
-    for builder, group in zip(runner.attn_metadata_builders, groups, strict=True):
-        if isinstance(builder, KVCacheAware):
-            builder.bind_kv_caches({name: runner.kv_caches[name] for name in group.layer_names})

@@ -18,8 +18,8 @@ when it plans the step (the ``_plan`` seam): a contiguous clone of ``kv_cache.pe
 4)`` for every layer of its group, kept in ``paged_kv_cache_hnd`` for the wrappers. Each copy is one layer's
 whole KV cache, ``num_blocks * page_size`` bytes, allocated per step and never seen by the profiling
 run. vLLM 0.9.0's builders held the model runner and could reach its KV caches; ours get no runner,
-so the variant receives them through ``bind_kv_caches`` right after ``initialize_kv_cache``
-(:func:`harness.regressions.bind_kv_caches`).
+so the variant declares ``bind_kv_caches`` and ``ModelRunner.initialize_kv_cache`` hands it them
+(:class:`harness.reference.backends.abstract.KVCacheAware`).
 
 The numbers. ``harness memory simulate --model llama-3.1-8b --device h100-95 --workload gsm8k
 --regression flashinfer-oom`` sizes 34,757 blocks (profile peak 17.11 GiB + 0.50 GiB non-torch,

@@ -10,7 +10,6 @@ from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, g
 from harness.reference.kv_cache_utils import get_kv_cache_config
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
-from harness.regressions import bind_kv_caches
 from harness.regressions.flashinfer_oom import FlashInferOOMBackend, FlashInferOOMMetadataBuilder
 
 
@@ -30,8 +29,7 @@ def _runner(num_blocks: int) -> tuple[ModelRunner, Scheduler]:
 
 @pytest.mark.parametrize("num_blocks", [40, 80])
 def test_each_step_copies_every_layer_cache(num_blocks: int) -> None:
-    runner, scheduler = _runner(num_blocks)
-    bind_kv_caches(runner)
+    runner, scheduler = _runner(num_blocks)  # initialize_kv_cache bound the caches
     builder = runner.attn_metadata_builders[0]
     assert isinstance(builder, FlashInferOOMMetadataBuilder)
     assert set(builder.kv_caches) == set(runner.kv_caches)
@@ -55,17 +53,22 @@ def test_each_step_copies_every_layer_cache(num_blocks: int) -> None:
     assert sizes == [num_blocks * 2048] * len(copies)
 
 
-def test_without_bound_caches_the_builder_is_the_reference() -> None:
-    runner, scheduler = _runner(40)  # no bind_kv_caches: nothing to copy
-    scheduler.add_request(Request("r", [1] * 20, 2))
-    runner.execute_model(scheduler.schedule())
-    builder = runner.attn_metadata_builders[0]
-    assert isinstance(builder, FlashInferOOMMetadataBuilder)
-    assert builder.paged_kv_cache_hnd == {}
-
-
-def test_bind_kv_caches_needs_initialized_caches() -> None:
-    config = VllmConfig(model_config=get_model_config("tiny"))
+def test_initialize_kv_cache_binds_each_group_its_own_caches() -> None:
+    """The runner itself hands every KV-cache-aware builder its group's caches, and only those."""
+    config = VllmConfig(
+        model_config=get_model_config("tiny-hybrid"),
+        cache_config=CacheConfig(),
+        scheduler_config=SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=64),
+    )
     runner = ModelRunner(config, "cpu", FlashInferOOMBackend)
-    with pytest.raises(RuntimeError, match="initialize_kv_cache first"):
-        bind_kv_caches(runner)
+    spec = runner.get_kv_cache_spec()
+    page = next(iter(spec.values())).page_size_bytes
+    kv_cache_config = get_kv_cache_config(config, spec, 40 * page * len(spec))
+    runner.initialize_kv_cache(kv_cache_config)
+    groups = kv_cache_config.kv_cache_groups
+    assert len(groups) > 1
+    for builder, group in zip(runner.attn_metadata_builders, groups, strict=True):
+        assert isinstance(builder, FlashInferOOMMetadataBuilder)
+        assert list(builder.kv_caches) == list(group.layer_names)
+        for name, cache in builder.kv_caches.items():
+            assert cache is runner.kv_caches[name]

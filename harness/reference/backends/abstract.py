@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,18 @@ class SchedulerOutputLike(Protocol):
     def num_scheduled_tokens(self) -> Mapping[str, int]:
         """Request id -> tokens scheduled for it in this step."""
         ...
+
+
+@runtime_checkable
+class KVCacheAware(Protocol):
+    """A builder that wants its KV cache group's tensors: the documented hook for user variants.
+
+    vLLM 0.9.0's builders held the model runner and could reach ``runner.kv_caches``; ours get no
+    runner. A builder that declares ``bind_kv_caches`` is handed its group's caches (layer name ->
+    tensor) by ``ModelRunner.initialize_kv_cache`` itself, right after they are allocated.
+    """
+
+    def bind_kv_caches(self, kv_caches: dict[str, torch.Tensor]) -> None: ...
 
 
 class AttentionMetadataBuilder(ABC, Generic[M]):
