@@ -15,10 +15,10 @@ help: ## Show this help
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[engine,eval,dev]'
 	@touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the project with dev extras (quick when up to date)
+install: $(STAMP) ## Create .venv and install the project with the engine, eval and dev extras (quick when up to date)
 
 run: $(STAMP) ## Run the main job on built-in defaults
 	$(BIN)/harness demo
