@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from harness.errors import HarnessError
 from harness.memory.scaling import KV_CACHE_REGION, detect_scaling
 from harness.memory.workload import tiny
+from harness.regressions.flashinfer_oom import FlashInferOOMBackend
 
-# tiny: block 16 x 2 KV heads x head dim 8 x (K and V) x float32 = 2 KiB per block per layer.
-TINY_PAGE_SIZE = 16 * 2 * 8 * 2 * 4
+# tiny: block 16 x 2 KV heads x head dim 8 x (K and V) x bfloat16 = 1 KiB per block per layer.
+TINY_PAGE_SIZE = 16 * 2 * 8 * 2 * 2
 
 
 def test_clean_reference_only_scales_the_kv_cache() -> None:
@@ -26,7 +28,7 @@ def test_clean_reference_only_scales_the_kv_cache() -> None:
 
 def test_flashinfer_oom_is_flagged_on_the_tiny_cpu_model() -> None:
     report = detect_scaling(
-        model="tiny", workload=tiny(), regression="flashinfer-oom", max_steps=10
+        model="tiny", workload=tiny(), backend=FlashInferOOMBackend, max_steps=10
     )
     assert not report.ok
     (finding,) = report.findings
@@ -44,15 +46,20 @@ def test_flashinfer_oom_is_flagged_on_the_tiny_cpu_model() -> None:
     assert report.to_dict()["findings"][0]["bytes_per_block"] == TINY_PAGE_SIZE
 
 
-def test_meta_device_gives_the_same_answer() -> None:
+def test_cpu_with_real_data_gives_the_same_answer() -> None:
     report = detect_scaling(
-        model="tiny", workload=tiny(), regression="flashinfer-oom", device="meta", max_steps=4
+        model="tiny",
+        workload=tiny(),
+        backend=FlashInferOOMBackend,
+        device="cpu",
+        dtype=torch.float32,
+        max_steps=4,
     )
-    assert not report.ok
-    assert report.findings[0].bytes_per_block == TINY_PAGE_SIZE
+    assert not report.ok and report.regression == "FlashInferOOMBackend"
+    assert report.findings[0].bytes_per_block == 2 * TINY_PAGE_SIZE  # float32
 
 
-@pytest.mark.parametrize("num_blocks", [(64, 64), (0, 64), (-1, 5)])
+@pytest.mark.parametrize("num_blocks", [(64, 64), (0, 64), (-1, 5), (64, 10**9)])
 def test_num_blocks_must_be_two_different_positive_counts(num_blocks: tuple[int, int]) -> None:
     with pytest.raises(HarnessError, match="num_blocks"):
         detect_scaling(model="tiny", workload=tiny(), num_blocks=num_blocks)
@@ -63,3 +70,8 @@ def test_too_few_blocks_is_a_clean_error(too_few: int) -> None:
     # 8 blocks cannot hold one max_model_len request; 17 force preemptions (different schedules).
     with pytest.raises(HarnessError, match="too small"):
         detect_scaling(model="tiny", workload=tiny(), num_blocks=(too_few, 128))
+
+
+def test_a_kv_cache_too_large_for_real_data_on_the_cpu_is_a_clean_error() -> None:
+    with pytest.raises(HarnessError, match="use --device meta"):
+        detect_scaling(model="tiny", workload=tiny(), device="cpu", num_blocks=(64, 1 << 20))
