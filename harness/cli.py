@@ -9,6 +9,7 @@ from typing import Protocol
 
 from harness import __version__
 from harness.errors import HarnessError
+from harness.extras import missing_extra
 
 EXIT_USAGE = 2
 
@@ -56,6 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModuleNotFoundError as exc:  # an optional extra is not installed: say which one
+        hint = missing_extra(exc)
+        if hint is None:
+            raise
+        print(f"harness: error: {hint}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
