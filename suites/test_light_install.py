@@ -24,14 +24,14 @@ MAX_INSTALLED_BYTES = 2 << 20
 
 pytestmark = pytest.mark.slow
 
-BASE = '''\
+BASE = """\
 class MLACommonMetadataBuilder:
     def _build_decode(self, block_table_tensor, seq_lens):
         return block_table_tensor, seq_lens
 
     def build(self, block_table_tensor, seq_lens):
         return self._build_decode(block_table_tensor=block_table_tensor, seq_lens=seq_lens)
-'''
+"""
 SUBCLASS = """\
 from pkg.common import MLACommonMetadataBuilder
 
@@ -142,4 +142,3 @@ def test_help_and_version_work_without_extras(light_venv: Path) -> None:
     for argv in (("--help",), ("--version",), ("overrides", "--list-rules")):
         out = _run(light_venv / "harness", *argv)
         assert out.returncode == 0, out.stdout + out.stderr
-
