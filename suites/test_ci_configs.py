@@ -331,3 +331,34 @@ def test_every_phony_target_has_a_documented_rule_and_make_help_lists_it() -> No
     assert listed.returncode == 0
     shown = set(re.findall(r"^\s+(?:\x1b\[\d+m)?([a-z][\w-]*)", listed.stdout, flags=re.M))
     assert shown == targets
+
+
+# --- the README's "Use it in your CI" snippets ---------------------------------------------------
+
+
+def _readme_yaml_blocks() -> list[dict[str, Any]]:
+    text = (ROOT / "README.md").read_text().split("## Use it in your CI", 1)[1]
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.S)]
+    assert len(blocks) == 3 and all(isinstance(b, dict) for b in blocks)
+    return blocks
+
+
+def test_the_readme_snippets_match_the_configs(tmp_path: Path) -> None:
+    pre_commit, github, buildkite = _readme_yaml_blocks()
+    hook_ids = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert {h["id"] for r in pre_commit["repos"] for h in r["hooks"]} <= hook_ids
+    job = github["jobs"]["overrides"]
+    workflow_path = job["uses"].split("/", 2)[2].split("@")[0]
+    declared = _triggers(_load(ROOT / workflow_path))["workflow_call"]["inputs"]
+    required = {name for name, spec in declared.items() if spec.get("required")}
+    assert required <= set(job["with"]) <= set(declared)
+    assert job["permissions"]["security-events"] == "write"
+    snippet = tmp_path / "pipeline.yml"
+    snippet.write_text(yaml.safe_dump(buildkite))
+    out = subprocess.run(
+        [str(CHECK_JSONSCHEMA), "--builtin-schema", "vendor.buildkite", str(snippet)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
