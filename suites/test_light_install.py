@@ -59,10 +59,8 @@ def _run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProc
     )
 
 
-@pytest.fixture(scope="module")
-def light_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _light_install(tmp: Path) -> Path:
     """A fresh venv holding ``pip install <this checkout>`` with no extras; returns its bin dir."""
-    tmp = tmp_path_factory.mktemp("light")
     src = tmp / "src"  # build from a copy: building in place would write build/ into the checkout
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -85,7 +83,18 @@ def _site_packages(bin_dir: Path) -> Path:
     return Path(out.stdout.strip())
 
 
-def test_the_light_install_holds_harness_alone(light_venv: Path) -> None:
+def test_the_light_install(tmp_path: Path) -> None:
+    """One build for every check (the module's tests would build once per xdist worker)."""
+    bin_dir = _light_install(tmp_path)
+    _holds_harness_alone(bin_dir)
+    for entry in (("harness", "overrides"), ("python", "-m", "harness.overrides")):
+        _checker_exits_1_on_a_proven_crash(bin_dir, tmp_path / entry[-1], entry)
+    for argv in (("memory", "simulate", "--model", "tiny"), ("memory", "scaling"), ("demo",)):
+        _a_command_needing_an_extra_names_it(bin_dir, argv, "engine")
+    _help_and_version_work_without_extras(bin_dir)
+
+
+def _holds_harness_alone(light_venv: Path) -> None:
     site = _site_packages(light_venv)
     names = {p.name for p in site.iterdir()} - {"__pycache__"}
     assert names == {"harness", "harness-0.1.0.dist-info"}, sorted(names)
@@ -99,8 +108,7 @@ def test_the_light_install_holds_harness_alone(light_venv: Path) -> None:
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("entry", [("harness", "overrides"), ("python", "-m", "harness.overrides")])
-def test_the_checker_exits_1_on_a_proven_crash(
+def _checker_exits_1_on_a_proven_crash(
     light_venv: Path, tmp_path: Path, entry: tuple[str, ...]
 ) -> None:
     pkg = tmp_path / "tree" / "pkg"
@@ -119,26 +127,17 @@ def test_the_checker_exits_1_on_a_proven_crash(
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
-@pytest.mark.parametrize(
-    ("argv", "extra"),
-    [
-        (("memory", "simulate", "--model", "tiny"), "engine"),
-        (("memory", "scaling", "--model", "tiny"), "engine"),
-        (("demo",), "engine"),
-    ],
-    ids=lambda value: "-".join(value) if isinstance(value, tuple) else value,
-)
-def test_a_command_needing_an_extra_names_it(
+def _a_command_needing_an_extra_names_it(
     light_venv: Path, argv: tuple[str, ...], extra: str
 ) -> None:
     out = _run(light_venv / "harness", *argv)
-    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.returncode == 2, f"harness {' '.join(argv)}: {out.stdout}{out.stderr}"
     assert "Traceback" not in out.stderr
     assert f"pip install 'harness[{extra}]'" in out.stderr
     assert out.stderr.startswith("harness: error: ")
 
 
-def test_help_and_version_work_without_extras(light_venv: Path) -> None:
+def _help_and_version_work_without_extras(light_venv: Path) -> None:
     for argv in (("--help",), ("--version",), ("overrides", "--list-rules")):
         out = _run(light_venv / "harness", *argv)
         assert out.returncode == 0, out.stdout + out.stderr
