@@ -250,6 +250,8 @@ class GoldenSession:
         if isinstance(workeroutput, dict):  # an xdist worker: the controller judges
             workeroutput[_GONE_OUTPUT] = sorted(self.gone)
             return
+        if self.config.option.collectonly:  # nothing ran: nothing to judge
+            return
         self._judge()
         if self.update:
             for unused in self.unused:

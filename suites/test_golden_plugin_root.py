@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from suites.golden_support import TWO_TESTS, opted_in, owner
+from suites.golden_support import TWO_TESTS, owner
 
 
 def test_a_project_without_golden_root_has_no_golden_fixture(pytester: pytest.Pytester) -> None:
@@ -30,26 +30,6 @@ def test_a_project_with_its_own_golden_fixture_keeps_it(pytester: pytest.Pyteste
     pytester.runpytest().assert_outcomes(passed=1)
     pytester.makeini("[pytest]\ngolden_root = golden\n")  # opted in: a conftest still wins
     pytester.runpytest().assert_outcomes(passed=1)
-
-
-def test_the_update_flag_needs_golden_files(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest("--update-golden")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["*--update-golden: golden files are off in this project (set the ini option golden_root*"]
-    )
-
-
-def test_the_update_flag_is_refused_in_ci(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = opted_in(pytester)
-    monkeypatch.setenv("CI", "true")
-    result = pytester.runpytest("--update-golden")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--update-golden is refused in CI (CI is set)*"])
-    assert not root.exists()
 
 
 def test_the_option_names_the_root_relative_to_the_current_directory(
