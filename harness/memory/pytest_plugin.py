@@ -70,7 +70,7 @@ ENGINE_INSTALL_HINT = "pip install 'harness[engine]'"
 _MEASUREMENT = pytest.StashKey[Measurement]()
 _BUDGET = pytest.StashKey["Budget"]()
 _TRACKER = pytest.StashKey["MemoryTracker"]()
-_SIMULATIONS = pytest.StashKey[list["SimulationResult"]]()
+_SIMULATIONS = pytest.StashKey[list[tuple[str, "SimulationResult"]]]()
 _PEAK_PROPERTY = "memory_peak_bytes"
 _INCREASE_PROPERTY = "memory_peak_increase"
 
@@ -293,9 +293,9 @@ def outside_torch_modes() -> Generator[None, None, None]:
 class Simulator:
     """The ``harness_simulate`` fixture: run a backend through ``simulate`` from inside a test."""
 
-    def __init__(self, results: list[SimulationResult]) -> None:
-        self.results = results
-        """Every simulation this test ran, in order."""
+    def __init__(self, runs: list[tuple[str, SimulationResult]]) -> None:
+        self.runs = runs
+        """(backend ``module:qualname``, result) of every simulation this test ran, in order."""
 
     def __call__(
         self,
@@ -316,8 +316,13 @@ class Simulator:
         chosen = get_workload(workload) if isinstance(workload, str) else workload
         with outside_torch_modes():
             result = _simulate(backend, model=model, device=device, workload=chosen, **options)
-        self.results.append(result)
+        label = "the reference backend" if backend is None else _qualified_name(backend)
+        self.runs.append((label, result))
         return result
+
+
+def _qualified_name(backend: type[AttentionBackend]) -> str:
+    return f"{backend.__module__}:{backend.__qualname__}"
 
 
 def _simulate(
@@ -340,8 +345,7 @@ def _simulate(
     resolve: object = getattr(simulate_module, attribute)
     setattr(simulate_module, attribute, this_class)
     try:
-        name = f"{backend.__module__}:{backend.__qualname__}"
-        return run(workload=workload, regression=name, **options)
+        return run(workload=workload, regression=_qualified_name(backend), **options)
     finally:
         setattr(simulate_module, attribute, resolve)
 
@@ -352,9 +356,9 @@ def harness_simulate(request: pytest.FixtureRequest) -> Simulator:
     missing = _torch_missing("harness_simulate")
     if missing is not None:
         pytest.fail(missing, pytrace=False)
-    results: list[SimulationResult] = []
-    request.node.stash[_SIMULATIONS] = results
-    return Simulator(results)
+    runs: list[tuple[str, SimulationResult]] = []
+    request.node.stash[_SIMULATIONS] = runs
+    return Simulator(runs)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -383,10 +387,10 @@ def _add_measurements(item: pytest.Item, report: pytest.TestReport) -> None:
     if tracker is not None and tracker.num_allocations:
         top = int(value_or_ini(item.config, "memory_top"))
         report.sections.append(("memory tracker", tracker.summary(top)))
-    none: list[SimulationResult] = []
+    none: list[tuple[str, SimulationResult]] = []
     simulations = item.stash.get(_SIMULATIONS, none)
-    for i, result in enumerate(simulations):
-        report.sections.append((f"harness simulate #{i + 1}", result.format()))
+    for i, (label, result) in enumerate(simulations):
+        report.sections.append((f"harness simulate #{i + 1}: {label}", result.format()))
 
 
 def _judge(

@@ -45,8 +45,8 @@ def test_a_variant_runs_through_simulate_inside_a_meta_budget(pytester: pytest.P
             "*- memory budget -*",  # the body's own peak: the simulation stepped outside it
             "peak 4.00 MiB on meta:h100-95*",
             "*4.00 MiB  aten.empty.memory_format ?1048576 float32 meta? at test_variant.py:14",
-            "*- harness simulate #1 -*",
-            "tiny on h100-95 *regression test_variant:MyBackend",
+            "*- harness simulate #1: test_variant:MyBackend -*",
+            "tiny on h100-95 *",
             "OUT OF MEMORY at step 0 (0 steps completed):",
             "  CUDA out of memory. Tried to allocate 42.50 GiB.*",
         ]
