@@ -32,7 +32,7 @@ def _import_what_simulate_imports() -> None:
     from harness.memory.simulate import simulate
     from harness.memory.workload import tiny
 
-    simulate(model="tiny", device="h100-95", workload=tiny(num_requests=1), max_steps=1)
+    simulate(model="tiny", device="h100-95", workload=tiny(num_requests=1), max_steps=0)
 
 
 def test_a_variant_runs_through_simulate_inside_a_meta_budget(pytester: pytest.Pytester) -> None:
