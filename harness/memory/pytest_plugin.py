@@ -39,7 +39,6 @@ import contextlib
 import inspect
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
@@ -334,26 +333,13 @@ def _qualified_name(backend: type[AttentionBackend]) -> str:
 def _simulate(
     backend: type[AttentionBackend] | None, *, workload: Workload, **options: Any
 ) -> SimulationResult:
-    from harness.memory import simulate as simulate_module
+    from harness.memory.simulate import simulate
 
-    run: Callable[..., SimulationResult] = simulate_module.simulate
     if backend is None:
-        return run(workload=workload, **options)
-    if "backend" in inspect.signature(run).parameters:
-        return run(workload=workload, backend=backend, **options)
-
-    # Adapter until simulate takes backend= (the engine track adds it): simulate resolves a
-    # regression name to its backend class through get_regression; answer with this class.
-    def this_class(_name: str) -> SimpleNamespace:
-        return SimpleNamespace(backend=backend)
-
-    attribute = "get_regression"
-    resolve: object = getattr(simulate_module, attribute)
-    setattr(simulate_module, attribute, this_class)
-    try:
-        return run(workload=workload, regression=_qualified_name(backend), **options)
-    finally:
-        setattr(simulate_module, attribute, resolve)
+        return simulate(workload=workload, **options)
+    return simulate(
+        workload=workload, backend=backend, regression=_qualified_name(backend), **options
+    )
 
 
 @pytest.fixture
