@@ -67,6 +67,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     gsm8k.add_argument(
         "--data", default=None, metavar="DIR", help="a local copy of gsm8k's train/test splits"
     )
+    gsm8k.add_argument(
+        "--max-gen-toks",
+        type=int,
+        default=None,
+        metavar="N",
+        help="lm-eval's max_gen_toks: tokens generated at most per problem (default: 256)",
+    )
     gsm8k.add_argument("--seed", type=int, default=0, help="data, tokenizer and length seed")
     gsm8k.add_argument("--json", action="store_true", help="print one JSON object")
     gsm8k.set_defaults(func=_gsm8k)
@@ -99,6 +106,8 @@ def _gsm8k(args: argparse.Namespace) -> int:
     from harness.eval.gsm8k import EvalOptions, evaluate_gsm8k, require_lm_eval
 
     require_lm_eval()
+    if args.max_gen_toks is not None and args.max_gen_toks <= 0:
+        raise HarnessError(f"--max-gen-toks must be positive, got {args.max_gen_toks}")
     options = EvalOptions(
         model=args.model,
         device=args.device,
@@ -110,6 +119,7 @@ def _gsm8k(args: argparse.Namespace) -> int:
         data=args.data,
         seed=args.seed,
         quiet=args.json,
+        max_gen_toks=args.max_gen_toks,
     )
     for name in ("lm_eval", "datasets"):
         logging.getLogger(name).setLevel(logging.ERROR)

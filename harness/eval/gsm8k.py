@@ -39,6 +39,8 @@ class EvalOptions:
     data: str | None = None
     seed: int = 0
     quiet: bool = False
+    max_gen_toks: int | None = None
+    """lm-eval's ``max_gen_toks`` (default 256); the task's own setting, if any, wins."""
 
     @property
     def resolved_device(self) -> str:
@@ -47,7 +49,7 @@ class EvalOptions:
         return "meta:h100-95" if self.model == "llama-3.1-8b" else "cpu"
 
     def model_args(self) -> dict[str, Any]:
-        return {
+        args: dict[str, Any] = {
             "model": self.model,
             "device": self.resolved_device,
             "regression": self.regression,
@@ -55,6 +57,9 @@ class EvalOptions:
             "seed": self.seed,
             "quiet": self.quiet,
         }
+        if self.max_gen_toks is not None:
+            args["max_gen_toks"] = self.max_gen_toks
+        return args
 
 
 def require_lm_eval() -> None:

@@ -22,7 +22,9 @@ Engines (``model_args``):
 
 Other arguments: ``data`` (a directory with the real splits; default: generated), ``seed``,
 ``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``, ``max_num_batched_tokens``,
-``num_gpu_blocks`` (CPU KV cache size), ``gpu_memory_utilization`` (meta), ``quiet``.
+``num_gpu_blocks`` (CPU KV cache size), ``gpu_memory_utilization`` (meta), ``quiet``, and
+``track_memory`` (CPU: account every allocation for the memory report, on by default; it costs
+about as much time as the engine itself).
 
 ``loglikelihood`` and ``loglikelihood_rolling`` are answered on the CPU from a dense forward of
 the same model (no KV cache, no metadata: cheap, and exact up to float rounding); on ``meta``
@@ -89,6 +91,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         num_gpu_blocks: int = CPU_NUM_GPU_BLOCKS,
         gpu_memory_utilization: float = 0.9,
         quiet: bool = False,
+        track_memory: bool = True,
         max_batch_size: int | None = None,
     ) -> None:
         super().__init__()
@@ -116,7 +119,9 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
                 backend=backend,
                 num_gpu_blocks=int(num_gpu_blocks),
                 seed=int(seed),
-                tracker=MemoryTracker(devices=("cpu",), record_timeline=False),
+                tracker=MemoryTracker(devices=("cpu",), record_timeline=False)
+                if track_memory
+                else None,
             )
         elif device.startswith("meta:"):
             profile = get_device_profile(device.removeprefix("meta:"))
