@@ -18,6 +18,7 @@ import io
 import json
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from harness.errors import HarnessError
 from harness.memory.sizes import parse_size
@@ -127,9 +128,10 @@ def _gsm8k(args: argparse.Namespace) -> int:
     with quiet:  # lm-eval's own progress bars write to stderr
         report = evaluate_gsm8k(options)
     if args.json:
-        from lm_eval.utils import handle_non_serializable
+        import lm_eval.utils
 
-        print(json.dumps(report.to_dict(), indent=2, default=handle_non_serializable))
+        lm_utils: Any = lm_eval.utils  # lm-eval ships no type information
+        print(json.dumps(report.to_dict(), indent=2, default=lm_utils.handle_non_serializable))
     else:
         print(report.format())
     exit_code: int = report.exit_code

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,8 +45,9 @@ class Gsm8kData:
         """A ``datasets.DatasetDict`` of both splits; ignores ``kwargs`` (lm-eval's hook passes
         the task metadata)."""
         del kwargs
-        import datasets
+        import datasets as datasets_module
 
+        datasets: Any = datasets_module  # no type information
         return datasets.DatasetDict(
             {
                 "train": datasets.Dataset.from_list(list(self.train)),
@@ -110,11 +110,11 @@ def _read_jsonl(path: Path) -> list[Any]:
 
 
 def _read_parquet(path: Path) -> list[Any]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as parquet_module
 
-    read_table: Callable[[Path], Any] = pq.read_table  # pyright: ignore[reportUnknownMemberType]
+    parquet: Any = parquet_module  # no type information
     try:
-        table = read_table(path)
+        table: Any = parquet.read_table(path)
     except Exception as exc:  # pyarrow raises several types for a bad file
         raise HarnessError(f"{path}: not a readable parquet file ({exc})") from None
     rows: list[Any] = table.to_pylist()

@@ -115,6 +115,9 @@ class _Tracked:
     text: str = ""
     output: CompletionOutput | None = None
 
+    def is_finished(self) -> bool:
+        return self.output is not None
+
 
 class ReferenceEngine:
     """Greedy generation through the reference scheduler and runner on the CPU."""
@@ -227,11 +230,11 @@ class ReferenceEngine:
         stopped: list[str] = []
         for req_id in scheduler_output.num_scheduled_tokens:
             state = tracked.get(req_id)
-            if state is None or state.output is not None:
+            if state is None or state.is_finished():
                 continue
             if self._detokenize(state):
                 stopped.append(req_id)
-            if state.output is not None:
+            if state.is_finished():
                 bar.update(1)
         scheduler.finish_requests(stopped, RequestStatus.FINISHED_ABORTED)
 
@@ -289,7 +292,7 @@ def _progress(total: int, enabled: bool) -> Generator[_Bar, None, None]:
     if not enabled:
         yield _NoBar()
         return
-    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm import tqdm
 
     bar: _Bar = tqdm(total=total, desc="Processed prompts", unit="req")
     try:

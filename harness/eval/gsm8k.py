@@ -75,8 +75,8 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
     require_lm_eval()
     for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)
-    from lm_eval import simple_evaluate
-    from lm_eval.api.registry import get_model
+    import lm_eval
+    import lm_eval.api.registry
 
     from harness.eval.data import load_gsm8k
     from harness.eval.lm import MODEL_NAME, HarnessRefLM, register
@@ -92,13 +92,15 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
     data = load_gsm8k(options.data, options.seed)
     manager = gsm8k_task_manager()
     task = gsm8k_task_config(manager, data)
-    lm: HarnessRefLM = get_model(MODEL_NAME).create_from_arg_obj(
+    registry: Any = lm_eval.api.registry  # lm-eval ships no type information
+    evaluator: Any = lm_eval
+    lm: HarnessRefLM = registry.get_model(MODEL_NAME).create_from_arg_obj(
         options.model_args(), {"batch_size": options.batch_size}
     )
     notes: list[str] = []
     started = time.perf_counter()
     try:
-        results: dict[str, Any] | None = simple_evaluate(
+        results: dict[str, Any] | None = evaluator.simple_evaluate(
             model=lm,
             tasks=[task],
             task_manager=manager,

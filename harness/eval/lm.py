@@ -34,17 +34,12 @@ there are no values to score, so they raise.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
-from lm_eval.api.model import TemplateLM
-from lm_eval.models.utils import (
-    Collator,
-    handle_stop_sequences,
-    maybe_truncate,
-    normalize_gen_kwargs,
-    postprocess_generated_text,
-)
-from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
+import lm_eval.api.model as lm_eval_model
+import lm_eval.models.utils as lm_eval_models_utils
+import lm_eval.utils as lm_eval_utils
 
 from harness.errors import HarnessError
 from harness.eval.data import load_gsm8k
@@ -62,6 +57,11 @@ from harness.reference.config import (
     VllmConfig,
     get_model_config,
 )
+
+# lm-eval ships no type information; its objects are used as ``Any``.
+TemplateLM: Any = lm_eval_model.TemplateLM
+lm_utils: Any = lm_eval_models_utils
+lm_base_utils: Any = lm_eval_utils
 
 MODEL_NAME = "harness-ref"
 CPU_MAX_MODEL_LEN = 2048
@@ -94,7 +94,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         track_memory: bool = True,
         max_batch_size: int | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__()  # pyright: ignore[reportUnknownMemberType]
         del (
             max_batch_size
         )  # lm-eval passes it to every model; vLLM's backend maps it to max_num_seqs
@@ -189,8 +189,8 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         all_gen_kwargs = [req.args[1] for req in requests]
         encodings = [self.tok_encode(c) for c in contexts]
         reqs = [((c, e), g) for c, e, g in zip(contexts, encodings, all_gen_kwargs, strict=True)]
-        reorder = Collator(reqs, lambda r: (-len(r[0][1]), r[0][0]), group_by=None)
-        chunks = reorder.get_batched(n=0 if self.batch_size == "auto" else self.batch_size)
+        reorder: Any = lm_utils.Collator(reqs, _longest_first, group_by=None)
+        chunks: Any = reorder.get_batched(n=0 if self.batch_size == "auto" else self.batch_size)
         eos = self.harness_tokenizer.eos_token
         results: list[str] = []
         for chunk in chunks:
@@ -200,12 +200,16 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
             for (_, tokens), gen_kwargs in chunk:
                 if not isinstance(gen_kwargs, dict):
                     raise TypeError(f"gen_kwargs must be a dict, got {type(gen_kwargs)}")
-                kwargs = normalize_gen_kwargs(gen_kwargs, default_max_gen_toks=self.max_gen_toks)
+                kwargs: dict[str, Any] = lm_utils.normalize_gen_kwargs(
+                    gen_kwargs, default_max_gen_toks=self.max_gen_toks
+                )
                 if kwargs.get("do_sample"):
                     raise HarnessError("harness-ref decodes greedily only (do_sample=True asked)")
-                until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)
+                until: list[str] = lm_utils.handle_stop_sequences(
+                    kwargs.pop("until", None), eos=eos
+                )
                 max_gen_toks = int(kwargs.pop("max_gen_toks", self.max_gen_toks))
-                tokens, max_gen_toks = maybe_truncate(
+                tokens, max_gen_toks = lm_utils.maybe_truncate(
                     tokens, max_gen_toks=max_gen_toks, max_model_len=self.max_length
                 )
                 prompts.append(tokens)
@@ -219,7 +223,9 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
             for output, ((context, _), _), gen_kwargs in zip(
                 outputs, chunk, cache_kwargs, strict=True
             ):
-                text = postprocess_generated_text(output.text, gen_kwargs["until"], None)
+                text: str = lm_utils.postprocess_generated_text(
+                    output.text, gen_kwargs["until"], None
+                )
                 results.append(text)
                 self.cache_hook.add_partial("generate_until", (context, gen_kwargs), text)
         reordered: list[str] = reorder.get_original(results)
@@ -227,7 +233,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
 
     def _loglikelihood_tokens(
         self,
-        requests: list[tuple[tuple[str, str] | None, list[int], list[int]]],
+        requests: Sequence[tuple[tuple[str, str] | None, list[int], list[int]]],
         disable_tqdm: bool = False,
         **kwargs: Any,
     ) -> list[tuple[float, bool]]:
@@ -252,8 +258,8 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         for req in requests:
             (string,) = req.args
             windows = [
-                (None, *make_disjoint_window(window))
-                for window in get_rolling_token_windows(
+                (None, *lm_base_utils.make_disjoint_window(window))
+                for window in lm_base_utils.get_rolling_token_windows(
                     token_list=self.tok_encode(string, add_special_tokens=False),
                     prefix_token=self.prefix_token_id,
                     max_seq_len=self.max_length,
@@ -277,6 +283,12 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
             "model_device": self.device_name,
             "tokenizer_vocab": self.harness_tokenizer.vocab_size,
         }
+
+
+def _longest_first(request: tuple[tuple[str, list[int]], object]) -> tuple[int, str]:
+    """lm-eval's vLLM sort key: longest prompt first (an OOM shows at once), then the text."""
+    (context, tokens), _ = request
+    return -len(tokens), context
 
 
 def _cpu_model_config(preset: ModelConfig, tokenizer: Tokenizer) -> ModelConfig:
@@ -322,7 +334,7 @@ def register() -> None:
     registry is empty, so that import comes first: registering into an empty registry would hide
     every built-in model.
     """
-    import lm_eval.models  # noqa: F401  # registers the built-in models
+    import lm_eval.models  # noqa: F401  # pyright: ignore[reportUnusedImport]  # registers built-ins
     from lm_eval.api.registry import model_registry
 
     if MODEL_NAME in model_registry:

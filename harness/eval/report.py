@@ -115,11 +115,12 @@ class EvalReport:
         }
 
     def format(self) -> str:
-        from lm_eval.utils import make_table
+        import lm_eval.utils
 
+        lm_utils: Any = lm_eval.utils  # lm-eval ships no type information
         lines: list[str] = []
         if self.results is not None:
-            lines.append(str(make_table(self.results)).rstrip())
+            lines.append(str(lm_utils.make_table(self.results)).rstrip())
         else:
             lines.append("no results: the engine died before lm-eval finished")
         e = self.engine

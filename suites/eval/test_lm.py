@@ -12,17 +12,17 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from lm_eval import simple_evaluate  # noqa: E402
-from lm_eval.api.instance import Instance  # noqa: E402
-from lm_eval.api.registry import get_model  # noqa: E402
+from lm_eval import simple_evaluate
+from lm_eval.api.instance import Instance
+from lm_eval.api.registry import get_model
 
-from harness.errors import HarnessError  # noqa: E402
-from harness.eval.data import Gsm8kData, load_gsm8k  # noqa: E402
-from harness.eval.engine import ReferenceEngine  # noqa: E402
-from harness.eval.lm import MODEL_NAME, HarnessRefLM, register  # noqa: E402
-from harness.eval.task import gsm8k_task_config, gsm8k_task_manager  # noqa: E402
+from harness.errors import HarnessError
+from harness.eval.data import Gsm8kData, load_gsm8k
+from harness.eval.engine import ReferenceEngine
+from harness.eval.lm import MODEL_NAME, HarnessRefLM, register
+from harness.eval.task import gsm8k_task_config, gsm8k_task_manager
 
-from .rigging import rig, scripted  # noqa: E402
+from .rigging import rig, scripted
 
 pytestmark = pytest.mark.usefixtures("no_env_info")
 

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from harness.eval.data import load_gsm8k  # noqa: E402
-from harness.eval.task import gsm8k_task_config, gsm8k_task_manager  # noqa: E402
+from harness.eval.data import load_gsm8k
+from harness.eval.task import gsm8k_task_config, gsm8k_task_manager
 
 
 def test_the_config_is_lm_evals_with_local_documents() -> None:
