@@ -10,6 +10,7 @@
 # gsm8k accuracy or the out-of-memory text. With --check-scaling it then runs the engine twice
 # with two num_gpu_blocks_override values and fails when per-step memory grows with the number of
 # KV cache blocks (python -m harness.eval.vllm_probe compare).
+# Status: written against lm-eval 0.4.13's CLI and vLLM's engine arguments; not yet run on a GPU.
 #
 # Usage: scripts/repro_flashinfer_oom.sh [--model M] [--limit N] [--out DIR] [--gpu I]
 #                                       [--backend FLASHINFER|FLASH_ATTN] [--check-scaling]
@@ -28,7 +29,7 @@ PYTHON="${PYTHON:-python3}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 usage() {
-  sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
   exit "$1"
 }
 
