@@ -67,7 +67,9 @@ def main() -> None:
 
     print(f"1. tiny on cpu, {args.limit} problems, 5-shot")
     _, base_wall, _ = timed("baseline: lm-eval dummy model", lambda: dummy_baseline(args.limit))
-    report = evaluate_gsm8k(EvalOptions(limit=args.limit, quiet=True))
+    report, _, _ = timed(
+        "harness-ref", lambda: evaluate_gsm8k(EvalOptions(limit=args.limit, quiet=True))
+    )
     engine = report.engine
     print(
         f"  harness-ref: evaluation wall {report.evaluation_time_s:.1f} s (target <= 10 s), "
@@ -84,7 +86,9 @@ def main() -> None:
         lambda: simulate(model="llama-3.1-8b", device="h100-95", workload=gsm8k()),
     )
     print(f"    {len(base.steps)} steps, peak {format_size(base.peak_bytes)}")
-    full = evaluate_gsm8k(EvalOptions(model="llama-3.1-8b", quiet=True))
+    full, _, _ = timed(
+        "harness-ref", lambda: evaluate_gsm8k(EvalOptions(model="llama-3.1-8b", quiet=True))
+    )
     engine = full.engine
     print(
         f"  harness-ref: evaluation wall {full.evaluation_time_s:.1f} s (target <= 30 s), "
@@ -94,7 +98,8 @@ def main() -> None:
     )
 
     print("3. the same with --regression flashinfer-oom")
-    oom = evaluate_gsm8k(EvalOptions(model="llama-3.1-8b", regression="flashinfer-oom", quiet=True))
+    oom_options = EvalOptions(model="llama-3.1-8b", regression="flashinfer-oom", quiet=True)
+    oom, _, _ = timed("harness-ref", lambda: evaluate_gsm8k(oom_options))
     message = "" if oom.memory.oom is None else oom.memory.oom["message"].split(". GPU")[0]
     print(f"  out of memory after {oom.evaluation_time_s:.1f} s: {message!r}, exit {oom.exit_code}")
 

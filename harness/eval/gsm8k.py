@@ -82,7 +82,7 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
     from harness.eval.lm import MODEL_NAME, HarnessRefLM, register
     from harness.eval.report import EvalReport
     from harness.eval.simulated import EngineOutOfMemoryError
-    from harness.eval.task import gsm8k_task_config, gsm8k_task_manager
+    from harness.eval.task import cached_templates, gsm8k_task_config, gsm8k_task_manager
 
     if options.limit is not None and options.limit <= 0:
         raise HarnessError(f"--limit must be positive, got {options.limit}")
@@ -100,15 +100,16 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
     notes: list[str] = []
     started = time.perf_counter()
     try:
-        results: dict[str, Any] | None = evaluator.simple_evaluate(
-            model=lm,
-            tasks=[task],
-            task_manager=manager,
-            num_fewshot=options.num_fewshot,
-            limit=options.limit,
-            batch_size=options.batch_size,
-            log_samples=False,
-        )
+        with cached_templates():
+            results: dict[str, Any] | None = evaluator.simple_evaluate(
+                model=lm,
+                tasks=[task],
+                task_manager=manager,
+                num_fewshot=options.num_fewshot,
+                limit=options.limit,
+                batch_size=options.batch_size,
+                log_samples=False,
+            )
     except EngineOutOfMemoryError as exc:
         results = None
         notes.append(f"lm-eval did not finish: out of memory at step {exc.result.oom_step}")

@@ -9,11 +9,16 @@ documents come from changes: ``custom_dataset`` hands lm-eval the in-memory spli
 
 The task manager indexes only lm-eval's ``gsm8k`` directory (a handful of files) instead of all
 built-in tasks (thousands of YAML files, seconds).
+
+:func:`cached_templates` keeps lm-eval from compiling the same Jinja templates again for every
+document and every shot while it builds the requests.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +54,38 @@ def gsm8k_task_config(task_manager: Any, data: Gsm8kData) -> dict[str, Any]:
         custom_dataset=data.dataset_dict,
     )
     return config
+
+
+@contextlib.contextmanager
+def cached_templates() -> Generator[None, None, None]:
+    """Within the block, lm-eval's Jinja environment compiles each template source once.
+
+    lm-eval 0.4.13's ``utils.apply_template`` calls ``env.from_string`` for every document, shot
+    and field, compiling the template anew each time (its known slow path,
+    EleutherAI/lm-evaluation-harness#1286); for 5-shot gsm8k that is 12 compilations per prompt.
+    Here compiled templates are kept by their source text for the block: the same templates,
+    rendered the same way, compiled once. The environment is restored afterwards.
+    """
+    import lm_eval.utils
+
+    env: Any = lm_eval.utils.env  # lm-eval ships no type information
+    own = vars(env).get("from_string")
+    compile_source = env.from_string
+    compiled: dict[str, Any] = {}
+
+    def from_string(source: Any, globals: Any = None, template_class: Any = None) -> Any:
+        if globals is not None or template_class is not None or not isinstance(source, str):
+            return compile_source(source, globals, template_class)
+        template = compiled.get(source)
+        if template is None:
+            template = compiled[source] = compile_source(source)
+        return template
+
+    env.from_string = from_string
+    try:
+        yield
+    finally:
+        if own is None:
+            del env.from_string
+        else:
+            env.from_string = own

@@ -23,3 +23,26 @@ def test_the_config_is_lm_evals_with_local_documents() -> None:
     tasks = manager.load([config])["tasks"]
     task = tasks["gsm8k"]
     assert len(task.test_docs()) == 1319 and len(task.fewshot_docs()) == 7473
+
+
+def test_cached_templates_build_the_same_requests_and_restore_lm_eval() -> None:
+    import lm_eval.utils
+
+    from harness.eval.task import cached_templates
+
+    manager = gsm8k_task_manager()
+    data = load_gsm8k(None, 0)
+
+    def requests() -> list[tuple[object, ...]]:
+        task = manager.load([gsm8k_task_config(manager, data)])["tasks"]["gsm8k"]
+        task.set_config(key="num_fewshot", value=5)
+        task.set_fewshot_seed(seed=1234)
+        task.build_all_requests(limit=6)
+        return [instance.args for instance in task.instances]
+
+    plain = requests()
+    with cached_templates():
+        cached = requests()
+    assert cached == plain
+    assert plain[0][0].count("Question: ") == 6  # five shots and the question
+    assert "from_string" not in vars(lm_eval.utils.env)  # lm-eval's environment is restored
