@@ -112,6 +112,8 @@ class _Tracked:
     request: Request
     params: SamplingParams
     num_seen: int = 0
+    data: bytearray = field(default_factory=bytearray)
+    """UTF-8 bytes of the tokens seen so far (up to EOS)."""
     text: str = ""
     output: CompletionOutput | None = None
 
@@ -250,7 +252,9 @@ class ReferenceEngine:
         previous = len(state.text)
         eos = self.tokenizer.eos_token_id
         end = tokens.index(eos) if eos in new else None
-        state.text = self.tokenizer.decode(tokens[:end])
+        for token in new if end is None else tokens[len(tokens) - len(new) : end]:
+            state.data += self.tokenizer.token_bytes(token)
+        state.text = state.data.decode("utf-8", errors="replace")
         cut = _cut_at_stop(state.text, state.params.stop, since=previous)
         if cut is not None:
             text, stop = cut

@@ -92,6 +92,10 @@ class Tokenizer:
                     ids.extend(piece.encode())
         return ids
 
+    def token_bytes(self, token_id: int) -> bytes:
+        """The UTF-8 bytes of one token (a byte token may be part of a multi-byte character)."""
+        return self._id_to_bytes[token_id]
+
     def decode(self, ids: Iterable[int]) -> str:
         """The text of ``ids`` (invalid UTF-8, e.g. a cut multi-byte character, becomes U+FFFD)."""
         return b"".join(self._id_to_bytes[i] for i in ids).decode("utf-8", errors="replace")
