@@ -18,14 +18,26 @@ import io
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.memory.sizes import parse_size
 
+if TYPE_CHECKING:
+    from harness.reference.backends.abstract import AttentionBackend
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # pyright: ignore[reportPrivateUsage]
-    """Add ``harness eval`` and its ``gsm8k`` subcommand."""
+
+RegressionResolver = Callable[[str], "tuple[str, type[AttentionBackend]]"]
+"""``--regression`` value -> (its display name, the attention backend class to run)."""
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
+    *,
+    resolve_regression: RegressionResolver,
+) -> None:
+    """Add ``harness eval`` and its ``gsm8k`` subcommand; ``--regression`` goes through the
+    resolver ``harness.cli`` hands in (the same as ``harness memory``'s)."""
     evaluate = subparsers.add_parser(
         "eval",
         help="run an lm-eval task through the reference engine (CPU or simulated GPU)",
@@ -57,7 +69,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="cpu or meta:PROFILE, e.g. meta:h100-95 (default: cpu for tiny, meta:h100-95 for 8B)",
     )
     gsm8k.add_argument(
-        "--regression", default=None, help="a named regression variant, or MODULE:ATTR"
+        "--regression",
+        default=None,
+        metavar="NAME",
+        help="run a regression variant's backend (as harness memory --regression)",
     )
     gsm8k.add_argument(
         "--memory-budget",
@@ -77,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     gsm8k.add_argument("--seed", type=int, default=0, help="data, tokenizer and length seed")
     gsm8k.add_argument("--json", action="store_true", help="print one JSON object")
-    gsm8k.set_defaults(func=_gsm8k)
+    gsm8k.set_defaults(func=_gsm8k, resolve_regression=resolve_regression)
 
 
 def _usage(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
@@ -109,10 +124,15 @@ def _gsm8k(args: argparse.Namespace) -> int:
     require_lm_eval()
     if args.max_gen_toks is not None and args.max_gen_toks <= 0:
         raise HarnessError(f"--max-gen-toks must be positive, got {args.max_gen_toks}")
+    regression, backend = None, None
+    if args.regression is not None:
+        resolve: RegressionResolver = args.resolve_regression
+        regression, backend = resolve(args.regression)
     options = EvalOptions(
         model=args.model,
         device=args.device,
-        regression=args.regression,
+        regression=regression,
+        backend=backend,
         limit=args.limit,
         num_fewshot=args.num_fewshot,
         batch_size=_batch_size(args.batch_size),

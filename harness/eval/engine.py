@@ -16,7 +16,7 @@ blocks at once and leave the runner's batch in the next step.
 
 Every step's shape is recorded in :class:`EngineStats`; with a
 :class:`~harness.memory.tracker.MemoryTracker`, every CPU allocation from model construction on is
-accounted (weights, KV cache, each step), with one tracker region per step.
+reported to its ledger (weights, KV cache, each step), with one ledger region per step.
 """
 
 from __future__ import annotations
@@ -209,12 +209,12 @@ class ReferenceEngine:
         """Peak CPU memory and its sites (needs a tracker; without one, an empty report)."""
         if self.tracker is None:
             return MemoryReport("cpu", 0, [], None, "cpu: memory was not tracked")
-        return MemoryReport.from_tracker(self.tracker)
+        return MemoryReport.from_ledger(self.tracker.ledger)
 
     def _step(self, tracked: dict[str, _Tracked], bar: _Bar) -> None:
         scheduler, stats = self.scheduler, self.stats
         region = (
-            self.tracker.region(f"step {stats.num_steps}")
+            self.tracker.ledger.region(f"step {stats.num_steps}")
             if self.tracker is not None
             else contextlib.nullcontext()
         )

@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.reference.backends.abstract import AttentionBackend
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 """Set before lm-eval and ``datasets`` are imported: nothing may be downloaded."""
@@ -32,6 +35,10 @@ class EvalOptions:
     device: str | None = None
     """``cpu`` or ``meta:PROFILE``; default ``cpu`` for tiny models, ``meta:h100-95`` for 8B."""
     regression: str | None = None
+    """The name shown for the backend variant; without ``backend``, resolved by name or
+    ``MODULE:ATTR`` (:func:`harness.eval.lm.resolve_backend`)."""
+    backend: type[AttentionBackend] | None = None
+    """The attention backend class (default: the reference FlashInfer backend)."""
     limit: int | None = None
     num_fewshot: int = 5
     batch_size: int | str = "auto"
@@ -53,6 +60,7 @@ class EvalOptions:
             "model": self.model,
             "device": self.resolved_device,
             "regression": self.regression,
+            "backend": self.backend,
             "data": self.data,
             "seed": self.seed,
             "quiet": self.quiet,

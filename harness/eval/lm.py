@@ -17,8 +17,9 @@ Engines (``model_args``):
   the model's shape on a simulated GPU (``harness memory simulate``'s machinery); meta tensors
   have no values, so output lengths come from a seeded length model and the texts are empty.
 - ``regression=NAME`` swaps the attention backend for a named regression variant (``harness
-  memory regressions`` lists them) or ``MODULE:ATTR`` (a backend class, or an object with a
-  ``backend`` attribute).
+  regressions`` lists them) or ``MODULE:ATTR`` (a backend class, or an object with a ``backend``
+  attribute); a caller that resolved it already passes ``backend=<class>`` (``regression`` is then
+  only its name in the report), as ``harness eval`` does with ``harness.cli``'s resolver.
 
 Other arguments: ``data`` (a directory with the real splits; default: generated), ``seed``,
 ``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``, ``max_num_batched_tokens``,
@@ -48,6 +49,7 @@ from harness.eval.report import MemoryReport
 from harness.eval.simulated import SimulatedEngine, vllm_default_limits
 from harness.eval.tokenizer import Tokenizer
 from harness.memory.devices import get_device_profile
+from harness.memory.ledger import Ledger
 from harness.memory.tracker import MemoryTracker
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
@@ -81,6 +83,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         model: str = "tiny",
         device: str | None = None,
         regression: str | None = None,
+        backend: type[AttentionBackend] | None = None,
         data: str | None = None,
         seed: int = 0,
         batch_size: int | str = "auto",
@@ -105,7 +108,10 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         self.quiet = bool(quiet)
         self.harness_tokenizer: Tokenizer = load_gsm8k(data, int(seed)).tokenizer
         device = device or ("cpu" if model != "llama-3.1-8b" else "meta:h100-95")
-        label, backend = resolve_backend(regression)
+        if backend is None:
+            label, backend = resolve_backend(regression)
+        else:
+            label = regression or backend.__qualname__
         if device == "cpu":
             config = _cpu_model_config(get_model_config(model), self.harness_tokenizer)
             limits = SchedulerConfig(
@@ -119,7 +125,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
                 backend=backend,
                 num_gpu_blocks=int(num_gpu_blocks),
                 seed=int(seed),
-                tracker=MemoryTracker(devices=("cpu",), record_timeline=False)
+                tracker=MemoryTracker(Ledger(), devices=("cpu",), all_threads=False)
                 if track_memory
                 else None,
             )

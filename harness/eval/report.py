@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.memory.simulate import AllocationSite, SimulationResult, group_by_site
+from harness.memory.ledger import AllocationSite, Ledger
+from harness.memory.simulate import SimulationResult
 from harness.memory.sizes import format_size
-from harness.memory.tracker import MemoryTracker
 
 TOP_SITES = 6
 EXIT_OK = 0
@@ -40,13 +40,13 @@ class MemoryReport:
     """On ``meta``: the deciding simulation's ``to_dict()`` (sizing, steps, peak)."""
 
     @classmethod
-    def from_tracker(cls, tracker: MemoryTracker) -> MemoryReport:
-        """CPU: every allocation from model construction on, counted by the tracker."""
-        sites = group_by_site(tracker.peak_allocations(), TOP_SITES)
-        where = f" ({tracker.peak_region})" if tracker.peak_region else ""
-        lines = [f"cpu: peak {format_size(tracker.peak_bytes)}{where}; live memory at the peak:"]
+    def from_ledger(cls, ledger: Ledger) -> MemoryReport:
+        """CPU: every allocation from model construction on, as the ledger counted it."""
+        sites = ledger.sites_at_peak(TOP_SITES)
+        where = f" ({ledger.peak_region})" if ledger.peak_region else ""
+        lines = [f"cpu: peak {format_size(ledger.peak_bytes)}{where}; live memory at the peak:"]
         lines += ["  " + site.describe() for site in sites]
-        return cls("cpu", tracker.peak_bytes, sites, None, "\n".join(lines))
+        return cls("cpu", ledger.peak_bytes, sites, None, "\n".join(lines))
 
     @classmethod
     def from_simulations(cls, device: str, results: Sequence[SimulationResult]) -> MemoryReport:

@@ -31,7 +31,6 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.errors import HarnessError
 from harness.eval.engine import CompletionOutput, EngineStats, SamplingParams, StepShape
 from harness.eval.report import MemoryReport
 from harness.memory.devices import DeviceProfile
@@ -107,13 +106,8 @@ class SimulatedEngine:
         gpu_memory_utilization: float = 0.9,
         seed: int = 0,
     ) -> None:
-        if regression is not None and ":" in regression:
-            raise HarnessError(
-                f"--regression {regression}: MODULE:ATTR variants run on --device cpu only "
-                "(the simulation takes catalog names)"
-            )
-        del backend  # the simulation resolves the regression by name
         self.model = model
+        self.backend = backend
         self.device = device
         self.regression = regression
         self.limits = SchedulerLimits(max_num_seqs, max_num_batched_tokens, max_model_len)
@@ -149,6 +143,7 @@ class SimulatedEngine:
             model=self.model,
             device=self.device,
             workload=workload,
+            backend=self.backend,
             regression=self.regression,
             gpu_memory_utilization=self.gpu_memory_utilization,
         )

@@ -8,6 +8,7 @@ import pytest
 
 from harness.eval.engine import ReferenceEngine, SamplingParams
 from harness.eval.tokenizer import Tokenizer
+from harness.memory.ledger import Ledger
 from harness.memory.tracker import MemoryTracker
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.config import SchedulerConfig, VllmConfig, get_model_config
@@ -88,7 +89,7 @@ def test_a_stopped_request_leaves_the_batch_while_others_continue() -> None:
 
 
 def test_greedy_tokens_score_as_greedy_and_memory_is_tracked() -> None:
-    tracker = MemoryTracker(devices=("cpu",), record_timeline=False)
+    tracker = MemoryTracker(Ledger(), devices=("cpu",), all_threads=False)
     engine = _engine(tracker=tracker)
     prompt = TOKENIZER.encode("the answer is")
     (output,) = engine.generate([prompt], [SamplingParams(max_tokens=3)])
@@ -96,6 +97,6 @@ def test_greedy_tokens_score_as_greedy_and_memory_is_tracked() -> None:
     logprob, greedy = engine.score(prompt + output.token_ids, len(output.token_ids))
     assert greedy and logprob < 0
     report = engine.memory_report()
-    assert report.device == "cpu" and report.peak_bytes == tracker.peak_bytes > 0
+    assert report.device == "cpu" and report.peak_bytes == tracker.ledger.peak_bytes > 0
     assert report.oom is None and report.top_sites
     assert any("kv_caches" in site.line_text for site in report.top_sites)

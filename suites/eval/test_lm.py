@@ -119,3 +119,19 @@ def test_loglikelihood_on_cpu_and_a_clear_error_on_meta() -> None:
     meta = get_model(MODEL_NAME)(model="llama-3.1-8b", device="meta:h100-95")
     with pytest.raises(HarnessError, match="needs values"):
         meta.loglikelihood([Instance("loglikelihood", {}, (context, " 5"), 0)])
+
+
+def test_regression_specs_resolve_by_catalog_name_or_module_attr() -> None:
+    from harness.eval.lm import resolve_backend
+    from harness.reference.backends.flashinfer import FlashInferBackend
+    from harness.regressions import get_regression
+
+    assert resolve_backend(None) == (None, FlashInferBackend)
+    name, backend = resolve_backend("flashinfer-oom")
+    assert (name, backend) == ("flashinfer-oom", get_regression("flashinfer-oom").backend)
+    spec = "harness.reference.backends.flashinfer:FlashInferBackend"
+    assert resolve_backend(spec) == (spec, FlashInferBackend)
+    with pytest.raises(HarnessError, match="cannot load it"):
+        resolve_backend("no.such.module:X")
+    with pytest.raises(HarnessError, match="expected an AttentionBackend subclass"):
+        resolve_backend("harness.errors:HarnessError")
