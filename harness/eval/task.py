@@ -69,7 +69,8 @@ def cached_templates() -> Generator[None, None, None]:
     import lm_eval.utils
 
     env: Any = lm_eval.utils.env  # lm-eval ships no type information
-    own: Any = vars(env).get("from_string")
+    attributes: dict[str, Any] = env.__dict__
+    own: Any = attributes.get("from_string")
     compile_source = env.from_string
     compiled: dict[str, Any] = {}
 
