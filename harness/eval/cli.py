@@ -51,13 +51,20 @@ def register(
         help="gsm8k, 5-shot, as `lm_eval --tasks gsm8k` runs it",
         description="Exit 0: clean; 1: out of memory or over --memory-budget; 2: usage.",
     )
-    gsm8k.add_argument("--limit", type=int, default=None, help="evaluate the first N problems")
     gsm8k.add_argument(
-        "--num-fewshot", type=int, default=5, help="few-shot examples (default: %(default)s)"
+        "--limit", type=int, default=None, metavar="N", help="evaluate the first N problems"
+    )
+    gsm8k.add_argument(
+        "--num-fewshot",
+        type=int,
+        default=5,
+        metavar="N",
+        help="few-shot examples (default: %(default)s)",
     )
     gsm8k.add_argument(
         "--batch-size",
         default="auto",
+        metavar="auto|N",
         help="'auto' hands every request to the engine at once (default), or N per call",
     )
     gsm8k.add_argument(
