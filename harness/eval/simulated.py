@@ -143,7 +143,7 @@ class SimulatedEngine:
             model=self.model,
             device=self.device,
             workload=workload,
-            backend=self.backend,
+            backend=None if self.regression is None else self.backend,
             regression=self.regression,
             gpu_memory_utilization=self.gpu_memory_utilization,
         )
@@ -155,10 +155,10 @@ class SimulatedEngine:
         stats.num_steps += len(result.steps)
         stats.steps.extend(StepShape(s.num_reqs, s.num_tokens) for s in result.steps)
         stats.num_preemptions += result.num_preemptions
-        stats.num_prompt_tokens += sum(len(p) for p in prompts)
         stats.generate_time_s += result.wall_time_s
-        if result.oom is not None:
+        if result.oom is not None:  # what was processed before the error is not counted
             raise EngineOutOfMemoryError(result)
+        stats.num_prompt_tokens += sum(len(p) for p in prompts)
         stats.num_generated_tokens += sum(lengths)
         return [
             CompletionOutput("", [0] * n, "length" if n == p.max_tokens else "stop")
