@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from harness import __version__
 from harness.errors import HarnessError
+from harness.extras import missing_extra
 
 if TYPE_CHECKING:
     from harness.reference.backends.abstract import AttentionBackend
@@ -98,6 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModuleNotFoundError as exc:  # an optional extra is not installed: say which one
+        hint = missing_extra(exc)
+        if hint is None:
+            raise
+        print(f"harness: error: {hint}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
