@@ -178,16 +178,17 @@ class SimulatedDevice:
         self._small: int = 0
         self._medium: int = 0
         self._large_reserved: int = 0
+        self._reserved_bytes: int = 0
 
     @property
     def reserved_bytes(self) -> int:
         """Bytes held in segments (what ``torch.cuda.memory_reserved`` would say, at least)."""
-        return self._reserved(self._small, self._medium, self._large_reserved)
+        return self._reserved_bytes
 
     @property
     def free_bytes(self) -> int:
         """What ``cudaMemGetInfo`` would report free."""
-        return self.capacity_bytes - self.non_torch_bytes - self.reserved_bytes
+        return self.capacity_bytes - self.non_torch_bytes - self._reserved_bytes
 
     def block_bytes(self, nbytes: int) -> int:
         """torch's block for a request of ``nbytes`` (what ``memory_allocated`` counts)."""
@@ -204,11 +205,13 @@ class SimulatedDevice:
             medium += block
         else:
             large += allocation_size(block)
-        needed = self._reserved(small, medium, large) - self.reserved_bytes
-        if needed > self.free_bytes:
+        reserved = self._reserved(small, medium, large)
+        if reserved > self.capacity_bytes - self.non_torch_bytes:  # needs more than is free
             raise self._oom(allocation, block, allocated_bytes)
         self._small, self._medium, self._large_reserved = small, medium, large
-        self.peak_reserved_bytes = max(self.peak_reserved_bytes, self.reserved_bytes)
+        self._reserved_bytes = reserved
+        if reserved > self.peak_reserved_bytes:
+            self.peak_reserved_bytes = reserved
 
     def free(self, allocation: Allocation) -> None:
         """Return the block of ``allocation``."""
@@ -219,6 +222,7 @@ class SimulatedDevice:
             self._medium -= block
         else:
             self._large_reserved -= allocation_size(block)
+        self._reserved_bytes = self._reserved(self._small, self._medium, self._large_reserved)
 
     def _reserved(self, small: int, medium: int, large: int) -> int:
         return (

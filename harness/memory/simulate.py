@@ -259,9 +259,7 @@ def simulate(
                         num_tokens=scheduler_output.total_num_scheduled_tokens,
                         start_bytes=stats.start_bytes,
                         peak_bytes=stats.peak_bytes,
-                        end_bytes=ledger.current_bytes
-                        if stats.end_bytes is None
-                        else stats.end_bytes,
+                        end_bytes=ledger.current_bytes,
                     )
                 )
                 if focus is None or stats.peak_bytes > focus.peak_bytes:

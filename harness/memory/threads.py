@@ -15,9 +15,10 @@ so an allocation made in a thread pool inside a budgeted test would pass unseen.
 A relay forwards every op to the tracker while the tracker is active and passes ops through after
 it exits; at exit another one-shot hook pops the relay in each thread where it is still the
 innermost mode. Not covered: threads that run no Python code (torch's own intra-op workers run
-kernels, not dispatched ops), and memory a kernel allocates internally (no dispatch mode sees
-that; see :mod:`harness.memory.tracker`). A profiler set in another thread is replaced while a
-tracker covers it.
+kernels, not dispatched ops), a thread started with the low-level ``_thread`` module while a
+tracker is active, and memory a kernel allocates internally (no dispatch mode sees that; see
+:mod:`harness.memory.tracker`). A profiler set in another thread is replaced while a tracker
+covers it.
 """
 
 from __future__ import annotations

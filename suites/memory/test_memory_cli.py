@@ -160,9 +160,12 @@ def test_unwritable_plot_path_is_refused_before_any_simulation_work(
     assert "Traceback" not in err
 
 
-def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv", [["simulate", "--max-steps", "many"], ["scaling", "--num-blocks", "1e9", "64"]]
+)
+def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["memory", "simulate", "--max-steps", "many"])
+        main(["memory", *argv])
     assert exc.value.code == 2
     assert "invalid int value" in capsys.readouterr().err
 
