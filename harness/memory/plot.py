@@ -119,7 +119,7 @@ def plot_simulation(result: SimulationResult, path: str | Path) -> Path:
         low, high = _draw_story(story_ax, result, floor, capacity)
         _draw_lines(story_ax, lines, low, high)
         _draw_device(device_ax, result, floor, capacity, low, high)
-    figure.savefig(out, dpi=110)
+    figure.savefig(out, dpi=110, bbox_inches="tight", pad_inches=0.15)
     return out
 
 
