@@ -3,7 +3,8 @@
 A golden file is ``golden/<name>.json``::
 
     {
-      "header": {"format": 1, "generator": "harness 0.1.0", "vllm_version": "0.9.0"},
+      "header": {"format": 1, "generator": "harness 0.1.0", "vllm_version": "0.9.0",
+                 "vllm_deviations": "docs/fidelity.md"},
       "data": ...
     }
 
@@ -22,7 +23,7 @@ from enum import Enum
 from pathlib import Path
 from typing import cast
 
-from harness import VLLM_VERSION, __version__
+from harness import VLLM_DEVIATIONS, VLLM_VERSION, __version__
 
 FORMAT_VERSION = 1
 FLOAT_DIGITS = 6
@@ -56,6 +57,7 @@ def render(data: object) -> str:
     """The golden file text for ``data`` (JSON-serialisable)."""
     header = {"format": FORMAT_VERSION, "generator": f"harness {__version__}"}
     header["vllm_version"] = VLLM_VERSION
+    header["vllm_deviations"] = VLLM_DEVIATIONS
     document = {"header": header, "data": _normalise(data)}
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 

@@ -34,7 +34,11 @@ from harness.memory.sizing import KVCacheSizing, size_kv_cache
 from harness.memory.tracker import Allocation
 from harness.memory.workload import Workload
 from harness.reference.backends.abstract import AttentionBackend
-from harness.reference.backends.flashinfer import FlashInferBackend
+from harness.reference.backends.flashinfer import (
+    FlashInferBackend,
+    get_per_layer_parameters,
+    infer_global_hyperparameters,
+)
 from harness.reference.config import (
     CacheConfig,
     ModelConfig,
@@ -275,8 +279,15 @@ def simulate(
         FlashInferBackend if regression is None else get_regression(regression).backend
     )
     vllm_config = _vllm_config(model_config, workload, gpu_memory_utilization)
+    if issubclass(backend, FlashInferBackend):
+        try:  # vLLM 0.9.0 fails the first step; say so before sizing anything
+            infer_global_hyperparameters(get_per_layer_parameters(vllm_config))
+        except AssertionError as exc:
+            raise HarnessError(
+                f"{model} cannot run on FlashInfer (as in vLLM 0.9.0): {exc}"
+            ) from None
     sim_device = SimulatedDevice(profile, non_torch_bytes=non_torch_bytes)
-    runner = ModelRunner(vllm_config, "meta", backend)
+    runner = ModelRunner(vllm_config, "meta", backend, num_sms=profile.multi_processor_count)
     ledger = Ledger(sim_device, top_k=top_k)
     memo = install_layer_replay(runner, ledger) if memoize else {}
 

@@ -9,7 +9,7 @@ from harness.memory.scaling import KV_CACHE_REGION, detect_scaling
 from harness.memory.workload import tiny
 
 # tiny: block 16 x 2 KV heads x head dim 8 x (K and V) x float32 = 2 KiB per block per layer.
-TINY_PAGE_SIZE = 16 * 2 * 8 * 2 * 4
+TINY_PAGE_SIZE = 16 * 2 * 64 * 2 * 4  # block 16, K and V, head 64, 2 KV heads, fp32
 
 
 def test_clean_reference_only_scales_the_kv_cache() -> None:
