@@ -27,10 +27,11 @@ def _registrars() -> list[_Register]:
     in pre-commit starts in a fraction of a second.
     """
     from harness import demo
+    from harness.fidelity import cli as fidelity_cli
     from harness.memory import cli as memory_cli
     from harness.overrides import cli as overrides_cli
 
-    return [demo.register, overrides_cli.register, memory_cli.register]
+    return [demo.register, overrides_cli.register, memory_cli.register, fidelity_cli.register]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -92,10 +92,9 @@ class BlockTable:
         self.block_table[:num_reqs].copy_(self.block_table_cpu[:num_reqs], non_blocking=True)
 
     def clear(self) -> None:
-        """Zero every row on the CPU and the device."""
+        """Zero every row on the CPU and the device; the row counts stay (as vLLM 0.9.0)."""
         self.block_table.fill_(0)
         self.block_table_cpu.fill_(0)
-        self.num_blocks_per_row.fill(0)
 
     # Slot mapping ----------------------------------------------------------------------------
 
