@@ -45,6 +45,8 @@ class Differential(Generic[I]):
     description: str
     vllm_code: str
     """The vLLM code executed (module and function), for the report."""
+    vllm_modules: tuple[str, ...]
+    """The vLLM modules loaded from source for this differential."""
     generate: Callable[[np.random.Generator], I]
     run_vllm: Callable[[Any, I], object]
     """``run_vllm(vllm, input)``; ``vllm`` is the :class:`~harness.fidelity.vllm.VllmCode`."""

@@ -92,16 +92,28 @@ def make_stub_class(qualname: str) -> type[Any]:
 
 
 class StubModule(types.ModuleType):
-    """A module whose missing attributes are stub classes; ``attrs`` gives the real ones."""
+    """A module whose missing attributes are stub classes; ``attrs`` gives the real ones.
 
-    def __init__(self, name: str, attrs: Mapping[str, object] | None = None) -> None:
+    An attribute named like a submodule loaded for real (``real_children``) is that submodule, so
+    ``from vllm.v1.worker import block_table`` imports the real file.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        attrs: Mapping[str, object] | None = None,
+        real_children: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__(name)
         self.__dict__["__path__"] = []  # a package: submodules can be imported under it
+        self.__dict__["_real_children"] = real_children
         self.__dict__.update(attrs or {})
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
+        if f"{self.__name__}.{name}" in self.__dict__["_real_children"]:
+            return importlib.import_module(f"{self.__name__}.{name}")
         stub = make_stub_class(f"{self.__name__}.{name}")
         setattr(self, name, stub)
         return stub
@@ -126,7 +138,7 @@ class _Loader(importlib.abc.Loader):
             return stub
         if spec.name in self.sandbox.real:
             return types.ModuleType(spec.name)
-        return StubModule(spec.name)
+        return StubModule(spec.name, real_children=self.sandbox.real)
 
     def exec_module(self, module: types.ModuleType) -> None:
         name = module.__name__

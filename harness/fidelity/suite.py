@@ -41,7 +41,7 @@ def select(
             f"unknown differential {', '.join(map(repr, unknown))}; available: "
             + ", ".join(by_name)
         )
-    return [by_name[n] for n in dict.fromkeys(names)]
+    return [d for d in differentials if d.name in names]
 
 
 def run_fidelity(
@@ -57,7 +57,8 @@ def run_fidelity(
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: threads only add overhead
     try:
-        with open_vllm(source) as vllm:
+        modules = sorted({m for d in differentials for m in d.vllm_modules})
+        with open_vllm(source, modules) as vllm:
             results = [run_differential(d, vllm, seed=seed, trials=trials) for d in differentials]
     finally:
         torch.set_num_threads(previous_threads)

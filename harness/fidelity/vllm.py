@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from harness.errors import HarnessError
 from harness.fidelity.sandbox import VllmSandbox
 from harness.fidelity.source import VllmSource
 from harness.fidelity.stubs import REAL_MODULES, PlanRecorder, make_stubs
@@ -26,11 +27,19 @@ class VllmCode:
 
 
 @contextmanager
-def open_vllm(source: VllmSource) -> Generator[VllmCode, None, None]:
-    """Load vLLM's compared modules from ``source`` for the duration of the ``with`` block."""
+def open_vllm(
+    source: VllmSource, modules: Sequence[str] = REAL_MODULES
+) -> Generator[VllmCode, None, None]:
+    """Load vLLM's ``modules`` from ``source`` for the duration of the ``with`` block."""
     recorder = PlanRecorder()
-    with VllmSandbox(source.root, REAL_MODULES, make_stubs(source.root, recorder)) as sandbox:
+    with VllmSandbox(source.root, modules, make_stubs(source.root, recorder)) as sandbox:
         code = VllmCode(source, sandbox, recorder)
-        for name in REAL_MODULES:  # load everything now: a broken tree fails before any trial
-            sandbox.load(name)
+        for name in modules:  # load everything now: a broken tree fails before any trial
+            try:
+                sandbox.load(name)
+            except Exception as exc:
+                raise HarnessError(
+                    f"cannot load {name} from {source.root} (vLLM {source.version}): "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
         yield code

@@ -140,6 +140,7 @@ BLOCK_TABLE_ROW_OPS: Differential[RowOpsCase] = Differential(
     description="append/add/move/swap/commit/clear: CPU rows, row counts and device rows after "
     "every operation",
     vllm_code="vllm/v1/worker/block_table.py BlockTable",
+    vllm_modules=("vllm.v1.worker.block_table",),
     generate=generate_row_ops,
     run_vllm=row_ops_vllm,
     run_reference=row_ops_reference,

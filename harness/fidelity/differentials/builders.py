@@ -124,6 +124,12 @@ FLASH_ATTN_METADATA: Differential[BatchCase] = Differential(
     "device slot-mapping buffer",
     vllm_code="vllm/v1/attention/backends/flash_attn.py FlashAttentionMetadataBuilder.build, "
     "get_kv_cache_shape",
+    vllm_modules=(
+        "vllm.v1.kv_cache_interface",
+        "vllm.v1.worker.block_table",
+        "vllm.v1.attention.backends.utils",
+        "vllm.v1.attention.backends.flash_attn",
+    ),
     generate=generate_flash_attn,
     run_vllm=flash_attn_vllm,
     run_reference=flash_attn_reference,
@@ -257,6 +263,12 @@ FLASHINFER_METADATA: Differential[BatchCase] = Differential(
     "plan arguments (cascade included), head-size and all-layers hyperparameter checks",
     vllm_code="vllm/v1/attention/backends/flashinfer.py FlashInferMetadataBuilder reorder_batch, "
     "build, _plan",
+    vllm_modules=(
+        "vllm.v1.kv_cache_interface",
+        "vllm.v1.worker.block_table",
+        "vllm.v1.attention.backends.utils",
+        "vllm.v1.attention.backends.flashinfer",
+    ),
     generate=generate_flashinfer,
     run_vllm=flashinfer_vllm,
     run_reference=flashinfer_reference,
@@ -330,6 +342,12 @@ MLA_SPLIT: Differential[BatchCase] = Differential(
     "lengths, query starts), slot mapping, the head-size check",
     vllm_code="vllm/v1/attention/backends/mla/common.py MLACommonMetadataBuilder reorder_batch, "
     "build",
+    vllm_modules=(
+        "vllm.v1.kv_cache_interface",
+        "vllm.v1.worker.block_table",
+        "vllm.v1.attention.backends.utils",
+        "vllm.v1.attention.backends.mla.common",
+    ),
     generate=generate_mla,
     run_vllm=mla_vllm,
     run_reference=mla_reference,

@@ -196,6 +196,12 @@ CASCADE: Differential[CascadeCase] = Differential(
     "(capping, rounding, sliding windows, FlashInfer's dtype rule, the SM count)",
     vllm_code="vllm/v1/attention/backends/flash_attn.py use_cascade_attention; "
     "vllm/v1/worker/gpu_model_runner.py GPUModelRunner._compute_cascade_attn_prefix_len",
+    vllm_modules=(
+        "vllm.v1.kv_cache_interface",
+        "vllm.v1.attention.backends.flash_attn",
+        "vllm.v1.attention.backends.flashinfer",
+        "vllm.v1.worker.gpu_model_runner",
+    ),
     generate=generate_cascade,
     run_vllm=cascade_vllm,
     run_reference=cascade_reference,

@@ -276,6 +276,7 @@ KV_CACHE_SPECS: Differential[SizingCase] = Differential(
     name="kv-cache-specs",
     description="page_size_bytes, type_id, max_memory_usage_bytes and merge of random specs",
     vllm_code="vllm/v1/kv_cache_interface.py",
+    vllm_modules=("vllm.v1.kv_cache_interface",),
     generate=generate_sizing,
     run_vllm=specs_vllm,
     run_reference=specs_reference,
@@ -288,6 +289,10 @@ KV_CACHE_CONFIG: Differential[SizingCase] = Differential(
     description="get_kv_cache_config grouping and sizing (disable_hybrid_kv_cache_manager=True), "
     "num_gpu_blocks_override, errors, estimate_max_model_len",
     vllm_code="vllm/v1/core/kv_cache_utils.py get_kv_cache_config, estimate_max_model_len",
+    vllm_modules=(
+        "vllm.v1.kv_cache_interface",
+        "vllm.v1.core.kv_cache_utils",
+    ),
     generate=generate_sizing,
     run_vllm=sizing_vllm,
     run_reference=sizing_reference,

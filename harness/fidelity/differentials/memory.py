@@ -190,6 +190,7 @@ DETERMINE_AVAILABLE_MEMORY: Differential[DeviceState] = Differential(
     name="determine-available-memory",
     description="bytes left for the KV cache after profiling (peak, non-torch memory, utilization)",
     vllm_code="vllm/v1/worker/gpu_worker.py Worker.determine_available_memory",
+    vllm_modules=("vllm.v1.worker.gpu_worker",),
     generate=generate_state,
     run_vllm=available_vllm,
     run_reference=available_reference,

@@ -198,6 +198,13 @@ RUNNER_INPUTS: Differential[BatchCase] = Differential(
     "buffers afterwards (dtypes, -1 / 0 tails, block table, slot-mapping buffer)",
     vllm_code="vllm/v1/worker/gpu_model_runner.py GPUModelRunner._prepare_inputs (buffers from "
     "GPUModelRunner.__init__)",
+    vllm_modules=(
+        "vllm.v1.kv_cache_interface",
+        "vllm.v1.worker.block_table",
+        "vllm.v1.attention.backends.utils",
+        "vllm.v1.attention.backends.flash_attn",
+        "vllm.v1.worker.gpu_model_runner",
+    ),
     generate=generate_runner_inputs,
     run_vllm=runner_inputs_vllm,
     run_reference=runner_inputs_reference,
