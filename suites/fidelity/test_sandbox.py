@@ -33,7 +33,7 @@ def test_real_modules_run_from_source_and_the_rest_is_stubbed(fake_vllm: VllmSou
         assert module.block_table.BlockTable.__module__ == "vllm.v1.worker.block_table"
         assert issubclass(module.Layer, module.SomeLayer)  # subclassing a stub works
         assert module.read_env() is False  # an explicit stub value
-        with pytest.raises(StubValueError, match="SomeLayer.threshold"):
+        with pytest.raises(StubValueError, match=r"SomeLayer\.threshold"):
             module.decide()  # a stub read as a value fails loudly
 
 

@@ -87,5 +87,5 @@ def test_fetch_failures_are_clear_errors(tmp_path: Path, monkeypatch: pytest.Mon
         return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution\n")
 
     monkeypatch.setattr(source_module.subprocess, "run", failing)
-    with pytest.raises(HarnessError, match="could not download vllm==9.9.9 .*No matching"):
+    with pytest.raises(HarnessError, match=r"could not download vllm==9\.9\.9 .*No matching"):
         fetch_vllm_source("9.9.9", tmp_path)
