@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-gpu lint typecheck golden-update bench clean
+.PHONY: help install run test test-gpu lint typecheck golden-update bench clean fidelity
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -36,6 +36,13 @@ lint: $(STAMP) ## Lint with ruff
 typecheck: $(STAMP) ## Type-check harness/ with mypy --strict and pyright
 	$(BIN)/mypy --strict harness
 	$(BIN)/pyright harness
+
+VLLM_FIDELITY_VERSION ?= 0.9.0
+
+fidelity: $(STAMP) ## Differential tests of the reference against vLLM's own source (pip-fetches 0.9.0 once into ~/.cache/harness; not in make test)
+	$(BIN)/harness fidelity --vllm-version $(VLLM_FIDELITY_VERSION)
+	HARNESS_VLLM_SRC="$$($(BIN)/python -m harness.fidelity.source $(VLLM_FIDELITY_VERSION))" \
+		$(BIN)/python -m pytest -p no:xdist -q suites/fidelity/test_bites_vllm.py
 
 golden-update: $(STAMP) ## Regenerate golden files on purpose (never in CI)
 	$(BIN)/python -m pytest -p no:xdist suites --update-golden

@@ -126,3 +126,18 @@ def fetch_vllm_source(
             shutil.rmtree(final)
         os.replace(staging, final)
     return VllmSource(final.resolve(), version)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.fidelity.source [VERSION]``: print the unpacked tree (fetch it once)."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        print(fetch_vllm_source(args[0] if args else PINNED_VLLM_VERSION).root)
+    except HarnessError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -146,8 +146,8 @@ def test_a_broken_reference_is_caught(
     broken: Callable[..., Any],
 ) -> None:
     differential: Differential[Any] = BY_NAME[name]
-    assert run_differential(differential, vllm, seed=1, trials=30).ok  # intact: agrees
+    assert run_differential(differential, vllm, seed=1, trials=20).ok  # intact: agrees
     monkeypatch.setattr(owner, attribute, broken)
-    result = run_differential(differential, vllm, seed=1, trials=differential.trials)
+    result = run_differential(differential, vllm, seed=1, trials=min(differential.trials, 100))
     assert result.error is None, result.error
     assert result.disagreement is not None and result.agreed < result.trials

@@ -145,4 +145,5 @@ BLOCK_TABLE_ROW_OPS: Differential[RowOpsCase] = Differential(
     run_vllm=row_ops_vllm,
     run_reference=row_ops_reference,
     shrink=shrink_row_ops,
+    trials=500,
 )

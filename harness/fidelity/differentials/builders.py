@@ -135,6 +135,7 @@ FLASH_ATTN_METADATA: Differential[BatchCase] = Differential(
     run_reference=flash_attn_reference,
     shrink=shrink_batch,
     show=show_batch,
+    trials=1000,
 )
 
 
@@ -274,6 +275,7 @@ FLASHINFER_METADATA: Differential[BatchCase] = Differential(
     run_reference=flashinfer_reference,
     shrink=shrink_batch,
     show=show_batch,
+    trials=500,
 )
 
 
@@ -353,4 +355,5 @@ MLA_SPLIT: Differential[BatchCase] = Differential(
     run_reference=mla_reference,
     shrink=shrink_batch,
     show=show_batch,
+    trials=500,
 )

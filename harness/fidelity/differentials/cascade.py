@@ -206,4 +206,5 @@ CASCADE: Differential[CascadeCase] = Differential(
     run_vllm=cascade_vllm,
     run_reference=cascade_reference,
     shrink=shrink_cascade,
+    trials=2000,
 )

@@ -282,6 +282,7 @@ KV_CACHE_SPECS: Differential[SizingCase] = Differential(
     run_reference=specs_reference,
     shrink=shrink_sizing,
     show=_show,
+    trials=1000,
 )
 
 KV_CACHE_CONFIG: Differential[SizingCase] = Differential(
@@ -298,4 +299,5 @@ KV_CACHE_CONFIG: Differential[SizingCase] = Differential(
     run_reference=sizing_reference,
     shrink=shrink_sizing,
     show=_show,
+    trials=1000,
 )

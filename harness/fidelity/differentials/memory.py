@@ -195,4 +195,5 @@ DETERMINE_AVAILABLE_MEMORY: Differential[DeviceState] = Differential(
     run_vllm=available_vllm,
     run_reference=available_reference,
     shrink=shrink_state,
+    trials=1000,
 )

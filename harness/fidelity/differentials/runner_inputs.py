@@ -210,5 +210,5 @@ RUNNER_INPUTS: Differential[BatchCase] = Differential(
     run_reference=runner_inputs_reference,
     shrink=shrink_batch,
     show=show_batch,
-    trials=100,
+    trials=200,
 )
