@@ -15,6 +15,9 @@ the hybrid KV cache manager of vLLM 0.9.1 and later does; unlike vLLM (which spl
 groups of equal size whose layers share tensors) every layer owns its tensor here, so
 ``num_blocks`` is counted over all layers (``docs/fidelity.md`` lists this deviation).
 The caller's ``kv_cache_spec`` dict is never modified (0.9.0 rewrites it in place).
+
+Tools that need a KV cache of an exact size (scenarios, the scaling detector, tests) ask for it
+with :func:`kv_cache_config_for_num_blocks` instead of computing a memory figure that divides back.
 """
 
 from __future__ import annotations
@@ -165,32 +168,59 @@ def get_num_blocks(
     return max(int(available_memory // page_size // num_layers), 0)
 
 
-def get_kv_cache_config(
-    vllm_config: VllmConfig, kv_cache_spec: dict[str, KVCacheSpec], available_memory: int
-) -> KVCacheConfig:
-    """Size and lay out the KV cache of the layers in ``kv_cache_spec`` in ``available_memory``."""
-    check_enough_kv_cache_memory(vllm_config, kv_cache_spec, available_memory)
+def _layout(
+    vllm_config: VllmConfig, kv_cache_spec: dict[str, KVCacheSpec]
+) -> tuple[dict[str, KVCacheSpec], list[list[str]]]:
+    """The (possibly unified) specs and the layer names of each group; unsupported layouts raise."""
     hybrid_manager = not vllm_config.scheduler_config.disable_hybrid_kv_cache_manager
     specs = dict(kv_cache_spec) if hybrid_manager else unify_hybrid_kv_cache_specs(kv_cache_spec)
     if is_kv_cache_type_uniform(specs):
-        grouped_layer_names = [list(specs)]
-    elif hybrid_manager and is_kv_cache_page_size_uniform(specs):
-        grouped_layer_names = group_layers_by_type_id(specs)
-    else:
-        types = sorted({spec.type_id for spec in specs.values()})
-        raise NotImplementedError(
-            f"KV cache layout not supported for layers of types {types}: "
-            + (
-                "the hybrid KV cache manager needs one page size for every layer"
-                if hybrid_manager
-                else "with disable_hybrid_kv_cache_manager=True (vLLM 0.9.0) every layer must "
-                "have one type after unify_hybrid_kv_cache_specs"
-            )
+        return specs, [list(specs)]
+    if hybrid_manager and is_kv_cache_page_size_uniform(specs):
+        return specs, group_layers_by_type_id(specs)
+    types = sorted({spec.type_id for spec in specs.values()})
+    raise NotImplementedError(
+        f"KV cache layout not supported for layers of types {types}: "
+        + (
+            "the hybrid KV cache manager needs one page size for every layer"
+            if hybrid_manager
+            else "with disable_hybrid_kv_cache_manager=True (vLLM 0.9.0) every layer must "
+            "have one type after unify_hybrid_kv_cache_specs"
         )
+    )
+
+
+def _kv_cache_config(
+    specs: dict[str, KVCacheSpec], grouped_layer_names: list[list[str]], num_blocks: int
+) -> KVCacheConfig:
     page_size = next(iter(specs.values())).page_size_bytes
-    num_blocks = get_num_blocks(vllm_config, len(specs), available_memory, page_size)
     return KVCacheConfig(
         num_blocks=num_blocks,
         tensors={name: KVCacheTensor(size=page_size * num_blocks) for name in specs},
         kv_cache_groups=create_kv_cache_group_specs(specs, grouped_layer_names),
     )
+
+
+def get_kv_cache_config(
+    vllm_config: VllmConfig, kv_cache_spec: dict[str, KVCacheSpec], available_memory: int
+) -> KVCacheConfig:
+    """Size and lay out the KV cache of the layers in ``kv_cache_spec`` in ``available_memory``."""
+    check_enough_kv_cache_memory(vllm_config, kv_cache_spec, available_memory)
+    specs, grouped_layer_names = _layout(vllm_config, kv_cache_spec)
+    page_size = next(iter(specs.values())).page_size_bytes
+    num_blocks = get_num_blocks(vllm_config, len(specs), available_memory, page_size)
+    return _kv_cache_config(specs, grouped_layer_names, num_blocks)
+
+
+def kv_cache_config_for_num_blocks(
+    vllm_config: VllmConfig, kv_cache_spec: dict[str, KVCacheSpec], num_blocks: int
+) -> KVCacheConfig:
+    """The layout :func:`get_kv_cache_config` would give, with exactly ``num_blocks`` blocks.
+
+    The same check applies: the blocks must hold one request of ``max_model_len`` tokens.
+    ``num_gpu_blocks_override`` does not apply (the caller chose the number).
+    """
+    specs, grouped_layer_names = _layout(vllm_config, kv_cache_spec)
+    page_size = next(iter(specs.values())).page_size_bytes
+    check_enough_kv_cache_memory(vllm_config, kv_cache_spec, num_blocks * page_size * len(specs))
+    return _kv_cache_config(specs, grouped_layer_names, num_blocks)

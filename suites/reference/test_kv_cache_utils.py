@@ -1,5 +1,6 @@
 """get_kv_cache_config: vLLM 0.9.0's unified grouping (default), per-type groups with the hybrid
-KV cache manager, num_blocks arithmetic, the override, and the insufficient-memory error."""
+KV cache manager, num_blocks arithmetic, the override, the insufficient-memory error; an exact
+size (kv_cache_config_for_num_blocks)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from harness.reference.kv_cache_utils import (
     InsufficientKVCacheMemoryError,
     estimate_max_model_len,
     get_kv_cache_config,
+    kv_cache_config_for_num_blocks,
 )
 
 CONFIG = VllmConfig(model_config=ModelConfig(max_model_len=64))
@@ -99,3 +101,19 @@ def test_different_page_sizes_are_rejected() -> None:
     for config in (CONFIG, HYBRID_MANAGER):
         with pytest.raises(NotImplementedError, match="types"):
             get_kv_cache_config(config, {"a": FULL, "b": other}, available_memory=10_000_000)
+
+
+@pytest.mark.parametrize("num_blocks", [8, 9, 122, 123])
+def test_for_num_blocks_is_the_layout_sizing_would_give(num_blocks: int) -> None:
+    specs: dict[str, KVCacheSpec] = {
+        f"layers.{i}": FULL if i % 2 == 0 else WINDOW for i in range(4)
+    }
+    exact = kv_cache_config_for_num_blocks(CONFIG, specs, num_blocks)
+    assert exact.num_blocks == num_blocks
+    assert exact == get_kv_cache_config(CONFIG, specs, num_blocks * 2048 * 4)
+
+
+def test_for_num_blocks_still_needs_room_for_one_request() -> None:
+    specs: dict[str, KVCacheSpec] = {"layers.0": FULL}
+    with pytest.raises(InsufficientKVCacheMemoryError, match="max seq len"):
+        kv_cache_config_for_num_blocks(CONFIG, specs, 3)  # 64 tokens need 4 blocks of 16

@@ -2,7 +2,7 @@
 
 vLLM's side runs ``vllm/v1/worker/gpu_worker.py``'s ``Worker.determine_available_memory`` with a
 fake ``torch.cuda`` whose ``mem_get_info`` and ``memory_stats`` report the drawn device state. The
-reference's side runs :func:`harness.memory.sizing.size_kv_cache` on a fake runner and counter that
+reference's side runs :func:`harness.memory.sizing.size_kv_cache` on a fake runner and tracker that
 report the same state; the available memory it hands to ``get_kv_cache_config`` is its answer.
 """
 
@@ -122,13 +122,11 @@ def available_vllm(vllm: VllmCode, state: DeviceState) -> object:
         module.__dict__["torch"] = saved
 
 
-class _FakeCounter:
+class _FakeLedger:
+    """The ledger calls ``size_kv_cache`` makes: regions, a peak reset, the peak."""
+
     def __init__(self, state: DeviceState) -> None:
         self.state = state
-
-    @property
-    def current_bytes(self) -> int:
-        return self.state.torch_current
 
     @property
     def peak_bytes(self) -> int:
@@ -141,7 +139,14 @@ class _FakeCounter:
         del name
         return contextlib.nullcontext()
 
-    def account_existing(self, tensors: object, label: str, /) -> int:
+
+class _FakeTracker:
+    """A tracker whose profile run peaks at the drawn ``torch_peak``."""
+
+    def __init__(self, state: DeviceState) -> None:
+        self.ledger = _FakeLedger(state)
+
+    def account_existing(self, tensors: object, label: str) -> int:
         del tensors, label
         return 0
 
@@ -164,9 +169,7 @@ def available_reference(state: DeviceState) -> object:
     )
     runner = SimpleNamespace(
         vllm_config=config,
-        model=torch.nn.Module(),
-        input_batch=SimpleNamespace(block_table=SimpleNamespace(block_tables=[])),
-        device=torch.device("meta"),
+        persistent_device_tensors=dict,
         profile_run=lambda: None,
         get_kv_cache_spec=dict,
         initialize_kv_cache=_ignore,
@@ -176,7 +179,7 @@ def available_reference(state: DeviceState) -> object:
     try:
         sizing.size_kv_cache(
             runner,  # type: ignore[arg-type]
-            _FakeCounter(state),
+            _FakeTracker(state),  # type: ignore[arg-type]
             capacity_bytes=state.total,
             non_torch_bytes=state.non_torch,
         )
