@@ -44,7 +44,8 @@ def format_report(report: FidelityReport) -> str:
     failing = [r.name for r in report.results if not r.ok]
     lines.append("")
     if report.ok:
-        lines.append(f"all {len(report.results)} differentials agree ({agreed}/{total} trials)")
+        n = len(report.results)
+        lines.append(f"every differential agrees ({n} of {n}; {agreed}/{total} trials)")
     else:
         lines.append(f"NOT in agreement: {', '.join(failing)} ({agreed}/{total} trials agreed)")
     return "\n".join(lines)

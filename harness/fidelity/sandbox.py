@@ -214,6 +214,16 @@ class VllmSandbox:
         return importlib.import_module(name)
 
 
+def parse_source(path: Path) -> ast.Module:
+    """The syntax tree of ``path``; an unreadable or unparsable file is a clear error."""
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    except OSError as exc:
+        raise HarnessError(f"cannot read {path}: {exc.strerror}") from None
+    except SyntaxError as exc:
+        raise HarnessError(f"cannot parse {path}: {exc.msg} (line {exc.lineno})") from None
+
+
 def extract_definitions(
     path: Path, names: Iterable[str], namespace: dict[str, Any]
 ) -> dict[str, Any]:
@@ -223,7 +233,7 @@ def extract_definitions(
     with annotations dropped (they may name things the namespace lacks). Returns ``namespace``.
     """
     wanted = set(names)
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = parse_source(path)
     kept: list[ast.stmt] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in wanted:
@@ -254,7 +264,7 @@ def exec_attribute_assignments(
     hold what they read, e.g. ``max_num_tokens``, ``device``, ``pin_memory``).
     """
     wanted = set(attributes)
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = parse_source(path)
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
     functions = [
         n for c in classes for n in c.body if isinstance(n, ast.FunctionDef) and n.name == method

@@ -22,8 +22,15 @@ class VllmCode:
     recorder: PlanRecorder
 
     def module(self, name: str) -> types.ModuleType:
-        """vLLM's module ``vllm.<name>``, e.g. ``module("v1.kv_cache_interface")``."""
-        return self.sandbox.load(f"vllm.{name}")
+        """vLLM's module ``vllm.<name>``, e.g. ``module("v1.kv_cache_interface")``.
+
+        Only modules loaded from source or given an explicit stub: a differential that asks for
+        anything else would be comparing against an automatic stub, so that is an error.
+        """
+        full = f"vllm.{name}"
+        if full not in self.sandbox.real and full not in self.sandbox.stubs:
+            raise RuntimeError(f"{full} is neither loaded from source nor an explicit stub")
+        return self.sandbox.load(full)
 
 
 @contextmanager

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from harness.cli import main
@@ -18,7 +21,7 @@ def test_agreement_prints_the_table_and_exits_0(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert "the reference vs vLLM 0.0.0+fake" in out
     assert "kv-cache-specs" in out and "20/20" in out and "agree" in out
-    assert "all 2 differentials agree (40/40 trials)" in out
+    assert "every differential agrees (2 of 2; 40/40 trials)" in out
 
 
 def test_a_disagreement_exits_1_with_a_minimal_input(
@@ -55,6 +58,19 @@ def test_bad_input_is_a_clear_error(
     assert main(["fidelity", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_tree_without_the_stubbed_helpers_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / "vllm" / "v1"
+    tree.mkdir(parents=True)
+    fake = FIXTURES / "fake_vllm" / "vllm"
+    shutil.copy(fake / "_version.py", tmp_path / "vllm")
+    shutil.copy(fake / "v1" / "kv_cache_interface.py", tree)
+    assert main(["fidelity", "--vllm-src", str(tmp_path), "--only", "kv-cache-specs"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot read {tmp_path / 'vllm' / 'utils.py'}" in err and "Traceback" not in err
 
 
 def test_a_source_is_required(capsys: pytest.CaptureFixture[str]) -> None:
