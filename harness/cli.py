@@ -32,6 +32,7 @@ def _registrars() -> list[_Register]:
     in pre-commit starts in a fraction of a second.
     """
     from harness import demo
+    from harness.eval import cli as eval_cli
     from harness.fidelity import cli as fidelity_cli
     from harness.memory import cli as memory_cli
     from harness.overrides import cli as overrides_cli
@@ -41,12 +42,14 @@ def _registrars() -> list[_Register]:
         overrides_cli.register,
         functools.partial(memory_cli.register, resolve_regression=_resolve_regression),
         _register_regressions,
+        functools.partial(eval_cli.register, resolve_regression=_resolve_regression),
         fidelity_cli.register,
     ]
 
 
 def _resolve_regression(spec: str) -> tuple[str, type[AttentionBackend]]:
-    """``--regression`` of ``harness memory``: a catalog name -> (name, backend class).
+    """``--regression`` of ``harness memory`` and ``harness eval``: a catalog name -> (name,
+    backend class).
 
     The seam between the memory tools and the catalog that sits above them: ``harness.memory``
     never imports ``harness.regressions``; it is handed this function. Unknown names raise a
