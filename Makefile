@@ -9,7 +9,7 @@ REPORTS := reports
 BENCH ?= $(sort $(wildcard scripts/bench_*.py))
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-gpu lint typecheck golden-update bench clean
+.PHONY: help install run test test-gpu lint typecheck golden-update bench clean fidelity
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -40,6 +40,13 @@ lint: $(STAMP) ## Lint with ruff
 typecheck: $(STAMP) ## Type-check harness/ and ci/ with mypy --strict and pyright
 	$(BIN)/mypy --strict harness ci
 	$(BIN)/pyright harness ci
+
+VLLM_FIDELITY_VERSION ?= 0.9.0
+
+fidelity: $(STAMP) ## Differential tests of the reference against vLLM's own source (pip-fetches 0.9.0 once into ~/.cache/harness; not in make test)
+	$(BIN)/harness fidelity --vllm-version $(VLLM_FIDELITY_VERSION)
+	HARNESS_VLLM_SRC="$$($(BIN)/python -m harness.fidelity.source $(VLLM_FIDELITY_VERSION))" \
+		$(BIN)/python -m pytest -p no:xdist -q suites/fidelity/test_bites_vllm.py
 
 golden-update: $(STAMP) ## Regenerate golden files on purpose (never in CI)
 	$(BIN)/python -m pytest -p no:xdist suites --update-golden

@@ -33,6 +33,7 @@ def _registrars() -> list[_Register]:
     """
     from harness import demo
     from harness.eval import cli as eval_cli
+    from harness.fidelity import cli as fidelity_cli
     from harness.memory import cli as memory_cli
     from harness.overrides import cli as overrides_cli
 
@@ -42,6 +43,7 @@ def _registrars() -> list[_Register]:
         functools.partial(memory_cli.register, resolve_regression=_resolve_regression),
         _register_regressions,
         functools.partial(eval_cli.register, resolve_regression=_resolve_regression),
+        fidelity_cli.register,
     ]
 
 

@@ -5,7 +5,7 @@ A golden file is ``<root>/<name>.json``::
     {
       "data": ...,
       "header": {"format": 2, "generator": "harness 0.1.0", "test": "<owning test's node id>",
-                 "vllm_version": "0.9.0"}
+                 "vllm_deviations": "docs/fidelity.md", "vllm_version": "0.9.0"}
     }
 
 Keys are sorted and floats rounded so that a change shows as a small diff. The header names the
@@ -27,7 +27,7 @@ from enum import Enum
 from pathlib import Path
 from typing import cast
 
-from harness import VLLM_VERSION, __version__
+from harness import VLLM_DEVIATIONS, VLLM_VERSION, __version__
 
 FORMAT_VERSION = 2
 """2: the header names the owning test (``test``); 1 had no owner."""
@@ -67,6 +67,7 @@ def render(data: object, *, test: str) -> str:
         "generator": f"harness {__version__}",
         "test": test,
         "vllm_version": VLLM_VERSION,
+        "vllm_deviations": VLLM_DEVIATIONS,
     }
     document = {"header": header, "data": _normalise(data)}
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

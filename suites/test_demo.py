@@ -23,7 +23,7 @@ def test_default_demo_shows_both_groups_and_passes(capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert "hybrid-two-groups" in out
     assert "group 0 (FullAttentionSpec" in out and "group 1 (SlidingWindowSpec" in out
-    assert "block table row" in out and "slot mapping" in out and "FlashInferMetadata:" in out
+    assert "block table row" in out and "slot mapping" in out and "FlashAttentionMetadata:" in out
     assert "oracle: OK" in out and "atol=0.0001, rtol=0.0001" in out
 
 

@@ -51,6 +51,7 @@ def test_render_is_sorted_versioned_and_rounded() -> None:
     text = render({"z": 1, "a": 1 / 3}, test=OWNER)
     assert text.index('"a"') < text.index('"z"')
     assert '"vllm_version": "0.9.0"' in text
+    assert '"vllm_deviations": "docs/fidelity.md"' in text
     assert "0.333333," in text or "0.333333\n" in text
     assert text.endswith("\n")
     assert parse(text).test == OWNER

@@ -5,7 +5,9 @@ Public API:
 - :class:`DeviceProfile` -- ``name``, ``total_memory`` (bytes, what
   ``torch.cuda.get_device_properties(i).total_memory`` / the total of ``torch.cuda.mem_get_info``
   return, i.e. the "total capacity" in torch's out-of-memory message), ``non_torch_bytes`` (device
-  memory a torch process uses outside torch's allocator: CUDA context, cuBLAS/NCCL workspaces) and
+  memory a torch process uses outside torch's allocator: CUDA context, cuBLAS/NCCL workspaces),
+  ``multi_processor_count`` (what ``torch.cuda.get_device_properties(i).multi_processor_count``
+  returns: SMs, or compute units on ROCm; vLLM's cascade-attention heuristic reads it) and
   ``source`` (where the capacity comes from).
 - ``DEVICE_PROFILES`` -- name -> profile; ``get_device_profile(name)`` (unknown name:
   :class:`~harness.errors.HarnessError` listing the available ones);
@@ -44,6 +46,8 @@ class DeviceProfile:
     """Bytes in use on the device outside torch's caching allocator (CUDA context etc.)."""
     source: str = ""
     """Where ``total_memory`` comes from."""
+    multi_processor_count: int | None = None
+    """SMs (CUs on ROCm) as torch reports them; None when unknown (the runner then assumes 132)."""
 
     def __post_init__(self) -> None:
         if self.total_memory <= 0:
@@ -87,18 +91,22 @@ def get_device_profile(name: str) -> DeviceProfile:
         raise HarnessError(f"unknown device profile {name!r} (available: {available})") from None
 
 
+# multi_processor_count: the vendors' specifications (A100 108 SMs, H100 SXM/NVL and H200 132,
+# B200 148, MI300X 304 CUs).
 for _profile in (
     DeviceProfile(
         "a100-40",
         42_298_834_944,  # 39.39 GiB
         source="NVIDIA A100-SXM4-40GB, deviceQuery 'Total amount of global memory: 40339 MBytes "
         "(42298834944 bytes)' (bottlerocket-os/bottlerocket#3873)",
+        multi_processor_count=108,
     ),
     DeviceProfile(
         "a100-80",
         _printed(79.15),
         source="A100 80GB, torch OOM 'GPU 0 has a total capacity of 79.15 GiB' (printed in "
         "public OOM reports; nvidia-smi shows 81920MiB, modal-labs/modal-client#2797)",
+        multi_processor_count=108,
     ),
     DeviceProfile(
         "h100-80",
@@ -106,30 +114,35 @@ for _profile in (
         source="NVIDIA H100 80GB HBM3, torch OOM 'GPU 0 has a total capacity of 79.11 GiB' "
         "(vllm-project/vllm#27508); vLLM logs 'total_gpu_memory 79.22GiB' on another driver "
         "(vllm-project/vllm#10511)",
+        multi_processor_count=132,
     ),
     DeviceProfile(
         "h100-95",
         95 * GiB,
         source="the H100 of the FlashInfer gsm8k OOM after vLLM PR #17483: 'GPU 0 has a total "
         "capacity of 95.00 GiB of which 1.01 GiB is free'",
+        multi_processor_count=132,
     ),
     DeviceProfile(
         "h200",
         _printed(139.80),
         source="NVIDIA H200 141GB, torch OOM 'GPU 0 has a total capacity of 139.80 GiB' "
         "(several public H200 OOM logs; 139.81 GiB also appears)",
+        multi_processor_count=132,
     ),
     DeviceProfile(
         "b200",
         _printed(178.35),
         source="NVIDIA B200, torch OOM 'GPU 0 has a total capacity of 178.35 GiB' (several public "
         "B200 OOM logs; 178.36 GiB also appears)",
+        multi_processor_count=148,
     ),
     DeviceProfile(
         "mi300x",
         201_310_208 * KiB,  # 191.98 GiB
         source="AMD Instinct MI300X, rocminfo GLOBAL pool 'Size: 201310208(0xbffc000) KB' "
         "(ROCm/vllm#397)",
+        multi_processor_count=304,
     ),
 ):
     register_device_profile(_profile)

@@ -42,7 +42,11 @@ from harness.memory.threads import one_torch_thread
 from harness.memory.tracker import MemoryTracker
 from harness.memory.workload import Workload
 from harness.reference.backends.abstract import AttentionBackend
-from harness.reference.backends.flashinfer import FlashInferBackend
+from harness.reference.backends.flashinfer import (
+    FlashInferBackend,
+    get_per_layer_parameters,
+    infer_global_hyperparameters,
+)
 from harness.reference.config import SchedulerConfig
 from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.runner import ModelRunner
@@ -214,7 +218,15 @@ def simulate(
         regression = backend.__qualname__
     vllm_config = engine_config(model, workload, gpu_memory_utilization=gpu_memory_utilization)
     sim_device = SimulatedDevice(profile, non_torch_bytes=non_torch_bytes)
-    runner = ModelRunner(vllm_config, "meta", backend or FlashInferBackend)
+    attn_backend = backend or FlashInferBackend
+    if issubclass(attn_backend, FlashInferBackend):
+        try:  # vLLM 0.9.0 fails the first step; say so before sizing anything
+            infer_global_hyperparameters(get_per_layer_parameters(vllm_config))
+        except AssertionError as exc:
+            raise HarnessError(
+                f"{model} cannot run on FlashInfer (as in vLLM 0.9.0): {exc}"
+            ) from None
+    runner = ModelRunner(vllm_config, "meta", attn_backend, num_sms=profile.multi_processor_count)
     ledger = Ledger(capacity=sim_device)
     replay: LayerReplay | None = install_layer_replay(runner, ledger) if memoize else None
 

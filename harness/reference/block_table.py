@@ -1,4 +1,7 @@
-"""Per-group block tables that own their group's slot mapping (vLLM ``vllm/v1/worker/block_table.py``).
+"""Per-group block tables that own their group's slot mapping (``vllm/v1/worker/block_table.py``).
+
+Row operations are vLLM 0.9.0's; a table per group with its own block size is vLLM 0.9.1's; the
+table owning its block size and slot-mapping computation is vLLM 0.10.0's (``docs/fidelity.md``).
 
 Row ``i`` of a group's block table lists the KV cache blocks of the request in batch slot ``i``.
 The slot of token position ``pos`` of that request is
@@ -92,10 +95,9 @@ class BlockTable:
         self.block_table[:num_reqs].copy_(self.block_table_cpu[:num_reqs], non_blocking=True)
 
     def clear(self) -> None:
-        """Zero every row on the CPU and the device."""
+        """Zero every row on the CPU and the device; the row counts stay (as vLLM 0.9.0)."""
         self.block_table.fill_(0)
         self.block_table_cpu.fill_(0)
-        self.num_blocks_per_row.fill(0)
 
     # Slot mapping ----------------------------------------------------------------------------
 

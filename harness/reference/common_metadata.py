@@ -1,5 +1,6 @@
 """Per-step attention metadata shared by every KV cache group
-(vLLM ``vllm/v1/attention/backends/utils.py``)."""
+(``vllm/v1/attention/backends/utils.py``: the batch fields of vLLM 0.9.2, the CPU twins of 0.10.0;
+vLLM 0.9.0 has only ``query_start_loc`` and ``seq_lens``; see ``docs/fidelity.md``)."""
 
 from __future__ import annotations
 

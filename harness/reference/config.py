@@ -27,7 +27,7 @@ class ModelConfig:
     num_hidden_layers: int = 2
     num_attention_heads: int = 4
     num_key_value_heads: int = 2
-    head_dim: int = 8
+    head_dim: int = 64
     intermediate_size: int = 64
     vocab_size: int = 128
     dtype: torch.dtype = torch.float32
@@ -53,6 +53,10 @@ class ModelConfig:
         """``"full_attention"`` or ``"sliding_attention"`` for layer ``layer_idx``."""
         return self.layer_types[layer_idx] if self.layer_types else "full_attention"
 
+    def layer_sliding_window(self, layer_idx: int) -> int | None:
+        """The sliding window of layer ``layer_idx`` in tokens, None for full attention."""
+        return self.sliding_window if self.layer_type(layer_idx) == "sliding_attention" else None
+
 
 @dataclass(slots=True, frozen=True)
 class CacheConfig:
@@ -60,12 +64,16 @@ class CacheConfig:
 
     block_size: int = 16
     gpu_memory_utilization: float = 0.9
+    num_gpu_blocks_override: int | None = None
+    """When set, ``get_kv_cache_config`` uses this many blocks instead of the profiled number."""
 
     def __post_init__(self) -> None:
         if self.block_size <= 0:
             raise ValueError("block_size must be positive")
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
             raise ValueError("gpu_memory_utilization must be in (0, 1]")
+        if self.num_gpu_blocks_override is not None and self.num_gpu_blocks_override < 0:
+            raise ValueError("num_gpu_blocks_override must not be negative")
 
 
 @dataclass(slots=True, frozen=True)
@@ -75,6 +83,11 @@ class SchedulerConfig:
     max_num_seqs: int = 8
     max_num_batched_tokens: int = 256
     max_model_len: int = 256
+    disable_hybrid_kv_cache_manager: bool = True
+    """True (vLLM 0.9.0's only behaviour): a model with full and sliding-window layers gets ONE KV
+    cache group, its sliding layers turned into ``FullAttentionSpec(sliding_window=...)``
+    (``unify_hybrid_kv_cache_specs``). False: one group per attention type, as the hybrid KV cache
+    manager of vLLM 0.9.1 and later (which added this switch, defaulting to False)."""
 
     def __post_init__(self) -> None:
         if min(self.max_num_seqs, self.max_num_batched_tokens, self.max_model_len) <= 0:

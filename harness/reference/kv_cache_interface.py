@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -41,10 +42,15 @@ class KVCacheSpec:
         raise NotImplementedError
 
     @classmethod
-    def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
-        """One spec standing for ``specs``, which must all share a ``type_id``."""
-        if any(spec.type_id != specs[0].type_id for spec in specs):
-            raise ValueError("all layers of a KV cache group must have the same type_id")
+    def merge(cls, specs: Sequence[KVCacheSpec]) -> KVCacheSpec:
+        """One spec standing for ``specs``, which must all share a ``type_id``.
+
+        Different type ids raise ``AssertionError`` with vLLM's message (vLLM asserts).
+        """
+        if any(spec.type_id != specs[0].type_id for spec in specs[1:]):
+            raise AssertionError(
+                "All layers in the same KV cache group must share the same type_id."
+            )
         return copy.deepcopy(specs[0])
 
 
@@ -71,6 +77,9 @@ class FullAttentionSpec(AttentionSpec):
     """Causal attention over the whole sequence: a request keeps every block."""
 
     sliding_window: int | None = None
+    """A sliding-window layer kept as full attention: with the hybrid KV cache manager disabled
+    (vLLM 0.9.0's only mode) such a layer gets blocks for every token but still computes over its
+    window. None for a true full-attention layer."""
 
     @property
     def type_id(self) -> str:
@@ -79,6 +88,27 @@ class FullAttentionSpec(AttentionSpec):
     def max_memory_usage_bytes(self, vllm_config: VllmConfig) -> int:
         max_model_len = vllm_config.model_config.max_model_len
         return cdiv(max_model_len, self.block_size) * self.page_size_bytes
+
+    @classmethod
+    def merge(cls, specs: Sequence[KVCacheSpec]) -> FullAttentionSpec:
+        """As ``KVCacheSpec.merge``, keeping the one sliding window the layers have, if any.
+
+        ``Full(None) + Full(4)`` has window 4; two different windows raise ``ValueError``.
+        """
+        merged = super().merge(specs)
+        assert isinstance(merged, FullAttentionSpec)  # one type_id: all full attention
+        windows = {
+            spec.sliding_window
+            for spec in specs
+            if isinstance(spec, FullAttentionSpec) and spec.sliding_window is not None
+        }
+        if len(windows) > 1:
+            raise ValueError(
+                "All sliding window layers in the same KV cache group must have the same "
+                "window size."
+            )
+        merged.sliding_window = windows.pop() if windows else None
+        return merged
 
 
 @dataclass
@@ -89,7 +119,7 @@ class SlidingWindowSpec(AttentionSpec):
 
     def __post_init__(self) -> None:
         if self.use_mla:
-            raise ValueError("MLA is not supported for sliding window")
+            raise AssertionError("MLA is not supported for sliding window")  # vLLM asserts
 
     @property
     def type_id(self) -> str:

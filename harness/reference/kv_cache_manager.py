@@ -1,7 +1,9 @@
 """Per-group block allocation (vLLM 0.9.0's ``kv_cache_manager.py`` and ``single_type_kv_cache_manager.py``).
 
 One ``SingleTypeKVCacheManager`` per KV cache group, each with its group's block size, all drawing
-ids from one shared ``BlockPool``. No prefix caching: a request's blocks are its own.
+ids from one shared ``BlockPool``, as vLLM 0.9.1's ``kv_cache_coordinator.py`` does (0.9.0's
+``KVCacheManager`` asserts a single group; with the default unified grouping there is one).
+No prefix caching: a request's blocks are its own.
 """
 
 from __future__ import annotations

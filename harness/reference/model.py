@@ -166,13 +166,12 @@ class LlamaAttention(nn.Module):
         self.qkv_proj = Linear(hidden, self.q_size + 2 * self.kv_size)
         self.o_proj = Linear(self.q_size, hidden)
         self.rotary_emb = RotaryEmbedding(self.head_dim, config.rope_theta)
-        sliding = config.layer_type(layer_idx) == "sliding_attention"
         self.attn = Attention(
             self.num_heads,
             self.head_dim,
             self.head_dim**-0.5,
             self.num_kv_heads,
-            config.sliding_window if sliding else None,
+            config.layer_sliding_window(layer_idx),
             prefix=f"{prefix}.attn",
         )
 

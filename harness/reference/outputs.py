@@ -33,7 +33,8 @@ class CachedRequestData:
     resumed_from_preemption: bool
     """If true, ``new_block_ids`` replace the request's blocks instead of extending them."""
     new_token_ids: list[int]
-    """Tokens the runner does not know yet (vLLM: only with pipeline parallelism); usually empty."""
+    """The tokens scheduled in this step (vLLM 0.9.0): the last sampled token of a decode, the
+    next chunk of a prompt. A runner in the scheduler's process already knows them."""
     new_block_ids: list[list[int]]
     """One list of newly allocated block ids per KV cache group."""
     num_computed_tokens: int

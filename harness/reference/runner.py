@@ -42,7 +42,7 @@ from harness.reference.backends.abstract import (
     KVCacheAware,
 )
 from harness.reference.backends.mla.common import MLACommonBackend
-from harness.reference.backends.utils import compute_cascade_attn_prefix_len
+from harness.reference.backends.utils import compute_cascade_attn_prefix_len, device_num_sms
 from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import VllmConfig, set_current_vllm_config
 from harness.reference.input_batch import CachedRequestState, InputBatch
@@ -70,6 +70,7 @@ class ModelRunner:
         *,
         seed: int = 0,
         cascade_attn_enabled: bool = True,
+        num_sms: int | None = None,
     ) -> None:
         self.vllm_config = vllm_config
         self.model_config = vllm_config.model_config
@@ -87,6 +88,8 @@ class ModelRunner:
                 "has no MLA layers (use_mla=False); use FLASH_ATTN or FLASHINFER"
             )
         self.cascade_attn_enabled = cascade_attn_enabled
+        self.num_sms = device_num_sms(self.device) if num_sms is None else num_sms
+        """SMs the cascade heuristic assumes: the CUDA device's, a simulated device's, or an H100's."""
         self.max_model_len = self.model_config.max_model_len
         self.max_num_tokens = self.scheduler_config.max_num_batched_tokens
         self.max_num_reqs = self.scheduler_config.max_num_seqs
@@ -103,7 +106,7 @@ class ModelRunner:
         self.kv_caches: dict[str, torch.Tensor] = {}
 
         # Persistent buffers: device tensors plus their CPU/numpy twins.
-        self.input_ids = torch.zeros(self.max_num_tokens, dtype=torch.int64, device=self.device)
+        self.input_ids = torch.zeros(self.max_num_tokens, dtype=torch.int32, device=self.device)
         """(max_num_tokens,) token ids of the flattened batch."""
         self.positions = torch.zeros(self.max_num_tokens, dtype=torch.int64, device=self.device)
         """(max_num_tokens,) position of each token in its request."""
@@ -113,8 +116,8 @@ class ModelRunner:
         """(max_num_reqs + 1,) start of each request's tokens in the flattened batch."""
         self.seq_lens = torch.zeros(self.max_num_reqs, dtype=torch.int32, device=self.device)
         """(max_num_reqs,) computed + scheduled tokens of each request."""
-        self.input_ids_cpu = torch.zeros(self.max_num_tokens, dtype=torch.int64)
-        self.input_ids_np: npt.NDArray[np.int64] = self.input_ids_cpu.numpy()
+        self.input_ids_cpu = torch.zeros(self.max_num_tokens, dtype=torch.int32)
+        self.input_ids_np: npt.NDArray[np.int32] = self.input_ids_cpu.numpy()
         self.positions_cpu = torch.zeros(self.max_num_tokens, dtype=torch.int64)
         self.positions_np: npt.NDArray[np.int64] = self.positions_cpu.numpy()
         self.query_start_loc_cpu = torch.zeros(self.max_num_reqs + 1, dtype=torch.int32)
@@ -308,6 +311,13 @@ class ModelRunner:
         for req_data in scheduler_output.scheduled_cached_reqs:
             req_state = self.requests[req_data.req_id]
             req_state.num_computed_tokens = req_data.num_computed_tokens
+            # As vLLM 0.9.0: new_token_ids are the scheduled tokens; any the runner has not
+            # sampled itself (none in one process) join the outputs.
+            num_new_tokens = (
+                req_data.num_computed_tokens + len(req_data.new_token_ids) - req_state.num_tokens
+            )
+            if num_new_tokens > 0:
+                req_state.output_token_ids.extend(req_data.new_token_ids[-num_new_tokens:])
             if req_data.resumed_from_preemption:
                 req_state.block_ids = [list(ids) for ids in req_data.new_block_ids]
             else:
@@ -321,6 +331,10 @@ class ModelRunner:
                 continue
             batch.num_computed_tokens_cpu[req_index] = req_data.num_computed_tokens
             batch.block_table.append_row(req_data.new_block_ids, req_index)
+            start = req_data.num_computed_tokens
+            batch.token_ids_cpu[req_index, start : start + len(req_data.new_token_ids)] = (
+                req_data.new_token_ids
+            )
 
         removed_req_indices.sort(reverse=True)
         for req_id in req_ids_to_add:
@@ -350,15 +364,21 @@ class ModelRunner:
         num_scheduled_tokens: npt.NDArray[np.int32],
         num_computed_tokens: npt.NDArray[np.int32],
     ) -> CommonAttentionMetadata:
-        """Fill query_start_loc / seq_lens (CPU, then device) and wrap them."""
+        """Fill query_start_loc / seq_lens (CPU, then device) and wrap them.
+
+        As vLLM 0.9.0, the device tails past the batch hold -1 (``query_start_loc``) and 0
+        (``seq_lens``); the CPU tails keep stale values.
+        """
         total = int(num_scheduled_tokens.sum())
         self.query_start_loc_np[0] = 0
         np.cumsum(num_scheduled_tokens, out=self.query_start_loc_np[1 : num_reqs + 1])
-        self.query_start_loc_np[num_reqs + 1 :] = total
         self.seq_lens_np[:num_reqs] = num_computed_tokens + num_scheduled_tokens
-        self.seq_lens_np[num_reqs:] = 0
-        self.query_start_loc.copy_(self.query_start_loc_cpu, non_blocking=True)
-        self.seq_lens.copy_(self.seq_lens_cpu, non_blocking=True)
+        self.query_start_loc[: num_reqs + 1].copy_(
+            self.query_start_loc_cpu[: num_reqs + 1], non_blocking=True
+        )
+        self.seq_lens[:num_reqs].copy_(self.seq_lens_cpu[:num_reqs], non_blocking=True)
+        self.seq_lens[num_reqs:].fill_(0)
+        self.query_start_loc[num_reqs + 1 :].fill_(-1)
         return CommonAttentionMetadata(
             query_start_loc=self.query_start_loc[: num_reqs + 1],
             query_start_loc_cpu=self.query_start_loc_cpu[: num_reqs + 1],
@@ -390,6 +410,7 @@ class ModelRunner:
                     num_computed,
                     num_common_prefix_blocks[i],
                     self.num_query_heads,
+                    self.num_sms,
                 )
             metadata = builder.build(
                 common_prefix_len=common_prefix_len, common_attn_metadata=common_attn_metadata
@@ -419,8 +440,8 @@ class ModelRunner:
         np.add(batch.num_computed_tokens_cpu[req_indices], arange, out=positions_np)
         token_indices = positions_np + req_indices * batch.max_model_len
         self.input_ids_np[:total] = batch.token_ids_cpu.ravel()[token_indices]
+        # CPU only: the FlashAttention builder copies its group's slots to the device (vLLM 0.9.0).
         batch.block_table.compute_slot_mapping(req_indices, positions_np)
-        batch.block_table.commit_slot_mapping(total)
         self.input_ids[:total].copy_(self.input_ids_cpu[:total], non_blocking=True)
         self.positions[:total].copy_(self.positions_cpu[:total], non_blocking=True)
 

@@ -65,12 +65,14 @@ class Scenario:
     model_config: ModelConfig
     requests: tuple[ScenarioRequest, ...] = ()
     backend: str = "FLASHINFER"
-    block_size: int = 4
+    block_size: int = 16
     num_gpu_blocks: int = 64
     max_num_seqs: int = 4
     max_num_batched_tokens: int = 32
     script: Script | None = None
     seed: int = 0
+    disable_hybrid_kv_cache_manager: bool = True
+    """vLLM 0.9.0's one unified KV cache group; False asks for a group per attention type."""
 
     @property
     def vllm_config(self) -> VllmConfig:
@@ -81,6 +83,7 @@ class Scenario:
                 max_num_seqs=self.max_num_seqs,
                 max_num_batched_tokens=self.max_num_batched_tokens,
                 max_model_len=self.model_config.max_model_len,
+                disable_hybrid_kv_cache_manager=self.disable_hybrid_kv_cache_manager,
             ),
         )
 
@@ -137,8 +140,12 @@ class ScenarioResult:
             record = dataclasses.asdict(s)
             del record["max_abs_err"], record["oracle_ok"]
             steps.append(record)
+        hybrid_manager = not self.scenario.disable_hybrid_kv_cache_manager
         return {
             "scenario": self.scenario.name,
+            "vllm_semantics": "0.9.0, KV cache groups per attention type as vLLM 0.9.1+"
+            if hybrid_manager
+            else "0.9.0",
             "backend": self.scenario.backend,
             "model": self.scenario.model_config.name,
             "num_preemptions": self.num_preemptions,
@@ -331,6 +338,12 @@ def _cascade_script(rng: np.random.Generator, vocab_size: int) -> list[Scheduler
 # max_model_len 64 keeps block-table rows (and golden files) short.
 _TINY = dataclasses.replace(get_model_config("tiny"), max_model_len=64)
 _HYBRID = dataclasses.replace(get_model_config("tiny-hybrid"), max_model_len=64)
+# Long enough for whole 16-token blocks to leave the 8-token window.
+_HYBRID_REQUESTS = (
+    ScenarioRequest(20, 14),
+    ScenarioRequest(9, 6),
+    ScenarioRequest(24, 6, arrival_step=2),
+)
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -356,15 +369,23 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             name="hybrid-two-groups",
-            description="Alternating full / sliding-window (8) layers: two KV cache groups, two "
-            "block tables, two slot mappings, one metadata object per group; the sliding-window "
-            "group frees blocks that left the window.",
+            description="Alternating full / sliding-window (8) layers with the hybrid KV cache "
+            "manager of vLLM 0.9.1+ (disable_hybrid_kv_cache_manager=False): two KV cache "
+            "groups, two block tables, two slot mappings, one metadata object per group; the "
+            "sliding-window group frees blocks that left the window (FlashAttention).",
             model_config=_HYBRID,
-            requests=(
-                ScenarioRequest(10, 6),
-                ScenarioRequest(5, 6),
-                ScenarioRequest(12, 4, arrival_step=2),
-            ),
+            requests=_HYBRID_REQUESTS,
+            backend="FLASH_ATTN",
+            disable_hybrid_kv_cache_manager=False,
+        ),
+        Scenario(
+            name="hybrid-unified",
+            description="The same model and requests as vLLM 0.9.0 runs them: one KV cache "
+            "group whose spec is a FullAttentionSpec carrying the window, one block table that "
+            "keeps every block; each sliding layer still attends over its window (FlashAttention).",
+            model_config=_HYBRID,
+            requests=_HYBRID_REQUESTS,
+            backend="FLASH_ATTN",
         ),
         Scenario(
             name="chunked-prefill",
@@ -380,9 +401,9 @@ SCENARIOS: dict[str, Scenario] = {
             description="Too few blocks for three growing requests: the last admitted is "
             "preempted, its blocks freed, and it is recomputed later (FlashAttention).",
             model_config=dataclasses.replace(_TINY, max_model_len=32),
-            requests=(ScenarioRequest(7, 8), ScenarioRequest(7, 8), ScenarioRequest(7, 8)),
+            requests=(ScenarioRequest(14, 12), ScenarioRequest(14, 12), ScenarioRequest(14, 12)),
             backend="FLASH_ATTN",
-            num_gpu_blocks=9,
+            num_gpu_blocks=5,
         ),
         Scenario(
             name="cascade-common-prefix",

@@ -174,10 +174,15 @@ class Scheduler:
             )
 
         def cached(request: Request, resumed: bool) -> CachedRequestData:
+            # As vLLM 0.9.0: the tokens scheduled now (the last sample, or a prompt chunk).
+            start = request.num_computed_tokens
+            all_token_ids = request.prompt_token_ids + request.output_token_ids
             return CachedRequestData(
                 req_id=request.request_id,
                 resumed_from_preemption=resumed,
-                new_token_ids=[],
+                new_token_ids=all_token_ids[
+                    start : start + num_scheduled_tokens[request.request_id]
+                ],
                 new_block_ids=new_block_ids[request.request_id],
                 num_computed_tokens=request.num_computed_tokens,
             )

@@ -58,3 +58,10 @@ def test_duplicate_registration_is_rejected() -> None:
 def test_profile_invariants(total: int, non_torch: int) -> None:
     with pytest.raises(HarnessError):
         DeviceProfile("bad", total, non_torch)
+
+
+def test_gpu_profiles_know_their_sm_count() -> None:
+    """The cascade heuristic reads it (vLLM: ``multi_processor_count``); a B200 is not an H100."""
+    counts = {name: DEVICE_PROFILES[name].multi_processor_count for name in ("h100-95", "b200")}
+    assert counts == {"h100-95": 132, "b200": 148}
+    assert all(p.multi_processor_count for p in DEVICE_PROFILES.values())

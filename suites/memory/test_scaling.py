@@ -15,8 +15,8 @@ from harness.memory.workload import tiny
 from harness.reference.backends.abstract import AttentionBackend
 from harness.regressions.flashinfer_oom import FlashInferOOMBackend
 
-# tiny: block 16 x 2 KV heads x head dim 8 x (K and V) x bfloat16 = 1 KiB per block per layer.
-TINY_PAGE_SIZE = 16 * 2 * 8 * 2 * 2
+# tiny: block 16 x 2 KV heads x head dim 64 x (K and V) x bfloat16 = 8 KiB per block per layer.
+TINY_PAGE_SIZE = 16 * 2 * 64 * 2 * 2
 
 
 def test_clean_reference_only_scales_the_kv_cache() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -41,10 +43,22 @@ def test_merge_requires_one_type() -> None:
     full = FullAttentionSpec(16, 2, 8, torch.float32, False)
     window = SlidingWindowSpec(16, 2, 8, torch.float32, False, sliding_window=8)
     assert KVCacheSpec.merge([full, full]) == full
-    with pytest.raises(ValueError, match="type_id"):
+    with pytest.raises(AssertionError, match="must share the same type_id"):
         KVCacheSpec.merge([full, window])
 
 
+def test_full_attention_merge_keeps_the_one_window() -> None:
+    """vLLM 0.9.0: ``Full(None) + Full(4)`` has window 4; two different windows are an error."""
+    full = FullAttentionSpec(16, 2, 8, torch.float32, False)
+    four = dataclasses.replace(full, sliding_window=4)
+    assert FullAttentionSpec.merge([full, four]).sliding_window == 4
+    assert FullAttentionSpec.merge([four, full, four]).sliding_window == 4
+    assert FullAttentionSpec.merge([full, full]).sliding_window is None
+    with pytest.raises(ValueError, match="must have the same window size"):
+        FullAttentionSpec.merge([four, dataclasses.replace(full, sliding_window=8)])
+    assert full.sliding_window is None  # the inputs are not modified
+
+
 def test_sliding_window_rejects_mla() -> None:
-    with pytest.raises(ValueError, match="MLA"):
+    with pytest.raises(AssertionError, match="MLA is not supported for sliding window"):
         SlidingWindowSpec(16, 1, 576, torch.bfloat16, True, sliding_window=8)

@@ -21,14 +21,21 @@ from harness.reference.backends.flash_attn import (
     FlashAttentionMetadata,
     FlashAttentionMetadataBuilder,
 )
-from harness.reference.backends.flashinfer import FlashInferBackend, FlashInferMetadataBuilder
+from harness.reference.backends.flashinfer import FlashInferBackend
+from harness.reference.backends.utils import reorder_batch_to_split_decodes_and_prefills
 from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
 from harness.reference.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
 from harness.reference.kv_cache_utils import get_kv_cache_config, kv_cache_config_for_num_blocks
 from harness.reference.outputs import NewRequestData, SchedulerOutput
 from harness.reference.runner import ModelRunner
-from harness.reference.scenarios import Scenario, build_runner, dense_check, oracle_tolerance
+from harness.reference.scenarios import (
+    Scenario,
+    build_runner,
+    dense_check,
+    get_scenario,
+    oracle_tolerance,
+)
 from harness.reference.scheduler import Request, Scheduler
 from harness.reference.step_trace import StepTrace
 
@@ -41,7 +48,9 @@ MODELS = {"full": TINY, "sliding": SLIDING, "hybrid": HYBRID}
 
 
 def _scenario(model: str = "full", backend: str = "FLASH_ATTN", **kw: Any) -> Scenario:
+    """``model="hybrid"`` asks for the hybrid KV cache manager (two groups) unless told otherwise."""
     config = dataclasses.replace(MODELS[model], max_model_len=64)
+    kw.setdefault("disable_hybrid_kv_cache_manager", model != "hybrid")
     return Scenario(name="test", description="", model_config=config, backend=backend, **kw)
 
 
@@ -78,54 +87,74 @@ def _add_random_requests(scheduler: Scheduler, seed: int, n: int, vocab: int) ->
 
 
 def test_slot_mapping_vector_through_runner() -> None:
-    # block_size 4, 4 blocks per request (max_model_len 16); rows [[7,3],[5]], computed [2,0],
-    # scheduled [5,3] -> slots [30,31,12,13,14,20,21,22].
+    # block_size 16, 3 blocks per request (max_model_len 48); rows [[7,3],[5]], computed [14,0],
+    # scheduled [6,3] -> slots [7*16+14, 7*16+15, 3*16+0..3, 5*16+0..2].
     runner = build_runner(
         dataclasses.replace(
-            _scenario(), model_config=dataclasses.replace(TINY, max_model_len=16), num_gpu_blocks=8
+            _scenario(), model_config=dataclasses.replace(TINY, max_model_len=48), num_gpu_blocks=8
         )
     )
     so = SchedulerOutput(
         scheduled_new_reqs=[
-            NewRequestData("a", list(range(1, 8)), [[7, 3]], num_computed_tokens=2),
+            NewRequestData("a", list(range(1, 21)), [[7, 3]], num_computed_tokens=14),
             NewRequestData("b", [9, 8, 7], [[5]], num_computed_tokens=0),
         ],
         scheduled_cached_reqs=[],
-        num_scheduled_tokens={"a": 5, "b": 3},
-        total_num_scheduled_tokens=8,
+        num_scheduled_tokens={"a": 6, "b": 3},
+        total_num_scheduled_tokens=9,
         num_common_prefix_blocks=[0],
     )
     trace = _execute(runner, so)
     (group,) = trace.groups
     assert group.block_table == [[7, 3], [5]]
-    expected = [30, 31, 12, 13, 14, 20, 21, 22]
+    expected = [126, 127, 48, 49, 50, 51, 80, 81, 82]
     assert group.slot_mapping == expected
     md = trace.attn_metadata["model.layers.0.self_attn.attn"]
     assert isinstance(md, FlashAttentionMetadata) and md is group.metadata
     assert md.slot_mapping.tolist() == expected
-    assert md.seq_lens.tolist() == [7, 3]
-    assert md.query_start_loc.tolist() == trace.query_start_loc == [0, 5, 8]
-    assert trace.positions == [2, 3, 4, 5, 6, 0, 1, 2]
-    assert trace.input_ids == [3, 4, 5, 6, 7, 9, 8, 7]
-    assert [t.tolist() for t in trace.token_ids] == [[1, 2, 3, 4, 5, 6, 7], [9, 8, 7]]
+    assert md.seq_lens.tolist() == [20, 3]
+    assert md.query_start_loc.tolist() == trace.query_start_loc == [0, 6, 9]
+    assert trace.positions == [14, 15, 16, 17, 18, 19, 0, 1, 2]
+    assert trace.input_ids == [15, 16, 17, 18, 19, 20, 9, 8, 7]
+    assert [t.tolist() for t in trace.token_ids] == [list(range(1, 21)), [9, 8, 7]]
+    # vLLM 0.9.0's buffers: int32 token ids; device tails -1 (query_start_loc) and 0 (seq_lens).
+    assert runner.input_ids.dtype == torch.int32
+    assert (runner.query_start_loc[3:] == -1).all() and (runner.seq_lens[2:] == 0).all()
 
 
 # Paged attention through the built metadata == dense forward ---------------------------------
 
 
-@pytest.mark.parametrize("backend", ["FLASH_ATTN", "FLASHINFER"])
-@pytest.mark.parametrize("model", ["full", "sliding", "hybrid"])
+@pytest.mark.parametrize(
+    ("model", "backend", "hybrid_manager"),
+    [
+        ("full", "FLASH_ATTN", False),
+        ("full", "FLASHINFER", False),
+        ("sliding", "FLASH_ATTN", False),
+        ("sliding", "FLASHINFER", False),
+        ("hybrid", "FLASH_ATTN", True),  # two groups (vLLM 0.9.1+)
+        ("hybrid", "FLASH_ATTN", False),  # one unified group (vLLM 0.9.0)
+    ],
+)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_paged_equals_dense_end_to_end(model: str, backend: str, seed: int) -> None:
+def test_paged_equals_dense_end_to_end(
+    model: str, backend: str, hybrid_manager: bool, seed: int
+) -> None:
     # Random prompts (1-20 tokens) and outputs (1-8), a 4-request / 24-token budget (chunked
-    # prefills next to decodes) and 24 blocks (preemptions). Every step's hidden states must
-    # equal a dense forward of each whole sequence (ORACLE_TOLERANCE).
+    # prefills next to decodes) and 8 blocks of 16 (preemptions). Every step's hidden states
+    # must equal a dense forward of each whole sequence (ORACLE_TOLERANCE).
     scenario = _scenario(
-        model, backend, max_num_seqs=4, max_num_batched_tokens=24, num_gpu_blocks=24, seed=seed
+        model,
+        backend,
+        max_num_seqs=4,
+        max_num_batched_tokens=24,
+        num_gpu_blocks=8,
+        seed=seed,
+        disable_hybrid_kv_cache_manager=not hybrid_manager,
     )
     runner = build_runner(scenario)
     assert runner.kv_cache_config is not None
-    assert len(runner.kv_cache_config.kv_cache_groups) == (2 if model == "hybrid" else 1)
+    assert len(runner.kv_cache_config.kv_cache_groups) == (2 if hybrid_manager else 1)
     scheduler = Scheduler(scenario.vllm_config.scheduler_config, runner.kv_cache_config)
     _add_random_requests(scheduler, seed, n=7, vocab=TINY.vocab_size)
     errors = _drive(runner, scheduler)
@@ -159,7 +188,7 @@ def test_dense_oracle_catches_a_broken_builder() -> None:
 # One metadata object per group, built once; only group 0 reorders ------------------------------
 
 
-class _CountingBuilder(FlashInferMetadataBuilder):
+class _CountingBuilder(FlashAttentionMetadataBuilder):
     builds: ClassVar[list[int]] = []
 
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata) -> Any:
@@ -167,9 +196,9 @@ class _CountingBuilder(FlashInferMetadataBuilder):
         return super().build(common_prefix_len, common_attn_metadata)
 
 
-class _CountingBackend(FlashInferBackend):
+class _CountingBackend(FlashAttentionBackend):
     @staticmethod
-    def get_builder_cls() -> type[FlashInferMetadataBuilder]:
+    def get_builder_cls() -> type[FlashAttentionMetadataBuilder]:
         return _CountingBuilder
 
 
@@ -202,7 +231,22 @@ def test_builders_get_their_groups_spec_and_block_table() -> None:
         assert builder.vllm_config is runner.vllm_config
 
 
-class _PrefillFirstBuilder(FlashInferMetadataBuilder):
+class _DecodeFirstBuilder(FlashAttentionMetadataBuilder):
+    """Reorders decode-first, as FlashInfer and MLA do (FlashInfer cannot run the hybrid model)."""
+
+    def reorder_batch(
+        self, input_batch: InputBatchLike, scheduler_output: SchedulerOutputLike
+    ) -> bool:
+        return reorder_batch_to_split_decodes_and_prefills(input_batch, scheduler_output)
+
+
+class _DecodeFirstBackend(FlashAttentionBackend):
+    @staticmethod
+    def get_builder_cls() -> type[FlashAttentionMetadataBuilder]:
+        return _DecodeFirstBuilder
+
+
+class _PrefillFirstBuilder(FlashAttentionMetadataBuilder):
     """Wants prefills first: the opposite of group 0's decode-first order."""
 
     def reorder_batch(
@@ -222,17 +266,11 @@ class _PrefillFirstBuilder(FlashInferMetadataBuilder):
         return True
 
 
-class _PrefillFirstBackend(FlashInferBackend):
-    @staticmethod
-    def get_builder_cls() -> type[FlashInferMetadataBuilder]:
-        return _PrefillFirstBuilder
-
-
 def test_only_group_0_may_reorder_the_batch() -> None:
     # Group 0 (same class) reorders prefill-first fine; group 1 then finds nothing to do. To make
     # group 1 disagree, give group 0 the decode-first builder and group 1 the prefill-first one.
-    scenario = _scenario("hybrid", "FLASHINFER", num_gpu_blocks=32)
-    runner = build_runner(scenario)
+    scenario = _scenario("hybrid", num_gpu_blocks=32)
+    runner = build_runner(scenario, attn_backend=_DecodeFirstBackend)
     runner.attn_metadata_builders[1] = _PrefillFirstBuilder(
         runner.attn_metadata_builders[1].kv_cache_spec,
         runner.input_batch.block_table[1],
@@ -251,9 +289,10 @@ def test_only_group_0_may_reorder_the_batch() -> None:
 
 
 def test_group_0_reorders_decode_first_for_every_group() -> None:
-    scenario = _scenario("hybrid", "FLASHINFER", num_gpu_blocks=32)
-    runner = build_runner(scenario)
+    scenario = _scenario("hybrid", num_gpu_blocks=32)
+    runner = build_runner(scenario, attn_backend=_DecodeFirstBackend)
     assert runner.kv_cache_config is not None
+    assert len(runner.kv_cache_config.kv_cache_groups) == 2
     scheduler = Scheduler(scenario.vllm_config.scheduler_config, runner.kv_cache_config)
     scheduler.add_request(Request("a", [1, 2, 3, 4, 5], 4))
     scheduler.add_request(Request("b", [6, 7], 4))
@@ -269,6 +308,31 @@ def test_group_0_reorders_decode_first_for_every_group() -> None:
     trace = _execute(runner, so)
     assert dense_check(runner.get_model(), trace) <= oracle_tolerance(trace)
     assert trace.num_scheduled_tokens == sorted(trace.num_scheduled_tokens)
+
+
+# The cascade heuristic uses the device's SM count -------------------------------------------------
+
+
+@pytest.mark.parametrize(("num_sms", "cascade_on_decode"), [(None, False), (8, True)])
+def test_cascade_decision_uses_the_runner_sm_count(
+    num_sms: int | None, cascade_on_decode: bool
+) -> None:
+    # 8 decodes over a 256-token prefix, 4 query heads on 2 KV heads: FlashDecoding needs
+    # cdiv(8 * 2 * 2, num_sms) waves, cascade 2. An H100's 132 SMs (the default) favour
+    # FlashDecoding; 8 SMs favour cascade.
+    scenario = get_scenario("cascade-common-prefix")
+    runner = ModelRunner(scenario.vllm_config, "cpu", "FLASH_ATTN", num_sms=num_sms)
+    assert runner.num_sms == (num_sms or 132)
+    spec = runner.get_kv_cache_spec()
+    runner.initialize_kv_cache(
+        kv_cache_config_for_num_blocks(runner.vllm_config, spec, scenario.num_gpu_blocks)
+    )
+    assert scenario.script is not None
+    steps = scenario.script(np.random.default_rng(0), TINY.vocab_size)
+    traces = [runner.execute_model(so, run_model=False, trace=True).trace for so in steps]
+    assert traces[-1] is not None
+    md = traces[-1].attn_metadata["model.layers.0.self_attn.attn"]
+    assert isinstance(md, FlashAttentionMetadata) and md.use_cascade is cascade_on_decode
 
 
 # Profiling builds no metadata and writes nothing -----------------------------------------------

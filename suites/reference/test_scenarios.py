@@ -40,6 +40,20 @@ def test_hybrid_default_has_two_groups_with_their_own_tables() -> None:
     assert sliding.metadata["slot_mapping"] == sliding.slot_mapping
 
 
+def test_hybrid_unified_is_vllm_0_9_0s_single_group() -> None:
+    result = run_scenario(get_scenario("hybrid-unified"))
+    assert get_scenario(
+        "hybrid-unified"
+    ).vllm_config.scheduler_config.disable_hybrid_kv_cache_manager
+    for step in result.steps:
+        (group,) = step.groups
+        assert group.kv_cache_spec == "FullAttentionSpec" and len(group.layer_names) == 4
+    two_groups = run_scenario(get_scenario("hybrid-two-groups"))
+    assert [s.num_scheduled_tokens for s in result.steps] == [
+        s.num_scheduled_tokens for s in two_groups.steps
+    ]
+
+
 def test_mixed_scenario_is_reordered_decode_first() -> None:
     result = run_scenario(get_scenario("mixed-prefill-decode"))
     mixed = [

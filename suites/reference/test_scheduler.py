@@ -158,6 +158,8 @@ def test_prefill_is_chunked_to_the_token_budget_and_decodes_get_one_token() -> N
         ("short", 3),
         ("long", 5),
     ]
+    # As vLLM 0.9.0: new_token_ids are the scheduled tokens (the sample, the next prompt chunk).
+    assert [c.new_token_ids for c in so.scheduled_cached_reqs] == [[7], list(range(5, 12))]
     so = _step(scheduler)
     assert so.num_scheduled_tokens == {"short": 1, "long": 7}
     so = scheduler.schedule()  # the prompt's last token; short finished last step
@@ -196,6 +198,7 @@ def test_preemption_frees_the_last_admitted_request_and_recomputes_it() -> None:
     assert resumed is not None and resumed.req_id == "b" and resumed.num_computed_tokens == 0
     # The recompute covers the prompt and the token b had already produced.
     assert so.num_scheduled_tokens["b"] == 9
+    assert resumed.new_token_ids == [*range(8), 7]
     assert resumed.new_block_ids == [scheduler.kv_cache_manager.get_block_ids("b")[0]]
     while scheduler.has_unfinished_requests():
         _step(scheduler)

@@ -48,7 +48,8 @@ def test_each_step_copies_every_layer_cache(num_blocks: int) -> None:
         for a in tracker.ledger.live_allocations()
         if a.source and "flashinfer_oom" in a.source.path
     ]
-    assert sizes == [num_blocks * 2048] * len(copies)
+    page = next(iter(runner.get_kv_cache_spec().values())).page_size_bytes
+    assert sizes == [num_blocks * page] * len(copies)
 
 
 def test_initialize_kv_cache_binds_each_group_its_own_caches() -> None:
@@ -56,7 +57,9 @@ def test_initialize_kv_cache_binds_each_group_its_own_caches() -> None:
     config = VllmConfig(
         model_config=get_model_config("tiny-hybrid"),
         cache_config=CacheConfig(),
-        scheduler_config=SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=64),
+        scheduler_config=SchedulerConfig(
+            max_num_seqs=4, max_num_batched_tokens=64, disable_hybrid_kv_cache_manager=False
+        ),
     )
     runner = ModelRunner(config, "cpu", FlashInferOOMBackend)
     kv_cache_config = kv_cache_config_for_num_blocks(config, runner.get_kv_cache_spec(), 40)

@@ -1,5 +1,7 @@
-"""The attention backend interface (vLLM 0.9.0 ``vllm/attention/backends/abstract.py`` and the V1
-builder contract of ``vllm/v1/attention/backends/``).
+"""The attention backend interface (vLLM 0.9.0 ``vllm/attention/backends/abstract.py``) and the V1
+builder contract of ``vllm/v1/attention/backends/`` as later vLLM has it: an abstract builder class
+(0.9.2) built with its group's spec, config and device and no runner (0.10.0), plus its group's
+block table (0.9.0); ``docs/fidelity.md`` lists these choices.
 
 A backend names three classes: a metadata dataclass, the builder that makes one per step for its
 KV cache group, and the impl that writes K/V and computes attention from that metadata. Builders

@@ -1,7 +1,9 @@
 """FlashAttention-style backend (vLLM 0.9.0 ``vllm/v1/attention/backends/flash_attn.py``).
 
-KV cache ``(2, num_blocks, block_size, num_kv_heads, head_size)``; metadata is the block table
-plus per-request lengths, with an optional cascade split for a prefix every request shares.
+KV cache ``(2, num_blocks, block_size, num_kv_heads, head_size)`` with a block size that is a
+multiple of 16 and head sizes FlashAttention supports (vLLM's checks and messages); metadata is the
+block table plus per-request lengths, with an optional cascade split for a prefix every request
+shares. The builder is the only one that writes its group's device slot-mapping buffer (as 0.9.0).
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ class FlashAttentionBackend(AttentionBackend):
     """FlashAttention: K and V as two halves of one tensor, blocks in the second dimension."""
 
     @staticmethod
+    def get_supported_head_sizes() -> list[int]:
+        return [32, 64, 96, 128, 160, 192, 224, 256]
+
+    @staticmethod
     def get_name() -> str:
         return "FLASH_ATTN_VLLM_V1"
 
@@ -34,6 +40,8 @@ class FlashAttentionBackend(AttentionBackend):
     def get_kv_cache_shape(
         num_blocks: int, block_size: int, num_kv_heads: int, head_size: int
     ) -> tuple[int, ...]:
+        if block_size % 16 != 0:
+            raise ValueError("Block size must be a multiple of 16.")
         return (2, num_blocks, block_size, num_kv_heads, head_size)
 
     @staticmethod
@@ -206,6 +214,22 @@ def cascade_attention(
 
 class FlashAttentionImpl(AttentionImpl[FlashAttentionMetadata]):
     """Writes K/V through the slot mapping, then paged (or cascade) attention with the oracle."""
+
+    def __init__(
+        self,
+        num_heads: int,
+        head_size: int,
+        scale: float,
+        num_kv_heads: int,
+        sliding_window: int | None = None,
+    ) -> None:
+        super().__init__(num_heads, head_size, scale, num_kv_heads, sliding_window)
+        supported = FlashAttentionBackend.get_supported_head_sizes()
+        if head_size not in supported:
+            raise ValueError(
+                f"Head size {head_size} is not supported by FlashAttention. Supported head sizes "
+                f"are: {supported}. Set VLLM_USE_V1=0 to use another attention backend."
+            )
 
     def forward(
         self,

@@ -1,13 +1,15 @@
 """FlashInfer-style backend (vLLM 0.9.0 ``vllm/v1/attention/backends/flashinfer.py``).
 
-KV cache ``(num_blocks, 2, block_size, num_kv_heads, head_size)``. The builder reorders the batch
-decode-first and describes each request's pages CSR-style (``paged_kv_indptr``,
-``paged_kv_indices``, ``paged_kv_last_page_len``); those have data-dependent shapes, so they are
-computed from the CPU block table and CPU sequence lengths and then copied to the device (which
-also makes ``meta`` work). Each per-step tensor comes from a small named method, so a regression
-variant can subclass one seam. With CUDA and ``flashinfer`` importable the builder also plans real
-``BatchPrefillWithPagedKVCacheWrapper`` / ``BatchDecodeWithPagedKVCacheWrapper`` objects; the
-reference impl itself always computes with the oracle.
+KV cache ``(num_blocks, 2, block_size, num_kv_heads, head_size)``; head sizes 64, 128 or 256, and
+every attention layer of the model must share window, soft cap and scale (vLLM's checks and
+messages). The builder reorders the batch decode-first and describes each request's pages CSR-style
+(``paged_kv_indptr``, ``paged_kv_indices``, ``paged_kv_last_page_len``); those have data-dependent
+shapes, so they are computed from the CPU block table and CPU sequence lengths and then copied to
+the device (which also makes ``meta`` work). Like 0.9.0 it copies the CPU slot mapping to a fresh
+device tensor and never writes the group's device slot-mapping buffer. Each per-step tensor comes
+from a small named method, so a regression variant can subclass one seam. :func:`plan_calls` says
+exactly what the wrappers are planned with; with CUDA and ``flashinfer`` importable the builder
+plans real wrappers with it. The reference impl itself always computes with the oracle.
 """
 
 from __future__ import annotations
@@ -33,9 +35,8 @@ from harness.reference.backends.utils import (
     compute_paged_kv_indices,
     compute_paged_kv_indptr,
     compute_paged_kv_last_page_len,
-    copy_slot_mapping,
-    get_sliding_window,
     reorder_batch_to_split_decodes_and_prefills,
+    slot_mapping_to_device,
     split_decodes_and_prefills,
 )
 from harness.reference.block_table import BlockTable
@@ -55,6 +56,10 @@ FLASHINFER_WORKSPACE_BUFFER_SIZE = 256 * 1024 * 1024
 
 class FlashInferBackend(AttentionBackend):
     """FlashInfer: each block holds its K and V pages side by side."""
+
+    @staticmethod
+    def get_supported_head_sizes() -> list[int]:
+        return [64, 128, 256]
 
     @staticmethod
     def get_name() -> str:
@@ -81,11 +86,52 @@ class FlashInferBackend(AttentionBackend):
 
 @dataclass(frozen=True)
 class PerLayerParameters:
-    """Planning parameters every layer of the group shares (vLLM's ``PerLayerParameters``)."""
+    """One attention layer's planning parameters (vLLM's ``PerLayerParameters``)."""
 
     window_left: int
+    """``sliding_window - 1``, or -1 without a window."""
     logits_soft_cap: float | None
     sm_scale: float
+
+
+def get_per_layer_parameters(vllm_config: VllmConfig) -> dict[str, PerLayerParameters]:
+    """Every attention layer of the model, by vLLM's layer name, with its planning parameters.
+
+    vLLM reads them from each layer's impl; the reference model's layers are described by the model
+    config alone: a window per layer type, no logit soft cap, scale ``head_dim ** -0.5``.
+    """
+    model_config = vllm_config.model_config
+    sm_scale = model_config.head_dim**-0.5
+    per_layer_params: dict[str, PerLayerParameters] = {}
+    for i in range(model_config.num_hidden_layers):
+        window = model_config.layer_sliding_window(i)
+        per_layer_params[f"model.layers.{i}.self_attn.attn"] = PerLayerParameters(
+            window_left=-1 if window is None else window - 1,
+            logits_soft_cap=None,
+            sm_scale=sm_scale,
+        )
+    return per_layer_params
+
+
+def infer_global_hyperparameters(
+    per_layer_params: dict[str, PerLayerParameters],
+) -> PerLayerParameters:
+    """The parameters every layer shares; vLLM's ``AssertionError`` when layers differ.
+
+    vLLM 0.9.0 (and 0.10.0) checks every attention layer of the MODEL, not only the builder's
+    group: a model mixing full and sliding-window layers cannot use FlashInfer.
+    """
+    if not per_layer_params:
+        raise AssertionError("No attention layers found in the model.")
+    param_sets = list(per_layer_params.values())
+    global_params = param_sets[0]
+    if any(params != global_params for params in param_sets):
+        raise AssertionError(
+            "FlashInfer backend currently only supports models in which all layers share the "
+            "same values for the following hyperparameters: `window_left`, `logits_soft_cap`, "
+            "`sm_scale`."
+        )
+    return global_params
 
 
 @dataclass
@@ -138,11 +184,102 @@ class FlashInferMetadata:
     """A planned ``BatchPrefillWithPagedKVCacheWrapper`` (CUDA + flashinfer only)."""
     decode_wrapper: Any = None
     """A planned ``BatchDecodeWithPagedKVCacheWrapper`` (CUDA + flashinfer only)."""
+    cascade_wrapper: Any = None
+    """A planned ``MultiLevelCascadeAttentionWrapper`` (CUDA + flashinfer only)."""
 
     @property
     def query_start_loc(self) -> torch.Tensor:
         """(num_reqs + 1,) int32: ``qo_indptr`` under the runner's name."""
         return self.qo_indptr
+
+    def __post_init__(self) -> None:
+        supported = FlashInferBackend.get_supported_head_sizes()
+        if self.head_dim not in supported:
+            raise ValueError(
+                f"Only {supported} are supported for head_dim, received {self.head_dim}."
+            )
+
+
+@dataclass(frozen=True)
+class PlanCall:
+    """One FlashInfer wrapper and exactly what the builder passes to its constructor and ``plan``.
+
+    ``wrapper`` is ``"prefill"``, ``"decode"`` or ``"cascade"``; ``init_args`` omit the workspace
+    buffer (the first constructor argument of the first two, the second of the cascade wrapper).
+    """
+
+    wrapper: str
+    init_args: tuple[Any, ...]
+    init_kwargs: dict[str, Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def plan_calls(
+    md: FlashInferMetadata, params: PerLayerParameters, use_tensor_cores: bool
+) -> list[PlanCall]:
+    """The wrappers vLLM 0.9.0's ``_plan`` plans for ``md``, in its order, with its arguments.
+
+    Cascade: one two-level wrapper over the shared prefix and the per-request suffixes. Otherwise
+    prefills (rows after the decodes, ``qo_indptr`` rebased to 0) and decodes, each if present.
+    """
+    heads = (md.num_qo_heads, md.num_kv_heads, md.head_dim, md.page_size)
+    common: dict[str, Any] = {
+        "sm_scale": params.sm_scale,
+        "window_left": params.window_left,
+        "logits_soft_cap": params.logits_soft_cap,
+        "q_data_type": md.q_data_type,
+    }
+    if md.use_cascade:
+        return [
+            PlanCall(
+                "cascade",
+                (2, "NHD"),
+                {},
+                (
+                    [md.shared_qo_indptr, md.qo_indptr],
+                    [md.shared_kv_page_indptr, md.paged_kv_indptr],
+                    [md.shared_kv_page_indices, md.paged_kv_indices],
+                    [md.shared_kv_last_page_len, md.paged_kv_last_page_len],
+                    *heads,
+                ),
+                {"causal": True, **common},
+            )
+        ]
+    calls: list[PlanCall] = []
+    if md.num_prefills > 0:
+        start = md.num_decodes
+        calls.append(
+            PlanCall(
+                "prefill",
+                ("NHD",),
+                {},
+                (
+                    md.qo_indptr[start:] - md.qo_indptr[start],
+                    md.paged_kv_indptr[start:],
+                    md.paged_kv_indices,
+                    md.paged_kv_last_page_len[start:],
+                    *heads,
+                ),
+                {"causal": True, **common, "kv_data_type": md.data_type},
+            )
+        )
+    if md.num_decodes > 0:
+        calls.append(
+            PlanCall(
+                "decode",
+                ("NHD",),
+                {"use_tensor_cores": use_tensor_cores},
+                (
+                    md.paged_kv_indptr[: md.num_decodes + 1],
+                    md.paged_kv_indices,
+                    md.paged_kv_last_page_len[: md.num_decodes],
+                    *heads,
+                ),
+                {"pos_encoding_mode": "NONE", **common, "kv_data_type": md.data_type},
+            )
+        )
+    return calls
 
 
 def flashinfer_available(device: torch.device) -> bool:
@@ -164,10 +301,13 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
         model_config = self._get_vllm_config().model_config
         self.num_qo_heads = model_config.num_attention_heads
         self.q_data_type = model_config.dtype
+        self.use_tensor_cores = (
+            model_config.num_attention_heads // model_config.num_key_value_heads > 4
+        )
+        """The decode wrapper's kernel choice (vLLM's rule, without its forcing env variable)."""
         self.global_hyperparameters: PerLayerParameters | None = None
         self._workspace_buffer: torch.Tensor | None = None
-        self._prefill_wrapper: Any = None
-        self._decode_wrapper: Any = None
+        self._wrappers: dict[str, Any] = {}
 
     def reorder_batch(
         self, input_batch: InputBatchLike, scheduler_output: SchedulerOutputLike
@@ -185,14 +325,10 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
         return self._workspace_buffer
 
     def _get_global_hyperparameters(self) -> PerLayerParameters:
-        """Scale, window and soft cap every layer plans with (read once, on first build)."""
+        """Scale, window and soft cap every layer of the model shares (read once, on first plan)."""
         if self.global_hyperparameters is None:
-            model_config = self._get_vllm_config().model_config
-            window = get_sliding_window(self.kv_cache_spec)
-            self.global_hyperparameters = PerLayerParameters(
-                window_left=-1 if window is None else int(window) - 1,
-                logits_soft_cap=None,
-                sm_scale=model_config.head_dim**-0.5,
+            self.global_hyperparameters = infer_global_hyperparameters(
+                get_per_layer_parameters(self._get_vllm_config())
             )
         return self.global_hyperparameters
 
@@ -258,7 +394,7 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
             page_size=page_size,
             data_type=self.kv_cache_spec.dtype,
             q_data_type=self.q_data_type,
-            slot_mapping=copy_slot_mapping(self.block_table, num_actual_tokens),
+            slot_mapping=slot_mapping_to_device(self.block_table, num_actual_tokens, self.device),
             num_decodes=split.num_decodes,
             num_decode_tokens=split.num_decode_tokens,
             num_prefills=split.num_prefills,
@@ -275,56 +411,33 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
     def _plan(self, attn_metadata: FlashInferMetadata) -> None:
         """Allocate the workspace (first build only); on CUDA with flashinfer, plan the wrappers.
 
-        Cascade batches are not planned (vLLM uses a ``MultiLevelCascadeAttentionWrapper``); the
-        reference impl computes them with the oracle either way.
+        The global hyperparameters are inferred here, on the first plan, as vLLM 0.9.0 does: a
+        model whose layers disagree fails its first step. The reference impl computes with the
+        oracle whether or not real wrappers were planned.
         """
         self._get_workspace_buffer()
-        params = self._get_global_hyperparameters()
-        if attn_metadata.use_cascade or not flashinfer_available(self.device):
+        calls = plan_calls(attn_metadata, self._get_global_hyperparameters(), self.use_tensor_cores)
+        if not flashinfer_available(self.device):
             return
         flashinfer: Any = importlib.import_module("flashinfer")  # lazy: GPU only
-
-        md = attn_metadata
-        common: dict[str, Any] = {
-            "sm_scale": params.sm_scale,
-            "window_left": params.window_left,
-            "logits_soft_cap": params.logits_soft_cap,
-            "q_data_type": md.q_data_type,
-            "kv_data_type": md.data_type,
+        classes = {
+            "prefill": flashinfer.BatchPrefillWithPagedKVCacheWrapper,
+            "decode": flashinfer.BatchDecodeWithPagedKVCacheWrapper,
+            "cascade": flashinfer.MultiLevelCascadeAttentionWrapper,
         }
-        heads = (md.num_qo_heads, md.num_kv_heads, md.head_dim, md.page_size)
-        if md.num_prefills > 0:
-            start = md.num_decodes
-            if self._prefill_wrapper is None:
-                self._prefill_wrapper = flashinfer.BatchPrefillWithPagedKVCacheWrapper(
-                    self._get_workspace_buffer(), "NHD"
+        for call in calls:
+            wrapper = self._wrappers.get(call.wrapper)
+            if wrapper is None:
+                workspace = self._get_workspace_buffer()
+                init_args = (
+                    (call.init_args[0], workspace, *call.init_args[1:])
+                    if call.wrapper == "cascade"
+                    else (workspace, *call.init_args)
                 )
-            self._prefill_wrapper.plan(
-                md.qo_indptr[start:] - md.qo_indptr[start],
-                md.paged_kv_indptr[start:],
-                md.paged_kv_indices,
-                md.paged_kv_last_page_len[start:],
-                *heads,
-                causal=True,
-                **common,
-            )
-            md.prefill_wrapper = self._prefill_wrapper
-        if md.num_decodes > 0:
-            if self._decode_wrapper is None:
-                self._decode_wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
-                    self._get_workspace_buffer(),
-                    "NHD",
-                    use_tensor_cores=md.num_qo_heads // md.num_kv_heads > 4,
-                )
-            self._decode_wrapper.plan(
-                md.paged_kv_indptr[: md.num_decodes + 1],
-                md.paged_kv_indices,
-                md.paged_kv_last_page_len[: md.num_decodes],
-                *heads,
-                pos_encoding_mode="NONE",
-                **common,
-            )
-            md.decode_wrapper = self._decode_wrapper
+                wrapper = classes[call.wrapper](*init_args, **call.init_kwargs)
+                self._wrappers[call.wrapper] = wrapper
+            wrapper.plan(*call.args, **call.kwargs)
+            setattr(attn_metadata, f"{call.wrapper}_wrapper", wrapper)
 
     def use_cascade_attention(
         self,

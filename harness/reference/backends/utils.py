@@ -24,8 +24,17 @@ from harness.reference.kv_cache_interface import (
 )
 from harness.reference.oracle import PAD_SLOT_ID, to_int_list
 
-NUM_SMS = 132
-"""Streaming multiprocessors the cascade heuristic assumes (an H100 SXM)."""
+DEFAULT_NUM_SMS = 132
+"""Streaming multiprocessors of an H100: what the cascade heuristic assumes when the runner knows
+no device (vLLM reads ``torch.cuda.get_device_properties(device).multi_processor_count``)."""
+
+
+def device_num_sms(device: torch.device) -> int:
+    """The SM count of a CUDA ``device`` as vLLM reads it; :data:`DEFAULT_NUM_SMS` elsewhere."""
+    if device.type != "cuda":
+        return DEFAULT_NUM_SMS
+    get_properties: Any = getattr(torch.cuda, "get_device_properties")  # noqa: B009 (untyped)
+    return int(get_properties(device).multi_processor_count)
 
 
 def reorder_batch_to_split_decodes_and_prefills(
@@ -91,16 +100,27 @@ def split_decodes_and_prefills(
 
 
 def copy_slot_mapping(block_table: BlockTable, num_actual_tokens: int) -> torch.Tensor:
-    """Copy the group's CPU slot mapping to its device buffer; fill the unused tail with -1.
+    """Copy the group's CPU slot mapping into its device buffer; fill the unused tail with -1.
 
-    The -1 tail is what vLLM 0.9.0 does for CUDA-graph padding: padded tokens are skipped by
-    ``reshape_and_cache``. Returns the ``(num_actual_tokens,)`` device view.
+    What vLLM 0.9.0's FlashAttention builder does (the -1 tail lets ``reshape_and_cache`` skip the
+    padding of a full CUDA graph); its FlashInfer and MLA builders leave the buffer alone and use
+    :func:`slot_mapping_to_device` instead. Returns the ``(num_actual_tokens,)`` device view.
     """
     block_table.slot_mapping[:num_actual_tokens].copy_(
         block_table.slot_mapping_cpu[:num_actual_tokens], non_blocking=True
     )
     block_table.slot_mapping[num_actual_tokens:].fill_(PAD_SLOT_ID)
     return block_table.slot_mapping[:num_actual_tokens]
+
+
+def slot_mapping_to_device(
+    block_table: BlockTable, num_actual_tokens: int, device: torch.device
+) -> torch.Tensor:
+    """``(num_actual_tokens,)`` int64: a fresh device copy of the group's CPU slot mapping.
+
+    vLLM 0.9.0's FlashInfer and MLA builders: the device slot-mapping buffer is not written.
+    """
+    return block_table.slot_mapping_cpu[:num_actual_tokens].to(device, non_blocking=True).long()
 
 
 def compute_paged_kv_indptr(seq_lens_cpu: torch.Tensor, page_size: int) -> torch.Tensor:
@@ -146,7 +166,7 @@ def compute_cascade_attn_prefix_len(
     num_computed_tokens: npt.NDArray[np.int32],
     num_common_prefix_blocks: int,
     num_query_heads: int,
-    num_sms: int = NUM_SMS,
+    num_sms: int = DEFAULT_NUM_SMS,
 ) -> int:
     """The ``common_prefix_len`` to pass to ``builder.build`` (vLLM's runner method of that name).
 

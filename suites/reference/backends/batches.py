@@ -70,10 +70,10 @@ def make_batch(
     num_computed: list[int],
     num_scheduled: list[int],
     *,
-    block_size: int = 4,
+    block_size: int = 16,
     num_heads: int = 4,
     num_kv_heads: int = 2,
-    head_size: int = 8,
+    head_size: int | None = None,
     num_blocks: int = 64,
     sliding_window: int | None = None,
     use_mla: bool = False,
@@ -82,7 +82,12 @@ def make_batch(
     dtype: torch.dtype = torch.float32,
     seed: int = 0,
 ) -> Batch:
-    """A committed batch; request ``i`` has ``num_computed[i]`` cached + ``num_scheduled[i]`` new."""
+    """A committed batch; request ``i`` has ``num_computed[i]`` cached + ``num_scheduled[i]`` new.
+
+    ``head_size`` defaults to what vLLM 0.9.0 accepts: 576 for MLA, 64 otherwise.
+    """
+    if head_size is None:
+        head_size = 576 if use_mla else 64
     num_reqs = len(num_computed)
     seq_lens = [c + s for c, s in zip(num_computed, num_scheduled, strict=True)]
     max_model_len = max([*seq_lens, block_size]) + block_size
@@ -92,6 +97,8 @@ def make_batch(
         head_dim=head_size,
         max_model_len=max_model_len,
         sliding_window=sliding_window,
+        # Every layer slides when there is a window (FlashInfer needs one window for all layers).
+        layer_types=() if sliding_window is None else ("sliding_attention",) * 2,
         dtype=dtype,
     )
     max_tokens = max(sum(num_scheduled), 1) + 8

@@ -29,6 +29,13 @@ def test_kv_cache_shape_and_name() -> None:
     assert FlashAttentionBackend.get_builder_cls() is FlashAttentionMetadataBuilder
 
 
+def test_block_size_and_head_size_are_checked_as_vllm_does() -> None:
+    with pytest.raises(ValueError, match=r"^Block size must be a multiple of 16\.$"):
+        FlashAttentionBackend.get_kv_cache_shape(10, 8, 8, 128)
+    with pytest.raises(ValueError, match="Head size 8 is not supported by FlashAttention"):
+        FlashAttentionImpl(4, 8, 1.0, 2)
+
+
 def test_slot_mapping_is_copied_and_unused_tail_filled_with_minus_one() -> None:
     batch = make_batch([2, 0], [5, 3])
     batch.block_table.slot_mapping.fill_(999)  # stale values from an earlier, larger step
@@ -52,15 +59,15 @@ def test_build_fields() -> None:
 
 
 def test_cascade_split_values() -> None:
-    # Three requests share 2 blocks (8 tokens) of prefix; seq lens 12, 10, 9.
-    batch = make_batch([11, 9, 8], [1, 1, 1], shared_prefix_blocks=2)
-    md = _builder(batch).build(8, batch.common)
-    assert md.use_cascade and md.common_prefix_len == 8
+    # Three requests share 2 blocks (32 tokens) of prefix; seq lens 36, 34, 33.
+    batch = make_batch([35, 33, 32], [1, 1, 1], shared_prefix_blocks=2)
+    md = _builder(batch).build(32, batch.common)
+    assert md.use_cascade and md.common_prefix_len == 32
     assert md.cu_prefix_query_lens is not None and md.cu_prefix_query_lens.tolist() == [0, 3]
-    assert md.prefix_kv_lens is not None and md.prefix_kv_lens.tolist() == [8]
+    assert md.prefix_kv_lens is not None and md.prefix_kv_lens.tolist() == [32]
     assert md.suffix_kv_lens is not None and md.suffix_kv_lens.tolist() == [4, 2, 1]
-    with pytest.raises(ValueError, match="multiple of block_size=4"):
-        _builder(batch).build(6, batch.common)
+    with pytest.raises(ValueError, match="multiple of block_size=16"):
+        _builder(batch).build(24, batch.common)
 
 
 @pytest.mark.parametrize(
@@ -110,13 +117,13 @@ def _run(
 ) -> tuple[torch.Tensor, torch.Tensor, FlashAttentionMetadata]:
     """Forward through the backend (padded by 2 tokens) and the dense expectation."""
     md = _builder(batch).build(common_prefix_len, batch.common)
-    kv_cache = torch.zeros(FlashAttentionBackend.get_kv_cache_shape(64, 4, 2, 8))
-    ks, vs = make_kv(batch, 2, 8, prefix_len=common_prefix_len, seed=seed)
+    kv_cache = torch.zeros(FlashAttentionBackend.get_kv_cache_shape(64, 16, 2, 64))
+    ks, vs = make_kv(batch, 2, 64, prefix_len=common_prefix_len, seed=seed)
     write_history(batch, ks, vs, kv_cache[0], kv_cache[1])
     n = batch.common.num_actual_tokens
-    query = torch.randn(n + 2, 4, 8, generator=torch.Generator().manual_seed(seed))
-    pad = torch.zeros(2, 2, 8)
-    impl = FlashAttentionImpl(4, 8, 8**-0.5, 2, sliding_window=sliding_window)
+    query = torch.randn(n + 2, 4, 64, generator=torch.Generator().manual_seed(seed))
+    pad = torch.zeros(2, 2, 64)
+    impl = FlashAttentionImpl(4, 64, 64**-0.5, 2, sliding_window=sliding_window)
     out = impl.forward(
         query,
         torch.cat([new_tokens(batch, ks), pad]),
@@ -124,43 +131,43 @@ def _run(
         kv_cache,
         md,
     )
-    expected = expected_attention(batch, query[:n], ks, vs, 8**-0.5, sliding_window)
-    assert out.shape == (n + 2, 32) and out[n:].abs().sum() == 0
+    expected = expected_attention(batch, query[:n], ks, vs, 64**-0.5, sliding_window)
+    assert out.shape == (n + 2, 4 * 64) and out[n:].abs().sum() == 0
     return out[:n], expected, md
 
 
-@pytest.mark.parametrize("sliding_window", [None, 3, 6])
+@pytest.mark.parametrize("sliding_window", [None, 3, 20])
 def test_forward_equals_dense_on_mixed_batch(sliding_window: int | None) -> None:
-    batch = make_batch([0, 5, 3, 7, 13], [6, 1, 4, 1, 2], sliding_window=sliding_window, seed=3)
+    batch = make_batch([0, 21, 3, 7, 29], [6, 1, 18, 1, 2], sliding_window=sliding_window, seed=3)
     out, expected, _ = _run(batch, sliding_window)
     torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
 
 
 def test_cascade_forward_equals_dense() -> None:
-    batch = make_batch([9, 12, 8, 10], [1, 3, 1, 2], shared_prefix_blocks=2, seed=5)
-    out, expected, md = _run(batch, common_prefix_len=8)
+    batch = make_batch([33, 44, 32, 40], [1, 3, 1, 2], shared_prefix_blocks=2, seed=5)
+    out, expected, md = _run(batch, common_prefix_len=32)
     assert md.use_cascade
     torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
 
 
 def test_profile_run_without_metadata_returns_zeros_and_writes_nothing() -> None:
-    impl = FlashAttentionImpl(4, 8, 1.0, 2)
-    kv_cache = torch.zeros(2, 4, 4, 2, 8)
+    impl = FlashAttentionImpl(4, 64, 1.0, 2)
+    kv_cache = torch.zeros(2, 4, 16, 2, 64)
     out = impl.forward(
-        torch.randn(5, 4, 8), torch.randn(5, 2, 8), torch.randn(5, 2, 8), kv_cache, None
+        torch.randn(5, 4, 64), torch.randn(5, 2, 64), torch.randn(5, 2, 64), kv_cache, None
     )
-    assert out.shape == (5, 32) and out.abs().sum() == 0 and kv_cache.abs().sum() == 0
+    assert out.shape == (5, 256) and out.abs().sum() == 0 and kv_cache.abs().sum() == 0
 
 
 def test_build_on_meta_device_gives_shapes() -> None:
-    batch = make_batch([9, 8, 11], [5, 3, 1], shared_prefix_blocks=2, device="meta")
-    md = _builder(batch, "meta").build(8, batch.common)
+    batch = make_batch([33, 32, 35], [5, 3, 1], shared_prefix_blocks=2, device="meta")
+    md = _builder(batch, "meta").build(32, batch.common)
     assert md.slot_mapping.is_meta and md.slot_mapping.shape == (9,)
     assert md.block_table.is_meta and md.block_table.shape[0] == 3
     assert md.suffix_kv_lens is not None and md.suffix_kv_lens.shape == (3,)
-    assert md.max_seq_len == 14
-    impl = FlashAttentionImpl(4, 8, 1.0, 2)
-    q = torch.empty(9, 4, 8, device="meta")
-    kv = torch.empty(2, 9, 2, 8, device="meta")
-    out = impl.forward(q, kv[0], kv[1], torch.empty(2, 64, 4, 2, 8, device="meta"), md)
-    assert out.is_meta and out.shape == (9, 32)
+    assert md.max_seq_len == 38
+    impl = FlashAttentionImpl(4, 64, 1.0, 2)
+    q = torch.empty(9, 4, 64, device="meta")
+    kv = torch.empty(2, 9, 2, 64, device="meta")
+    out = impl.forward(q, kv[0], kv[1], torch.empty(2, 64, 16, 2, 64, device="meta"), md)
+    assert out.is_meta and out.shape == (9, 256)

@@ -28,7 +28,7 @@ from .batches import (
     new_tokens,
 )
 
-KV_LORA_RANK, QK_ROPE_HEAD_DIM = 6, 2
+KV_LORA_RANK, QK_ROPE_HEAD_DIM = 512, 64  # DeepSeek's: vLLM 0.9.0 accepts only 576
 HEAD_SIZE = KV_LORA_RANK + QK_ROPE_HEAD_DIM
 
 
@@ -54,7 +54,8 @@ def _our_mla_builders() -> list[type[MLACommonMetadataBuilder[Any]]]:
 def _mla_batch(device: str = "cpu", **kwargs: Any) -> Batch:
     defaults: dict[str, Any] = {"num_computed": [5, 7, 0, 3], "num_scheduled": [1, 1, 6, 4]}
     defaults.update(kwargs)
-    return make_batch(use_mla=True, num_kv_heads=1, head_size=HEAD_SIZE, device=device, **defaults)
+    defaults.setdefault("head_size", HEAD_SIZE)
+    return make_batch(use_mla=True, num_kv_heads=1, device=device, **defaults)
 
 
 def test_every_mla_builder_is_found() -> None:
@@ -114,6 +115,25 @@ def test_kv_cache_shape() -> None:
     assert MLACommonBackend.get_kv_cache_shape(10, 16, 1, 576) == (10, 16, 576)
 
 
+def test_head_sizes_other_than_576_are_rejected_at_build() -> None:
+    batch = _mla_batch(head_size=8)
+    builder = MLACommonMetadataBuilder(batch.spec, batch.block_table, batch.vllm_config, "cpu")
+    with pytest.raises(
+        ValueError, match=r"^Only \[576\] are supported for head_dim, received 8\.$"
+    ):
+        builder.build(0, batch.common)
+
+
+def test_slot_mapping_is_a_fresh_copy_and_the_device_buffer_is_untouched() -> None:
+    batch = _mla_batch()
+    batch.block_table.slot_mapping.fill_(999)
+    builder = MLACommonMetadataBuilder(batch.spec, batch.block_table, batch.vllm_config, "cpu")
+    md = builder.build(0, batch.common)
+    n = batch.common.num_actual_tokens
+    assert md.slot_mapping.tolist() == batch.block_table.slot_mapping_cpu[:n].tolist()
+    assert (batch.block_table.slot_mapping == 999).all()
+
+
 @pytest.mark.parametrize("builder_cls", _our_mla_builders(), ids=lambda c: c.__name__)
 def test_reorder_batch_is_decode_first(builder_cls: type[MLACommonMetadataBuilder[Any]]) -> None:
     batch = _mla_batch()
@@ -133,7 +153,7 @@ def test_forward_equals_dense_mqa_over_the_latent(
     g = torch.Generator().manual_seed(0)
     kv_c = [torch.randn(n, KV_LORA_RANK, generator=g) for n in batch.seq_lens]
     k_pe = [torch.randn(n, QK_ROPE_HEAD_DIM, generator=g) for n in batch.seq_lens]
-    kv_cache = torch.zeros(MLACommonBackend.get_kv_cache_shape(64, 4, 1, HEAD_SIZE))
+    kv_cache = torch.zeros(MLACommonBackend.get_kv_cache_shape(64, 16, 1, HEAD_SIZE))
     for i, c in enumerate(batch.num_computed):
         concat_and_cache_mla(kv_c[i][:c], k_pe[i][:c], kv_cache, batch.slots(i, range(c)))
     n = batch.common.num_actual_tokens

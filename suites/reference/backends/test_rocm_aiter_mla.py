@@ -14,7 +14,7 @@ from .batches import make_batch
 def test_decode_paged_kv_tensors_hand_computed() -> None:
     # block_size 4; decodes with seq lens 6 (2 pages, 2 in the last) and 4 (1 full page),
     # then a prefill that must not appear in the decode tensors.
-    batch = make_batch([5, 3, 0], [1, 1, 6], use_mla=True, num_kv_heads=1)
+    batch = make_batch([5, 3, 0], [1, 1, 6], block_size=4, use_mla=True, num_kv_heads=1)
     batch.block_table.add_row([11, 4], 0)
     batch.block_table.add_row([9], 1)
     batch.block_table.add_row([1, 2], 2)
@@ -31,7 +31,9 @@ def test_decode_paged_kv_tensors_hand_computed() -> None:
 
 
 def test_meta_device_shapes() -> None:
-    batch = make_batch([5, 3, 0], [1, 1, 6], use_mla=True, num_kv_heads=1, device="meta")
+    batch = make_batch(
+        [5, 3, 0], [1, 1, 6], block_size=4, use_mla=True, num_kv_heads=1, device="meta"
+    )
     builder = AiterMLAMetadataBuilder(batch.spec, batch.block_table, batch.vllm_config, "meta")
     decode = builder.build(0, batch.common).decode
     assert isinstance(decode, AiterMLADecodeMetadata)

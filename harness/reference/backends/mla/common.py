@@ -2,7 +2,9 @@
 
 MLA caches one compressed latent per token: ``[kv_c (kv_lora_rank), k_pe (qk_rope_head_dim)]``,
 so the KV cache is ``(num_blocks, block_size, head_size)`` with
-``head_size = kv_lora_rank + qk_rope_head_dim``. The builder reorders the batch decode-first,
+``head_size = kv_lora_rank + qk_rope_head_dim``, which must be 576 (512 + 64, DeepSeek's), as vLLM
+0.9.0's metadata checks. Like 0.9.0 the builder copies the CPU slot mapping to a fresh device
+tensor (the group's device slot-mapping buffer is not written). The builder reorders the batch decode-first,
 describes the prefills itself and delegates the decode part to ``_build_decode``, which it calls
 BY KEYWORD: ``self._build_decode(block_table_tensor=..., seq_lens=...)`` (vLLM after PR #17483
 renamed ``block_table`` to ``block_table_tensor``; a subclass that kept the old name crashed at
@@ -29,8 +31,8 @@ from harness.reference.backends.abstract import (
     SchedulerOutputLike,
 )
 from harness.reference.backends.utils import (
-    copy_slot_mapping,
     reorder_batch_to_split_decodes_and_prefills,
+    slot_mapping_to_device,
     split_decodes_and_prefills,
 )
 from harness.reference.block_table import BlockTable
@@ -42,6 +44,10 @@ from harness.reference.oracle import concat_and_cache_mla, paged_attention
 
 class MLACommonBackend(AttentionBackend):
     """The MLA family's KV cache layout and default classes (vLLM's Triton MLA)."""
+
+    @staticmethod
+    def get_supported_head_sizes() -> list[int]:
+        return [576]
 
     @staticmethod
     def get_name() -> str:
@@ -117,6 +123,13 @@ class MLACommonMetadata(Generic[D]):
     prefill: MLACommonPrefillMetadata | None = None
     """Prefill part."""
 
+    def __post_init__(self) -> None:
+        supported = MLACommonBackend.get_supported_head_sizes()
+        if self.head_dim is not None and self.head_dim not in supported:
+            raise ValueError(
+                f"Only {supported} are supported for head_dim, received {self.head_dim}."
+            )
+
 
 M = TypeVar("M", bound=MLACommonMetadata[Any])
 
@@ -156,7 +169,7 @@ class MLACommonMetadataBuilder(AttentionMetadataBuilder[M]):
         split = split_decodes_and_prefills(common_attn_metadata)
         nd = split.num_decodes
         block_table_tensor = self.block_table.get_device_tensor()[:num_reqs]
-        slot_mapping = copy_slot_mapping(self.block_table, num_actual_tokens)
+        slot_mapping = slot_mapping_to_device(self.block_table, num_actual_tokens, self.device)
         query_start_loc = common_attn_metadata.query_start_loc
         seq_lens = common_attn_metadata.seq_lens
 

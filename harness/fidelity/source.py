@@ -1,0 +1,143 @@
+"""Where vLLM's source comes from: a directory given by the user, or a pinned wheel unpacked once.
+
+``fetch_vllm_source(version)`` runs ``pip download vllm==VERSION --no-deps --only-binary=:all:``
+into a temporary directory, unpacks only the wheel's ``vllm/**/*.py`` files into
+``$XDG_CACHE_HOME/harness/vllm-VERSION`` (default ``~/.cache/harness/vllm-VERSION``) and writes a
+``.harness-complete`` marker last, after checking the unpacked ``vllm/_version.py``. A cache
+directory without the marker (an interrupted unpack) is rebuilt; a complete one is reused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+PINNED_VLLM_VERSION = "0.9.0"
+"""The vLLM release ``make fidelity`` compares against (the reference's default semantics)."""
+MARKER = ".harness-complete"
+_VERSION_RE = re.compile(r"""^__version__\s*=.*?['"]([^'"]+)['"]""", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class VllmSource:
+    """A vLLM source tree: ``root`` holds the ``vllm`` package; ``version`` is its release."""
+
+    root: Path
+    version: str
+
+
+def read_version(root: Path) -> str:
+    """The release in ``root/vllm/_version.py`` (read as text, never executed)."""
+    path = root / "vllm" / "_version.py"
+    try:
+        match = _VERSION_RE.search(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise HarnessError(f"cannot read vLLM's version from {path}: {exc.strerror}") from None
+    if match is None:
+        raise HarnessError(f"{path} names no __version__")
+    return match.group(1)
+
+
+def locate_vllm_source(path: Path | str) -> VllmSource:
+    """The vLLM source tree at ``path``: the directory holding ``vllm/``, or ``vllm/`` itself."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise HarnessError(f"--vllm-src {path}: no such directory")
+    for root in (path, path.parent):
+        if (root / "vllm" / "v1" / "kv_cache_interface.py").is_file():
+            return VllmSource(root.resolve(), read_version(root))
+    raise HarnessError(
+        f"--vllm-src {path}: not a vLLM source tree (no vllm/v1/kv_cache_interface.py); give the "
+        "directory that holds the vllm package"
+    )
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/harness`` (``~/.cache/harness`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "harness"
+
+
+def _unpack_python_sources(wheel: Path, target: Path) -> int:
+    count = 0
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            name = info.filename
+            if not (name.startswith("vllm/") and name.endswith(".py")) or ".." in name.split("/"):
+                continue
+            destination = target / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(archive.read(info))
+            count += 1
+    return count
+
+
+def fetch_vllm_source(
+    version: str = PINNED_VLLM_VERSION, cache_dir: Path | None = None
+) -> VllmSource:
+    """vLLM ``version``'s Python sources, downloaded with pip and unpacked once into the cache."""
+    cache = (cache_dir or default_cache_dir()).expanduser()
+    final = cache / f"vllm-{version}"
+    if (final / MARKER).is_file():
+        return VllmSource(final.resolve(), read_version(final))
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="vllm-wheel-", dir=cache) as tmp:
+        download = Path(tmp) / "wheel"
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"vllm=={version}",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--quiet",
+            "-d",
+            str(download),
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        wheels = sorted(download.glob("vllm-*.whl")) if download.is_dir() else []
+        if result.returncode != 0 or not wheels:
+            detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+            raise HarnessError(
+                f"could not download vllm=={version} with pip: "
+                + (" / ".join(detail) or "no wheel")
+            )
+        staging = Path(tmp) / "src"
+        count = _unpack_python_sources(wheels[0], staging)
+        found = read_version(staging)
+        if found != version:
+            raise HarnessError(f"the vllm=={version} wheel says it is vLLM {found}")
+        (staging / MARKER).write_text(
+            json.dumps({"version": version, "wheel": wheels[0].name, "files": count}) + "\n",
+            encoding="utf-8",
+        )
+        if final.exists():  # an interrupted earlier unpack: ours to replace
+            shutil.rmtree(final)
+        os.replace(staging, final)
+    return VllmSource(final.resolve(), version)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.fidelity.source [VERSION]``: print the unpacked tree (fetch it once)."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        print(fetch_vllm_source(args[0] if args else PINNED_VLLM_VERSION).root)
+    except HarnessError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

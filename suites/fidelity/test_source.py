@@ -1,0 +1,91 @@
+"""Where vLLM's source comes from: a given tree, or a pinned wheel unpacked once into the cache."""
+
+from __future__ import annotations
+
+import subprocess
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.fidelity import source as source_module
+from harness.fidelity.source import MARKER, fetch_vllm_source, locate_vllm_source
+
+from .conftest import FIXTURES
+
+
+def test_locate_accepts_the_tree_or_its_vllm_directory() -> None:
+    tree = FIXTURES / "fake_vllm"
+    assert locate_vllm_source(tree) == locate_vllm_source(tree / "vllm")
+    assert locate_vllm_source(tree).version == "0.0.0+fake"
+
+
+@pytest.mark.parametrize("name", ["does-not-exist", "tripwire"])
+def test_locate_rejects_what_is_not_a_vllm_tree(name: str) -> None:
+    with pytest.raises(HarnessError, match="--vllm-src"):
+        locate_vllm_source(FIXTURES / name)
+
+
+def _fake_pip(version: str, calls: list[list[str]], *, wheel_version: str | None = None) -> Any:
+    def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(command)
+        target = Path(command[command.index("-d") + 1])
+        target.mkdir(parents=True)
+        with zipfile.ZipFile(target / f"vllm-{version}-cp38-abi3-manylinux1_x86_64.whl", "w") as z:
+            z.writestr(
+                "vllm/_version.py", f"__version__ = version = '{wheel_version or version}'\n"
+            )
+            z.writestr("vllm/v1/kv_cache_interface.py", "X = 1\n")
+            z.writestr("vllm/_C.abi3.so", b"\0")  # not Python: left out
+            z.writestr("vllm-0.9.0.dist-info/METADATA", "")
+            z.writestr("vllm/../escape.py", "")  # never written outside the tree
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    return run
+
+
+def test_fetch_unpacks_python_sources_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+    fetched = fetch_vllm_source("0.9.0", tmp_path)
+    assert fetched.root == tmp_path / "vllm-0.9.0" and fetched.version == "0.9.0"
+    assert "vllm==0.9.0" in calls[0] and "--no-deps" in calls[0]
+    files = sorted(p.relative_to(fetched.root).as_posix() for p in fetched.root.rglob("*"))
+    assert files == [
+        MARKER,
+        "vllm",
+        "vllm/_version.py",
+        "vllm/v1",
+        "vllm/v1/kv_cache_interface.py",
+    ]
+    assert fetch_vllm_source("0.9.0", tmp_path) == fetched and len(calls) == 1  # cached
+
+
+def test_an_interrupted_unpack_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+    partial = tmp_path / "vllm-0.9.0" / "vllm"
+    partial.mkdir(parents=True)
+    (partial / "stale.py").write_text("")
+    fetched = fetch_vllm_source("0.9.0", tmp_path)
+    assert len(calls) == 1 and not (fetched.root / "vllm" / "stale.py").exists()
+    assert (fetched.root / MARKER).is_file()
+
+
+def test_fetch_failures_are_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(
+        source_module.subprocess, "run", _fake_pip("0.9.0", calls, wheel_version="0.9.1")
+    )
+    with pytest.raises(HarnessError, match=r"the vllm==0\.9\.0 wheel says it is vLLM 0\.9\.1"):
+        fetch_vllm_source("0.9.0", tmp_path)
+    assert not (tmp_path / "vllm-0.9.0").exists()
+
+    def failing(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution\n")
+
+    monkeypatch.setattr(source_module.subprocess, "run", failing)
+    with pytest.raises(HarnessError, match=r"could not download vllm==9\.9\.9 .*No matching"):
+        fetch_vllm_source("9.9.9", tmp_path)
