@@ -29,8 +29,9 @@ def _registrars() -> list[_Register]:
     from harness import demo
     from harness.memory import cli as memory_cli
     from harness.overrides import cli as overrides_cli
+    from harness.regressions import cli as regressions_cli
 
-    return [demo.register, overrides_cli.register, memory_cli.register]
+    return [demo.register, overrides_cli.register, memory_cli.register, regressions_cli.register]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -261,6 +261,7 @@ def detect_scaling(
     workload: Workload,
     regression: str | None = None,
     num_blocks: tuple[int, int] = DEFAULT_NUM_BLOCKS,
+    backend: type[AttentionBackend] | None = None,
     device: str = "cpu",
     max_steps: int | None = None,
 ) -> ScalingReport:
@@ -268,9 +269,8 @@ def detect_scaling(
     a_blocks, b_blocks = num_blocks
     if a_blocks <= 0 or b_blocks <= 0 or a_blocks == b_blocks:
         raise HarnessError(f"num_blocks must be two different positive counts, got {num_blocks}")
-    backend: type[AttentionBackend] = (
-        FlashInferBackend if regression is None else get_regression(regression).backend
-    )
+    if backend is None:
+        backend = FlashInferBackend if regression is None else get_regression(regression).backend
     vllm_config = _vllm_config(model, workload)
     if torch.device(device).type == "cpu" and _weight_bytes(vllm_config) > MAX_CPU_WEIGHT_BYTES:
         raise HarnessError(

@@ -257,6 +257,7 @@ def simulate(
     device: str,
     workload: Workload,
     regression: str | None = None,
+    backend: type[AttentionBackend] | None = None,
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     non_torch_bytes: int | None = None,
     memoize: bool = True,
@@ -271,9 +272,8 @@ def simulate(
         )
     model_config = get_model_config(model)
     profile = get_device_profile(device)
-    backend: type[AttentionBackend] = (
-        FlashInferBackend if regression is None else get_regression(regression).backend
-    )
+    if backend is None:
+        backend = FlashInferBackend if regression is None else get_regression(regression).backend
     vllm_config = _vllm_config(model_config, workload, gpu_memory_utilization)
     sim_device = SimulatedDevice(profile, non_torch_bytes=non_torch_bytes)
     runner = ModelRunner(vllm_config, "meta", backend)
