@@ -27,11 +27,18 @@ def _registrars() -> list[_Register]:
     in pre-commit starts in a fraction of a second.
     """
     from harness import demo
+    from harness.bisect import cli as bisect_cli
     from harness.memory import cli as memory_cli
     from harness.overrides import cli as overrides_cli
     from harness.regressions import cli as regressions_cli
 
-    return [demo.register, overrides_cli.register, memory_cli.register, regressions_cli.register]
+    return [
+        demo.register,
+        overrides_cli.register,
+        memory_cli.register,
+        regressions_cli.register,
+        bisect_cli.register,
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:
