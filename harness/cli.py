@@ -28,6 +28,7 @@ def _registrars() -> list[_Register]:
     """
     from harness import demo
     from harness.bisect import cli as bisect_cli
+    from harness.hunt import cli as hunt_cli
     from harness.memory import cli as memory_cli
     from harness.overrides import cli as overrides_cli
     from harness.regressions import cli as regressions_cli
@@ -38,6 +39,7 @@ def _registrars() -> list[_Register]:
         memory_cli.register,
         regressions_cli.register,
         bisect_cli.register,
+        hunt_cli.register,
     ]
 
 
