@@ -148,3 +148,10 @@ def resolve_backend(spec: str) -> type[AttentionBackend]:
     """The backend to run for ``--regression spec`` in ``memory simulate`` / ``memory scaling``:
     an entry's buggy backend, or the user's class itself."""
     return resolve_target(spec).backend  # an entry's property refuses runner-only variants
+
+
+def resolve_labelled_backend(spec: str) -> tuple[str, type[AttentionBackend]]:
+    """``(label, backend)`` for ``--regression spec`` of the memory commands: the resolver
+    ``harness.cli`` hands ``harness.memory.cli`` (the label is the entry id, or ``spec``)."""
+    target = resolve_target(spec)
+    return (target.id if isinstance(target, Regression) else spec), target.backend

@@ -10,7 +10,12 @@ import pytest
 from harness.errors import HarnessError
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.regressions import Regression, Variant, get_regression
-from harness.regressions.resolve import resolve_backend, resolve_regression, resolve_target
+from harness.regressions.resolve import (
+    resolve_backend,
+    resolve_labelled_backend,
+    resolve_regression,
+    resolve_target,
+)
 
 USER_MODULE = """
 from harness.reference.backends.flashinfer import FlashInferBackend
@@ -61,6 +66,8 @@ def test_module_attr_gives_the_users_entry_or_backend() -> None:
     assert isinstance(variant, Variant) and issubclass(variant.backend, FlashInferBackend)
     assert resolve_backend("user_variants:MyBackend") is variant.backend
     assert resolve_backend("user_variants:ENTRY") is FlashInferBackend
+    assert resolve_labelled_backend("user_variants:ENTRY") == ("user-entry", FlashInferBackend)
+    assert resolve_labelled_backend("user_variants:MyBackend")[0] == "user_variants:MyBackend"
 
 
 def test_a_file_path_works_too(user_module: Path) -> None:
