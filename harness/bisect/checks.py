@@ -45,6 +45,8 @@ class BisectCheck:
     interpret: Interpret
     python_path: bool = False
     """Put the worktree first on ``PYTHONPATH`` (checks that import the bisected code)."""
+    render: Callable[[str], str] | None = None
+    """Turns stdout into what the report shows (e.g. JSON findings into lines)."""
     cannot_run_codes: tuple[int, ...] = ()
     """Exit statuses that may mean "the command cannot run" rather than bad (126, 127 for a
     command, as ``git bisect run`` treats them): confirmed on the good commit before trusted."""
@@ -99,6 +101,21 @@ def _overrides(returncode: int, output: str) -> tuple[Verdict, str]:
     return Verdict.GOOD, f"no error finding ({len(findings)} warning(s))"
 
 
+def _render_findings(output: str) -> str:
+    """The checker's JSON findings as one line each (errors with their call site), or as is."""
+    try:
+        findings = json.loads(output)
+    except ValueError:
+        return output
+    lines: list[str] = []
+    for f in findings:
+        lines.append(f"{f['path']}:{f['line']}: {f['code']} {f['severity']}: {f['message']}")
+        evidence = f.get("evidence")
+        if evidence:
+            lines.append(f"    call: {evidence['path']}:{evidence['line']}: {evidence['text']}")
+    return "\n".join(lines) or "no findings"
+
+
 def _pytest(returncode: int, output: str) -> tuple[Verdict, str]:
     del output
     if returncode == EXIT_GOOD:
@@ -128,7 +145,7 @@ def named_check(spec: str) -> BisectCheck:
     argv: tuple[str, ...]
     if spec == "overrides":
         argv = (python, "-m", "harness.overrides", "--format", "json", "--no-cache", ".")
-        return BisectCheck(spec, argv, _overrides)
+        return BisectCheck(spec, argv, _overrides, render=_render_findings)
     if spec == "regressions":
         argv = (python, "-m", "harness.cli", "regressions", "verify")
         return BisectCheck(spec, argv, _regressions, python_path=True)
@@ -180,7 +197,7 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
         _kill(process)
         raise
     verdict, note = check.interpret(process.returncode, stdout)
-    output = _tail(stdout, stderr)
+    output = _tail(check.render(stdout) if check.render else stdout, stderr)
     return CheckRun(verdict, process.returncode, note, output, time.perf_counter() - started)
 
 
