@@ -1,6 +1,6 @@
 """``harness regressions``: list the catalog, show one entry, verify entries (thin: parse, call, print).
 
-- ``list`` -- one line per entry: id, upstream references, bug class.
+- ``list`` (or no subcommand) -- one line per entry: id, upstream references, bug class.
 - ``show ID`` -- everything about one entry: references with links, variants, checks, how it was
   found upstream, what test would have caught it, and its story.
 - ``verify [ID ...] [--json]`` -- run every check on the buggy and the fixed variant (all entries
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(func=_usage(parser))
+    parser.set_defaults(func=_list, json=False)  # bare `harness regressions` lists
     sub = parser.add_subparsers(dest="regressions_command", metavar="SUBCOMMAND")
 
     listing = sub.add_parser("list", help="one line per entry")
@@ -60,15 +60,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     verify.add_argument("--json", action="store_true", help="print a JSON list, one object each")
     verify.set_defaults(func=_verify)
-
-
-def _usage(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        del args
-        parser.print_help()
-        return 2
-
-    return run
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -52,20 +52,31 @@ def _load() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True  # set first: a failing plugin must not make every later lookup retry it
-    for module_name in BUILTIN_MODULES:
-        _add(importlib.import_module(module_name).REGRESSION, module_name)
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        origin = f"entry point {entry_point.name!r} ({entry_point.value})"
-        try:
-            loaded: object = entry_point.load()
-        except Exception as exc:
-            raise HarnessError(f"{origin} failed to load: {type(exc).__name__}: {exc}") from exc
-        regressions: Iterable[object] = (
-            cast(Iterable[object], loaded) if isinstance(loaded, Iterable) else (loaded,)
-        )
-        for regression in regressions:
-            _add(regression, origin)
+    _loaded = True
+    try:
+        for module_name in BUILTIN_MODULES:
+            _add(importlib.import_module(module_name).REGRESSION, module_name)
+        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            _load_entry_point(entry_point)
+    except BaseException:
+        # Never leave a partial catalog behind: every later lookup fails the same way.
+        _entries.clear()
+        _origins.clear()
+        _loaded = False
+        raise
+
+
+def _load_entry_point(entry_point: importlib.metadata.EntryPoint) -> None:
+    origin = f"entry point {entry_point.name!r} ({entry_point.value})"
+    try:
+        loaded: object = entry_point.load()
+    except Exception as exc:
+        raise HarnessError(f"{origin} failed to load: {type(exc).__name__}: {exc}") from exc
+    regressions: Iterable[object] = (
+        cast(Iterable[object], loaded) if isinstance(loaded, Iterable) else (loaded,)
+    )
+    for regression in regressions:
+        _add(regression, origin)
 
 
 def register_regression(regression: Regression, *, origin: str | None = None) -> Regression:

@@ -123,3 +123,5 @@ def test_a_bad_entry_point_is_a_clear_error(
     _entry_points(monkeypatch, tmp_path, PLUGIN, value)
     with pytest.raises(HarnessError, match=error):
         available_regressions()
+    with pytest.raises(HarnessError, match=error):  # again: no partial catalog was left behind
+        get_regression("flashinfer-oom")
