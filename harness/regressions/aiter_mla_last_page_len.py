@@ -111,9 +111,10 @@ REGRESSION = Regression(
             _decode_pages,
         ),
     ),
-    found_upstream="By reading the code: PR #31282 describes the bug (a 127-token sequence "
-    "claimed 127 tokens in its last page) and compares the line with the FlashInfer backend's "
-    "modulo; it lists wrong attention and possible out-of-bounds reads as the impact.",
+    found_upstream="PR #31282 describes the bug (a 127-token sequence claimed 127 tokens in its "
+    "last page: the KV block size was used instead of the kernel's block size of 1), compares "
+    "the line with the FlashInfer backend's modulo and lists wrong attention and possible "
+    "out-of-bounds reads as the impact; it does not say how the bug was noticed.",
     caught_by="A CPU unit test that inverts every backend's CSR page description back to "
     "(block table, sequence lengths) and compares it with the batch, as `decode-pages` does.",
     doc=__doc__ or "",
