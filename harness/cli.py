@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from harness import __version__
 from harness.errors import HarnessError
+from harness.extras import missing_extra
+
+if TYPE_CHECKING:
+    from harness.reference.backends.abstract import AttentionBackend
 
 EXIT_USAGE = 2
 
@@ -36,11 +41,24 @@ def _registrars() -> list[_Register]:
     return [
         demo.register,
         overrides_cli.register,
-        memory_cli.register,
+        functools.partial(memory_cli.register, resolve_regression=_resolve_regression),
         regressions_cli.register,
         bisect_cli.register,
         hunt_cli.register,
     ]
+
+
+def _resolve_regression(spec: str) -> tuple[str, type[AttentionBackend]]:
+    """``--regression NAME|MODULE:ATTR`` of ``harness memory``: (label, backend class).
+
+    The seam between the memory tools and the catalog that sits above them: ``harness.memory``
+    never imports ``harness.regressions``; it is handed this function. ``MODULE:ATTR`` names a
+    user's backend class or catalog entry; bad specs raise a :class:`HarnessError` (unknown names
+    list the known ones).
+    """
+    from harness.regressions.resolve import resolve_labelled_backend
+
+    return resolve_labelled_backend(spec)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModuleNotFoundError as exc:  # an optional extra is not installed: say which one
+        hint = missing_extra(exc)
+        if hint is None:
+            raise
+        print(f"harness: error: {hint}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)

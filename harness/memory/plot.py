@@ -7,24 +7,42 @@ Uses matplotlib's Agg canvas directly (no global backend switch, no display need
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from harness.errors import HarnessError
-from harness.memory.simulate import SimulationResult
 from harness.memory.sizes import GiB, format_size
+
+if TYPE_CHECKING:
+    from harness.memory.simulate import SimulationResult
 
 
 def check_plot_path(path: str | Path) -> Path:
-    """``path`` as a ``Path`` if a PNG can be written there; otherwise a :class:`HarnessError`."""
+    """``path`` as a ``Path`` if a PNG can be written there; otherwise a :class:`HarnessError`.
+
+    Nothing is left behind: a file that did not exist is created to prove it can be, then removed;
+    an existing file is opened for appending and not written.
+    """
     out = Path(path)
     if out.suffix.lower() != ".png":
         raise HarnessError(f"--plot writes a PNG; {str(out)!r} does not end in .png")
     if not out.parent.is_dir():
         raise HarnessError(f"cannot write {str(out)!r}: {str(out.parent)!r} is not a directory")
+    if out.is_dir():
+        raise HarnessError(f"cannot write {str(out)!r}: it is a directory")
+    existed = out.exists()
+    try:
+        with open(out, "ab"):
+            pass
+    except OSError as exc:
+        raise HarnessError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+    if not existed:
+        os.unlink(out)
     return out
 
 

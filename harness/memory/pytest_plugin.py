@@ -7,7 +7,10 @@
   (torch's ``max_memory_allocated``; without CUDA the test is skipped with the reason, never passed).
   A failure lists the largest allocations live at the peak with op and source line.
 - Fixture ``memory_tracker``: a fresh :class:`~harness.memory.tracker.MemoryTracker` (cpu and meta)
-  to measure a region (``with memory_tracker: ...``); its summary is added to a failing report.
+  to measure a region (``with memory_tracker: ...``; the numbers are ``memory_tracker.ledger``'s);
+  its summary is added to a failing report.
+- Threads: a budgeted body's allocations count from every Python thread, those it starts and
+  those that already existed (a thread pool's workers), not only the test's own thread.
 - "Worse than the last green run": each budgeted test's peak is kept in ``config.cache``; a higher
   peak is reported in the terminal summary, and fails the test with ``--memory-fail-on-increase``.
 
@@ -138,26 +141,29 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
         return (yield from _run_on_cuda(pyfuncitem, device, top))
     import torch
 
+    from harness.memory.ledger import Ledger
     from harness.memory.sim_allocator import SimulatedDevice
     from harness.memory.tracker import MemoryTracker
 
     if device.kind == "meta":
         assert device.profile is not None
-        tracker = SimulatedDevice(device.profile).tracker(devices=("meta",), top_k=top)
+        ledger = Ledger(capacity=SimulatedDevice(device.profile))
+        tracker = MemoryTracker(ledger, devices=("meta",))
         default_device: contextlib.AbstractContextManager[object] = torch.device("meta")
     else:
-        tracker = MemoryTracker(devices=("cpu",), top_k=top)
+        ledger = Ledger()
+        tracker = MemoryTracker(ledger, devices=("cpu",))
         default_device = contextlib.nullcontext()
     try:
-        with tracker, default_device:
+        with tracker, default_device:  # every thread's allocations count (tracker docstring)
             return (yield)
     finally:  # also when the body failed (e.g. a simulated OOM): the report shows the peak
         pyfuncitem.stash[_MEASUREMENT] = Measurement(
             device=device,
-            peak_bytes=tracker.peak_bytes,
+            peak_bytes=ledger.peak_bytes,
             method="tracker (live storage bytes)",
-            top_allocations=tuple(tracker.peak_allocations(top)),
-            peak_region=tracker.peak_region,
+            top_allocations=tuple(ledger.peak_allocations(top)),
+            peak_region=ledger.peak_region,
         )
 
 
@@ -170,7 +176,7 @@ def _run_on_cuda(
     reason = cuda_unavailable_reason()
     if reason is not None:
         pytest.skip(f"memory_budget(device='cuda') needs a GPU: {reason}")
-    tracker = MemoryTracker(devices=("cuda",), top_k=top)
+    tracker = MemoryTracker(devices=("cuda",))
     peak = CudaPeak()
     try:
         with peak, tracker:
@@ -180,8 +186,8 @@ def _run_on_cuda(
             device=device,
             peak_bytes=peak.peak_bytes,
             method="torch.cuda.max_memory_allocated",
-            top_allocations=tuple(tracker.peak_allocations(top)),
-            peak_region=tracker.peak_region,
+            top_allocations=tuple(tracker.ledger.peak_allocations(top)),
+            peak_region=tracker.ledger.peak_region,
         )
 
 
@@ -205,9 +211,9 @@ def pytest_runtest_makereport(
     if measurement is not None and marker is not None:
         _judge(item, report, marker, measurement)
     tracker = getattr(item, "funcargs", {}).get("memory_tracker")
-    if report.failed and tracker is not None and tracker.num_allocations:
+    if report.failed and tracker is not None and tracker.ledger.num_allocations:
         top = int(value_or_ini(item.config, "memory_top"))
-        report.sections.append(("memory tracker", tracker.summary(top)))
+        report.sections.append(("memory tracker", tracker.ledger.summary(top)))
     return report
 
 

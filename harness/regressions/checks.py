@@ -27,7 +27,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.reference.backends.mla.common import MLACommonBackend
 from harness.reference.config import VllmConfig
-from harness.reference.kv_cache_utils import get_kv_cache_config
+from harness.reference.kv_cache_utils import kv_cache_config_for_num_blocks
 from harness.reference.outputs import SchedulerOutput
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
@@ -69,8 +69,7 @@ def start_engine(
     one request per ``(prompt_len, max_tokens)``; nothing executed yet."""
     runner = (variant.runner or ModelRunner)(vllm_config, "cpu", variant.backend)
     spec = runner.get_kv_cache_spec()
-    page_size = max(s.page_size_bytes for s in spec.values())
-    kv_cache_config = get_kv_cache_config(vllm_config, spec, num_blocks * page_size * len(spec))
+    kv_cache_config = kv_cache_config_for_num_blocks(vllm_config, spec, num_blocks)
     runner.initialize_kv_cache(kv_cache_config)
     scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_config)
     for i, (prompt_len, max_tokens) in enumerate(prompts):

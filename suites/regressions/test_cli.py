@@ -32,6 +32,23 @@ class LastPageModuloBackend(FlashInferBackend):
         return LastPageModuloBuilder
 
 
+class ScratchPerStepBuilder(FlashInferMetadataBuilder):
+    # Allocates a scratch copy of one layer's KV cache every step (scales with num_blocks).
+
+    def bind_kv_caches(self, kv_caches):
+        self.first_cache = next(iter(kv_caches.values()))
+
+    def _plan(self, attn_metadata):
+        self.scratch = torch.empty_like(self.first_cache)
+        super()._plan(attn_metadata)
+
+
+class ScratchPerStepBackend(FlashInferBackend):
+    @staticmethod
+    def get_builder_cls():
+        return ScratchPerStepBuilder
+
+
 ENTRY = Regression(
     id="last-page-modulo",
     title="a full last page described as empty",
@@ -128,3 +145,20 @@ def test_a_user_backend_runs_the_generic_checks(
     assert obj["kind"] == "variant" and obj["buggy_detected"] is None
     assert verdicts["overrides"] == "pass" and verdicts["oracle:mixed-prefill-decode"] == "FAIL"
     assert verdicts["scaling"] == "pass" and verdicts["simulate:h100-95"] == "pass"
+
+
+def test_memory_commands_take_a_users_backend(
+    user_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``harness memory scaling --regression MODULE:ATTR`` through the resolver harness.cli hands
+    the memory tools: the user's per-step scratch copy is named with its file and line."""
+    monkeypatch.chdir(user_dir)
+    monkeypatch.delitem(sys.modules, "my_variants", raising=False)
+    args = ["memory", "scaling", "--regression", "my_variants:ScratchPerStepBackend"]
+    assert main([*args, "--max-steps", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "my_variants.py:" in out and "self.scratch = torch.empty_like(self.first_cache)" in out
+    assert main(["memory", "scaling", "--regression", "my_variants:ENTRY", "--max-steps", "2"]) == 0
+    capsys.readouterr()
+    assert main(["memory", "simulate", "--regression", "my_variants:function"]) == 2
+    assert "has no attribute 'function'" in capsys.readouterr().err
