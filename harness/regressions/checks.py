@@ -263,6 +263,7 @@ def simulate_check(
             device=device,
             workload=gsm8k(),
             backend=variant.backend,
+            regression=variant.label,
             max_steps=max_steps,
         )
         blocks = "" if result.sizing is None else f"num_blocks {result.sizing.num_blocks}: "
