@@ -118,8 +118,8 @@ def hunt(
     its first step (where ``flashinfer-oom`` dies).
     """
     from harness.memory.devices import get_device_profile
+    from harness.memory.threads import one_torch_thread
     from harness.regressions import REGRESSIONS
-    from harness.regressions.verify import one_thread
 
     started = time.perf_counter()
     target = path if path is not None else _reference_dir()
@@ -135,7 +135,7 @@ def hunt(
     def add(row: Row) -> None:
         report.rows.append(row)
 
-    with one_thread():
+    with one_torch_thread():
         say(f"overrides {target}", 0, plan)
         add(_overrides(target))
         for entry in entries:

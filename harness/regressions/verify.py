@@ -9,10 +9,9 @@ checks (:func:`~harness.regressions.checks.generic_checks`) once and is *clean* 
 
 from __future__ import annotations
 
-import contextlib
 import time
 import traceback
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -108,37 +107,28 @@ def run_check(check: Check, variant: Variant, role: Role) -> CheckRun:
     return CheckRun(check.name, role, outcome, error, time.perf_counter() - started)
 
 
-@contextlib.contextmanager
-def one_thread() -> Generator[None, None, None]:
-    """Checks run small tensors: one torch thread is faster and steadier on a loaded machine."""
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def verify(
     targets: Iterable[Regression | tuple[str, Variant]],
     *,
     progress: Callable[[str], None] | None = None,
 ) -> list[VerifyResult]:
     """Verify entries, and user variants given as ``(label, variant)``; see the module docstring."""
+    from harness.memory.threads import one_torch_thread
     from harness.regressions.checks import generic_checks
 
     results: list[VerifyResult] = []
-    with one_thread():
+    with one_torch_thread():  # small tensors: one thread is faster and steadier when loaded
         for target in targets:
             started = time.perf_counter()
+            plan: list[tuple[Check, Variant, Role]]
             if isinstance(target, Regression):
                 result = VerifyResult(target.id, "entry")
+                roles: tuple[tuple[Variant, Role], ...] = (
+                    (target.buggy, "buggy"),
+                    (target.fixed, "fixed"),
+                )
                 plan = [
-                    (check, variant, role)
-                    for check in target.checks
-                    for variant, role in ((target.buggy, "buggy"), (target.fixed, "fixed"))
+                    (check, variant, role) for check in target.checks for variant, role in roles
                 ]
             else:
                 label, variant = target
@@ -147,7 +137,7 @@ def verify(
             for check, variant, role in plan:
                 if progress is not None:
                     progress(f"{result.id}: {check.name} on {role} ({variant.label})")
-                result.runs.append(run_check(check, variant, role))  # type: ignore[arg-type]
+                result.runs.append(run_check(check, variant, role))
             result.seconds = time.perf_counter() - started
             results.append(result)
     return results
