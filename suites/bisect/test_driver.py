@@ -178,3 +178,25 @@ def test_pytest_check_selects_by_expression(
     report = bisect(repo, shas[0], shas[-1], named_check("pytest:test_value"))
     assert report.first_bad is not None and report.first_bad.sha == shas[3], report.format()
     assert sys.executable in named_check("pytest:test_mod.py::test_value").argv
+
+
+def test_a_merged_side_branch_is_bisected_too(tmp_path: Path) -> None:
+    """Non-linear history: the rename lands on a side branch that is merged later."""
+    repo = tmp_path / "repo"
+    shas = rename_history(repo, 4, 99)  # main: commits 1-4, no rename yet
+    git(repo, "checkout", "-q", "-b", "side", shas[1])
+    (repo / "base.py").write_text(
+        (repo / "base.py").read_text().replace("block_table", "block_table_tensor")
+    )
+    git(repo, "commit", "-qam", "side: rename")
+    culprit = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "side.txt").write_text("more\n")
+    git(repo, "add", "side.txt")
+    git(repo, "commit", "-qm", "side: more")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    (repo / "log.txt").write_text("after\n")
+    git(repo, "commit", "-qam", "after the merge")
+    report = bisect(repo, shas[0], "HEAD", CHECK)
+    assert report.status == "found" and report.confirmed
+    assert report.first_bad is not None and report.first_bad.sha == culprit
