@@ -107,10 +107,10 @@ def user_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repo
 
 
-def _commit(repo: Path, message: str) -> tuple[str, bool]:
-    """Stage everything and commit; returns the hook's output and whether HEAD moved."""
+def _commit(repo: Path, path: str, message: str) -> tuple[str, bool]:
+    """Stage ``path`` and commit; returns the hook's output and whether HEAD moved."""
     before = _git("rev-parse", "HEAD", cwd=repo).stdout
-    _git("add", "-A", cwd=repo)
+    _git("add", path, cwd=repo)
     out = _git("commit", "-m", message, cwd=repo)
     return out.stdout + out.stderr, _git("rev-parse", "HEAD", cwd=repo).stdout != before
 
@@ -118,15 +118,20 @@ def _commit(repo: Path, message: str) -> tuple[str, bool]:
 def test_the_hook_passes_a_clean_commit_and_rejects_a_keyword_rename(user_repo: Path) -> None:
     common = user_repo / "pkg" / "common.py"
     common.write_text('"""Metadata builders."""\n\n' + BASE)
-    text, committed = _commit(user_repo, "docstring")
+    text, committed = _commit(user_repo, "pkg/common.py", "docstring")
     assert committed, text
     assert "strict override checker" in text and "Passed" in text
 
     # vLLM #17483: the base renames block_table -> block_table_tensor and calls it by keyword;
     # the subclass, in a file this commit does not touch, kept the old name.
-    common.write_text(common.read_text().replace("block_table", "block_table_tensor"))
-    text, committed = _commit(user_repo, "rename block_table")
+    renamed = common.read_text().replace("block_table", "block_table_tensor")
+    common.write_text(renamed)
+    text, committed = _commit(user_repo, "pkg/common.py", "rename block_table")
     assert not committed, text
     assert "Failed" in text
     assert "HO101" in text and "pkg/rocm.py" in text  # a finding, not a crash of the hook
     assert "Traceback" not in text
+    # The rejected change is still there, staged, for the user to fix.
+    assert common.read_text() == renamed
+    staged = _git("diff", "--cached", "--name-only", cwd=user_repo).stdout.split()
+    assert staged == ["pkg/common.py"]

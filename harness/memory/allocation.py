@@ -10,7 +10,6 @@ by the directory its file lives in.
 
 from __future__ import annotations
 
-import functools
 import linecache
 import os
 import sys
@@ -113,8 +112,8 @@ def caller_source(depth: int = 1) -> SourceLine | None:
     return None
 
 
-@functools.cache
 def _display_path(path: str) -> str:
+    # Not cached: relative to the working directory at the time of display, which can change.
     try:
         relative = os.path.relpath(path)
     except ValueError:

@@ -114,9 +114,9 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """Keep ``__torch_dispatch__`` unwrapped by ``torch._disable_dynamo``.
 
         TorchDispatchMode wraps subclasses' ``__torch_dispatch__`` so that dynamo skips it; the
-        wrapper disables dynamo recursively for every Python frame below it, which made each
-        tracked op about 1.6x slower (scripts/bench_tracker.py). The tracker is for eager runs;
-        it is not meant to be active while ``torch.compile`` traces.
+        wrapper disables dynamo recursively for every Python frame below it, which makes each
+        tracked op markedly slower (``scripts/bench_tracker.py`` measures the tracker). The
+        tracker is for eager runs; it is not meant to be active while ``torch.compile`` traces.
         """
         return False
 
