@@ -193,12 +193,12 @@ def _overrides(target: Path) -> Row:
 
         result = check([str(target)], options=CheckOptions(cache_dir=None))
         errors = [f for f in result.findings if f.severity is Severity.ERROR]
-        warnings = len(result.findings) - len(errors)
+        num_warnings = len(result.findings) - len(errors)
         head = f"{result.stats.files} files, {result.stats.classes} classes: "
         if errors:
             listed = "; ".join(f"{f.path}:{f.line} {f.code} {f.message}" for f in errors[:3])
             return "FAIL", f"{head}{len(errors)} proven crash(es): {listed}", True
-        return "pass", f"{head}no error finding ({warnings} warning(s))", False
+        return "pass", f"{head}no error finding ({num_warnings} warning(s))", False
 
     return _timed("overrides", str(target), "pass", run)
 
@@ -259,15 +259,16 @@ def _gsm8k(report: HuntReport, device: str, regression: str | None, max_steps: i
         from harness.memory.simulate import simulate
         from harness.memory.sizes import format_size
         from harness.memory.workload import gsm8k
-        from harness.reference.backends.flashinfer import FlashInferBackend
         from harness.regressions import get_regression
 
-        backend = FlashInferBackend if regression is None else get_regression(regression).backend
+        # No backend: the reference FlashInfer backend, and no regression label on the plot.
+        backend = None if regression is None else get_regression(regression).backend
         result = simulate(
             model=DEFAULT_MODEL,
             device=device,
             workload=gsm8k(),
             backend=backend,
+            regression=regression,
             max_steps=max_steps,
         )
         report.simulations[f"{label}@{device}"] = result
