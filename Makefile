@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install the project with the engine, eval and dev extras (quick when up to date)
 
-run: $(STAMP) ## Run the main job on built-in defaults
-	$(BIN)/harness demo
+run: $(STAMP) ## Run the main job on built-in defaults (harness hunt; reports in reports/)
+	$(BIN)/harness hunt
 
 test: $(STAMP) ## Run the CPU test suites in parallel (pytest -n auto), slow ones included
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites

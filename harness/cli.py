@@ -32,53 +32,38 @@ def _registrars() -> list[_Register]:
     in pre-commit starts in a fraction of a second.
     """
     from harness import demo
+    from harness.bisect import cli as bisect_cli
     from harness.eval import cli as eval_cli
     from harness.fidelity import cli as fidelity_cli
+    from harness.hunt import cli as hunt_cli
     from harness.memory import cli as memory_cli
     from harness.overrides import cli as overrides_cli
+    from harness.regressions import cli as regressions_cli
 
     return [
         demo.register,
         overrides_cli.register,
         functools.partial(memory_cli.register, resolve_regression=_resolve_regression),
-        _register_regressions,
         functools.partial(eval_cli.register, resolve_regression=_resolve_regression),
+        regressions_cli.register,
+        bisect_cli.register,
+        hunt_cli.register,
         fidelity_cli.register,
     ]
 
 
 def _resolve_regression(spec: str) -> tuple[str, type[AttentionBackend]]:
-    """``--regression`` of ``harness memory`` and ``harness eval``: a catalog name -> (name,
+    """``--regression NAME|MODULE:ATTR`` of ``harness memory`` and ``harness eval``: (label,
     backend class).
 
     The seam between the memory tools and the catalog that sits above them: ``harness.memory``
-    never imports ``harness.regressions``; it is handed this function. Unknown names raise a
-    :class:`HarnessError` that lists the known ones.
+    never imports ``harness.regressions``; it is handed this function. ``MODULE:ATTR`` names a
+    user's backend class or catalog entry; bad specs raise a :class:`HarnessError` (unknown names
+    list the known ones).
     """
-    from harness.regressions import get_regression
+    from harness.regressions.resolve import resolve_labelled_backend
 
-    regression = get_regression(spec)
-    return regression.name, regression.backend
-
-
-def _register_regressions(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
-) -> None:
-    """``harness regressions [NAME]``: list the catalog, or print one entry's story."""
-    parser = subparsers.add_parser("regressions", help="list the named regressions, or explain one")
-    parser.add_argument("name", nargs="?", default=None, help="print this one's full story")
-    parser.set_defaults(func=_regressions)
-
-
-def _regressions(args: argparse.Namespace) -> int:
-    from harness.regressions import REGRESSIONS, get_regression
-
-    if args.name is not None:
-        print(get_regression(args.name).doc.strip())
-        return 0
-    for name in sorted(REGRESSIONS):
-        print(f"{name}: {REGRESSIONS[name].summary}")
-    return 0
+    return resolve_labelled_backend(spec)
 
 
 def build_parser() -> argparse.ArgumentParser:

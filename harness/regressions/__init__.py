@@ -1,55 +1,41 @@
-"""Named regressions: real bugs vLLM shipped, re-created as variants of the reference.
+"""The regression catalog: real bugs vLLM shipped in this layer, re-created as variants of the
+reference, each with checks that must fail on the buggy variant and pass on the fixed one.
 
-``REGRESSIONS`` is a plain dict built here from an explicit tuple (no registration by import side
-effect); a duplicate name fails at import, an unknown name lists the known ones.
+Public API (importing this package imports no torch; entries load on first lookup)::
+
+    from harness.regressions import Regression, Variant, Check, register_regression
+
+    register_regression(Regression(id="my-bug", ..., buggy=Variant(MyBuggyBackend),
+                                   fixed=Variant(MyFixedBackend), checks=(...)))
+
+Installed packages add entries through the ``harness.regressions`` entry-point group. From the
+shell: ``harness regressions list | show ID | verify [ID...] [--json]``; ``--regression
+MODULE:ATTR`` takes an entry or an attention backend from the user's own code. Layering: this
+package sits above :mod:`harness.memory` and :mod:`harness.overrides`, which never import it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from harness.errors import HarnessError
-from harness.reference.backends.abstract import AttentionBackend
-from harness.regressions import flashinfer_oom
-
-
-@dataclass(frozen=True, slots=True)
-class Regression:
-    """A regression variant: its name, a one-line summary, the backend that carries it, its story."""
-
-    name: str
-    summary: str
-    backend: type[AttentionBackend]
-    """The attention backend class to run instead of the reference one."""
-    doc: str
-    """What vLLM shipped, how it manifested, the numbers (the variant module's docstring)."""
-
-
-def _registry(*regressions: Regression) -> dict[str, Regression]:
-    registry: dict[str, Regression] = {}
-    for regression in regressions:
-        if regression.name in registry:
-            raise ValueError(f"duplicate regression name {regression.name!r}")
-        registry[regression.name] = regression
-    return registry
-
-
-REGRESSIONS: dict[str, Regression] = _registry(
-    Regression(
-        name=flashinfer_oom.NAME,
-        summary=flashinfer_oom.SUMMARY,
-        backend=flashinfer_oom.FlashInferOOMBackend,
-        doc=flashinfer_oom.__doc__ or "",
-    ),
+from harness.regressions.entry import Check, CheckOutcome, Regression, Upstream, Variant
+from harness.regressions.registry import (
+    ENTRY_POINT_GROUP,
+    REGRESSIONS,
+    available_regressions,
+    get_regression,
+    register_regression,
+    unregister_regression,
 )
-"""Every known regression by name."""
 
-
-def get_regression(name: str) -> Regression:
-    """The regression called ``name``; an unknown name lists the available ones."""
-    try:
-        return REGRESSIONS[name]
-    except KeyError:
-        raise HarnessError(
-            f"unknown regression {name!r}; available: {', '.join(sorted(REGRESSIONS))}"
-        ) from None
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "REGRESSIONS",
+    "Check",
+    "CheckOutcome",
+    "Regression",
+    "Upstream",
+    "Variant",
+    "available_regressions",
+    "get_regression",
+    "register_regression",
+    "unregister_regression",
+]

@@ -45,12 +45,8 @@ from harness.reference.backends.flashinfer import (
 from harness.reference.block_table import BlockTable
 from harness.reference.config import VllmConfig
 from harness.reference.kv_cache_interface import AttentionSpec
-
-NAME = "flashinfer-oom"
-SUMMARY = (
-    "FlashInfer's builder converts every layer's paged KV cache to HND layout each step: "
-    "per-step allocations of one layer's KV cache each (they scale with num_blocks)"
-)
+from harness.regressions.checks import scaling_check, simulate_check
+from harness.regressions.entry import Regression, Upstream, Variant
 
 
 class FlashInferOOMMetadataBuilder(FlashInferMetadataBuilder):
@@ -89,3 +85,28 @@ class FlashInferOOMBackend(FlashInferBackend):
     @staticmethod
     def get_builder_cls() -> type[FlashInferOOMMetadataBuilder]:
         return FlashInferOOMMetadataBuilder
+
+
+REGRESSION = Regression(
+    id="flashinfer-oom",
+    title="FlashInfer's builder copies every layer's paged KV cache each step: per-step "
+    "allocations that scale with num_blocks ran gsm8k out of GPU memory",
+    upstream=(Upstream("PR", 17483, "introduced by"),),
+    bug_class="memory scaling (per-step allocation proportional to the KV cache)",
+    component="FlashInferMetadataBuilder._plan (per-step planning)",
+    buggy=Variant(FlashInferOOMBackend),
+    fixed=Variant(FlashInferBackend),
+    checks=(
+        # Bounded for speed: step 0 is where the buggy run dies, at the sizing both runs share;
+        # `harness hunt` runs the whole workload on every default device profile.
+        simulate_check(device="h100-95", max_steps=1),
+        scaling_check(max_steps=1),
+    ),
+    found_upstream="At run time on GPUs: `lm_eval --model vllm ... --tasks gsm8k --num_fewshot 5 "
+    "--batch_size auto` with the FlashInfer backend died with 'CUDA out of memory. Tried to "
+    "allocate 2.12 GiB' on a 95 GiB H100 (4.50 GiB on a B200), after the PR #17483 refactor; "
+    "the mechanism here is our reconstruction (see the story).",
+    caught_by="The scaling detector on a tiny CPU model (`harness memory scaling`), or the "
+    "simulated gsm8k run on an h100-95 profile (`harness memory simulate`), in pre-merge CI.",
+    doc=__doc__ or "",
+)

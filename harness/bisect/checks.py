@@ -1,0 +1,211 @@
+"""What a bisect step runs in the worktree, and how its result becomes a verdict.
+
+- a command (``harness bisect ... -- CMD ARGS...``): its exit status under ``git bisect run``'s
+  contract (:mod:`harness.bisect.verdict`);
+- ``overrides``: this package's override checker over the worktree (it never imports the code):
+  bad only when an ``error`` finding appears; a tree with unparsable files and no error is a skip;
+- ``pytest:EXPR``: ``python -m pytest`` in the worktree, with the worktree first on
+  ``PYTHONPATH``; ``EXPR`` is a node id or path (it holds ``::``, ``/`` or ``.py``) or else a
+  ``-k`` expression. Exit 0 good, 1 bad (tests failed); collection errors, usage errors and "no
+  tests ran" (2-5) are skips;
+- ``regressions``: the worktree's own ``harness regressions verify`` (bisecting this project).
+
+A check that cannot start, or runs past the timeout, is a skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.bisect.verdict import EXIT_GOOD, Verdict, verdict_of
+from harness.errors import HarnessError
+
+OUTPUT_TAIL = 6000
+"""Characters of a check's output kept for the report."""
+
+Interpret = Callable[[int, str], tuple[Verdict, str]]
+"""(exit status, stdout) -> (verdict, one-line note)."""
+
+
+@dataclass(frozen=True)
+class BisectCheck:
+    """A check: the command to run in the worktree and how to read its result."""
+
+    name: str
+    argv: tuple[str, ...]
+    interpret: Interpret
+    python_path: bool = False
+    """Put the worktree first on ``PYTHONPATH`` (checks that import the bisected code)."""
+    render: Callable[[str], str] | None = None
+    """Turns stdout into what the report shows (e.g. JSON findings into lines)."""
+    cannot_run_codes: tuple[int, ...] = ()
+    """Exit statuses that may mean "the command cannot run" rather than bad (126, 127 for a
+    command, as ``git bisect run`` treats them): confirmed on the good commit before trusted."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRun:
+    """One run of the check on one commit."""
+
+    verdict: Verdict
+    returncode: int | None
+    """None when the check could not start or timed out."""
+    note: str
+    output: str
+    """The tail of stdout and stderr together."""
+    seconds: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict.value,
+            "returncode": self.returncode,
+            "note": self.note,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _contract(returncode: int, output: str) -> tuple[Verdict, str]:
+    del output
+    verdict = verdict_of(returncode)
+    if verdict is Verdict.ABORT:
+        return verdict, f"exit status {returncode}: 128 and above (or a signal) abort a bisection"
+    return verdict, f"exit status {returncode}"
+
+
+def _overrides(returncode: int, output: str) -> tuple[Verdict, str]:
+    if returncode not in (0, 1):
+        return Verdict.SKIP, f"the checker could not run (exit status {returncode})"
+    try:
+        findings = json.loads(output)
+    except ValueError:
+        return Verdict.SKIP, "the checker's output is not JSON"
+    errors = [f for f in findings if f.get("severity") == "error"]
+    if errors:
+        first = errors[0]
+        return Verdict.BAD, (
+            f"{len(errors)} error finding(s); first: {first['path']}:{first['line']} "
+            f"{first['code']} {first['message']}"
+        )
+    unparsable = [f for f in findings if f.get("code") == "HO401"]
+    if unparsable:
+        return Verdict.SKIP, f"{len(unparsable)} unparsable file(s), e.g. {unparsable[0]['path']}"
+    return Verdict.GOOD, f"no error finding ({len(findings)} warning(s))"
+
+
+def _render_findings(output: str) -> str:
+    """The checker's JSON findings as one line each (errors with their call site), or as is."""
+    try:
+        findings = json.loads(output)
+    except ValueError:
+        return output
+    lines: list[str] = []
+    for f in findings:
+        lines.append(f"{f['path']}:{f['line']}: {f['code']} {f['severity']}: {f['message']}")
+        evidence = f.get("evidence")
+        if evidence:
+            lines.append(f"    call: {evidence['path']}:{evidence['line']}: {evidence['text']}")
+    return "\n".join(lines) or "no findings"
+
+
+def _pytest(returncode: int, output: str) -> tuple[Verdict, str]:
+    del output
+    if returncode == EXIT_GOOD:
+        return Verdict.GOOD, "tests passed"
+    if returncode == 1:
+        return Verdict.BAD, "tests failed"
+    if returncode < 0:
+        return Verdict.ABORT, f"pytest was killed by signal {-returncode}"
+    return Verdict.SKIP, f"pytest could not run the tests (exit status {returncode})"
+
+
+def _regressions(returncode: int, output: str) -> tuple[Verdict, str]:
+    del output
+    if returncode == 0:
+        return Verdict.GOOD, "every catalog entry behaves"
+    if returncode == 1:
+        return Verdict.BAD, "a catalog entry misbehaves"
+    return Verdict.SKIP, f"verification could not run (exit status {returncode})"
+
+
+NAMED_CHECKS = ("overrides", "pytest:EXPR", "regressions")
+
+
+def named_check(spec: str) -> BisectCheck:
+    """The check called ``spec`` (one of :data:`NAMED_CHECKS`)."""
+    python = sys.executable
+    argv: tuple[str, ...]
+    if spec == "overrides":
+        argv = (python, "-m", "harness.overrides", "--format", "json", "--no-cache", ".")
+        return BisectCheck(spec, argv, _overrides, render=_render_findings)
+    if spec == "regressions":
+        argv = (python, "-m", "harness.cli", "regressions", "verify")
+        return BisectCheck(spec, argv, _regressions, python_path=True)
+    if spec.startswith("pytest:") and spec[len("pytest:") :].strip():
+        expr = spec[len("pytest:") :].strip()
+        select = [expr] if any(s in expr for s in ("::", "/", ".py")) else ["-k", expr]
+        argv = (python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *select)
+        return BisectCheck(spec, argv, _pytest, python_path=True)
+    raise HarnessError(f"unknown check {spec!r}; available: {', '.join(NAMED_CHECKS)}")
+
+
+def command_check(argv: Sequence[str]) -> BisectCheck:
+    """A user's command, judged by ``git bisect run``'s exit-code contract."""
+    if not argv:
+        raise HarnessError("give a check: --check NAME or -- CMD ARGS...")
+    return BisectCheck(" ".join(argv), tuple(argv), _contract, cannot_run_codes=(126, 127))
+
+
+def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun:
+    """Run ``check`` in ``tree``; the process group is killed on timeout and on Ctrl-C."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if check.python_path:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
+    started = time.perf_counter()
+    try:
+        process = subprocess.Popen(
+            check.argv,
+            cwd=tree,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # its own process group: killed whole, spared the terminal's ^C
+        )
+    except OSError as exc:
+        note = f"cannot run {check.argv[0]}: {exc.strerror or exc}"
+        return CheckRun(Verdict.SKIP, None, note, "", time.perf_counter() - started)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(process)
+        stdout, stderr = process.communicate()
+        note = f"timed out after {timeout:g} s"
+        output = _tail(stdout, stderr)
+        return CheckRun(Verdict.SKIP, None, note, output, time.perf_counter() - started)
+    except BaseException:
+        _kill(process)
+        raise
+    verdict, note = check.interpret(process.returncode, stdout)
+    output = _tail(check.render(stdout) if check.render else stdout, stderr)
+    return CheckRun(verdict, process.returncode, note, output, time.perf_counter() - started)
+
+
+def _tail(stdout: str, stderr: str) -> str:
+    return (stdout + (f"\n[stderr]\n{stderr}" if stderr.strip() else ""))[-OUTPUT_TAIL:]
+
+
+def _kill(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()

@@ -1,0 +1,186 @@
+"""The bisection: git's own choice of midpoints, one check (with retries) per step, in a
+temporary worktree.
+
+``bisect(repo, good, bad, check)`` keeps the latest bad commit, every good commit and the skipped
+ones, and asks ``git rev-list --bisect-all`` (read-only: unlike ``git bisect``, it writes no refs
+into the user's repository) for the best untested midpoint. Each candidate is checked out in a
+detached temporary worktree of ``repo`` (:func:`~harness.bisect.worktree.temporary_worktree`) and
+marked with the check's verdict: good, bad or skip (a check that cannot run); an abort verdict
+stops everything. A bad verdict is re-run up to ``retries`` times: bad only if every run says so,
+good (and *flaky*) if one passes. When only the bad commit is left it is the first bad commit;
+when only skipped commits are left, the first bad commit is one of them. At the end the check runs
+on the first bad commit and its parent unless a step already did, so the report holds both outputs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.bisect.checks import BisectCheck, CheckRun, run_check
+from harness.bisect.report import BisectReport, StepRecord
+from harness.bisect.verdict import Verdict
+from harness.bisect.worktree import Commit, commit, git, resolve, temporary_worktree, toplevel
+from harness.errors import HarnessError
+
+Progress = Callable[[str], None]
+
+
+def bisect(
+    repo: Path,
+    good: str,
+    bad: str,
+    check: BisectCheck,
+    *,
+    timeout: float | None = None,
+    retries: int = 0,
+    progress: Progress | None = None,
+) -> BisectReport:
+    """Find the first commit after ``good`` up to ``bad`` on which ``check`` fails."""
+    if retries < 0:
+        raise HarnessError("--retries must be 0 or more")
+    if timeout is not None and timeout <= 0:
+        raise HarnessError("--timeout must be positive")
+    started = time.perf_counter()
+    root = toplevel(repo)
+    good_sha, bad_sha = resolve(root, good), resolve(root, bad)
+    if good_sha == bad_sha:
+        raise HarnessError(f"--good and --bad are the same commit ({good_sha[:12]})")
+    if git(["merge-base", "--is-ancestor", good_sha, bad_sha], root, ok=(0, 1)).returncode:
+        raise HarnessError(f"--good {good} is not an ancestor of --bad {bad}")
+    report = BisectReport(
+        repo=str(root),
+        good=commit(root, good_sha),
+        bad=commit(root, bad_sha),
+        check=check.name,
+        num_commits=int(git(["rev-list", "--count", f"{good_sha}..{bad_sha}"], root).stdout),
+    )
+    say: Progress = progress or _quiet
+    say(
+        f"bisecting {report.num_commits} commits ({good_sha[:12]}..{bad_sha[:12]}) with {check.name}"
+    )
+    latest_bad, goods, skipped = bad_sha, [good_sha], set[str]()
+    with temporary_worktree(root, bad_sha) as tree:
+        while True:
+            remaining = _candidates(tree, latest_bad, goods)
+            untested = [sha for sha in remaining if sha != latest_bad and sha not in skipped]
+            if not untested:
+                _finish(report, tree, latest_bad, [sha for sha in remaining if sha in skipped])
+                break
+            sha = untested[0]
+            git(["checkout", "--detach", "--quiet", sha], tree)
+            steps_left = math.ceil(math.log2(len(untested) + 1)) - 1
+            step = _step(check, tree, commit(tree, sha), timeout, retries, report, say, steps_left)
+            _clean(tree)
+            if step.verdict is Verdict.ABORT or not _can_run(check, tree, step, report, timeout):
+                report.status = "aborted"
+                report.abort_reason = report.abort_reason or step.runs[-1].note
+                break
+            if step.verdict is Verdict.GOOD:
+                goods.append(sha)
+            elif step.verdict is Verdict.BAD:
+                latest_bad = sha
+            else:
+                skipped.add(sha)
+        report.skipped = [s.commit for s in report.steps if s.verdict is Verdict.SKIP]
+        if report.status == "found":
+            _confirm(check, tree, timeout, report, say)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _quiet(message: str) -> None:
+    del message
+
+
+def _candidates(tree: Path, bad: str, goods: list[str]) -> list[str]:
+    """Commits that may be the first bad one (``bad`` included), best midpoint first."""
+    out = git(["rev-list", "--bisect-all", bad, "--not", *goods], tree).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def _finish(report: BisectReport, tree: Path, bad: str, skipped: list[str]) -> None:
+    if skipped:
+        report.status = "ambiguous"
+        report.candidates = [commit(tree, sha) for sha in [*skipped, bad]]
+    else:
+        report.status = "found"
+        report.first_bad = commit(tree, bad)
+
+
+def _step(
+    check: BisectCheck,
+    tree: Path,
+    target: Commit,
+    timeout: float | None,
+    retries: int,
+    report: BisectReport,
+    say: Progress,
+    steps_left: int,
+) -> StepRecord:
+    number = len(report.steps) + 1
+    say(f"step {number} (about {steps_left} more after it): {target.short} {target.subject}")
+    runs = [run_check(check, tree, timeout)]
+    while runs[-1].verdict is Verdict.BAD and len(runs) <= retries:
+        _clean(tree)
+        runs.append(run_check(check, tree, timeout))
+    report.check_runs += len(runs)
+    verdicts = [r.verdict for r in runs]
+    flaky = len(set(verdicts)) > 1
+    verdict = Verdict.GOOD if flaky and Verdict.GOOD in verdicts else runs[-1].verdict
+    step = StepRecord(number, target, verdict, runs, flaky)
+    report.steps.append(step)
+    say(
+        f"step {number}: {verdict.value}{' (flaky)' if flaky else ''} in {step.seconds:.1f} s: {runs[-1].note}"
+    )
+    return step
+
+
+def _can_run(
+    check: BisectCheck, tree: Path, step: StepRecord, report: BisectReport, timeout: float | None
+) -> bool:
+    """``git bisect run``'s guard: an exit status that may mean "cannot run" (126, 127) counts as
+    bad only if the check does not exit the same way on the good commit."""
+    code = step.runs[-1].returncode
+    if code not in check.cannot_run_codes or report.good_run is not None:
+        return True
+    git(["checkout", "--detach", "--quiet", report.good.sha], tree)
+    report.good_run = run_check(check, tree, timeout)
+    report.check_runs += 1
+    _clean(tree)
+    if report.good_run.returncode in check.cannot_run_codes:
+        report.abort_reason = (
+            f"the check exits {report.good_run.returncode} on the good commit too: it cannot run "
+            "(command not found or not executable?)"
+        )
+        return False
+    return True
+
+
+def _clean(tree: Path) -> None:
+    """Drop whatever the check wrote, so that git can check out the next commit."""
+    git(["reset", "--hard", "--quiet"], tree)
+    git(["clean", "-ffdxq"], tree)
+
+
+def _confirm(
+    check: BisectCheck, tree: Path, timeout: float | None, report: BisectReport, say: Progress
+) -> None:
+    """The check's output at the culprit and at its parent (run there unless a step did)."""
+    assert report.first_bad is not None
+    parents = git(["rev-list", "--parents", "-n", "1", report.first_bad.sha], tree).stdout.split()
+    report.parent = commit(tree, parents[1]) if len(parents) > 1 else None
+    ran = {s.commit.sha: s.runs[-1] for s in report.steps}
+    for target, attr in ((report.first_bad, "culprit_run"), (report.parent, "parent_run")):
+        if target is None:
+            continue
+        run: CheckRun | None = ran.get(target.sha)
+        if run is None:
+            say(f"running the check at {target.short} (for the report)")
+            git(["checkout", "--detach", "--quiet", target.sha], tree)
+            run = run_check(check, tree, timeout)
+            report.check_runs += 1
+            _clean(tree)
+        setattr(report, attr, run)

@@ -1,0 +1,122 @@
+"""Git plumbing for bisect: read-only queries on the user's repository, and a temporary worktree.
+
+The user's working tree, index and HEAD are never touched: every command that checks anything
+out runs in a detached worktree under the system's temporary directory, created from the user's
+repository and removed again on success, on failure and on Ctrl-C. Hooks are disabled for every
+command run there (``core.hooksPath=/dev/null``), so a ``post-checkout`` hook never runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+NO_HOOKS = ("-c", f"core.hooksPath={os.devnull}")
+
+
+def git(
+    args: Sequence[str], cwd: Path, *, ok: Sequence[int] = (0,)
+) -> subprocess.CompletedProcess[str]:
+    """Run ``git args`` in ``cwd``; an exit status outside ``ok`` is a :class:`HarnessError`."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        done = subprocess.run(
+            ["git", *NO_HOOKS, *args], cwd=cwd, capture_output=True, text=True, env=env
+        )
+    except FileNotFoundError:
+        raise HarnessError("git is not installed (bisect needs it on PATH)") from None
+    if done.returncode not in ok:
+        message = (done.stderr or done.stdout).strip().splitlines()
+        raise HarnessError(
+            f"git {' '.join(args)} failed: {message[-1] if message else done.returncode}"
+        )
+    return done
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """A commit as the report names it."""
+
+    sha: str
+    subject: str
+    author: str
+    date: str
+    """ISO 8601, the author date."""
+
+    @property
+    def short(self) -> str:
+        return self.sha[:12]
+
+    def to_dict(self) -> dict[str, str]:
+        return {"sha": self.sha, "subject": self.subject, "author": self.author, "date": self.date}
+
+
+def commit(repo: Path, rev: str) -> Commit:
+    """The commit ``rev`` names in ``repo``."""
+    out = git(["log", "-1", "--format=%H%x00%s%x00%an <%ae>%x00%aI", rev, "--"], repo).stdout
+    sha, subject, author, date = out.rstrip("\n").split("\0")
+    return Commit(sha, subject, author, date)
+
+
+def resolve(repo: Path, rev: str) -> str:
+    """The full sha of commit ``rev`` (a clear error for anything that is not one)."""
+    done = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], repo, ok=(0, 1))
+    if done.returncode:
+        raise HarnessError(f"{rev!r} is not a commit in {repo}")
+    return done.stdout.strip()
+
+
+def toplevel(path: Path) -> Path:
+    """The root of the repository holding ``path``."""
+    if not path.is_dir():
+        raise HarnessError(f"--repo {path}: no such directory")
+    done = git(["rev-parse", "--show-toplevel"], path, ok=(0, 128))
+    if done.returncode:
+        raise HarnessError(f"--repo {path}: not a git repository")
+    return Path(done.stdout.strip())
+
+
+@contextlib.contextmanager
+def temporary_worktree(repo: Path, rev: str) -> Generator[Path, None, None]:
+    """A detached worktree of ``repo`` at ``rev`` in a new temporary directory; removed on exit,
+    whatever the exit (Ctrl-C during the removal is held back until it is done)."""
+    parent = Path(tempfile.mkdtemp(prefix="harness-bisect-"))
+    tree = parent / "tree"
+    try:
+        git(["worktree", "add", "--detach", "--quiet", str(tree), rev], repo)
+        yield tree
+    finally:
+        with _uninterrupted():
+            git(["worktree", "remove", "--force", "--force", str(tree)], repo, ok=range(256))
+            shutil.rmtree(parent, ignore_errors=True)
+            git(["worktree", "prune"], repo, ok=range(256))
+
+
+@contextlib.contextmanager
+def _uninterrupted() -> Generator[None, None, None]:
+    """Defer SIGINT/SIGTERM until the block is done (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if received:
+            raise KeyboardInterrupt

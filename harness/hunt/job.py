@@ -1,0 +1,313 @@
+"""``harness hunt``: every check this project has, on built-in defaults, as one list of rows.
+
+Sections, in order (each row is one check; a row *misbehaves* when its verdict is not the one
+expected, and the job fails if any row misbehaves or the scanned tree holds a proven crash):
+
+1. ``overrides`` -- the strict override checker over ``PATH`` (default: this package's reference
+   implementation). An ``error`` finding is a proven crash.
+2. ``catalog`` -- every catalog entry verified (:func:`harness.regressions.verify.verify`).
+3. ``scaling`` -- the scaling detector, on its default settings, on the reference FlashInfer and
+   FlashAttention backends (nothing but the KV cache may scale), then on each catalog entry's
+   buggy variant where the reference model can run it (its verdict is reported, not judged:
+   only ``flashinfer-oom`` is a memory bug, and its catalog checks judge it).
+4. ``gsm8k`` -- vLLM's sizing and the whole gsm8k workload on each default device profile with
+   the reference FlashInfer backend (every allocation must fit) and with ``flashinfer-oom``'s
+   buggy variant (it must run out of memory, as vLLM did).
+5. ``budget`` -- on each device, what the reference run uses beyond ``gpu_memory_utilization x
+   capacity`` (the share vLLM sized everything for: its peak of torch plus non-torch memory, minus
+   that share) must fit in the ``(1 - gpu_memory_utilization) x capacity`` margin; the row says
+   how much of the margin it takes.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from harness.memory.simulate import SimulationResult
+    from harness.reference.backends.abstract import AttentionBackend
+    from harness.regressions import Regression
+    from harness.regressions.verify import VerifyResult
+
+DEFAULT_DEVICES = ("h100-95", "b200")
+"""The two GPUs vLLM's FlashInfer gsm8k OOM was reported on (2.12 GiB and 4.50 GiB)."""
+DEFAULT_MODEL = "llama-3.1-8b"
+QUICK_SCALING_STEPS = 2
+
+Expect = Literal["pass", "fail"]
+
+
+@dataclass
+class Row:
+    """One check of the hunt."""
+
+    section: str
+    name: str
+    verdict: str
+    """``pass``, ``FAIL`` (the check found something), ``error`` (it could not run) or ``n/a``."""
+    expected: Expect | None
+    """What the verdict should be; None for rows that report without judging."""
+    detail: str
+    seconds: float
+    crash: bool = False
+    """A proven crash in the scanned tree (override checker ``error`` findings)."""
+
+    @property
+    def misbehaves(self) -> bool:
+        if self.verdict == "error":
+            return True
+        if self.expected is None:
+            return False
+        return self.verdict != ("pass" if self.expected == "pass" else "FAIL")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "section": self.section,
+            "check": self.name,
+            "verdict": self.verdict,
+            "expected": self.expected,
+            "misbehaves": self.misbehaves,
+            "crash": self.crash,
+            "detail": self.detail,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class HuntReport:
+    """Every row, plus what the report files need (catalog results, simulations)."""
+
+    path: str
+    devices: tuple[str, ...]
+    rows: list[Row] = field(default_factory=list[Row])
+    catalog: list[VerifyResult] = field(default_factory=list["VerifyResult"])
+    simulations: dict[str, SimulationResult] = field(default_factory=dict[str, "SimulationResult"])
+    """``reference@<device>`` and ``flashinfer-oom@<device>``."""
+    seconds: float = 0.0
+
+    @property
+    def crash(self) -> bool:
+        return any(r.crash for r in self.rows)
+
+    @property
+    def ok(self) -> bool:
+        return not self.crash and not any(r.misbehaves for r in self.rows)
+
+
+Progress = Callable[[str, int, int], None]
+"""(what runs now, rows done, rows planned)."""
+
+
+def hunt(
+    path: Path | None = None,
+    *,
+    devices: tuple[str, ...] = DEFAULT_DEVICES,
+    entries: Sequence[Regression] | None = None,
+    quick: bool = False,
+    progress: Progress | None = None,
+) -> HuntReport:
+    """Run every section (see the module docstring) and return the report.
+
+    ``entries`` defaults to the whole catalog. ``quick`` bounds the runs: the scaling detector
+    compares the first :data:`QUICK_SCALING_STEPS` steps and each gsm8k simulation stops after
+    its first step (where ``flashinfer-oom`` dies).
+    """
+    from harness.memory.devices import get_device_profile
+    from harness.memory.threads import one_torch_thread
+    from harness.regressions import REGRESSIONS
+
+    started = time.perf_counter()
+    target = path if path is not None else _reference_dir()
+    for device in devices:
+        get_device_profile(device)  # unknown names fail now, listing the known ones
+    entries = list(REGRESSIONS.values()) if entries is None else list(entries)
+    scaling_steps = QUICK_SCALING_STEPS if quick else None
+    gsm8k_steps = 1 if quick else None
+    report = HuntReport(str(target), devices)
+    plan = 1 + len(entries) + 2 + len(entries) + 3 * len(devices)
+    say: Progress = progress or _quiet
+
+    def add(row: Row) -> None:
+        report.rows.append(row)
+
+    with one_torch_thread():
+        say(f"overrides {target}", 0, plan)
+        add(_overrides(target))
+        for entry in entries:
+            say(f"catalog {entry.id}", len(report.rows), plan)
+            add(_catalog(entry, report))
+        for name, backend in _reference_backends():
+            say(f"scaling: reference {name}", len(report.rows), plan)
+            add(_scaling(f"reference {name}", backend, "pass", scaling_steps))
+        for entry in entries:
+            say(f"scaling: {entry.id}", len(report.rows), plan)
+            add(_entry_scaling(entry, scaling_steps))
+        for device in devices:
+            say(f"gsm8k on {device}: reference", len(report.rows), plan)
+            add(_gsm8k(report, device, None, gsm8k_steps))
+            say(f"gsm8k on {device}: flashinfer-oom", len(report.rows), plan)
+            add(_gsm8k(report, device, "flashinfer-oom", gsm8k_steps))
+            say(f"budget on {device}", len(report.rows), plan)
+            add(_budget(report, device))
+    say("done", plan, plan)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _quiet(what: str, done: int, total: int) -> None:
+    del what, done, total
+
+
+def _reference_dir() -> Path:
+    import harness.reference
+
+    return Path(harness.reference.__file__).parent
+
+
+def _reference_backends() -> list[tuple[str, type[AttentionBackend]]]:
+    from harness.reference.backends import get_attn_backend
+
+    return [(name, get_attn_backend(name)) for name in ("FLASHINFER", "FLASH_ATTN")]
+
+
+def _timed(
+    section: str, name: str, expected: Expect | None, run: Callable[[], tuple[str, str, bool]]
+) -> Row:
+    """A row from ``run() -> (verdict, detail, crash)``; an exception is an ``error`` row."""
+    started = time.perf_counter()
+    try:
+        verdict, detail, crash = run()
+    except Exception as exc:
+        verdict, detail, crash = "error", f"{type(exc).__name__}: {exc}", False
+    return Row(section, name, verdict, expected, detail, time.perf_counter() - started, crash)
+
+
+def _overrides(target: Path) -> Row:
+    def run() -> tuple[str, str, bool]:
+        from harness.overrides import CheckOptions, Severity, check
+
+        result = check([str(target)], options=CheckOptions(cache_dir=None))
+        errors = [f for f in result.findings if f.severity is Severity.ERROR]
+        num_warnings = len(result.findings) - len(errors)
+        head = f"{result.stats.files} files, {result.stats.classes} classes: "
+        if errors:
+            listed = "; ".join(f"{f.path}:{f.line} {f.code} {f.message}" for f in errors[:3])
+            return "FAIL", f"{head}{len(errors)} proven crash(es): {listed}", True
+        return "pass", f"{head}no error finding ({num_warnings} warning(s))", False
+
+    return _timed("overrides", str(target), "pass", run)
+
+
+def _catalog(entry: Regression, report: HuntReport) -> Row:
+    def run() -> tuple[str, str, bool]:
+        from harness.regressions.verify import verify
+
+        (result,) = verify([entry])
+        report.catalog.append(result)
+        checks = ", ".join(
+            f"{r.check}/{r.role}={r.verdict}" for r in result.runs if not r.as_expected
+        )
+        if result.ok:
+            names = ", ".join(dict.fromkeys(r.check for r in result.runs))
+            return "pass", f"{len(result.runs)} runs ({names}): fail on buggy, pass on fixed", False
+        return "FAIL", f"misbehaves: {checks}", False
+
+    return _timed("catalog", entry.id, "pass", run)
+
+
+def _scaling(
+    name: str, backend: type[AttentionBackend], expected: Expect | None, max_steps: int | None
+) -> Row:
+    def run() -> tuple[str, str, bool]:
+        from harness.memory.scaling import detect_scaling
+        from harness.memory.workload import get_workload
+
+        report = detect_scaling(
+            model="tiny", workload=get_workload("tiny"), backend=backend, max_steps=max_steps
+        )
+        if report.ok:
+            return "pass", f"only the KV cache scales ({report.num_steps} steps)", False
+        first = report.findings[0].describe().replace("\n", " ")
+        return "FAIL", f"{len(report.findings)} site(s) scale with num_blocks; {first}", False
+
+    return _timed("scaling", name, expected, run)
+
+
+def _entry_scaling(entry: Regression, max_steps: int | None) -> Row:
+    from harness.reference.backends.mla.common import MLACommonBackend
+    from harness.reference.config import ConfigReadOutsideContextWarning
+
+    buggy = entry.buggy
+    if buggy.runner is not None or issubclass(buggy.backend, MLACommonBackend):
+        why = "perturbs the runner" if buggy.runner is not None else "MLA (no MLA model)"
+        return Row("scaling", f"{entry.id} (buggy)", "n/a", None, why, 0.0)
+    with warnings.catch_warnings():  # flashinfer-global-config's variant warns by design
+        warnings.simplefilter("ignore", ConfigReadOutsideContextWarning)
+        return _scaling(f"{entry.id} (buggy)", buggy.backend, None, max_steps)
+
+
+def _gsm8k(report: HuntReport, device: str, regression: str | None, max_steps: int | None) -> Row:
+    label = regression or "reference"
+    expected: Expect = "pass" if regression is None else "fail"
+
+    def run() -> tuple[str, str, bool]:
+        from harness.memory.simulate import simulate
+        from harness.memory.sizes import format_size
+        from harness.memory.workload import gsm8k
+        from harness.regressions import get_regression
+
+        # No backend: the reference FlashInfer backend, and no regression label on the plot.
+        backend = None if regression is None else get_regression(regression).backend
+        result = simulate(
+            model=DEFAULT_MODEL,
+            device=device,
+            workload=gsm8k(),
+            backend=backend,
+            regression=regression,
+            max_steps=max_steps,
+        )
+        report.simulations[f"{label}@{device}"] = result
+        blocks = "" if result.sizing is None else f"{result.sizing.num_blocks} blocks; "
+        if result.oom is not None:
+            return "FAIL", f"{blocks}OOM at step {result.oom_step}: {oom_head(result)}", False
+        return (
+            "pass",
+            f"{blocks}{len(result.steps)} steps, {result.num_finished}/{result.num_requests} "
+            f"requests, peak {format_size(result.peak_bytes)}",
+            False,
+        )
+
+    return _timed("gsm8k", f"{label} on {device}", expected, run)
+
+
+def oom_head(result: SimulationResult) -> str:
+    """The first sentences of the out-of-memory message, up to how much was free."""
+    first = str(result.oom).splitlines()[0]
+    return first.split(" Including non-PyTorch memory", 1)[0]
+
+
+def _budget(report: HuntReport, device: str) -> Row:
+    def run() -> tuple[str, str, bool]:
+        from harness.memory.sizes import format_size
+
+        result = report.simulations.get(f"reference@{device}")
+        if result is None:
+            raise RuntimeError(f"the reference gsm8k run on {device} did not complete")
+        capacity, util = result.device.total_memory, result.gpu_memory_utilization
+        used = result.peak_bytes + result.non_torch_bytes
+        share = int(capacity * util)
+        margin = capacity - share
+        beyond = max(0, used - share)
+        detail = (
+            f"peak {format_size(result.peak_bytes)} + non-torch "
+            f"{format_size(result.non_torch_bytes)}: {format_size(beyond)} beyond {util:g} x "
+            f"capacity, {100 * beyond / margin:.1f}% of the {format_size(margin)} margin"
+        )
+        return ("pass" if beyond <= margin else "FAIL"), detail, False
+
+    return _timed("budget", f"reference on {device}", "pass", run)

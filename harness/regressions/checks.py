@@ -1,0 +1,299 @@
+"""Checks that run a variant and say whether it shows a bug: reusable by entries, users and hunt.
+
+Each factory returns a :class:`~harness.regressions.entry.Check`; its ``run(variant)`` returns
+``CheckOutcome(failed=True, ...)`` when it found a bug. The generic ones:
+
+- :func:`overrides_check` -- the strict override checker over the variant's source and its bases'
+  (static: nothing is imported or executed): an ``error`` with call-site evidence fails.
+- :func:`oracle_check` -- a named scenario through scheduler, runner and the paged-vs-dense oracle.
+- :func:`scaling_check` -- the scaling detector: anything but the KV cache scaling with ``num_blocks``.
+- :func:`simulate_check` -- vLLM's sizing then gsm8k on a simulated GPU: an allocation that does
+  not fit fails.
+
+:func:`generic_checks` picks those that apply to a user's backend. Entries add their own
+(see each entry module).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+import sys
+import tempfile
+from collections.abc import Generator
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.reference.backends.mla.common import MLACommonBackend
+from harness.reference.config import VllmConfig
+from harness.reference.kv_cache_utils import kv_cache_config_for_num_blocks
+from harness.reference.outputs import SchedulerOutput
+from harness.reference.runner import ModelRunner
+from harness.reference.scheduler import Request, Scheduler
+from harness.regressions.entry import Check, CheckOutcome, Variant
+
+SUPPRESSION = re.compile(r"#\s*harness:\s*ignore\[[^\]]*\]")
+"""An inline ``# harness: ignore[CODE]`` comment (see :mod:`harness.overrides.suppress`)."""
+
+
+def variant_classes(variant: Variant) -> list[type]:
+    """The classes a variant brings: backend, builder, impl, metadata, and runner if any."""
+    backend = variant.backend
+    classes: list[type] = [
+        backend,
+        backend.get_builder_cls(),
+        backend.get_impl_cls(),
+        backend.get_metadata_cls(),
+    ]
+    if variant.runner is not None:
+        classes.append(variant.runner)
+    return classes
+
+
+def _source_file(cls: type) -> Path | None:
+    top = cls.__module__.partition(".")[0]
+    if top in sys.stdlib_module_names or top in ("torch", "numpy"):
+        return None
+    try:
+        path = inspect.getsourcefile(cls)
+    except TypeError:  # built in
+        return None
+    return None if path is None else Path(path).resolve()
+
+
+def start_engine(
+    variant: Variant, vllm_config: VllmConfig, num_blocks: int, prompts: list[tuple[int, int]]
+) -> tuple[ModelRunner, Scheduler]:
+    """A CPU runner of the variant with ``num_blocks`` KV cache blocks and a scheduler holding
+    one request per ``(prompt_len, max_tokens)``; nothing executed yet."""
+    runner = (variant.runner or ModelRunner)(vllm_config, "cpu", variant.backend)
+    spec = runner.get_kv_cache_spec()
+    kv_cache_config = kv_cache_config_for_num_blocks(vllm_config, spec, num_blocks)
+    runner.initialize_kv_cache(kv_cache_config)
+    scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_config)
+    for i, (prompt_len, max_tokens) in enumerate(prompts):
+        prompt = [(7 * i + j) % 97 for j in range(prompt_len)]
+        scheduler.add_request(Request(f"req-{i}", prompt, max_tokens))
+    return runner, scheduler
+
+
+def step(runner: ModelRunner, scheduler: Scheduler) -> SchedulerOutput:
+    """Schedule and execute one step; returns what was scheduled."""
+    scheduler_output = scheduler.schedule()
+    scheduler.update_from_output(scheduler_output, runner.execute_model(scheduler_output))
+    return scheduler_output
+
+
+# -- overrides -------------------------------------------------------------------------------
+
+
+def overrides_check(*, honour_suppressions: bool = True) -> Check:
+    """The override checker over the modules that define the variant's classes and their bases.
+
+    Fails on an ``error`` finding (a call in the scanned code that the override rejects, with
+    its ``TypeError``) in the modules of the variant's own classes. ``honour_suppressions=False``
+    scans copies without ``# harness: ignore[...]`` comments (in a temporary tree that keeps the
+    module names): a catalog entry's buggy variant carries one so that this project's own
+    source stays clean under the checker.
+    """
+
+    def run(variant: Variant) -> CheckOutcome:
+        from harness.overrides import CheckOptions, Severity, check
+
+        classes = variant_classes(variant)
+        modules: dict[str, Path] = {}
+        for cls in classes:
+            for base in cls.__mro__:
+                if (path := _source_file(base)) is not None:
+                    modules[base.__module__] = path
+        own = {path for cls in classes if (path := _source_file(cls)) is not None}
+        with _scannable(modules, honour_suppressions) as originals:
+            result = check(list(map(str, originals)), options=CheckOptions(cache_dir=None, jobs=1))
+            errors = [
+                _describe(f.message, f.evidence, originals)
+                for f in result.findings
+                if f.severity is Severity.ERROR
+                and f.evidence is not None
+                and originals.get(Path(f.path).resolve()) in own
+            ]
+        if errors:
+            return CheckOutcome(True, "\n".join(errors))
+        names = ", ".join(sorted(p.name for p in own))
+        return CheckOutcome(
+            False,
+            f"no error finding in {names} ({len(result.findings)} finding(s) in all, "
+            f"{len(modules)} modules scanned)",
+        )
+
+    return Check(
+        "overrides",
+        "strict override checker on the variant's source: no proven TypeError at a call site",
+        run,
+    )
+
+
+@contextlib.contextmanager
+def _scannable(modules: dict[str, Path], honour: bool) -> Generator[dict[Path, Path], None, None]:
+    """The files to scan, each mapped to its original."""
+    if honour:
+        yield {path: path for path in modules.values()}
+        return
+    with tempfile.TemporaryDirectory(prefix="harness-variant-") as tmp:
+        originals: dict[Path, Path] = {}
+        for name, original in modules.items():
+            parts = name.split(".")
+            is_package = original.name == "__init__.py"
+            copy = (
+                Path(tmp, *parts, "__init__.py")
+                if is_package
+                else Path(tmp, *parts[:-1], f"{parts[-1]}.py")
+            )
+            for depth in range(1, len(parts) if not is_package else len(parts) + 1):
+                Path(tmp, *parts[:depth]).mkdir(exist_ok=True)
+                init = Path(tmp, *parts[:depth], "__init__.py")
+                if not init.exists():
+                    init.write_text("")
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_text(SUPPRESSION.sub("", original.read_text(encoding="utf-8")))
+            originals[copy.resolve()] = original
+        yield originals
+
+
+def _describe(message: str, evidence: object, originals: dict[Path, Path]) -> str:
+    from harness.overrides import Evidence
+
+    assert isinstance(evidence, Evidence)
+    call = Path(evidence.path).resolve()
+    where = _display(originals.get(call, call))
+    for copy, original in originals.items():  # messages name the scanned copies' paths
+        message = message.replace(str(copy), _display(original))
+    return (
+        f"{message}\n  call: {where}:{evidence.line}: {evidence.text}\n  raises: {evidence.error}"
+    )
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+# -- oracle ----------------------------------------------------------------------------------
+
+
+def oracle_check(scenario: str) -> Check:
+    """Scenario ``scenario`` with the variant's backend: paged attention must equal dense."""
+
+    def run(variant: Variant) -> CheckOutcome:
+        from harness.reference.scenarios import get_scenario, run_scenario
+
+        if variant.runner is not None:
+            raise HarnessError("oracle checks run the reference runner; this variant replaces it")
+        try:
+            result = run_scenario(get_scenario(scenario), variant.backend)
+        except HarnessError:
+            raise
+        except Exception as exc:  # the variant crashed: that is a find, with its error
+            return CheckOutcome(True, f"{scenario}: {type(exc).__name__}: {exc}")
+        bad = [s.step for s in result.steps if not s.oracle_ok]
+        if bad:
+            return CheckOutcome(
+                True,
+                f"{scenario}: paged attention differs from dense in step(s) {bad} "
+                f"(max |paged - dense| {result.max_abs_err:.3g})",
+            )
+        return CheckOutcome(
+            False,
+            f"{scenario}: {len(result.steps)} steps match dense (max |paged - dense| "
+            f"{result.max_abs_err:.2g})",
+        )
+
+    return Check(
+        f"oracle:{scenario}",
+        f"scenario {scenario!r} through scheduler, runner and the paged-vs-dense oracle",
+        run,
+    )
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+
+def scaling_check(*, model: str = "tiny", max_steps: int | None = 2) -> Check:
+    """The scaling detector on ``model``: only the KV cache may scale with ``num_blocks``."""
+
+    def run(variant: Variant) -> CheckOutcome:
+        from harness.memory.scaling import detect_scaling
+        from harness.memory.workload import get_workload
+
+        if variant.runner is not None:
+            raise HarnessError("the scaling detector runs the reference runner")
+        report = detect_scaling(
+            model=model, workload=get_workload("tiny"), backend=variant.backend, max_steps=max_steps
+        )
+        if report.ok:
+            return CheckOutcome(
+                False, f"only the KV cache scales with num_blocks ({report.num_steps} steps)"
+            )
+        return CheckOutcome(True, "\n".join(f.describe() for f in report.findings))
+
+    steps = "every step" if max_steps is None else f"the first {max_steps} steps"
+    return Check(
+        "scaling",
+        f"scaling detector on {model} ({steps}): only the KV cache scales with num_blocks",
+        run,
+    )
+
+
+def simulate_check(
+    *, device: str = "h100-95", model: str = "llama-3.1-8b", max_steps: int | None = None
+) -> Check:
+    """vLLM's sizing, then gsm8k on a simulated ``device``: every allocation must fit."""
+
+    def run(variant: Variant) -> CheckOutcome:
+        from harness.memory.simulate import simulate
+        from harness.memory.sizes import format_size
+        from harness.memory.workload import gsm8k
+
+        if variant.runner is not None:
+            raise HarnessError("the simulation runs the reference runner")
+        result = simulate(
+            model=model,
+            device=device,
+            workload=gsm8k(),
+            backend=variant.backend,
+            regression=variant.label,
+            max_steps=max_steps,
+        )
+        blocks = "" if result.sizing is None else f"num_blocks {result.sizing.num_blocks}: "
+        if result.oom is not None:
+            first = str(result.oom).splitlines()[0]
+            return CheckOutcome(True, f"{blocks}out of memory at step {result.oom_step}: {first}")
+        return CheckOutcome(
+            False,
+            f"{blocks}{len(result.steps)} steps fit (peak {format_size(result.peak_bytes)} of "
+            f"{format_size(result.device.total_memory)})",
+        )
+
+    bound = "the whole workload" if max_steps is None else f"the first {max_steps} step(s)"
+    return Check(
+        f"simulate:{device}",
+        f"{model} gsm8k on a simulated {device} ({bound}): every allocation fits",
+        run,
+    )
+
+
+def generic_checks(variant: Variant, *, full: bool = False) -> tuple[Check, ...]:
+    """The checks that apply to a user's backend (MLA backends: the static check only, since the
+    reference model has no MLA layers). ``full`` runs every step of scaling and simulation."""
+    if issubclass(variant.backend, MLACommonBackend):
+        return (overrides_check(),)
+    return (
+        overrides_check(),
+        oracle_check("mixed-prefill-decode"),
+        oracle_check("hybrid-two-groups"),
+        oracle_check("cascade-common-prefix"),
+        scaling_check(max_steps=None if full else 2),
+        simulate_check(max_steps=None if full else 1),
+    )

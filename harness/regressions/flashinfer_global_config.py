@@ -1,0 +1,131 @@
+"""``flashinfer-global-config``: the FlashInfer builder read the global config it was no longer in.
+
+What vLLM shipped. PR #17483 moved the construction of metadata builders to KV-cache
+initialisation, which runs outside ``set_current_vllm_config``. The V1 FlashInfer builder still
+took its config from ``get_current_vllm_config()`` in its constructor, so it got a default
+config with no model in it, and planning failed in ``get_per_layer_parameters`` with
+``assert len(per_layer_params) > 0, "No attention layers found in the model."`` on the first
+batch (reported on PR #17483 with ``lm_eval ... --tasks gsm8k`` and the FlashInfer backend).
+PR #18086 made the builder use the runner's ``vllm_config``, as the V0 builder did.
+
+How the variants reproduce it. Builders take their config through one seam,
+``AttentionMetadataBuilder._get_vllm_config``; the buggy builder returns
+``get_current_vllm_config()`` there instead. The reference's global config warns
+(``ConfigReadOutsideContextWarning``) and returns a default config when read outside its context,
+as vLLM's does; a default config describes a different model than the one the runner serves, so
+the builder plans with the wrong number of query heads, softmax scale and window. vLLM's default
+config had no layers at all, hence its assertion; ours has a default model, hence wrong
+parameters: the same read, with a different symptom. The fixed builder is the reference one.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from harness.errors import HarnessError
+from harness.reference.backends.flashinfer import FlashInferBackend, FlashInferMetadataBuilder
+from harness.reference.config import (
+    CacheConfig,
+    ConfigReadOutsideContextWarning,
+    ModelConfig,
+    SchedulerConfig,
+    VllmConfig,
+    get_current_vllm_config,
+)
+from harness.regressions.checks import start_engine, step
+from harness.regressions.entry import Check, CheckOutcome, Regression, Upstream, Variant
+
+
+class FlashInferGlobalConfigMetadataBuilder(FlashInferMetadataBuilder):
+    """The FlashInfer builder reading the global config instead of the one it is given."""
+
+    def _get_vllm_config(self) -> VllmConfig:
+        return get_current_vllm_config()
+
+
+class FlashInferGlobalConfigBackend(FlashInferBackend):
+    """FlashInfer with the global-config builder."""
+
+    @staticmethod
+    def get_builder_cls() -> type[FlashInferGlobalConfigMetadataBuilder]:
+        return FlashInferGlobalConfigMetadataBuilder
+
+
+SERVED_MODEL = ModelConfig(
+    name="global-config-check",
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    head_dim=16,
+    max_model_len=128,
+    sliding_window=8,
+    layer_types=("sliding_attention", "sliding_attention"),
+)
+"""Unlike the default config's model in every parameter FlashInfer plans with."""
+
+
+def _plan_parameters(variant: Variant) -> CheckOutcome:
+    """Builders made at KV-cache initialisation (outside the config context), then a prefill
+    and a decode step: the planned heads, scale and window must be the served model's."""
+    config = VllmConfig(
+        model_config=SERVED_MODEL,
+        cache_config=CacheConfig(block_size=4),
+        scheduler_config=SchedulerConfig(
+            max_num_seqs=4, max_num_batched_tokens=64, max_model_len=128
+        ),
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConfigReadOutsideContextWarning)
+        runner, scheduler = start_engine(variant, config, 32, [(9, 3), (6, 3)])
+        step(runner, scheduler)
+        step(runner, scheduler)
+    builder = runner.attn_metadata_builders[0]
+    if not isinstance(builder, FlashInferMetadataBuilder):
+        raise HarnessError(f"{variant.label} is not a FlashInfer-style backend")
+    params = builder.global_hyperparameters  # what the two builds planned with
+    expected = (8, 16**-0.5, 7)
+    got = (
+        builder.num_qo_heads,
+        None if params is None else params.sm_scale,
+        None if params is None else params.window_left,
+    )
+    reads = [w for w in caught if issubclass(w.category, ConfigReadOutsideContextWarning)]
+    if got != expected or reads:
+        return CheckOutcome(
+            True,
+            f"planned (num_qo_heads, sm_scale, window_left) = {got}, the served model needs "
+            f"{expected}; {len(reads)} read(s) of the global config outside its context"
+            + (f" ({reads[0].filename}:{reads[0].lineno})" if reads else ""),
+        )
+    return CheckOutcome(False, f"planned (num_qo_heads, sm_scale, window_left) = {got}, as served")
+
+
+REGRESSION = Regression(
+    id="flashinfer-global-config",
+    title="FlashInfer builder read get_current_vllm_config() in its constructor, now called "
+    "outside the config context",
+    upstream=(
+        Upstream("PR", 17483, "introduced by"),
+        Upstream("PR", 18086, "fixed by"),
+    ),
+    bug_class="global state read out of context (wrong per-layer parameters)",
+    component="FlashInferMetadataBuilder config access (the _get_vllm_config seam)",
+    buggy=Variant(FlashInferGlobalConfigBackend),
+    fixed=Variant(FlashInferBackend),
+    checks=(
+        Check(
+            "plan-parameters",
+            "builders made at KV-cache initialisation plan with the served model's heads, scale "
+            "and window, without reading the global config",
+            _plan_parameters,
+        ),
+    ),
+    found_upstream="Reported in a comment on PR #17483: `lm_eval --model vllm ... --tasks gsm8k` "
+    "with VLLM_ATTENTION_BACKEND=FLASHINFER failed with the 'No attention layers found in the "
+    "model.' assertion; PR #18086 passed the runner's config instead.",
+    caught_by="A CPU test that builds every backend's builder where the runner does "
+    "(initialize_kv_cache, outside set_current_vllm_config) and compares the planned "
+    "per-layer parameters with the model's, failing on any out-of-context config read.",
+    doc=__doc__ or "",
+)

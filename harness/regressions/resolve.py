@@ -1,0 +1,157 @@
+"""``--regression NAME|MODULE:ATTR``: a catalog id, or code the user wrote outside this project.
+
+``MODULE`` is a dotted module name (importable from the working directory too) or a path to a
+``.py`` file; ``ATTR`` a dotted attribute in it: an :class:`AttentionBackend` subclass or a
+:class:`~harness.regressions.entry.Regression`. Everything that can go wrong (no such module, an
+import that raises, no such attribute, the wrong kind of object, a backend whose classes cannot be
+named) is a :class:`~harness.errors.HarnessError` naming the spec, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from pathlib import Path
+from typing import cast
+
+from harness.errors import HarnessError
+from harness.reference.backends.abstract import (
+    AttentionBackend,
+    AttentionImpl,
+    AttentionMetadataBuilder,
+)
+from harness.regressions.entry import Regression, Variant
+from harness.regressions.registry import get_regression
+
+
+def is_import_spec(spec: str) -> bool:
+    """``MODULE:ATTR`` rather than a catalog id."""
+    return ":" in spec
+
+
+def load_object(spec: str) -> object:
+    """The object ``MODULE:ATTR`` names (see the module docstring)."""
+    module_part, _, attr = spec.rpartition(":")
+    if not module_part or not attr:
+        raise HarnessError(f"--regression {spec!r}: expected NAME or MODULE:ATTR")
+    module = _import(module_part, spec)
+    obj: object = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise HarnessError(
+                f"--regression {spec!r}: {module_part} has no attribute {attr!r}"
+            ) from None
+    return obj
+
+
+def _import(module_part: str, spec: str) -> object:
+    path = Path(module_part)
+    try:
+        if module_part.endswith(".py") or os.sep in module_part:
+            if not path.is_file():
+                raise HarnessError(f"--regression {spec!r}: no such file {module_part}")
+            name = f"_harness_user_{path.stem}"
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            if module_spec is None or module_spec.loader is None:
+                raise HarnessError(f"--regression {spec!r}: cannot load {module_part}")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module  # dataclasses and pickling look modules up by name
+            module_spec.loader.exec_module(module)
+            return module
+        cwd = os.getcwd()
+        added = cwd not in sys.path
+        if added:  # the console script's sys.path lacks the working directory; `python -m` has it
+            sys.path.insert(0, cwd)
+        try:
+            return importlib.import_module(module_part)
+        finally:
+            if added:
+                sys.path.remove(cwd)
+    except HarnessError:
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name and module_part.startswith(exc.name):
+            raise HarnessError(
+                f"--regression {spec!r}: no module named {exc.name!r} (run from the directory "
+                "that holds it, or install it)"
+            ) from None
+        raise HarnessError(f"--regression {spec!r}: importing {module_part} failed: {exc}") from exc
+    except Exception as exc:  # the user's module raised while importing
+        raise HarnessError(
+            f"--regression {spec!r}: importing {module_part} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def check_backend(cls: type[AttentionBackend], origin: str) -> type[AttentionBackend]:
+    """``cls`` if it is a concrete backend that names a builder, an impl and a metadata class."""
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        raise HarnessError(f"{origin}: {cls.__qualname__} is abstract (define {missing})")
+    try:
+        # Typed as objects: a user's class may return anything, whatever it declares.
+        named = cast(
+            "tuple[object, ...]",
+            (cls.get_builder_cls(), cls.get_impl_cls(), cls.get_metadata_cls()),
+        )
+    except Exception as exc:
+        raise HarnessError(
+            f"{origin}: {cls.__qualname__} cannot name its classes: {type(exc).__name__}: {exc}"
+        ) from exc
+    wrong = [
+        f"{what}() returned {got!r}"
+        for what, got, base in zip(
+            ("get_builder_cls", "get_impl_cls", "get_metadata_cls"),
+            named,
+            (AttentionMetadataBuilder, AttentionImpl, object),
+            strict=True,
+        )
+        if not (isinstance(got, type) and issubclass(got, base))
+    ]
+    if wrong:
+        raise HarnessError(f"{origin}: {cls.__qualname__}: {'; '.join(wrong)}")
+    return cls
+
+
+def resolve_target(spec: str) -> Regression | Variant:
+    """A catalog entry (by id or ``MODULE:ATTR``), or a user's backend class as a variant."""
+    if not is_import_spec(spec):
+        return get_regression(spec)
+    obj = load_object(spec)
+    if isinstance(obj, Regression):
+        return obj
+    if isinstance(obj, type) and issubclass(obj, AttentionBackend):
+        return Variant(check_backend(obj, f"--regression {spec!r}"))
+    kind = type(obj).__name__ if not isinstance(obj, type) else f"class {obj.__qualname__}"
+    raise HarnessError(
+        f"--regression {spec!r} is a {kind}, not an AttentionBackend subclass or a "
+        "harness.regressions.Regression"
+    )
+
+
+def resolve_regression(spec: str) -> Regression:
+    """A catalog entry by id or ``MODULE:ATTR``."""
+    target = resolve_target(spec)
+    if isinstance(target, Variant):
+        raise HarnessError(
+            f"--regression {spec!r} is an attention backend, not a catalog entry "
+            "(wrap it in harness.regressions.Regression with a fixed variant and checks)"
+        )
+    return target
+
+
+def resolve_backend(spec: str) -> type[AttentionBackend]:
+    """The backend to run for ``--regression spec`` in ``memory simulate`` / ``memory scaling``:
+    an entry's buggy backend, or the user's class itself."""
+    return resolve_target(spec).backend  # an entry's property refuses runner-only variants
+
+
+def resolve_labelled_backend(spec: str) -> tuple[str, type[AttentionBackend]]:
+    """``(label, backend)`` for ``--regression spec`` of the memory commands: the resolver
+    ``harness.cli`` hands ``harness.memory.cli`` (the label is the entry id, or ``spec``)."""
+    target = resolve_target(spec)
+    return (target.id if isinstance(target, Regression) else spec), target.backend

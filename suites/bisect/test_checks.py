@@ -1,0 +1,85 @@
+"""What a bisect step runs and how its result becomes a verdict."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.bisect.checks import command_check, named_check, run_check
+from harness.bisect.verdict import Verdict
+
+
+def _finding(code: str, severity: str) -> dict[str, object]:
+    return {"path": "a.py", "line": 3, "code": code, "severity": severity, "message": "m"}
+
+
+@pytest.mark.parametrize(
+    ("status", "findings", "verdict"),
+    [
+        (0, [], Verdict.GOOD),
+        (0, [_finding("HO201", "warning")], Verdict.GOOD),
+        (1, [_finding("HO101", "error"), _finding("HO401", "warning")], Verdict.BAD),
+        (0, [_finding("HO401", "warning")], Verdict.SKIP),  # an unparsable tree cannot be judged
+        (2, None, Verdict.SKIP),  # the checker itself failed
+        (1, "not json", Verdict.SKIP),
+    ],
+)
+def test_overrides_verdicts(status: int, findings: object, verdict: Verdict) -> None:
+    check = named_check("overrides")
+    stdout = findings if isinstance(findings, str) else json.dumps(findings or [])
+    assert check.interpret(status, stdout)[0] is verdict
+    assert check.argv[1:4] == ("-m", "harness.overrides", "--format")
+
+
+@pytest.mark.parametrize(
+    ("status", "verdict"),
+    [
+        (0, Verdict.GOOD),
+        (1, Verdict.BAD),
+        (2, Verdict.SKIP),
+        (5, Verdict.SKIP),
+        (-9, Verdict.ABORT),
+    ],
+)
+def test_pytest_and_regressions_verdicts(status: int, verdict: Verdict) -> None:
+    assert named_check("pytest:x").interpret(status, "")[0] is verdict
+    regressions = named_check("regressions")
+    assert regressions.python_path and regressions.argv[-2:] == ("regressions", "verify")
+    if status >= 0:
+        want = {0: Verdict.GOOD, 1: Verdict.BAD}.get(status, Verdict.SKIP)
+        assert regressions.interpret(status, "")[0] is want
+
+
+def test_pytest_expression_or_node_id() -> None:
+    assert named_check("pytest:rename and not slow").argv[-2:] == ("-k", "rename and not slow")
+    assert named_check("pytest:tests/test_a.py::test_b").argv[-1] == "tests/test_a.py::test_b"
+    assert named_check("pytest:tests/test_a.py::test_b").python_path
+
+
+def test_a_command_that_cannot_start_is_a_skip(tmp_path: Path) -> None:
+    run = run_check(command_check(["./no-such-script"]), tmp_path, None)
+    assert run.verdict is Verdict.SKIP and run.returncode is None and "cannot run" in run.note
+
+
+def test_a_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "survivor"
+    script = f"(sleep 1; touch {marker}) & sleep 30"
+    started = time.perf_counter()
+    run = run_check(command_check(["sh", "-c", script]), tmp_path, 0.3)
+    assert run.verdict is Verdict.SKIP and "timed out after 0.3 s" in run.note
+    assert time.perf_counter() - started < 10
+    time.sleep(1.5)
+    assert not marker.exists(), "a child of the check outlived the timeout"
+
+
+def test_output_is_kept_for_the_report(tmp_path: Path) -> None:
+    run = run_check(
+        command_check([sys.executable, "-c", "import sys; print('out'); sys.exit(3)"]),
+        tmp_path,
+        None,
+    )
+    assert run.verdict is Verdict.BAD and run.returncode == 3 and run.output.startswith("out")

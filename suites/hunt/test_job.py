@@ -1,0 +1,74 @@
+"""The hunt's sections on a small, bounded plan; a tree with a proven crash fails the job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.hunt.job import HuntReport, Row, hunt
+from harness.regressions import get_regression
+
+CRASHING_TREE = {
+    "base.py": "class Base:\n    def run(self):\n        return self.step(x=1)\n\n"
+    "    def step(self, x):\n        return x\n",
+    "sub.py": "from base import Base\n\n\nclass Sub(Base):\n    def step(self, y):\n        return y\n",
+}
+
+
+@pytest.fixture(scope="module")
+def quick_report() -> HuntReport:
+    """One cheap entry, one device, bounded runs: every section once."""
+    return hunt(
+        devices=("h100-95",), entries=[get_regression("aiter-mla-last-page-len")], quick=True
+    )
+
+
+def test_every_section_behaves_on_the_reference(quick_report: HuntReport) -> None:
+    sections = [r.section for r in quick_report.rows]
+    assert sections == [
+        "overrides",
+        "catalog",
+        "scaling",
+        "scaling",
+        "scaling",
+        "gsm8k",
+        "gsm8k",
+        "budget",
+    ]
+    assert quick_report.ok and not quick_report.crash, [r.to_dict() for r in quick_report.rows]
+    rows = {(r.section, r.name): r for r in quick_report.rows}
+    assert rows[("overrides", quick_report.path)].verdict == "pass"
+    assert quick_report.path.endswith("harness/reference")
+    assert rows[("scaling", "aiter-mla-last-page-len (buggy)")].verdict == "n/a"
+    oom = rows[("gsm8k", "flashinfer-oom on h100-95")]
+    assert oom.verdict == "FAIL" and oom.expected == "fail" and not oom.misbehaves
+    assert "OOM at step 0: CUDA out of memory. Tried to allocate 2.12 GiB" in oom.detail
+    assert "% of the 9.50 GiB margin" in rows[("budget", "reference on h100-95")].detail
+    assert set(quick_report.simulations) == {"reference@h100-95", "flashinfer-oom@h100-95"}
+
+
+def test_a_proven_crash_in_path_fails_the_hunt(tmp_path: Path) -> None:
+    for name, text in CRASHING_TREE.items():
+        (tmp_path / name).write_text(text)
+    report = hunt(tmp_path, devices=(), entries=[], quick=True)
+    (row,) = [r for r in report.rows if r.section == "overrides"]
+    assert row.crash and row.verdict == "FAIL" and "HO101" in row.detail
+    assert report.crash and not report.ok
+
+
+@pytest.mark.parametrize(
+    ("verdict", "expected", "misbehaves"),
+    [
+        ("pass", "pass", False),
+        ("FAIL", "pass", True),
+        ("FAIL", "fail", False),
+        ("pass", "fail", True),
+        ("error", None, True),
+        ("FAIL", None, False),
+        ("n/a", None, False),
+    ],
+)
+def test_row_judgement(verdict: str, expected: str | None, misbehaves: bool) -> None:
+    row = Row("s", "n", verdict, expected, "", 0.0)  # type: ignore[arg-type]
+    assert row.misbehaves is misbehaves

@@ -1,0 +1,102 @@
+"""``--regression NAME|MODULE:ATTR``: ids, the user's entries and backends, and every bad input."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.reference.backends.flashinfer import FlashInferBackend
+from harness.regressions import Regression, Variant, get_regression
+from harness.regressions.resolve import (
+    resolve_backend,
+    resolve_labelled_backend,
+    resolve_regression,
+    resolve_target,
+)
+
+USER_MODULE = """
+from harness.reference.backends.flashinfer import FlashInferBackend
+from harness.reference.backends.abstract import AttentionBackend
+from suites.regressions.variants import entry
+
+class MyBackend(FlashInferBackend):
+    pass
+
+class Half(AttentionBackend):
+    @staticmethod
+    def get_name() -> str:
+        return "HALF"
+
+class Junk(FlashInferBackend):
+    @staticmethod
+    def get_builder_cls():
+        return 42
+
+ENTRY = entry("user-entry")
+
+def function():
+    pass
+"""
+
+
+@pytest.fixture
+def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "user_variants.py"
+    path.write_text(USER_MODULE)
+    (tmp_path / "broken_variants.py").write_text("raise ValueError('boom at import')\n")
+    monkeypatch.chdir(tmp_path)  # importable from the working directory, as `harness` finds it
+    for name in ("user_variants", "broken_variants"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return path
+
+
+def test_an_id_resolves_to_the_catalog_entry() -> None:
+    assert resolve_regression("flashinfer-oom") is get_regression("flashinfer-oom")
+    assert resolve_backend("flashinfer-oom") is get_regression("flashinfer-oom").buggy.backend
+
+
+@pytest.mark.usefixtures("user_module")
+def test_module_attr_gives_the_users_entry_or_backend() -> None:
+    target = resolve_target("user_variants:ENTRY")
+    assert isinstance(target, Regression) and target.id == "user-entry"
+    variant = resolve_target("user_variants:MyBackend")
+    assert isinstance(variant, Variant) and issubclass(variant.backend, FlashInferBackend)
+    assert resolve_backend("user_variants:MyBackend") is variant.backend
+    assert resolve_backend("user_variants:ENTRY") is FlashInferBackend
+    assert resolve_labelled_backend("user_variants:ENTRY") == ("user-entry", FlashInferBackend)
+    assert resolve_labelled_backend("user_variants:MyBackend")[0] == "user_variants:MyBackend"
+
+
+def test_a_file_path_works_too(user_module: Path) -> None:
+    assert resolve_backend(f"{user_module}:MyBackend").__name__ == "MyBackend"
+
+
+@pytest.mark.usefixtures("user_module")
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [
+        ("no_such_module:X", r"no module named 'no_such_module'"),
+        ("broken_variants:X", r"importing broken_variants failed: ValueError: boom at import"),
+        ("user_variants:Missing", r"user_variants has no attribute 'Missing'"),
+        ("user_variants:function", r"is a function, not an AttentionBackend subclass"),
+        ("user_variants:Half", r"Half is abstract \(define get_builder_cls"),
+        ("user_variants:Junk", r"get_builder_cls\(\) returned 42"),
+        ("./nowhere.py:X", r"no such file ./nowhere.py"),
+        (":X", r"expected NAME or MODULE:ATTR"),
+        ("nope", r"unknown regression 'nope'; available:"),
+    ],
+)
+def test_bad_specs_are_clear_errors(spec: str, error: str) -> None:
+    with pytest.raises(HarnessError, match=error):
+        resolve_target(spec)
+
+
+@pytest.mark.usefixtures("user_module")
+def test_a_backend_is_not_an_entry_and_a_runner_entry_is_not_a_backend() -> None:
+    with pytest.raises(HarnessError, match="is an attention backend, not a catalog entry"):
+        resolve_regression("user_variants:MyBackend")
+    with pytest.raises(HarnessError, match="perturbs the model runner"):
+        resolve_backend("dummy-run-null-block")
