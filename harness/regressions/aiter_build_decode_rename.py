@@ -29,7 +29,7 @@ from harness.reference.backends.mla.rocm_aiter_mla import (
 )
 from harness.reference.config import get_model_config
 from harness.reference.kv_cache_interface import FullAttentionSpec
-from harness.regressions.batch import step_for
+from harness.regressions.batch import MLA_HEAD_SIZE, step_for
 from harness.regressions.checks import overrides_check
 from harness.regressions.entry import Check, CheckOutcome, Regression, Upstream, Variant
 
@@ -60,7 +60,7 @@ def _mixed_build(variant: Variant) -> CheckOutcome:
     """A decode-first prefill + decode batch through the variant's ``build()``."""
     mla = dataclasses.replace(get_model_config("tiny"), num_key_value_heads=1)
     spec = FullAttentionSpec(
-        block_size=4, num_kv_heads=1, head_size=16, dtype=torch.float32, use_mla=True
+        block_size=4, num_kv_heads=1, head_size=MLA_HEAD_SIZE, dtype=torch.float32, use_mla=True
     )
     step = step_for(spec, MIXED_BATCH, mla)
     builder = variant.backend.get_builder_cls()(spec, step.block_table, step.vllm_config, "cpu")

@@ -29,7 +29,7 @@ from harness.reference.backends.mla.rocm_aiter_mla import (
 from harness.reference.config import get_model_config
 from harness.reference.kv_cache_interface import FullAttentionSpec
 from harness.reference.oracle import to_int_list
-from harness.regressions.batch import step_for
+from harness.regressions.batch import MLA_HEAD_SIZE, step_for
 from harness.regressions.entry import Check, CheckOutcome, Regression, Upstream, Variant
 
 
@@ -60,7 +60,7 @@ DECODES = [(8, 1), (5, 1), (7, 1), (2, 1)]
 def _decode_pages(variant: Variant) -> CheckOutcome:
     """The CSR pages AITER's decode kernel reads must hold exactly each request's tokens."""
     mla = dataclasses.replace(get_model_config("tiny"), num_key_value_heads=1)
-    spec = FullAttentionSpec(PAGE_SIZE, 1, 16, torch.float32, use_mla=True)
+    spec = FullAttentionSpec(PAGE_SIZE, 1, MLA_HEAD_SIZE, torch.float32, use_mla=True)
     step = step_for(spec, [*DECODES, (0, 6)], mla)
     builder = variant.backend.get_builder_cls()(spec, step.block_table, step.vllm_config, "cpu")
     decode = builder.build(common_prefix_len=0, common_attn_metadata=step.common).decode

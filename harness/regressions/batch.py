@@ -18,6 +18,10 @@ from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
 from harness.reference.kv_cache_interface import AttentionSpec, cdiv
 
+MLA_HEAD_SIZE = 512 + 64
+"""An MLA spec's head size, ``kv_lora_rank + qk_rope_head_dim`` (DeepSeek's): the only one vLLM
+0.9.0's MLA metadata accepts."""
+
 
 @dataclass
 class BuilderStep:
