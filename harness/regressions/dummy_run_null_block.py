@@ -52,14 +52,17 @@ class UnpaddedDummyRunModelRunner(ModelRunner):
         return hidden_states[logit_indices]
 
 
-NUM_BLOCKS = 16
+BLOCK_SIZE = 16
+"""FlashAttention's block size must be a multiple of 16 (vLLM 0.9.0)."""
+NUM_BLOCKS = 12
+"""Unlike every other KV cache dimension, so that it names the block axis."""
 
 
 def _dummy_run_writes(variant: Variant) -> CheckOutcome:
     """A fresh runner's dummy run with attention metadata must leave the KV cache untouched."""
     config = VllmConfig(
         model_config=dataclasses.replace(get_model_config("tiny"), max_model_len=32),
-        cache_config=CacheConfig(block_size=4),
+        cache_config=CacheConfig(block_size=BLOCK_SIZE),
         scheduler_config=SchedulerConfig(
             max_num_seqs=4, max_num_batched_tokens=32, max_model_len=32
         ),
@@ -67,7 +70,7 @@ def _dummy_run_writes(variant: Variant) -> CheckOutcome:
     runner, _ = start_engine(variant, config, NUM_BLOCKS, [])
     before = {name: cache.clone() for name, cache in runner.kv_caches.items()}
     runner._dummy_run(16, skip_attn=False)  # pyright: ignore[reportPrivateUsage]
-    shape = variant.backend.get_kv_cache_shape(NUM_BLOCKS, 4, 1, 1)
+    shape = variant.backend.get_kv_cache_shape(NUM_BLOCKS, BLOCK_SIZE, 1, 1)
     block_axis = shape.index(NUM_BLOCKS)
     written: dict[str, list[int]] = {}
     for name, cache in runner.kv_caches.items():
