@@ -57,12 +57,13 @@ SERVED_MODEL = ModelConfig(
     num_hidden_layers=2,
     num_attention_heads=8,
     num_key_value_heads=2,
-    head_dim=16,
+    head_dim=128,
     max_model_len=128,
     sliding_window=8,
     layer_types=("sliding_attention", "sliding_attention"),
 )
-"""Unlike the default config's model in every parameter FlashInfer plans with."""
+"""Unlike the default config's model in every parameter FlashInfer plans with; a head size and one
+window for all layers, as vLLM 0.9.0's FlashInfer requires."""
 
 
 def _plan_parameters(variant: Variant) -> CheckOutcome:
@@ -70,7 +71,7 @@ def _plan_parameters(variant: Variant) -> CheckOutcome:
     and a decode step: the planned heads, scale and window must be the served model's."""
     config = VllmConfig(
         model_config=SERVED_MODEL,
-        cache_config=CacheConfig(block_size=4),
+        cache_config=CacheConfig(block_size=16),
         scheduler_config=SchedulerConfig(
             max_num_seqs=4, max_num_batched_tokens=64, max_model_len=128
         ),
@@ -84,7 +85,7 @@ def _plan_parameters(variant: Variant) -> CheckOutcome:
     if not isinstance(builder, FlashInferMetadataBuilder):
         raise HarnessError(f"{variant.label} is not a FlashInfer-style backend")
     params = builder.global_hyperparameters  # what the two builds planned with
-    expected = (8, 16**-0.5, 7)
+    expected = (8, 128**-0.5, 7)
     got = (
         builder.num_qo_heads,
         None if params is None else params.sm_scale,

@@ -28,8 +28,8 @@ EXPECTED_DETAIL = {  # (id, check, role): what the check must have said
         "flashinfer-global-config",
         "plan-parameters",
         "buggy",
-    ): r"\(4, 0.35\d+, 7\), the served model needs "
-    r"\(8, 0.25, 7\); 2 read\(s\) of the global config",
+    ): r"\(4, 0.125, -1\), the served model needs "
+    r"\(8, 0.0883\d+, 7\); 2 read\(s\) of the global config",
     (
         "flashinfer-oom",
         "simulate:h100-95",
