@@ -25,6 +25,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.backends.mla.common import MLACommonBackend
 from harness.reference.config import VllmConfig
 from harness.reference.kv_cache_utils import kv_cache_config_for_num_blocks
@@ -284,16 +285,29 @@ def simulate_check(
     )
 
 
+GENERIC_SCENARIOS = ("mixed-prefill-decode", "preemption", "cascade-common-prefix")
+"""Oracle scenarios for every (non-MLA) user backend: prefills joining decodes, decode-first
+reordering; decodes that fill a 16-token block and spill into the next, preemption and recompute;
+a cascade over a shared prefix."""
+HYBRID_SCENARIOS = ("hybrid-unified", "hybrid-two-groups")
+"""Full + sliding-window layers, in vLLM 0.9.0's one KV cache group and in later vLLM's group per
+attention type: for backends that can serve such a model (vLLM 0.9.0's FlashInfer cannot)."""
+
+
 def generic_checks(variant: Variant, *, full: bool = False) -> tuple[Check, ...]:
-    """The checks that apply to a user's backend (MLA backends: the static check only, since the
-    reference model has no MLA layers). ``full`` runs every step of scaling and simulation."""
-    if issubclass(variant.backend, MLACommonBackend):
+    """The checks that apply to a user's backend. MLA backends get the static check only (the
+    reference model has no MLA layers); FlashInfer backends skip the hybrid scenarios (vLLM 0.9.0's
+    FlashInfer asserts that every layer of the model shares one window, so it refuses them).
+    ``full`` runs every step of scaling and simulation."""
+    backend = variant.backend
+    if issubclass(backend, MLACommonBackend):
         return (overrides_check(),)
+    scenarios = GENERIC_SCENARIOS
+    if not issubclass(backend, FlashInferBackend):
+        scenarios += HYBRID_SCENARIOS
     return (
         overrides_check(),
-        oracle_check("mixed-prefill-decode"),
-        oracle_check("hybrid-two-groups"),
-        oracle_check("cascade-common-prefix"),
+        *(oracle_check(scenario) for scenario in scenarios),
         scaling_check(max_steps=None if full else 2),
         simulate_check(max_steps=None if full else 1),
     )

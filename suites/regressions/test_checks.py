@@ -1,0 +1,35 @@
+"""Which generic checks a user's backend gets: scenarios it can run, as vLLM 0.9.0 would."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.reference.backends.abstract import AttentionBackend
+from harness.reference.backends.flash_attn import FlashAttentionBackend
+from harness.reference.backends.flashinfer import FlashInferBackend
+from harness.reference.backends.mla.rocm_aiter_mla import AiterMLABackend
+from harness.regressions import Variant
+from harness.regressions.checks import generic_checks
+
+COMMON = [
+    "overrides",
+    "oracle:mixed-prefill-decode",
+    "oracle:preemption",
+    "oracle:cascade-common-prefix",
+]
+MEMORY = ["scaling", "simulate:h100-95"]
+
+
+@pytest.mark.parametrize(
+    ("backend", "names"),
+    [
+        (
+            FlashAttentionBackend,
+            [*COMMON, "oracle:hybrid-unified", "oracle:hybrid-two-groups", *MEMORY],
+        ),
+        (FlashInferBackend, [*COMMON, *MEMORY]),  # refuses models mixing windows (vLLM 0.9.0)
+        (AiterMLABackend, ["overrides"]),  # the reference model has no MLA layers
+    ],
+)
+def test_generic_checks_fit_the_backend(backend: type[AttentionBackend], names: list[str]) -> None:
+    assert [check.name for check in generic_checks(Variant(backend))] == names
