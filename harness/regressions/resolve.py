@@ -75,12 +75,15 @@ def _import(module_part: str, spec: str) -> object:
     except HarnessError:
         raise
     except ModuleNotFoundError as exc:
-        if exc.name and module_part.startswith(exc.name):
+        if exc.name is not None and f"{module_part}.".startswith(f"{exc.name}."):
             raise HarnessError(
-                f"--regression {spec!r}: no module named {exc.name!r} (run from the directory "
-                "that holds it, or install it)"
+                f"--regression {spec!r}: cannot import {module_part}: no module named "
+                f"{exc.name!r} (run from the directory that holds it, or install it)"
             ) from None
-        raise HarnessError(f"--regression {spec!r}: importing {module_part} failed: {exc}") from exc
+        # The module was found; something it imports was not.
+        raise HarnessError(
+            f"--regression {spec!r}: importing {module_part} failed: {type(exc).__name__}: {exc}"
+        ) from exc
     except Exception as exc:  # the user's module raised while importing
         raise HarnessError(
             f"--regression {spec!r}: importing {module_part} failed: {type(exc).__name__}: {exc}"

@@ -47,8 +47,9 @@ def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "user_variants.py"
     path.write_text(USER_MODULE)
     (tmp_path / "broken_variants.py").write_text("raise ValueError('boom at import')\n")
+    (tmp_path / "plugin_variants.py").write_text("import plugin\n")  # a missing dependency
     monkeypatch.chdir(tmp_path)  # importable from the working directory, as `harness` finds it
-    for name in ("user_variants", "broken_variants"):
+    for name in ("user_variants", "broken_variants", "plugin_variants"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     return path
 
@@ -78,7 +79,12 @@ def test_a_file_path_works_too(user_module: Path) -> None:
 @pytest.mark.parametrize(
     ("spec", "error"),
     [
-        ("no_such_module:X", r"no module named 'no_such_module'"),
+        ("no_such_module:X", r"cannot import no_such_module: no module named 'no_such_module' "),
+        ("no_such.pkg.module:X", r"cannot import no_such.pkg.module: no module named 'no_such' "),
+        (
+            "plugin_variants:X",
+            r"importing plugin_variants failed: ModuleNotFoundError: No module named 'plugin'$",
+        ),
         ("broken_variants:X", r"importing broken_variants failed: ValueError: boom at import"),
         ("user_variants:Missing", r"user_variants has no attribute 'Missing'"),
         ("user_variants:function", r"is a function, not an AttentionBackend subclass"),
