@@ -131,7 +131,7 @@ class ScenarioResult:
 
     @property
     def max_abs_err(self) -> float:
-        return max((s.max_abs_err or 0.0 for s in self.steps), default=0.0)
+        return float(np.max([0.0, *(s.max_abs_err or 0.0 for s in self.steps)]))  # keeps NaN
 
     def golden_data(self) -> dict[str, object]:
         """Deterministic metadata for the golden file (no float errors, no sampled tokens)."""
@@ -182,19 +182,19 @@ def dense_check(model: LlamaForCausalLM, trace: StepTrace) -> float:
     """Max |paged - dense| of the traced step, request by request.
 
     The dense side runs ``model`` over each request's whole sequence so far (prompt and outputs,
-    no KV cache) and keeps the rows of this step's tokens.
+    no KV cache) and keeps the rows of this step's tokens. NaN when any difference is NaN.
     """
     hidden_states = trace.hidden_states
     if hidden_states is None:
         raise ValueError("dense_check needs a step executed with run_model=True")
     qsl = trace.query_start_loc
-    err = 0.0
+    errs = [0.0]
     for i, tokens in enumerate(trace.token_ids):
         token_ids = torch.as_tensor(tokens.astype(np.int64)).to(hidden_states.device)
         dense = model.dense_forward(token_ids)[trace.num_computed_tokens[i] :]
         paged = hidden_states[qsl[i] : qsl[i + 1]]
-        err = max(err, float((dense.float() - paged.float()).abs().max()))
-    return err
+        errs.append(float((dense.float() - paged.float()).abs().max()))
+    return float(np.max(errs))  # keeps a NaN (Python's max drops one that is not first)
 
 
 def oracle_tolerance(trace: StepTrace) -> float:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
 import pytest
@@ -11,10 +13,16 @@ from harness.errors import HarnessError
 from harness.reference.scenarios import (
     DEFAULT_SCENARIO,
     SCENARIOS,
+    ScenarioResult,
+    StepRecord,
+    build_runner,
+    dense_check,
     get_scenario,
+    record_step,
     run_scenario,
     summarize_value,
 )
+from harness.reference.scheduler import Request, Scheduler
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -76,6 +84,25 @@ def test_chunked_and_preemption_scenarios_do_what_they_say() -> None:
     chunked = run_scenario(get_scenario("chunked-prefill"))
     assert all(sum(s.num_scheduled_tokens) <= 8 for s in chunked.steps)
     assert run_scenario(get_scenario("preemption")).num_preemptions >= 1
+
+
+def test_a_nan_in_a_later_request_is_the_steps_error() -> None:
+    """Python's ``max(0.1, nan)`` is 0.1: a NaN must not vanish from the reported error."""
+    scenario = get_scenario("mixed-prefill-decode")
+    runner = build_runner(scenario)
+    assert runner.kv_cache_config is not None
+    scheduler = Scheduler(scenario.vllm_config.scheduler_config, runner.kv_cache_config)
+    scheduler.add_request(Request("a", [1, 2, 3], 2))
+    scheduler.add_request(Request("b", [4, 5], 2))
+    trace = runner.execute_model(scheduler.schedule(), trace=True).trace
+    assert trace is not None and trace.hidden_states is not None
+    hidden_states = trace.hidden_states.clone()
+    hidden_states[int(trace.query_start_loc[1])] = float("nan")  # b's first row
+    trace = dataclasses.replace(trace, hidden_states=hidden_states)
+    assert math.isnan(dense_check(runner.get_model(), trace))
+    assert not record_step(trace, 0, runner.get_model()).oracle_ok
+    steps = [StepRecord(i, [], [], [], [], err, False) for i, err in enumerate([0.1, math.nan])]
+    assert math.isnan(ScenarioResult(scenario, steps).max_abs_err)
 
 
 def test_unknown_scenario_lists_the_names() -> None:
