@@ -11,7 +11,9 @@ of 1) and PR #38146 backported the fix to v0.13.0.
 How the variants reproduce it. The reference AITER builder pages by the KV cache group's block
 size, so its correct last page length is ``seq_len`` modulo the page size (a full page when that is
 0). The buggy builder computes it as vLLM did, ``where(seq_lens == 0, 1, seq_lens)``, which is
-right only for sequences that fit in one page. The fixed builder is the reference one.
+right only for sequences that fit in one page. The fixed builder is the reference one. The check
+uses MLA's head size 576 and pages of 4 tokens, so that last pages of 1 to 4 tokens all occur (vLLM
+0.9.0 asserts a block size of 1 for AITER; the reference does not, see ``docs/fidelity.md``).
 """
 
 from __future__ import annotations
