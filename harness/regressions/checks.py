@@ -302,7 +302,7 @@ def generic_checks(variant: Variant, *, full: bool = False) -> tuple[Check, ...]
     backend = variant.backend
     if issubclass(backend, MLACommonBackend):
         return (overrides_check(),)
-    scenarios = GENERIC_SCENARIOS
+    scenarios: tuple[str, ...] = GENERIC_SCENARIOS
     if not issubclass(backend, FlashInferBackend):
         scenarios += HYBRID_SCENARIOS
     return (
