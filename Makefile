@@ -9,7 +9,7 @@ REPORTS := reports
 BENCH ?= $(sort $(wildcard scripts/bench_*.py))
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-gpu lint typecheck golden-update bench clean fidelity
+.PHONY: help install run test test-gpu lint typecheck golden-update bench clean fidelity repro-gpu
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -47,6 +47,10 @@ fidelity: $(STAMP) ## Differential tests of the reference against vLLM's own sou
 	$(BIN)/harness fidelity --vllm-version $(VLLM_FIDELITY_VERSION)
 	HARNESS_VLLM_SRC="$$($(BIN)/python -m harness.fidelity.source $(VLLM_FIDELITY_VERSION))" \
 		$(BIN)/python -m pytest -p no:xdist -q suites/fidelity/test_bites_vllm.py
+
+VLLM_PYTHON ?= python3
+repro-gpu: ## Real vLLM on a GPU: gsm8k with FlashInfer + the num_blocks scaling check (VLLM_PYTHON=interpreter with vllm, lm-eval, nvidia-ml-py)
+	PYTHON="$(VLLM_PYTHON)" bash scripts/repro_flashinfer_oom.sh --check-scaling --out reports/repro
 
 golden-update: $(STAMP) ## Regenerate golden files on purpose (never in CI)
 	$(BIN)/python -m pytest -p no:xdist suites --update-golden
