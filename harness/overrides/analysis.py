@@ -92,11 +92,7 @@ def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
     if changed is None:
         return list(project.classes)
     roots = [c for c in project.classes if c.module.file.display in changed]
-    out: dict[int, ClassInfo] = {id(c): c for c in roots}
-    for root in roots:
-        for d in project.descendants(root):
-            out.setdefault(id(d), d)
-    return list(out.values())
+    return [*roots, *project.descendants(*roots)]
 
 
 def _at(

@@ -8,7 +8,7 @@ is unresolvable and silently skipped. All walks are iterative or depth-bounded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -103,13 +103,31 @@ class Project:
         self._memo: dict[tuple[int, str], Target | None] = {}
         for cls in self.classes:
             self._resolve_bases(cls)
-        self._mro: dict[int, list[ClassInfo]] = {}
+        self._up: dict[int, ClassInfo] = {}
+        """A class with one usable base: that base (its MRO is the class, then the base's)."""
+        self._full: dict[int, tuple[ClassInfo, ...]] = {}
+        """A class with several usable bases: its whole C3 MRO."""
+        self._broken_ids: set[int] = set()
         self.problems: list[MroProblem] = []
         self._compute_mros()
         self.children: dict[int, list[ClassInfo]] = {}
         for cls in self.classes:
             for base in cls.bases:
                 self.children.setdefault(id(base), []).append(cls)
+        self._binders: dict[str, list[ClassInfo]] = {}
+        """Name -> the classes whose body binds it (methods and other class attributes)."""
+        self._assigners: dict[str, list[ClassInfo]] = {}
+        """Name -> the classes that assign ``self.name = ...``."""
+        for cls in self.classes:
+            for name in (*cls.methods, *cls.summary.attributes):
+                self._binders.setdefault(name, []).append(cls)
+            for name in cls.summary.instance_attributes:
+                self._assigners.setdefault(name, []).append(cls)
+        self._tin: dict[int, int] = {}
+        self._tout: dict[int, int] = {}
+        self._root: dict[int, ClassInfo] = {}
+        self._label_chains()
+        self._resolved: dict[int, bool] = {}
 
     # -- indexing --------------------------------------------------------------------------
 
@@ -245,7 +263,21 @@ class Project:
 
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
         """C3 linearisation over resolvable bases; ``[cls]`` alone if it is broken."""
-        return self._mro.get(id(cls), [cls])
+        return list(self._walk(cls))
+
+    def _walk(self, cls: ClassInfo) -> Iterator[ClassInfo]:
+        """The MRO, lazily: single-base classes are followed up their chain (no per-class
+        copy of a long chain is ever stored), several-base classes hold their whole MRO."""
+        while True:
+            full = self._full.get(id(cls))
+            if full is not None:
+                yield from full
+                return
+            yield cls
+            up = self._up.get(id(cls))
+            if up is None:
+                return
+            cls = up
 
     def _compute_mros(self) -> None:
         """Post-order over the base graph (iterative), detecting cycles on the way."""
@@ -275,34 +307,46 @@ class Project:
                     stack.append((nxt, iter(nxt.bases)))
 
     def _broken(self, problem: MroProblem) -> None:
-        if all(p.cls is not problem.cls for p in self.problems):
+        if id(problem.cls) not in self._broken_ids:
+            self._broken_ids.add(id(problem.cls))
             self.problems.append(problem)
 
     def _linearize(self, cls: ClassInfo) -> None:
-        broken = {id(p.cls) for p in self.problems}
-        if id(cls) in broken:
-            self._mro[id(cls)] = [cls]
+        if id(cls) in self._broken_ids:
             return
-        bases = [b for b in cls.bases if id(b) not in broken]
-        sequences = [list(self.mro(b)) for b in bases] + [list(bases)]
-        result = [cls]
-        while True:
-            sequences = [s for s in sequences if s]
-            if not sequences:
-                break
-            for seq in sequences:
-                head = seq[0]
-                if not any(head in s[1:] for s in sequences):
-                    break
-            else:
+        bases = [b for b in cls.bases if id(b) not in self._broken_ids]
+        if len(bases) == 1:
+            self._up[id(cls)] = bases[0]  # C3 of one base is that base's MRO
+        elif bases:
+            merged = _c3([*(self.mro(b) for b in bases), bases])
+            if merged is None:
                 self._broken(NoLinearization(cls, tuple(bases)))
-                self._mro[id(cls)] = [cls]
-                return
-            result.append(head)
-            for s in sequences:
-                if s[0] is head:
-                    del s[0]
-        self._mro[id(cls)] = result
+            else:
+                self._full[id(cls)] = (cls, *merged)
+
+    def _label_chains(self) -> None:
+        """Number the single-base chains depth first (``_tin``/``_tout``), so that "is ``c`` on
+        ``x``'s chain" is two comparisons; ``_root`` is where each chain ends."""
+        below: dict[int, list[ClassInfo]] = {}
+        for cls in self.classes:
+            up = self._up.get(id(cls))
+            if up is not None:
+                below.setdefault(id(up), []).append(cls)
+        clock = 0
+        for root in self.classes:
+            if id(root) in self._up:
+                continue
+            stack: list[tuple[ClassInfo, bool]] = [(root, False)]
+            while stack:
+                cls, leaving = stack.pop()
+                if leaving:
+                    self._tout[id(cls)] = clock
+                    continue
+                self._tin[id(cls)] = clock
+                self._root[id(cls)] = root
+                clock += 1
+                stack.append((cls, True))
+                stack.extend((child, False) for child in below.get(id(cls), ()))
 
     def release(self) -> None:
         """Break the class <-> module reference cycles so memory is freed at once by reference
@@ -313,31 +357,92 @@ class Project:
             cls.previous = None
         for module in self.modules.values():
             module.classes.clear()
-        self.children.clear()
-        self._memo.clear()
-        self._mro.clear()
+        for table in (self.children, self._memo, self._up, self._full, self._binders):
+            table.clear()
+        self._assigners.clear()
+        self._root.clear()
 
     # -- queries ---------------------------------------------------------------------------
+
+    def in_mro(self, candidate: ClassInfo, cls: ClassInfo) -> bool:
+        """Whether ``candidate`` is in ``cls``'s MRO (``cls`` itself included): O(1) on
+        single-base chains, a scan of the stored MRO where several bases meet."""
+        if candidate is cls:
+            return True
+        tin = self._tin.get(id(cls))
+        low = self._tin.get(id(candidate))
+        if tin is None or low is None:
+            return False
+        if low <= tin < self._tout[id(candidate)]:
+            return True  # on the single-base chain from cls up to its end
+        full = self._full.get(id(self._root[id(cls)]))
+        return full is not None and candidate in full  # identity scan of a stored tuple
+
+    def _first(
+        self,
+        cls: ClassInfo,
+        among: list[ClassInfo],
+        after: ClassInfo | None,
+        test: Callable[[ClassInfo], bool],
+    ) -> ClassInfo | None:
+        """The first class of ``among`` (the classes passing ``test``) in ``cls``'s MRO after
+        ``after`` (from the start if ``None``): few are tested for membership, else the MRO is
+        walked until one passes."""
+        if len(among) <= _FEW and (after is None or after is cls):
+            found = [c for c in among if c is not after and self.in_mro(c, cls)]
+            if len(found) <= 1:
+                return found[0] if found else None
+        seeking = after is None
+        for candidate in self._walk(cls):
+            if seeking and test(candidate):
+                return candidate
+            seeking = seeking or candidate is after
+        return None
 
     def definer(
         self, cls: ClassInfo, name: str, after: ClassInfo | None = None
     ) -> ClassInfo | None:
         """The first class in ``cls``'s MRO (after ``after``, if given) whose body binds ``name``."""
-        order = self.mro(cls)
-        if after is not None:
-            if after not in order:
-                return None
-            order = order[order.index(after) + 1 :]
-        for candidate in order:
-            if candidate.defines(name):
-                return candidate
-        return None
+        binders = self._binders.get(name)
+        if binders is None:
+            return None
+        return self._first(cls, binders, after, lambda c: c.defines(name))
 
-    def descendants(self, cls: ClassInfo) -> list[ClassInfo]:
-        """All classes that have ``cls`` in their MRO, except ``cls`` itself (iterative)."""
-        out: list[ClassInfo] = []
+    def shadowed(self, cls: ClassInfo, name: str) -> bool:
+        """True if some class in the MRO assigns ``self.name = ...``: the instance attribute,
+        not the method, is what ``obj.name(...)`` calls."""
+        assigners = self._assigners.get(name)
+        if assigners is None:
+            return False
+        test: Callable[[ClassInfo], bool] = lambda c: name in c.summary.instance_attributes  # noqa: E731
+        return self._first(cls, assigners, None, test) is not None
+
+    def inheritors(self, cls: ClassInfo, name: str) -> list[ClassInfo]:
+        """``cls`` and its descendants whose ``name`` is ``cls``'s definition.
+
+        A descendant that binds ``name`` itself, or gets it from another base first, hides
+        ``cls``'s definition from all of its own descendants too (C3 keeps their order), so
+        the walk stops there.
+        """
+        out = [cls]
         seen = {id(cls)}
         stack = list(self.children.get(id(cls), ()))
+        while stack:
+            child = stack.pop()
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            if child.defines(name) or self.definer(child, name) is not cls:
+                continue
+            out.append(child)
+            stack.extend(self.children.get(id(child), ()))
+        return out
+
+    def descendants(self, *classes: ClassInfo) -> list[ClassInfo]:
+        """All classes that have one of ``classes`` in their MRO, except those given."""
+        out: list[ClassInfo] = []
+        seen = {id(c) for c in classes}
+        stack = [child for cls in classes for child in self.children.get(id(cls), ())]
         while stack:
             child = stack.pop()
             if id(child) in seen:
@@ -349,4 +454,43 @@ class Project:
 
     def fully_resolved(self, cls: ClassInfo) -> bool:
         """True when no class in the MRO has a base the checker could not resolve."""
-        return not any(c.unresolved_bases for c in self.mro(cls))
+        known = self._resolved.get(id(cls))
+        if known is None:
+            known = self._resolved[id(cls)] = not any(c.unresolved_bases for c in self._walk(cls))
+        return known
+
+
+_FEW = 4
+"""Up to this many candidate classes are tested for MRO membership instead of walking the MRO."""
+
+
+def _c3(sequences: list[list[ClassInfo]]) -> list[ClassInfo] | None:
+    """C3 merge in time linear in the sequences' total length; ``None`` if no order exists.
+
+    A class may be taken when it heads some sequence and sits in no sequence's tail; the
+    tail counts are kept up to date as the heads advance.
+    """
+    tails: dict[int, int] = {}
+    for seq in sequences:
+        for cls in seq[1:]:
+            tails[id(cls)] = tails.get(id(cls), 0) + 1
+    heads = [0] * len(sequences)
+    out: list[ClassInfo] = []
+    while True:
+        head: ClassInfo | None = None
+        exhausted = True
+        for seq, at in zip(sequences, heads, strict=True):
+            if at < len(seq):
+                exhausted = False
+                if not tails.get(id(seq[at])):
+                    head = seq[at]
+                    break
+        if head is None:
+            return out if exhausted else None
+        out.append(head)
+        for i, seq in enumerate(sequences):
+            at = heads[i]
+            if at < len(seq) and seq[at] is head:
+                heads[i] = at = at + 1
+                if at < len(seq):
+                    tails[id(seq[at])] -= 1

@@ -192,18 +192,6 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             stack.append(iter(block))
 
 
-_SELF_ASSIGN = re.compile(r"self[ \t]*\.[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
-
-
-def _self_assigned(node: ast.ClassDef, hits: FileHits) -> frozenset[str]:
-    """Names assigned as ``self.x = ...`` in the class's lines (regex: cheap, conservative)."""
-    first, last = node.lineno, node.end_lineno or node.lineno
-    text = "\n".join(hits.lines.lines[first - 1 : last])
-    if "self" not in text:
-        return frozenset()
-    return frozenset(_SELF_ASSIGN.findall(text))
-
-
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
     """Whether the function's own body yields (textual check, then an AST check)."""
     if not func.body:
@@ -281,7 +269,7 @@ def _class(
         bases=bases,
         methods=tuple(methods.values()),
         attributes=frozenset(attributes),
-        instance_attributes=_self_assigned(node, hits),
+        instance_attributes=hits.self_assigned(node.lineno, node.end_lineno or node.lineno),
         calls=tuple(calls),
     )
 
