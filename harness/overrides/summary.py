@@ -88,17 +88,24 @@ def _empty(failure: ParseFailure | None = None) -> FileSummary:
 def decode(data: bytes) -> str | ParseFailure:
     """Source text of ``data`` (PEP 263 encoding), or why it has none."""
     if b"\x00" in data:
-        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
-        return ParseFailure(1, 1, f"file contains a NUL byte (line {line})")
+        return ParseFailure(*_position(data, data.index(b"\x00")), "file contains a NUL byte")
     try:
         head = iter(data[: data.find(b"\n", data.find(b"\n") + 1) + 1 or None].splitlines(True))
         encoding, _ = tokenize.detect_encoding(lambda: next(head, b""))
         text = data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        return ParseFailure(*_position(data, exc.start), f"cannot decode file: {exc}")
+    except (SyntaxError, LookupError) as exc:  # a bad or unknown coding cookie
         return ParseFailure(1, 1, f"cannot decode file: {exc}")
     if "\r" in text:  # universal newlines, as Python's own tokenizer reads source
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in bytes) of ``offset`` in ``data``."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return data.count(b"\n", 0, offset) + 1, offset - line_start + 1
 
 
 def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
@@ -292,8 +299,7 @@ def summarize(data: bytes) -> FileSummary:
 
 def _parse_failure(exc: BaseException) -> ParseFailure:
     if isinstance(exc, SyntaxError):
-        where = f" (line {exc.lineno})" if exc.lineno else ""
-        return ParseFailure(1, 1, f"syntax error{where}: {exc.msg}")
+        return ParseFailure(exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
     if isinstance(exc, (RecursionError, MemoryError)):
         return ParseFailure(1, 1, "file is nested too deeply to parse")
     return ParseFailure(1, 1, f"cannot parse file: {exc}")
