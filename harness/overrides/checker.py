@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from harness import __version__
 from harness.overrides import baseline as baseline_mod
-from harness.overrides.cache import DEFAULT_DIR, SCHEMA, code_version
-from harness.overrides.discover import SourceFile, Unreadable, discover, display_path
+from harness.overrides.cache import SCHEMA, Source, code_version, locate, read_sources
+from harness.overrides.discover import Unreadable, discover, display_path
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.results import ResultStore, fingerprint, run_key
 
@@ -26,8 +26,9 @@ class CheckOptions:
 
     select: frozenset[str] = frozenset()
     """Codes of optional rules to enable (``harness overrides --list-rules`` shows which)."""
-    cache_dir: str | None = DEFAULT_DIR
-    """Cache directory (relative to ``cwd``); ``None`` disables caching."""
+    cache_dir: str | None = ""
+    """Cache directory (relative to ``cwd``); ``""`` finds it as :func:`cache.locate` says;
+    ``None`` disables caching."""
     jobs: int | None = None
     """Worker processes for parsing; ``None`` = one per CPU."""
     baseline: str | None = None
@@ -85,15 +86,9 @@ def _check(
     roots = list(paths) or ["."]
     files, unreadable = discover([*roots, *(changed or ())], cwd)
     changed_paths = None if changed is None else sorted({display_path(p, cwd) for p in changed})
-    cache_dir = None if options.cache_dir is None else os.path.join(cwd, options.cache_dir)
-    entries: list[tuple[str, int, int]] = []
-    for file in files:
-        try:
-            st = os.stat(file.path)
-        except OSError:
-            entries.append((file.path, -1, -1))
-            continue
-        entries.append((file.path, st.st_mtime_ns, st.st_size))
+    cache_dir = locate(options.cache_dir, roots, cwd)
+    sources, unread = read_sources(files)
+    unreadable = [*unreadable, *unread]
     key = run_key(
         [
             __version__,
@@ -105,12 +100,14 @@ def _check(
             ",".join(sorted(options.select)),
         ]
     )
-    print_ = fingerprint(entries, [f"{u.display}:{u.reason}" for u in unreadable])
+    print_ = fingerprint(
+        [(s.file.display, s.hash) for s in sources], [f"{u.display}:{u.reason}" for u in unreadable]
+    )
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)
     stats = Stats(files=len(files), reused=findings is not None)
     if findings is None:
-        findings = _analyze(files, unreadable, changed_paths, cache_dir, options, stats)
+        findings = _analyze(sources, unreadable, changed_paths, cache_dir, options, stats)
         store.put(key, print_, findings)
     if options.baseline is not None:
         findings = baseline_mod.filter_new(findings, baseline_mod.read(options.baseline))
@@ -120,7 +117,7 @@ def _check(
 
 
 def _analyze(
-    files: Sequence[SourceFile],
+    sources: Sequence[Source],
     unreadable: Sequence[Unreadable],
     changed: list[str] | None,
     cache_dir: str | None,
@@ -130,14 +127,13 @@ def _analyze(
     from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, load
 
-    sources = list(files)
     cache = Cache(cache_dir)
-    summaries, unreadable_files, stats.parsed = load(sources, cache, options.jobs)
+    summaries, stats.parsed = load(sources, cache, options.jobs)
     cache.save()
     findings, stats.classes, stats.checked_classes = analyze(
-        sources,
+        [s.file for s in sources],
         summaries,
-        [*unreadable, *unreadable_files],
+        unreadable,
         changed=None if changed is None else set(changed),
         select=options.select,
     )

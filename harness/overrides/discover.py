@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -206,6 +206,28 @@ def discover(
             )
     ordered = sorted(walker.files.values(), key=lambda f: f.display)
     return ordered, walker.unreadable
+
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", ".hg")
+"""Files or directories that mark a project root."""
+
+
+def project_root(paths: Sequence[str]) -> str:
+    """The nearest directory at or above the scanned paths' common directory that holds a
+    :data:`ROOT_MARKERS` entry; the common directory itself when none does."""
+    dirs = [p if os.path.isdir(p) else os.path.dirname(p) for p in map(os.path.abspath, paths)]
+    try:
+        common = os.path.commonpath(dirs)
+    except ValueError:  # nothing in common (other drives)
+        common = dirs[0]
+    current = common
+    while True:
+        if any(os.path.exists(os.path.join(current, m)) for m in ROOT_MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return common
+        current = parent
 
 
 def _symlink_reason(path: str) -> str:
