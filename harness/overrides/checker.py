@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from harness import __version__
 from harness.overrides import baseline as baseline_mod
 from harness.overrides.cache import SCHEMA, Source, code_version, locate, read_sources
-from harness.overrides.discover import Unreadable, discover, display_path
+from harness.overrides.discover import SourceFile, Unreadable, discover, module_names
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.results import ResultStore, fingerprint, run_key
 
@@ -84,8 +84,12 @@ def _check(
     started = time.perf_counter()
     cwd = os.path.abspath(options.cwd or os.getcwd())
     roots = list(paths) or ["."]
-    files, unreadable = discover([*roots, *(changed or ())], cwd)
-    changed_paths = None if changed is None else sorted({display_path(p, cwd) for p in changed})
+    present = [p for p in changed or () if os.path.lexists(p)]
+    files, unreadable = discover([*roots, *present], cwd)
+    changed_paths = None if changed is None else sorted(_changed_files(files, present))
+    deleted = frozenset(
+        name for p in changed or () if not os.path.lexists(p) for name in module_names(p, roots)
+    )
     cache_dir = locate(options.cache_dir, roots, cwd)
     sources, unread = read_sources(files)
     unreadable = [*unreadable, *unread]
@@ -97,6 +101,7 @@ def _check(
             cwd,
             "\0".join(sorted(os.path.abspath(r) for r in roots)),
             None if changed_paths is None else "\0".join(changed_paths),
+            "\0".join(sorted(deleted)),
             ",".join(sorted(options.select)),
         ]
     )
@@ -107,7 +112,7 @@ def _check(
     findings = store.get(key, print_)
     stats = Stats(files=len(files), reused=findings is not None)
     if findings is None:
-        findings = _analyze(sources, unreadable, changed_paths, cache_dir, options, stats)
+        findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)
         store.put(key, print_, findings)
     if options.baseline is not None:
         findings = baseline_mod.filter_new(findings, baseline_mod.read(options.baseline))
@@ -120,6 +125,7 @@ def _analyze(
     sources: Sequence[Source],
     unreadable: Sequence[Unreadable],
     changed: list[str] | None,
+    deleted: frozenset[str],
     cache_dir: str | None,
     options: CheckOptions,
     stats: Stats,
@@ -136,5 +142,26 @@ def _analyze(
         unreadable,
         changed=None if changed is None else set(changed),
         select=options.select,
+        deleted=deleted,
     )
     return findings
+
+
+def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[str]:
+    """Display paths of the files ``changed`` names: a file (by real path, whatever symlink
+    it was given through) or every file under a directory."""
+    wanted: set[str] = set()
+    under: list[str] = []
+    for path in changed:
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            under.extend((os.path.abspath(path) + os.sep, real + os.sep))
+        else:
+            wanted.add(real)
+    prefixes = tuple(under)
+    return {
+        f.display
+        for f in files
+        if f.real in wanted
+        or (prefixes and (f.path.startswith(prefixes) or f.real.startswith(prefixes)))
+    }

@@ -38,8 +38,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--changed",
         nargs="+",
-        metavar="FILE",
-        help="check only these files' classes and every subclass of them anywhere in the tree",
+        metavar="PATH",
+        help="check only the classes of these files (a directory: every file under it; a "
+        "deleted file: the classes that imported from it) and all their subclasses in the tree",
     )
     parser.add_argument(
         "--format", choices=_FORMATS, default="text", help="output format (default: text)"

@@ -88,7 +88,16 @@ MroProblem = InheritanceCycle | NoLinearization
 class Project:
     """The whole scanned tree: modules, classes, bases, MROs and subclasses."""
 
-    def __init__(self, modules: Iterable[tuple[SourceFile, FileSummary]]) -> None:
+    def __init__(
+        self, modules: Iterable[tuple[SourceFile, FileSummary]], watch: Iterable[str] = ()
+    ) -> None:
+        self._watch = frozenset(watch)
+        """Module names (of deleted files) whose lookups mark the looking class as affected."""
+        self._touched = False
+        self._touching: set[tuple[int, str]] = set()
+        self.affected: list[ClassInfo] = []
+        """Classes whose bases are resolved through a watched module name, found or not:
+        the subclasses of what a deleted file defined."""
         self.modules: dict[str, ModuleInfo] = {}
         self.classes: list[ClassInfo] = []
         infos: list[ModuleInfo] = []
@@ -170,11 +179,22 @@ class Project:
         """What ``dotted`` names at the top level of ``module``, if it is in the tree."""
         key = (id(module), dotted)
         if key in self._memo:
+            self._touched = self._touched or key in self._touching
             return self._memo[key]
         self._memo[key] = None  # breaks import cycles
+        outer, self._touched = self._touched, False
         result = self._resolve_dotted(module, dotted, 0)
         self._memo[key] = result
+        if self._touched:
+            self._touching.add(key)
+        self._touched = outer or self._touched
         return result
+
+    def _module(self, name: str) -> ModuleInfo | None:
+        """The module of that name; notes a lookup of a watched name (see ``affected``)."""
+        if self._watch and any(name == w or name.startswith(w + ".") for w in self._watch):
+            self._touched = True
+        return self.modules.get(name)
 
     def resolve_class(self, module: ModuleInfo, dotted: str) -> ClassInfo | None:
         """Like :meth:`resolve`, but only classes."""
@@ -205,11 +225,11 @@ class Project:
         imp = module.imports.get(name)
         if imp is not None:
             return self._resolve_import(module, imp, depth + 1)
-        sub = self.modules.get(f"{module.name}.{name}")
+        sub = self._module(f"{module.name}.{name}")
         if sub is not None:
             return sub
         for star_module, level in module.summary.star_imports:
-            target = self.modules.get(self.absolute_module(module, star_module, level))
+            target = self._module(self.absolute_module(module, star_module, level))
             if target is not None and target is not module:
                 found = self._lookup(target, name, depth + 1)
                 if found is not None:
@@ -219,15 +239,15 @@ class Project:
     def _resolve_import(self, module: ModuleInfo, imp: Import, depth: int) -> Target | None:
         absolute = self.absolute_module(module, imp.module, imp.level)
         if imp.attr is None:
-            return self.modules.get(absolute)
-        source = self.modules.get(absolute)
+            return self._module(absolute)
+        source = self._module(absolute)
         if source is None:
             return None
         if source is module and imp.attr == imp.name:
-            return self.modules.get(f"{absolute}.{imp.attr}")
+            return self._module(f"{absolute}.{imp.attr}")
         found = self._lookup(source, imp.attr, depth + 1)
         if found is None:
-            return self.modules.get(f"{absolute}.{imp.attr}")
+            return self._module(f"{absolute}.{imp.attr}")
         return found
 
     def _resolve_shadowed(self, module: ModuleInfo, dotted: str) -> Target | None:
@@ -248,6 +268,7 @@ class Project:
         return target
 
     def _resolve_bases(self, cls: ClassInfo) -> None:
+        self._touched = False
         for base in cls.summary.bases:
             target = None if base is None else self.resolve(cls.module, base)
             if target is cls and base is not None:
@@ -258,6 +279,8 @@ class Project:
                 cls.bases.append(target)
             elif base not in (None, "object"):
                 cls.unresolved_bases = True
+        if self._touched:
+            self.affected.append(cls)
 
     # -- MRO -------------------------------------------------------------------------------
 
