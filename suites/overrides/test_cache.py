@@ -118,8 +118,8 @@ def test_byte_flips_never_lose_the_finding(tmp_path: Path) -> None:
         ("summaries.bin", None, {"0" * 32: b"\x00garbage"}),
         ("summaries.bin", None, {"0" * 32: 7}),
         ("summaries.bin", None, ["not", "a", "table"]),
-        ("results.bin", ("harness-overrides-results", 2), {b"k": (b"p", ((1, 2, 3),))}),
-        ("results.bin", ("harness-overrides-results", 2), {b"k": "nonsense"}),
+        ("results.bin", ("harness-overrides-results", 3), {b"k": (b"p", ((1, 2, 3),))}),
+        ("results.bin", ("harness-overrides-results", 3), {b"k": "nonsense"}),
     ],
 )
 def test_well_formed_cache_of_the_wrong_shape_is_empty(
@@ -150,7 +150,7 @@ def test_stored_results_of_the_wrong_shape_are_a_miss(tmp_path: Path) -> None:
     store = ResultStore(str(cache))
     for key, (print_, _) in list(store.runs.items()):
         store.runs[key] = (print_, (("a.py", "not a line", 1),))
-    write_framed(str(cache), "results.bin", ("harness-overrides-results", 2), store.runs)
+    write_framed(str(cache), "results.bin", ("harness-overrides-results", 3), store.runs)
     assert run(root, str(cache)) == [CRASH]
 
 

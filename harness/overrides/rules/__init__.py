@@ -3,8 +3,10 @@
 Each rule module defines ``CODE``, ``SYMBOL``, ``MESSAGE`` (a ``str.format`` template),
 ``DESCRIPTION`` (one line), ``ENABLED_BY_DEFAULT``, ``SUBJECT`` (the type of fact it inspects,
 see :mod:`harness.overrides.rules._facts`) and ``check(subject) -> list[Issue]``, its
-detection; its module docstring is the documentation ``harness overrides --explain CODE``
-prints. Nothing outside a rule's module names its code.
+detection; rules on a :class:`Pair` also say whether they find signature ``DRIFT`` (the
+differences of one override are reported together, once per call site). Its module
+docstring is the documentation ``harness overrides --explain CODE`` prints. Nothing outside
+a rule's module names its code.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Rule(NamedTuple):
     subject: type
     """The type of fact ``check`` inspects."""
     check: Callable[[Any], list[Issue]]
+    drift: bool = False
+    """A difference between an override's signature and its base's."""
 
     def format(self, fields: dict[str, str]) -> str:
         """The message for one finding."""
@@ -65,6 +69,7 @@ def _rule(module: ModuleType) -> Rule:
         enabled_by_default=module.ENABLED_BY_DEFAULT,
         subject=module.SUBJECT,
         check=module.check,
+        drift=getattr(module, "DRIFT", False),
     )
 
 
