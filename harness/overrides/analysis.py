@@ -53,7 +53,9 @@ def analyze(
     finally:
         project.release()
     for path in unreadable:
-        findings.extend(_at(rule, issue, path.display, 1, 1) for rule, issue in rules.check(path))
+        findings.extend(
+            located(rule, issue, path.display, 1, 1) for rule, issue in rules.check(path)
+        )
     return findings, classes, checked
 
 
@@ -70,14 +72,14 @@ def _analyze(
         if changed is None or display in changed:
             for failure in summary.parse_failures:
                 for rule, issue in rules.check(failure):
-                    findings.append(_at(rule, issue, display, failure.line, failure.col))
+                    findings.append(located(rule, issue, display, failure.line, failure.col))
     in_scope = {id(c) for c in scope}
     for problem in project.problems:
         if id(problem.cls) in in_scope:
             cls = problem.cls
             for rule, issue in rules.check(problem):
                 where = (cls.module.file.display, cls.summary.line, cls.summary.col)
-                findings.append(_at(rule, issue, *where, class_name=cls.key))
+                findings.append(located(rule, issue, *where, class_name=cls.key))
     evidence = EvidenceIndex(project)
     for cls in scope:
         findings.extend(_check_class(project, cls, rules, evidence))
@@ -86,7 +88,7 @@ def _analyze(
     for comment in comments:
         if comment.path in audit:  # only files whose every class was checked
             for rule, issue in rules.check(comment):
-                findings.append(_at(rule, issue, comment.path, comment.line, 1))
+                findings.append(located(rule, issue, comment.path, comment.line, 1))
     return findings, len(project.classes), len(scope)
 
 
@@ -98,10 +100,11 @@ def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
     return [*roots, *project.descendants(*roots)]
 
 
-def _at(
+def located(
     rule: Rule, issue: Issue, path: str, line: int, col: int, class_name: str | None = None
 ) -> Finding:
-    """A warning at a place (a file, a class, a comment), with no method pair."""
+    """A warning at a place (a file, a class, a comment, a baseline entry), with no method
+    pair."""
     return Finding(
         path=path,
         line=line,

@@ -115,7 +115,12 @@ def _check(
         findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)
         store.put(key, print_, findings)
     if options.baseline is not None:
-        findings = baseline_mod.filter_new(findings, baseline_mod.read(options.baseline))
+        entries = baseline_mod.read(options.baseline)
+        stale = (
+            [] if changed is not None else baseline_mod.stale(options.baseline, entries, findings)
+        )
+        findings = baseline_mod.filter_new(findings, baseline_mod.keys(entries))
+        findings.extend(_stale_findings(stale, options.select))
     findings.sort(key=Finding.sort_key)
     stats.seconds = time.perf_counter() - started
     return CheckResult(findings, stats)
@@ -165,3 +170,28 @@ def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[s
         if f.real in wanted
         or (prefixes and (f.path.startswith(prefixes) or f.real.startswith(prefixes)))
     }
+
+
+def _stale_findings(
+    stale: Sequence[baseline_mod.StaleEntry], select: frozenset[str]
+) -> list[Finding]:
+    """Baseline entries no finding uses, as findings at their line in the baseline file."""
+    if not stale:
+        return []
+    from harness.overrides.rules import RuleSet
+
+    rules = RuleSet(select)
+    return [
+        Finding(
+            path=entry.path,
+            line=entry.line,
+            col=1,
+            code=rule.code,
+            symbol=rule.symbol,
+            severity=Severity.WARNING,
+            message=rule.format(dict(issue.fields)),
+            extra_key=issue.key,
+        )
+        for entry in stale
+        for rule, issue in rules.check(entry)
+    ]

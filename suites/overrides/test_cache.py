@@ -259,3 +259,23 @@ def test_random_edits_with_restored_mtimes(tmp_path: Path) -> None:
             set_mtime(path, stamp)  # every version of every file looks the same
         cached, uncached = run(root, cache), run(root, None)
         assert cached == uncached, f"step {step}"
+
+
+def test_parser_processes_are_capped_at_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--jobs 1000`` used to fork 1,000 workers (issue 12)."""
+    import concurrent.futures
+
+    from harness.overrides import cache as cache_mod
+
+    asked: list[int] = []
+
+    class Pool(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, max_workers: int) -> None:
+            asked.append(max_workers)
+            super().__init__(max_workers)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(cache_mod, "cpu_count", lambda: 3)
+    blobs = [b"class C:\n    def f(self): ...\n"] * 60
+    assert cache_mod._summarize_all(blobs, 1000) == [cache_mod._summarize_one(blobs[0])] * 60  # pyright: ignore[reportPrivateUsage]
+    assert asked == [3]
