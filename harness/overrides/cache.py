@@ -166,6 +166,12 @@ class Cache:
             if payload is not None:
                 self.blobs = payload
 
+    def clear(self) -> None:
+        """Forget every entry, on disk too."""
+        self.blobs = {}
+        self.dirty = True
+        self.save()
+
     def save(self) -> None:
         """Write the cache if anything changed; failures to write are ignored."""
         if self.directory is None or not self.dirty:

@@ -137,18 +137,23 @@ def _analyze(
 ) -> list[Finding]:
     from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, load
+    from harness.overrides.codec import CorruptSummary
 
     cache = Cache(cache_dir)
     summaries, stats.parsed = load(sources, cache, options.jobs)
     cache.save()
-    findings, stats.classes, stats.checked_classes = analyze(
-        [s.file for s in sources],
-        summaries,
-        unreadable,
-        changed=None if changed is None else set(changed),
-        select=options.select,
-        deleted=deleted,
-    )
+    try:
+        findings, stats.classes, stats.checked_classes = analyze(
+            [s.file for s in sources],
+            summaries,
+            unreadable,
+            changed=None if changed is None else set(changed),
+            select=options.select,
+            deleted=deleted,
+        )
+    except CorruptSummary:  # a cached part decoded only now is broken: start again without
+        Cache(cache_dir).clear()
+        return _analyze(sources, unreadable, changed, deleted, None, options, stats)
     return findings
 
 

@@ -40,26 +40,33 @@ def shape_of(call: CallSite) -> CallShape:
 
 
 class EvidenceIndex:
-    """Call sites of the whole project, indexed by called method name."""
+    """Call sites of the whole project by called method name, gathered on first request from
+    the files that call that name (other files' calls stay encoded)."""
 
     def __init__(self, project: Project) -> None:
         self.project = project
-        self.by_method: dict[str, list[tuple[CallSite, ClassInfo | None, ModuleInfo]]] = {}
-        for cls in project.classes:
-            for call in cls.summary.calls:
-                self.by_method.setdefault(call.method, []).append((call, cls, cls.module))
-        seen: set[int] = set()
-        for module in project.modules.values():
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
-            for call in module.summary.calls:
-                self.by_method.setdefault(call.method, []).append((call, None, module))
+        self._by_method: dict[str, list[tuple[CallSite, ClassInfo | None, ModuleInfo]]] = {}
+
+    def calls(self, name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
+        """Every call of a method ``name``: the call, its class (``None`` at module level) and
+        its module."""
+        found = self._by_method.get(name)
+        if found is None:
+            found = self._by_method[name] = []
+            for module in self.project.files:
+                if name not in module.summary.called:
+                    continue
+                for cls in module.members:
+                    found.extend((c, cls, module) for c in cls.summary.calls if c.method == name)
+                found.extend((c, None, module) for c in module.summary.calls if c.method == name)
+        return found
 
     def proofs(self, cls: ClassInfo, name: str, override: Signature) -> list[Proof]:
         """Calls that reach ``cls``'s ``name`` and that its signature rejects, best first."""
-        calls = self.by_method.get(name)
-        if not calls or override.is_property:
+        if override.is_property:
+            return []
+        calls = self.calls(name)
+        if not calls:
             return []
         project = self.project
         qualname = f"{cls.qualname}.{name}"

@@ -27,6 +27,9 @@ class ModuleInfo:
     summary: FileSummary
     name: str
     classes: dict[str, ClassInfo] = field(default_factory=lambda: {})
+    """Top-level classes by name."""
+    members: list[ClassInfo] = field(default_factory=lambda: [])
+    """Every class statement of the module, nested ones included, in source order."""
     imports: dict[str, Import] = field(default_factory=lambda: {})
     aliases: dict[str, str] = field(default_factory=lambda: {})
 
@@ -45,6 +48,7 @@ class ClassInfo:
     previous: ClassInfo | None = None
     """An earlier class of the same name in the same scope (``class A(A)`` refers to it)."""
     _methods: dict[str, Signature] | None = None
+    _bound: frozenset[str] | None = None
 
     @property
     def qualname(self) -> str:
@@ -53,14 +57,16 @@ class ClassInfo:
 
     @property
     def methods(self) -> dict[str, Signature]:
-        """Effective ``def`` per method name."""
+        """Effective ``def`` per method name (decoded from the cache on first use)."""
         if self._methods is None:
             self._methods = {m.name: m for m in self.summary.methods}
         return self._methods
 
     def defines(self, name: str) -> bool:
         """True if the class body binds ``name`` (by ``def`` or otherwise)."""
-        return name in self.methods or name in self.summary.attributes
+        if self._bound is None:
+            self._bound = frozenset(self.summary.method_names) | self.summary.attributes
+        return name in self._bound
 
 
 Target = ClassInfo | ModuleInfo
@@ -99,13 +105,15 @@ class Project:
         """Classes whose bases are resolved through a watched module name, found or not:
         the subclasses of what a deleted file defined."""
         self.modules: dict[str, ModuleInfo] = {}
+        """Modules by every name they may be imported as (the first file of a name wins)."""
+        self.files: list[ModuleInfo] = []
+        """One module per file, in the order given."""
         self.classes: list[ClassInfo] = []
-        infos: list[ModuleInfo] = []
         for file, summary in modules:
             info = ModuleInfo(file, summary, file.module)
-            infos.append(info)
+            self.files.append(info)
             self.modules.setdefault(file.module, info)
-        for info in infos:
+        for info in self.files:
             for alias in info.file.aliases:
                 self.modules.setdefault(alias, info)
             self._index_module(info)
@@ -128,7 +136,7 @@ class Project:
         self._assigners: dict[str, list[ClassInfo]] = {}
         """Name -> the classes that assign ``self.name = ...``."""
         for cls in self.classes:
-            for name in (*cls.methods, *cls.summary.attributes):
+            for name in (*cls.summary.method_names, *cls.summary.attributes):
                 self._binders.setdefault(name, []).append(cls)
             for name in cls.summary.instance_attributes:
                 self._assigners.setdefault(name, []).append(cls)
@@ -152,6 +160,7 @@ class Project:
             if cls_summary.qualname in by_qualname:
                 cls.key = f"{cls.key}@{cls_summary.line}"
             self.classes.append(cls)
+            info.members.append(cls)
             previous = by_qualname.get(cls_summary.qualname)
             by_qualname[cls_summary.qualname] = cls
             outer, _, name = cls_summary.qualname.rpartition(".")
@@ -378,8 +387,9 @@ class Project:
             cls.bases.clear()
             cls.nested.clear()
             cls.previous = None
-        for module in self.modules.values():
+        for module in self.files:
             module.classes.clear()
+            module.members.clear()
         for table in (self.children, self._memo, self._up, self._full, self._binders):
             table.clear()
         self._assigners.clear()

@@ -279,3 +279,24 @@ def test_parser_processes_are_capped_at_the_cpu_count(monkeypatch: pytest.Monkey
     blobs = [b"class C:\n    def f(self): ...\n"] * 60
     assert cache_mod._summarize_all(blobs, 1000) == [cache_mod._summarize_one(blobs[0])] * 60  # pyright: ignore[reportPrivateUsage]
     assert asked == [3]
+
+
+def test_corrupt_deferred_parts_are_re_derived(tmp_path: Path) -> None:
+    """Signatures and calls are decoded only when needed; broken ones then mean no cache."""
+    import marshal
+
+    from harness.overrides import cache as cache_mod
+
+    root = project(tmp_path / "p", STALE)
+    cache = tmp_path / "cache"
+    assert run(root, str(cache)) == [CRASH]
+    blobs = Cache(str(cache)).blobs
+    broken = {}
+    for h, blob in blobs.items():
+        raw = list(marshal.loads(blob))
+        raw[0] = tuple((*c[:7], b"junk", b"\x00") for c in raw[0])  # every class's details
+        broken[h] = marshal.dumps(tuple(raw))
+    write_framed(str(cache), "summaries.bin", cache_mod._header(), broken)  # pyright: ignore[reportPrivateUsage]
+    (cache / "overrides" / "results.bin").unlink()
+    assert run(root, str(cache)) == [CRASH]
+    assert run(root, str(cache)) == [CRASH]
