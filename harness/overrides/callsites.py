@@ -231,6 +231,9 @@ class LineIndex:
         first_eq = -1
         count = text.count
         for match in _CTOR_ASSIGN.finditer(text):
+            callee = match.group(1)
+            if not _is_class_like(callee):
+                continue
             start = match.start()
             newline = text.rfind("\n", pos, start)
             line += count("\n", pos, start)
@@ -238,8 +241,7 @@ class LineIndex:
             if newline != -1 or first_eq == -1:
                 line_start = newline + 1 if newline != -1 else line_start
                 first_eq = text.find("=", line_start)
-            callee = match.group(1)
-            if start != first_eq or not _is_class_like(callee):
+            if start != first_eq:
                 continue
             target = _ASSIGN_TARGET.match(text, line_start, start)
             if target is not None:
@@ -481,7 +483,7 @@ class FileHits:
         return frozenset(name for _, name in found[i:j])
 
 
-_SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*))")
+_SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*)[=:])")
 
 
 def _self_assignments(text: str) -> list[tuple[int, str]]:

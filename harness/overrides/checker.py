@@ -11,13 +11,22 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness import __version__
-from harness.overrides import baseline as baseline_mod
 from harness.overrides.cache import SCHEMA, Source, code_version, locate, read_sources
-from harness.overrides.discover import SourceFile, Unreadable, discover, module_names
+from harness.overrides.discover import (
+    SourceFile,
+    Unreadable,
+    discover,
+    display_path,
+    module_names,
+)
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.results import ResultStore, fingerprint, run_key
+
+if TYPE_CHECKING:
+    from harness.overrides.baseline import StaleEntry
 
 
 @dataclass(frozen=True)
@@ -115,9 +124,13 @@ def _check(
         findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)
         store.put(key, print_, findings)
     if options.baseline is not None:
+        from harness.overrides import baseline as baseline_mod
+
         entries = baseline_mod.read(options.baseline)
         stale = (
-            [] if changed is not None else baseline_mod.stale(options.baseline, entries, findings)
+            []
+            if changed is not None
+            else baseline_mod.stale(display_path(options.baseline, cwd), entries, findings)
         )
         findings = baseline_mod.filter_new(findings, baseline_mod.keys(entries))
         findings.extend(_stale_findings(stale, options.select))
@@ -177,26 +190,16 @@ def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[s
     }
 
 
-def _stale_findings(
-    stale: Sequence[baseline_mod.StaleEntry], select: frozenset[str]
-) -> list[Finding]:
+def _stale_findings(stale: Sequence[StaleEntry], select: frozenset[str]) -> list[Finding]:
     """Baseline entries no finding uses, as findings at their line in the baseline file."""
     if not stale:
         return []
+    from harness.overrides.analysis import located
     from harness.overrides.rules import RuleSet
 
     rules = RuleSet(select)
     return [
-        Finding(
-            path=entry.path,
-            line=entry.line,
-            col=1,
-            code=rule.code,
-            symbol=rule.symbol,
-            severity=Severity.WARNING,
-            message=rule.format(dict(issue.fields)),
-            extra_key=issue.key,
-        )
+        located(rule, issue, entry.path, entry.line, 1)
         for entry in stale
         for rule, issue in rules.check(entry)
     ]

@@ -18,10 +18,12 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SKIP_DIRS = frozenset(
     {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}

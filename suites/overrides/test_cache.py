@@ -101,7 +101,7 @@ def test_byte_flips_never_lose_the_finding(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     assert run(root, str(cache)) == [CRASH]
     pristine = {p: p.read_bytes() for p in _cache_files(cache)}
-    assert len(pristine) == 2  # summaries and results
+    assert len(pristine) == 2  # recent summaries and results
     rng = random.Random(12)
     for _ in range(60):
         for path, data in pristine.items():
@@ -116,6 +116,7 @@ def test_byte_flips_never_lose_the_finding(tmp_path: Path) -> None:
     ("name", "header", "payload"),
     [
         ("summaries.bin", None, {"0" * 32: b"\x00garbage"}),
+        ("summaries-new.bin", None, {"0" * 32: b"\x00garbage"}),
         ("summaries.bin", None, {"0" * 32: 7}),
         ("summaries.bin", None, ["not", "a", "table"]),
         ("results.bin", ("harness-overrides-results", 3), {b"k": (b"p", ((1, 2, 3),))}),
@@ -131,7 +132,7 @@ def test_well_formed_cache_of_the_wrong_shape_is_empty(
     cache = tmp_path / "cache"
     if header is None:
         header = cache_mod._header()  # pyright: ignore[reportPrivateUsage]
-    if name == "summaries.bin":  # every file's real hash maps to the junk blob
+    if name.startswith("summaries"):  # every file's real hash maps to the junk blob
         sources, _ = read_sources(discover([str(root)], cwd=str(root))[0])
         if isinstance(payload, dict):
             payload = {s.hash: next(iter(payload.values())) for s in sources}
@@ -296,7 +297,8 @@ def test_corrupt_deferred_parts_are_re_derived(tmp_path: Path) -> None:
         raw = list(marshal.loads(blob))
         raw[0] = tuple((*c[:7], b"junk", b"\x00") for c in raw[0])  # every class's details
         broken[h] = marshal.dumps(tuple(raw))
-    write_framed(str(cache), "summaries.bin", cache_mod._header(), broken)  # pyright: ignore[reportPrivateUsage]
+    for name in ("summaries.bin", "summaries-new.bin"):  # the bulk and the recent entries
+        write_framed(str(cache), name, cache_mod._header(), broken)  # pyright: ignore[reportPrivateUsage]
     (cache / "overrides" / "results.bin").unlink()
     assert run(root, str(cache)) == [CRASH]
     assert run(root, str(cache)) == [CRASH]
