@@ -114,8 +114,9 @@ def _check(
             ",".join(sorted(options.select)),
         ]
     )
-    print_ = fingerprint(
-        [(s.file.display, s.hash) for s in sources], [f"{u.display}:{u.reason}" for u in unreadable]
+    print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
+        [(s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources],
+        [f"{u.display}:{u.reason}" for u in unreadable],
     )
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)

@@ -22,8 +22,9 @@ _MAX_RUNS = 32
 _HEADER = ("harness-overrides-results", SCHEMA)
 
 
-def fingerprint(entries: Sequence[tuple[str, str]], extra: Sequence[str]) -> bytes:
-    """Digest of ``(path, content hash)`` of every file plus other run-relevant strings."""
+def fingerprint(entries: Sequence[tuple[str, ...]], extra: Sequence[str]) -> bytes:
+    """Digest of ``(path, content hash, module names...)`` of every file plus other
+    run-relevant strings."""
     return hashlib.blake2b(marshal.dumps((tuple(entries), tuple(extra))), digest_size=20).digest()
 
 
