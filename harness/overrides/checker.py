@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -105,6 +106,7 @@ def _check(
     key = run_key(
         [
             __version__,
+            sys.version,  # the grammar, and so what parses, is the interpreter's
             str(SCHEMA),
             code_version(),
             cwd,
