@@ -94,7 +94,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     parser.add_argument(
-        "--jobs", type=int, metavar="N", help="parser processes (default: CPU count)"
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="parser processes, at most the CPUs this process may use (default: up to 8)",
     )
     parser.add_argument("--statistics", action="store_true", help="print run statistics to stderr")
     parser.set_defaults(func=run)
