@@ -40,7 +40,7 @@ class CheckOptions:
     """Cache directory (relative to ``cwd``); ``""`` finds it as :func:`cache.locate` says;
     ``None`` disables caching."""
     jobs: int | None = None
-    """Worker processes for parsing; ``None`` = one per CPU."""
+    """Worker processes for parsing: at most the CPUs this process may use (``None``: up to 8)."""
     baseline: str | None = None
     """Baseline file: findings it lists are not reported."""
     cwd: str | None = None
