@@ -1,4 +1,5 @@
-"""Analysis of a loaded tree: resolve classes, compare overrides, attach proofs, suppress.
+"""Analysis of a loaded tree: resolve classes, run the rules on their facts, attach proofs,
+suppress.
 
 ``changed`` mode checks the classes of the changed files plus every class anywhere in the
 tree whose MRO reaches a class defined in a changed file, so a rename in a base class file
@@ -7,125 +8,118 @@ still reports the stale subclass in an untouched file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from harness.overrides import suppress
-from harness.overrides.compare import Issue, align, is_exempt_method
-from harness.overrides.discover import SourceFile
+from harness.overrides.callsites import Receiver
+from harness.overrides.compare import align, is_exempt_method
+from harness.overrides.discover import SourceFile, Unreadable
 from harness.overrides.evidence import EvidenceIndex, Proof
-from harness.overrides.findings import Evidence, Finding, Severity
+from harness.overrides.findings import Difference, Evidence, Finding, Severity
 from harness.overrides.resolve import ClassInfo, Project
-from harness.overrides.rules import RULES, Pair, Rule
+from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet
 from harness.overrides.signature import Signature
 from harness.overrides.summary import FileSummary
 
 # `cls` in a class method is reported as "self": the implicit first argument either way.
-_RECEIVER_WORDS = {0: "self", 1: "super()", 2: "constructed", 3: "annotated", 4: "self"}
+_RECEIVER_WORDS = {
+    Receiver.SELF: "self",
+    Receiver.SUPER: "super()",
+    Receiver.CONSTRUCTED: "constructed",
+    Receiver.ANNOTATED: "annotated",
+    Receiver.CLS: "self",
+}
 
 
 def analyze(
     files: Iterable[SourceFile],
     summaries: Mapping[str, FileSummary],
+    unreadable: Sequence[Unreadable],
     *,
     changed: set[str] | None,
     select: frozenset[str],
+    deleted: frozenset[str] = frozenset(),
 ) -> tuple[list[Finding], int, int]:
     """Findings (suppressed ones removed), number of classes, number checked.
 
-    ``summaries`` maps display paths to summaries; ``changed`` holds display paths.
+    ``summaries`` maps display paths to summaries; ``changed`` holds display paths and
+    ``deleted`` the module names of changed files that no longer exist.
     """
     by_display = {f.display: f for f in files}
-    project = Project((by_display[d], s) for d, s in summaries.items())
+    project = Project(((by_display[d], s) for d, s in summaries.items()), watch=deleted)
+    rules = RuleSet(select)
     try:
-        return _analyze(project, summaries, changed, select)
+        findings, classes, checked = _analyze(project, summaries, changed, rules)
     finally:
         project.release()
+    for path in unreadable:
+        findings.extend(
+            located(rule, issue, path.display, 1, 1) for rule, issue in rules.check(path)
+        )
+    return findings, classes, checked
 
 
 def _analyze(
     project: Project,
     summaries: Mapping[str, FileSummary],
     changed: set[str] | None,
-    select: frozenset[str],
+    rules: RuleSet,
 ) -> tuple[list[Finding], int, int]:
     findings: list[Finding] = []
     scope = _scope(project, changed)
     audit = set(summaries) if changed is None else changed & set(summaries)
     for display, summary in summaries.items():
         if changed is None or display in changed:
-            findings.extend(
-                file_diagnostic(display, d.code, d.message, d.line) for d in summary.diagnostics
-            )
+            for failure in summary.parse_failures:
+                for rule, issue in rules.check(failure):
+                    findings.append(located(rule, issue, display, failure.line, failure.col))
     in_scope = {id(c) for c in scope}
     for problem in project.problems:
         if id(problem.cls) in in_scope:
-            findings.append(_mro_finding(problem.cls, problem.code, problem.detail))
-    rules = enabled_rules(select)
+            cls = problem.cls
+            for rule, issue in rules.check(problem):
+                where = (cls.module.file.display, cls.summary.line, cls.summary.col)
+                findings.append(located(rule, issue, *where, class_name=cls.key))
     evidence = EvidenceIndex(project)
     for cls in scope:
-        findings.extend(_check_class(project, cls, rules, evidence, select))
+        findings.extend(_check_class(project, cls, rules, evidence))
     ignores = {d: s.ignores for d, s in summaries.items() if s.ignores}
-    findings = suppress.apply(findings, ignores, audit=audit)
+    findings, comments = suppress.apply(findings, ignores)
+    for comment in comments:
+        if comment.path in audit:  # only files whose every class was checked
+            for rule, issue in rules.check(comment):
+                findings.append(located(rule, issue, comment.path, comment.line, 1))
     return findings, len(project.classes), len(scope)
-
-
-def enabled_rules(select: Iterable[str]) -> list[Rule]:
-    """Default-enabled drift rules plus the selected optional ones."""
-    wanted = {c.upper() for c in select}
-    return [
-        r
-        for r in RULES.values()
-        if r.check is not None and (r.enabled_by_default or r.code in wanted)
-    ]
 
 
 def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
     if changed is None:
         return list(project.classes)
     roots = [c for c in project.classes if c.module.file.display in changed]
-    out: dict[int, ClassInfo] = {id(c): c for c in roots}
-    for root in roots:
-        for d in project.descendants(root):
-            out.setdefault(id(d), d)
-    return list(out.values())
+    roots.extend(c for c in project.affected if c.module.file.display not in changed)
+    return [*roots, *project.descendants(*roots)]
 
 
-def file_diagnostic(display: str, code: str, reason: str, line: int = 1) -> Finding:
-    """A warning about a file itself (HO401, HO404)."""
-    rule = RULES[code]
+def located(
+    rule: Rule, issue: Issue, path: str, line: int, col: int, class_name: str | None = None
+) -> Finding:
+    """A warning at a place (a file, a class, a comment, a baseline entry), with no method
+    pair."""
     return Finding(
-        path=display,
+        path=path,
         line=line,
-        col=1,
-        code=code,
+        col=col,
+        code=rule.code,
         symbol=rule.symbol,
         severity=Severity.WARNING,
-        message=rule.format({"reason": reason}),
-        extra_key=reason if code == "HO404" else "",
-    )
-
-
-def _mro_finding(cls: ClassInfo, code: str, detail: str) -> Finding:
-    rule = RULES[code]
-    fields = {"cls": cls.qualname, "cycle": detail, "bases": detail}
-    return Finding(
-        path=cls.module.file.display,
-        line=cls.summary.line,
-        col=cls.summary.col,
-        code=code,
-        symbol=rule.symbol,
-        severity=Severity.WARNING,
-        message=rule.format(fields),
-        class_name=cls.key,
+        message=rule.format(dict(issue.fields)),
+        class_name=class_name,
+        extra_key=issue.key,
     )
 
 
 def _check_class(
-    project: Project,
-    cls: ClassInfo,
-    rules: list[Rule],
-    evidence: EvidenceIndex,
-    select: frozenset[str],
+    project: Project, cls: ClassInfo, rules: RuleSet, evidence: EvidenceIndex
 ) -> list[Finding]:
     out: list[Finding] = []
     for name, sig in cls.methods.items():
@@ -133,21 +127,23 @@ def _check_class(
             continue
         base_cls = project.definer(cls, name, after=cls)
         if base_cls is None:
-            if "HO202" in select and sig.has_override_decorator and project.fully_resolved(cls):
-                out.append(_override_without_base(cls, sig))
+            if rules.inspect(NoBase):
+                lone = NoBase(sig, project.fully_resolved(cls))
+                found = rules.check(lone)
+                out.extend(_method_finding(cls, sig, rule, issue) for rule, issue in found)
             continue
         base = base_cls.methods.get(name)
         if base is None or base.is_overload:
             continue  # overridden attribute, or overload stubs only
-        pair = Pair(base, sig, tuple(align(base, sig)), _is_protocol(base_cls))
-        issues = [(rule, issue) for rule in rules if rule.check for issue in rule.check(pair)]
-        if not issues:
-            continue
-        proofs = evidence.proofs(cls, name, sig)
-        named = any(_mentions(p, issue.params) for p in proofs for _, issue in issues)
-        for rule, issue in issues:
-            proof = _pick_proof(proofs, issue.params, fallback=not named)
-            out.append(_drift_finding(cls, base_cls, sig, base, rule, issue, proof))
+        found = rules.check(Pair(base, sig, align(base, sig), _is_protocol(base_cls)))
+        drift = [(rule, issue) for rule, issue in found if rule.drift]
+        for rule, issue in found:
+            if not rule.drift:
+                out.append(_drift_finding(cls, base_cls, sig, base, [(rule, issue)], None))
+        if drift:
+            proofs: list[Proof | None] = [*evidence.proofs(cls, name, sig)]
+            for proof in proofs or [None]:  # one finding per call site, or one without
+                out.append(_drift_finding(cls, base_cls, sig, base, drift, proof))
     return out
 
 
@@ -155,17 +151,14 @@ def _is_protocol(cls: ClassInfo) -> bool:
     return any(b is not None and b.rpartition(".")[2] == "Protocol" for b in cls.summary.bases)
 
 
-def _mentions(proof: Proof, params: tuple[str, ...]) -> bool:
-    return any(f"'{p}'" in proof.error for p in params)
-
-
-def _pick_proof(proofs: list[Proof], params: tuple[str, ...], *, fallback: bool) -> Proof | None:
-    """The proof for one finding: one naming its parameters, else (if no proof names any
-    parameter of this method's findings, e.g. "takes 2 positional arguments") the best one."""
-    for proof in proofs:
-        if _mentions(proof, params):
-            return proof
-    return proofs[0] if proofs and fallback else None
+def _named_first(issues: list[tuple[Rule, Issue]], proof: Proof | None) -> list[tuple[Rule, Issue]]:
+    """The issues with the first one whose parameters the proof's ``TypeError`` names (if
+    any) moved to the front: it gives the finding its code."""
+    if proof is not None:
+        for i, (_, issue) in enumerate(issues):
+            if any(f"'{p}'" in proof.error for p in issue.params):
+                return [issues[i], *issues[:i], *issues[i + 1 :]]
+    return issues
 
 
 def _drift_finding(
@@ -173,16 +166,23 @@ def _drift_finding(
     base_cls: ClassInfo,
     sig: Signature,
     base: Signature,
-    rule: Rule,
-    issue: Issue,
+    issues: list[tuple[Rule, Issue]],
     proof: Proof | None,
 ) -> Finding:
-    params = issue.params
-    fields = dict(issue.fields)
+    """One override's drift at one call site (or without one): every difference, together."""
     same_name = cls.qualname == base_cls.qualname  # e.g. a V1 class over its V0 namesake
-    fields["override"] = f"{cls.key if same_name else cls.qualname}.{sig.name}"
-    fields["base"] = f"{base_cls.key if same_name else base_cls.qualname}.{base.name}"
-    message = rule.format(fields)
+    names = {
+        "override": f"{cls.key if same_name else cls.qualname}.{sig.name}",
+        "base": f"{base_cls.key if same_name else base_cls.qualname}.{base.name}",
+    }
+    ordered = _named_first(issues, proof)
+    differences = tuple(
+        Difference(
+            rule.code, rule.symbol, rule.format({**dict(issue.fields), **names}), issue.params
+        )
+        for rule, issue in ordered
+    )
+    message = "; ".join(d.message for d in differences)
     severity = Severity.WARNING
     ev: Evidence | None = None
     if proof is not None:
@@ -192,7 +192,7 @@ def _drift_finding(
             col=proof.call.col,
             text=proof.call.text,
             error=f"TypeError: {proof.error}",
-            receiver=_RECEIVER_WORDS[int(proof.call.receiver)],
+            receiver=_RECEIVER_WORDS[proof.call.receiver],
         )
         if proof.certain:
             severity = Severity.ERROR
@@ -201,12 +201,13 @@ def _drift_finding(
             message += (
                 f"; a caller typed as a base class at {ev.path}:{ev.line} would raise {ev.error}"
             )
+    primary = differences[0]
     return Finding(
         path=cls.module.file.display,
         line=sig.line,
         col=sig.col + 1,
-        code=rule.code,
-        symbol=rule.symbol,
+        code=primary.code,
+        symbol=primary.symbol,
         severity=severity,
         message=message,
         class_name=cls.key,
@@ -214,15 +215,17 @@ def _drift_finding(
         base_class=base_cls.key,
         base_path=base_cls.module.file.display,
         base_line=base.line,
-        params=params,
+        params=tuple(dict.fromkeys(p for d in differences for p in d.params)),
         signature=sig.render(f"{cls.qualname}.{sig.name}"),
         base_signature=base.render(f"{base_cls.qualname}.{base.name}"),
         evidence=ev,
+        differences=differences,
     )
 
 
-def _override_without_base(cls: ClassInfo, sig: Signature) -> Finding:
-    rule = RULES["HO202"]
+def _method_finding(cls: ClassInfo, sig: Signature, rule: Rule, issue: Issue) -> Finding:
+    """A warning about one method that overrides nothing."""
+    fields = {**dict(issue.fields), "override": f"{cls.qualname}.{sig.name}"}
     return Finding(
         path=cls.module.file.display,
         line=sig.line,
@@ -230,7 +233,7 @@ def _override_without_base(cls: ClassInfo, sig: Signature) -> Finding:
         code=rule.code,
         symbol=rule.symbol,
         severity=Severity.WARNING,
-        message=rule.format({"override": f"{cls.qualname}.{sig.name}"}),
+        message=rule.format(fields),
         class_name=cls.key,
         method=sig.name,
         signature=sig.render(f"{cls.qualname}.{sig.name}"),

@@ -39,41 +39,38 @@ def shape_of(call: CallSite) -> CallShape:
     return CallShape(call.n_positional, call.keywords, call.star, call.starstar)
 
 
-def _shadowed(project: Project, cls: ClassInfo, name: str) -> bool:
-    """True if some class in the MRO assigns ``self.name = ...``: the instance attribute,
-    not the method, is what ``obj.name(...)`` calls."""
-    return any(name in c.summary.instance_attributes for c in project.mro(cls))
-
-
 class EvidenceIndex:
-    """Call sites of the whole project, indexed by called method name."""
+    """Call sites of the whole project by called method name, gathered on first request from
+    the files that call that name (other files' calls stay encoded)."""
 
     def __init__(self, project: Project) -> None:
         self.project = project
-        self.by_method: dict[str, list[tuple[CallSite, ClassInfo | None, ModuleInfo]]] = {}
-        for cls in project.classes:
-            for call in cls.summary.calls:
-                self.by_method.setdefault(call.method, []).append((call, cls, cls.module))
-        seen: set[int] = set()
-        for module in project.modules.values():
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
-            for call in module.summary.calls:
-                self.by_method.setdefault(call.method, []).append((call, None, module))
+        self._by_method: dict[str, list[tuple[CallSite, ClassInfo | None, ModuleInfo]]] = {}
+
+    def calls(self, name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
+        """Every call of a method ``name``: the call, its class (``None`` at module level) and
+        its module."""
+        found = self._by_method.get(name)
+        if found is None:
+            found = self._by_method[name] = []
+            for module in self.project.files:
+                if name not in module.summary.called:
+                    continue
+                for cls in module.members:
+                    found.extend((c, cls, module) for c in cls.summary.calls if c.method == name)
+                found.extend((c, None, module) for c in module.summary.calls if c.method == name)
+        return found
 
     def proofs(self, cls: ClassInfo, name: str, override: Signature) -> list[Proof]:
         """Calls that reach ``cls``'s ``name`` and that its signature rejects, best first."""
-        calls = self.by_method.get(name)
-        if not calls or override.is_property:
+        if override.is_property:
+            return []
+        calls = self.calls(name)
+        if not calls:
             return []
         project = self.project
         qualname = f"{cls.qualname}.{name}"
-        inheritors = [
-            x
-            for x in [cls, *project.descendants(cls)]
-            if project.definer(x, name) is cls and not _shadowed(project, x, name)
-        ]
+        inheritors = [x for x in project.inheritors(cls, name) if not project.shadowed(x, name)]
         inheritor_ids = {id(c) for c in inheritors}
         out: list[Proof] = []
         seen: set[tuple[str, int, int]] = set()
@@ -95,7 +92,7 @@ class EvidenceIndex:
                 if on_class and override.kind is MethodKind.INSTANCE:
                     continue  # `cls.m(obj, ...)` passes self explicitly: shape unknown
                 for x in inheritors:
-                    if site_cls in project.mro(x) and project.definer(x, call.caller) is site_cls:
+                    if project.definer(x, call.caller) is site_cls:  # so site_cls is in its MRO
                         add(call, module, True, through=not on_class)
                         break
             elif call.receiver is Receiver.SUPER and site_cls is not None:
@@ -112,8 +109,8 @@ class EvidenceIndex:
                 target = project.resolve_class(module, call.receiver_class)
                 if target is None:
                     continue
-                related = target is cls or cls in project.mro(target) or target in project.mro(cls)
-                if related and not _shadowed(project, target, name):
+                related = project.in_mro(cls, target) or project.in_mro(target, cls)
+                if related and not project.shadowed(target, name):
                     add(call, module, False)
         out.sort(key=lambda p: (not p.certain, p.module.file.display, p.call.line))
         return out

@@ -1,29 +1,30 @@
 """Cache of whole-run results, for re-running on an unchanged tree.
 
 A run is identified by its inputs (roots, changed files, optional rules, checker version) and
-fingerprinted by every file's path, mtime and size. When both match a stored entry, the
+fingerprinted by every file's path and content hash. When both match a stored entry, the
 stored findings are returned without loading any summary: the pre-commit / CI re-run of an
-unchanged tree costs a directory walk and a few ``stat`` calls.
+unchanged tree costs a directory walk and reading the files once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from harness.overrides.findings import Evidence, Finding, Severity
+from harness.overrides.cache import read_framed, write_framed
+from harness.overrides.findings import Difference, Evidence, Finding, Severity
 
-SCHEMA = 1
-_FILE = "results.marshal"
+SCHEMA = 3
+_FILE = "results.bin"
 _MAX_RUNS = 32
+_HEADER = ("harness-overrides-results", SCHEMA)
 
 
-def fingerprint(entries: Sequence[tuple[str, int, int]], extra: Sequence[str]) -> bytes:
-    """Digest of ``(path, mtime_ns, size)`` of every file plus other run-relevant strings."""
+def fingerprint(entries: Sequence[tuple[str, ...]], extra: Sequence[str]) -> bytes:
+    """Digest of ``(path, content hash, module names...)`` of every file plus other
+    run-relevant strings."""
     return hashlib.blake2b(marshal.dumps((tuple(entries), tuple(extra))), digest_size=20).digest()
 
 
@@ -35,33 +36,66 @@ def run_key(parts: Sequence[str | None]) -> bytes:
 def _encode(f: Finding) -> tuple[Any, ...]:
     ev = f.evidence
     evidence = None if ev is None else (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver)
+    differences = tuple((d.code, d.symbol, d.message, d.params) for d in f.differences)
     return (
         f.path, f.line, f.col, f.code, f.symbol, f.severity.value, f.message, f.class_name,
         f.method, f.base_class, f.base_path, f.base_line, f.params, f.signature,
-        f.base_signature, evidence, f.extra_key,
+        f.base_signature, evidence, differences, f.extra_key,
     )  # fmt: skip
 
 
+_S, _I, _NS, _NI = str, int, (str, type(None)), (int, type(None))
+_FINDING = (_S, _I, _I, _S, _S, _S, _S, _NS, _NS, _NS, _NS, _NI, tuple, _NS, _NS, object, tuple, _S)
+_EVIDENCE = (_S, _I, _I, _S, _S, _S)
+_DIFFERENCE = (_S, _S, _S, tuple)
+
+
+def _shaped(raw: Any, shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``raw`` if it is a tuple whose items have these types; ``ValueError`` otherwise."""
+    if not isinstance(raw, tuple) or len(raw) != len(shape):  # pyright: ignore[reportUnknownArgumentType]
+        raise ValueError("stored finding of the wrong shape")
+    if not all(isinstance(v, t) for v, t in zip(raw, shape, strict=True)):  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        raise ValueError("stored finding of the wrong shape")
+    return raw  # pyright: ignore[reportUnknownVariableType]
+
+
+def _names(raw: tuple[Any, ...]) -> tuple[str, ...]:
+    return _shaped(raw, (_S,) * len(raw))
+
+
 def _decode(raw: Any) -> Finding:
-    ev = raw[15]
+    """A stored finding, every field type-checked (``ValueError`` if anything is off)."""
+    r = _shaped(raw, _FINDING)
+    ev = None if r[15] is None else Evidence(*_shaped(r[15], _EVIDENCE))
+    differences = tuple(
+        Difference(d[0], d[1], d[2], _names(d[3])) for d in (_shaped(x, _DIFFERENCE) for x in r[16])
+    )
     return Finding(
-        path=raw[0],
-        line=raw[1],
-        col=raw[2],
-        code=raw[3],
-        symbol=raw[4],
-        severity=Severity(raw[5]),
-        message=raw[6],
-        class_name=raw[7],
-        method=raw[8],
-        base_class=raw[9],
-        base_path=raw[10],
-        base_line=raw[11],
-        params=tuple(raw[12]),
-        signature=raw[13],
-        base_signature=raw[14],
-        evidence=None if ev is None else Evidence(*ev),
-        extra_key=raw[16],
+        path=r[0],
+        line=r[1],
+        col=r[2],
+        code=r[3],
+        symbol=r[4],
+        severity=Severity(r[5]),
+        message=r[6],
+        class_name=r[7],
+        method=r[8],
+        base_class=r[9],
+        base_path=r[10],
+        base_line=r[11],
+        params=_names(r[12]),
+        signature=r[13],
+        base_signature=r[14],
+        evidence=ev,
+        differences=differences,
+        extra_key=r[17],
+    )
+
+
+def _is_run_table(payload: Any) -> bool:
+    return isinstance(payload, dict) and all(
+        isinstance(k, bytes) and isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes)  # pyright: ignore[reportUnknownArgumentType]
+        for k, v in payload.items()  # pyright: ignore[reportUnknownVariableType]
     )
 
 
@@ -69,16 +103,12 @@ class ResultStore:
     """Stored findings by run key."""
 
     def __init__(self, directory: str | None) -> None:
-        self.path = None if directory is None else Path(directory) / _FILE
+        self.directory = directory
         self.runs: dict[bytes, tuple[bytes, Any]] = {}
-        if self.path is None:
-            return
-        try:
-            payload: Any = marshal.loads(self.path.read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
-            return
-        if isinstance(payload, tuple) and len(payload) == 2 and payload[0] == SCHEMA:  # pyright: ignore[reportUnknownArgumentType]
-            self.runs = payload[1]
+        if directory is not None:
+            payload = read_framed(directory, _FILE, _HEADER, _is_run_table)
+            if payload is not None:
+                self.runs = payload
 
     def get(self, key: bytes, print_: bytes) -> list[Finding] | None:
         """The stored findings of ``key`` if its fingerprint is ``print_``."""
@@ -87,21 +117,15 @@ class ResultStore:
             return None
         try:
             return [_decode(raw) for raw in entry[1]]
-        except (TypeError, ValueError, IndexError):
+        except Exception:  # a stored entry of the wrong shape is a miss, whatever it raises
             return None
 
     def put(self, key: bytes, print_: bytes, findings: Sequence[Finding]) -> None:
         """Store a run's findings (atomically; write failures are ignored)."""
-        if self.path is None:
+        if self.directory is None:
             return
         self.runs.pop(key, None)
         self.runs[key] = (print_, tuple(_encode(f) for f in findings))
         while len(self.runs) > _MAX_RUNS:
             del self.runs[next(iter(self.runs))]
-        tmp = self.path.with_name(f".{_FILE}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(marshal.dumps((SCHEMA, self.runs)))
-            os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        write_framed(self.directory, _FILE, _HEADER, self.runs)

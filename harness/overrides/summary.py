@@ -3,7 +3,7 @@
 A summary depends only on the file's bytes (never on its path), so the cache can key it by
 content hash. Everything is a tuple of builtins, so summaries pickle cheaply across worker
 processes and into the cache. Extraction never recurses on the syntax tree: deeply nested
-input cannot overflow the stack here (``ast.parse`` itself may, which is reported as HO401).
+input cannot overflow the stack here (``ast.parse`` itself may: a :class:`ParseFailure`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import ast
 import gc
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from io import StringIO
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from harness.overrides import callsites
 from harness.overrides.callsites import CallSite, FileHits
@@ -35,71 +35,211 @@ class Import(NamedTuple):
     line: int
 
 
-class ClassSummary(NamedTuple):
-    """A class statement: where it is, its bases, its methods and the calls inside them."""
+T = TypeVar("T")
 
-    qualname: str
-    """Name inside the module, dotted for nested classes (``Outer.Inner``)."""
+
+class Deferred(Generic[T]):
+    """A value kept encoded until first needed: ``load(blob)`` makes it."""
+
+    __slots__ = ("blob", "load")
+
+    def __init__(self, blob: bytes, load: Callable[[bytes], T]) -> None:
+        self.blob = blob
+        self.load = load
+
+
+class ClassSummary:
+    """A class statement: where it is, its bases, its methods and the calls inside them.
+
+    A summary read back from the cache keeps its signatures and calls encoded
+    (:class:`Deferred`) until first asked for: most runs need the details of few classes.
+    """
+
+    __slots__ = (
+        "_calls",
+        "_methods",
+        "attributes",
+        "bases",
+        "col",
+        "instance_attributes",
+        "line",
+        "method_names",
+        "qualname",
+    )
+
+    def __init__(
+        self,
+        qualname: str,
+        line: int,
+        col: int,
+        bases: tuple[str | None, ...],
+        methods: tuple[Signature, ...] | Deferred[tuple[Signature, ...]],
+        attributes: frozenset[str],
+        instance_attributes: frozenset[str],
+        calls: tuple[CallSite, ...] | Deferred[tuple[CallSite, ...]],
+        method_names: tuple[str, ...] | None = None,
+    ) -> None:
+        self.qualname = qualname
+        """Name inside the module, dotted for nested classes (``Outer.Inner``)."""
+        self.line = line
+        self.col = col
+        self.bases = bases
+        """Dotted base expressions with subscripts stripped; ``None`` when not a name."""
+        self.attributes = attributes
+        """Names bound in the class body by anything other than ``def``."""
+        self.instance_attributes = instance_attributes
+        """Names assigned as ``self.name = ...`` anywhere in the class (they shadow methods)."""
+        self._methods = methods
+        self._calls = calls
+        if method_names is None:
+            assert not isinstance(methods, Deferred)
+            method_names = tuple(m.name for m in methods)
+        self.method_names = method_names
+        """The names of :attr:`methods`, in order (known without decoding them)."""
+
+    @property
+    def methods(self) -> tuple[Signature, ...]:
+        """The effective ``def`` per name (overload stubs dropped when implemented)."""
+        if isinstance(self._methods, Deferred):
+            self._methods = self._methods.load(self._methods.blob)
+        return self._methods
+
+    @property
+    def calls(self) -> tuple[CallSite, ...]:
+        """Method calls inside the class's methods."""
+        if isinstance(self._calls, Deferred):
+            self._calls = self._calls.load(self._calls.blob)
+        return self._calls
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.qualname,
+            self.line,
+            self.col,
+            self.bases,
+            self.methods,
+            self.attributes,
+            self.instance_attributes,
+            self.calls,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ClassSummary) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable caches inside: compared, not hashed
+
+    def __repr__(self) -> str:
+        return f"ClassSummary{self._key()!r}"
+
+
+class ParseFailure(NamedTuple):
+    """Why a file's source could not be read as Python (undecodable, NUL byte, syntax)."""
+
     line: int
     col: int
-    bases: tuple[str | None, ...]
-    """Dotted base expressions with subscripts stripped; ``None`` when not a name."""
-    methods: tuple[Signature, ...]
-    """The effective ``def`` per name (overload stubs dropped when implemented)."""
-    attributes: frozenset[str]
-    """Names bound in the class body by anything other than ``def``."""
-    instance_attributes: frozenset[str]
-    """Names assigned as ``self.name = ...`` anywhere in the class (they shadow methods)."""
-    calls: tuple[CallSite, ...]
+    reason: str
 
 
-class Diagnostic(NamedTuple):
-    """A problem with the input itself (HO4xx), reported at warning severity."""
+class FileSummary:
+    """Everything the checker knows about one file (module-level calls may stay encoded)."""
 
-    code: str
-    line: int
-    col: int
-    message: str
+    __slots__ = (
+        "_calls",
+        "aliases",
+        "called",
+        "classes",
+        "ignores",
+        "imports",
+        "parse_failures",
+        "star_imports",
+    )
 
+    def __init__(
+        self,
+        classes: tuple[ClassSummary, ...],
+        imports: tuple[Import, ...],
+        star_imports: tuple[tuple[str, int], ...],
+        aliases: tuple[tuple[str, str], ...],
+        ignores: tuple[tuple[int, tuple[str, ...]], ...],
+        calls: tuple[CallSite, ...] | Deferred[tuple[CallSite, ...]],
+        parse_failures: tuple[ParseFailure, ...],
+        called: frozenset[str] | None = None,
+    ) -> None:
+        self.classes = classes
+        self.imports = imports
+        self.star_imports = star_imports
+        """``(module, level)`` of each ``from m import *``."""
+        self.aliases = aliases
+        """Module-level ``Name = dotted.name`` assignments (class aliases)."""
+        self.ignores = ignores
+        """``(line, codes)`` of each ``# harness: ignore[...]`` comment; empty codes = bare."""
+        self.parse_failures = parse_failures
+        self._calls = calls
+        if called is None:
+            assert not isinstance(calls, Deferred)
+            called = frozenset(
+                [*(c.method for c in calls), *(c.method for k in classes for c in k.calls)]
+            )
+        self.called = called
+        """Every method name called in the file (to find proofs without decoding calls)."""
 
-class FileSummary(NamedTuple):
-    """Everything the checker knows about one file."""
+    @property
+    def calls(self) -> tuple[CallSite, ...]:
+        """Call sites in module-level functions."""
+        if isinstance(self._calls, Deferred):
+            self._calls = self._calls.load(self._calls.blob)
+        return self._calls
 
-    classes: tuple[ClassSummary, ...]
-    imports: tuple[Import, ...]
-    star_imports: tuple[tuple[str, int], ...]
-    """``(module, level)`` of each ``from m import *``."""
-    aliases: tuple[tuple[str, str], ...]
-    """Module-level ``Name = dotted.name`` assignments (class aliases)."""
-    ignores: tuple[tuple[int, tuple[str, ...]], ...]
-    """``(line, codes)`` of each ``# harness: ignore[...]`` comment; empty codes = bare."""
-    calls: tuple[CallSite, ...]
-    """Call sites in module-level functions."""
-    diagnostics: tuple[Diagnostic, ...]
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.classes,
+            self.imports,
+            self.star_imports,
+            self.aliases,
+            self.ignores,
+            self.calls,
+            self.parse_failures,
+            self.called,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FileSummary) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable caches inside: compared, not hashed
+
+    def __repr__(self) -> str:
+        return f"FileSummary{self._key()!r}"
 
 
 IGNORE_RE = re.compile(r"#\s*harness:\s*ignore\b(?:\[([^\]]*)\])?")
 _PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 
 
-def _empty(diagnostic: Diagnostic | None = None) -> FileSummary:
-    return FileSummary((), (), (), (), (), (), (diagnostic,) if diagnostic else ())
+def _empty(failure: ParseFailure | None = None) -> FileSummary:
+    return FileSummary((), (), (), (), (), (), (failure,) if failure else ())
 
 
-def decode(data: bytes) -> str | Diagnostic:
-    """Source text of ``data`` (PEP 263 encoding), or an HO401 diagnostic."""
+def decode(data: bytes) -> str | ParseFailure:
+    """Source text of ``data`` (PEP 263 encoding), or why it has none."""
     if b"\x00" in data:
-        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
-        return Diagnostic("HO401", 1, 1, f"file contains a NUL byte (line {line})")
+        return ParseFailure(*_position(data, data.index(b"\x00")), "file contains a NUL byte")
     try:
         head = iter(data[: data.find(b"\n", data.find(b"\n") + 1) + 1 or None].splitlines(True))
         encoding, _ = tokenize.detect_encoding(lambda: next(head, b""))
         text = data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-        return Diagnostic("HO401", 1, 1, f"cannot decode file: {exc}")
+    except UnicodeDecodeError as exc:
+        return ParseFailure(*_position(data, exc.start), f"cannot decode file: {exc}")
+    except (SyntaxError, LookupError) as exc:  # a bad or unknown coding cookie
+        return ParseFailure(1, 1, f"cannot decode file: {exc}")
     if "\r" in text:  # universal newlines, as Python's own tokenizer reads source
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in bytes) of ``offset`` in ``data``."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return data.count(b"\n", 0, offset) + 1, offset - line_start + 1
 
 
 def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
@@ -193,18 +333,6 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             stack.append(iter(block))
 
 
-_SELF_ASSIGN = re.compile(r"self[ \t]*\.[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
-
-
-def _self_assigned(node: ast.ClassDef, hits: FileHits) -> frozenset[str]:
-    """Names assigned as ``self.x = ...`` in the class's lines (regex: cheap, conservative)."""
-    first, last = node.lineno, node.end_lineno or node.lineno
-    text = "\n".join(hits.lines.lines[first - 1 : last])
-    if "self" not in text:
-        return frozenset()
-    return frozenset(_SELF_ASSIGN.findall(text))
-
-
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
     """Whether the function's own body yields (textual check, then an AST check)."""
     if not func.body:
@@ -223,7 +351,7 @@ def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> boo
 
 
 def _self_name(func: ast.FunctionDef | ast.AsyncFunctionDef, sig: Signature) -> str | None:
-    if sig.kind.name == "STATIC":
+    if sig.kind is MethodKind.STATIC:
         return None
     positional = [*func.args.posonlyargs, *func.args.args]
     return positional[0].arg if positional else None
@@ -282,15 +410,15 @@ def _class(
         bases=bases,
         methods=tuple(methods.values()),
         attributes=frozenset(attributes),
-        instance_attributes=_self_assigned(node, hits),
+        instance_attributes=hits.self_assigned(node.lineno, node.end_lineno or node.lineno),
         calls=tuple(calls),
     )
 
 
 def summarize(data: bytes) -> FileSummary:
-    """Summarise one file's bytes. Never raises for bad input: returns HO401 instead."""
+    """Summarise one file's bytes. Never raises for bad input: records a parse failure."""
     text = decode(data)
-    if isinstance(text, Diagnostic):
+    if isinstance(text, ParseFailure):
         return _empty(text)
     enabled = gc.isenabled()
     gc.disable()  # ast.parse allocates many objects; collection only costs time here
@@ -303,13 +431,12 @@ def summarize(data: bytes) -> FileSummary:
             gc.enable()
 
 
-def _parse_failure(exc: BaseException) -> Diagnostic:
+def _parse_failure(exc: BaseException) -> ParseFailure:
     if isinstance(exc, SyntaxError):
-        where = f" (line {exc.lineno})" if exc.lineno else ""
-        return Diagnostic("HO401", 1, 1, f"syntax error{where}: {exc.msg}")
+        return ParseFailure(exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
     if isinstance(exc, (RecursionError, MemoryError)):
-        return Diagnostic("HO401", 1, 1, "file is nested too deeply to parse")
-    return Diagnostic("HO401", 1, 1, f"cannot parse file: {exc}")
+        return ParseFailure(1, 1, "file is nested too deeply to parse")
+    return ParseFailure(1, 1, f"cannot parse file: {exc}")
 
 
 def _summarize_text(text: str) -> FileSummary:
@@ -357,5 +484,5 @@ def _summarize_text(text: str) -> FileSummary:
         aliases=tuple(aliases_out),
         ignores=_ignores(text),
         calls=tuple(calls),
-        diagnostics=(),
+        parse_failures=(),
     )
