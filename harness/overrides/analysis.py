@@ -1,4 +1,5 @@
-"""Analysis of a loaded tree: resolve classes, compare overrides, attach proofs, suppress.
+"""Analysis of a loaded tree: resolve classes, run the rules on their facts, attach proofs,
+suppress.
 
 ``changed`` mode checks the classes of the changed files plus every class anywhere in the
 tree whose MRO reaches a class defined in a changed file, so a rename in a base class file
@@ -7,25 +8,33 @@ still reports the stale subclass in an untouched file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from harness.overrides import suppress
-from harness.overrides.compare import Issue, align, is_exempt_method
-from harness.overrides.discover import SourceFile
+from harness.overrides.callsites import Receiver
+from harness.overrides.compare import align, is_exempt_method
+from harness.overrides.discover import SourceFile, Unreadable
 from harness.overrides.evidence import EvidenceIndex, Proof
 from harness.overrides.findings import Evidence, Finding, Severity
 from harness.overrides.resolve import ClassInfo, Project
-from harness.overrides.rules import RULES, Pair, Rule
+from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet
 from harness.overrides.signature import Signature
 from harness.overrides.summary import FileSummary
 
 # `cls` in a class method is reported as "self": the implicit first argument either way.
-_RECEIVER_WORDS = {0: "self", 1: "super()", 2: "constructed", 3: "annotated", 4: "self"}
+_RECEIVER_WORDS = {
+    Receiver.SELF: "self",
+    Receiver.SUPER: "super()",
+    Receiver.CONSTRUCTED: "constructed",
+    Receiver.ANNOTATED: "annotated",
+    Receiver.CLS: "self",
+}
 
 
 def analyze(
     files: Iterable[SourceFile],
     summaries: Mapping[str, FileSummary],
+    unreadable: Sequence[Unreadable],
     *,
     changed: set[str] | None,
     select: frozenset[str],
@@ -36,47 +45,47 @@ def analyze(
     """
     by_display = {f.display: f for f in files}
     project = Project((by_display[d], s) for d, s in summaries.items())
+    rules = RuleSet(select)
     try:
-        return _analyze(project, summaries, changed, select)
+        findings, classes, checked = _analyze(project, summaries, changed, rules)
     finally:
         project.release()
+    for path in unreadable:
+        findings.extend(_at(rule, issue, path.display, 1, 1) for rule, issue in rules.check(path))
+    return findings, classes, checked
 
 
 def _analyze(
     project: Project,
     summaries: Mapping[str, FileSummary],
     changed: set[str] | None,
-    select: frozenset[str],
+    rules: RuleSet,
 ) -> tuple[list[Finding], int, int]:
     findings: list[Finding] = []
     scope = _scope(project, changed)
     audit = set(summaries) if changed is None else changed & set(summaries)
     for display, summary in summaries.items():
         if changed is None or display in changed:
-            findings.extend(
-                file_diagnostic(display, d.code, d.message, d.line) for d in summary.diagnostics
-            )
+            for failure in summary.parse_failures:
+                for rule, issue in rules.check(failure):
+                    findings.append(_at(rule, issue, display, failure.line, failure.col))
     in_scope = {id(c) for c in scope}
     for problem in project.problems:
         if id(problem.cls) in in_scope:
-            findings.append(_mro_finding(problem.cls, problem.code, problem.detail))
-    rules = enabled_rules(select)
+            cls = problem.cls
+            for rule, issue in rules.check(problem):
+                where = (cls.module.file.display, cls.summary.line, cls.summary.col)
+                findings.append(_at(rule, issue, *where, class_name=cls.key))
     evidence = EvidenceIndex(project)
     for cls in scope:
-        findings.extend(_check_class(project, cls, rules, evidence, select))
+        findings.extend(_check_class(project, cls, rules, evidence))
     ignores = {d: s.ignores for d, s in summaries.items() if s.ignores}
-    findings = suppress.apply(findings, ignores, audit=audit)
+    findings, comments = suppress.apply(findings, ignores)
+    for comment in comments:
+        if comment.path in audit:  # only files whose every class was checked
+            for rule, issue in rules.check(comment):
+                findings.append(_at(rule, issue, comment.path, comment.line, 1))
     return findings, len(project.classes), len(scope)
-
-
-def enabled_rules(select: Iterable[str]) -> list[Rule]:
-    """Default-enabled drift rules plus the selected optional ones."""
-    wanted = {c.upper() for c in select}
-    return [
-        r
-        for r in RULES.values()
-        if r.check is not None and (r.enabled_by_default or r.code in wanted)
-    ]
 
 
 def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
@@ -90,42 +99,25 @@ def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
     return list(out.values())
 
 
-def file_diagnostic(display: str, code: str, reason: str, line: int = 1) -> Finding:
-    """A warning about a file itself (HO401, HO404)."""
-    rule = RULES[code]
+def _at(
+    rule: Rule, issue: Issue, path: str, line: int, col: int, class_name: str | None = None
+) -> Finding:
+    """A warning at a place (a file, a class, a comment), with no method pair."""
     return Finding(
-        path=display,
+        path=path,
         line=line,
-        col=1,
-        code=code,
+        col=col,
+        code=rule.code,
         symbol=rule.symbol,
         severity=Severity.WARNING,
-        message=rule.format({"reason": reason}),
-        extra_key=reason if code == "HO404" else "",
-    )
-
-
-def _mro_finding(cls: ClassInfo, code: str, detail: str) -> Finding:
-    rule = RULES[code]
-    fields = {"cls": cls.qualname, "cycle": detail, "bases": detail}
-    return Finding(
-        path=cls.module.file.display,
-        line=cls.summary.line,
-        col=cls.summary.col,
-        code=code,
-        symbol=rule.symbol,
-        severity=Severity.WARNING,
-        message=rule.format(fields),
-        class_name=cls.key,
+        message=rule.format(dict(issue.fields)),
+        class_name=class_name,
+        extra_key=issue.key,
     )
 
 
 def _check_class(
-    project: Project,
-    cls: ClassInfo,
-    rules: list[Rule],
-    evidence: EvidenceIndex,
-    select: frozenset[str],
+    project: Project, cls: ClassInfo, rules: RuleSet, evidence: EvidenceIndex
 ) -> list[Finding]:
     out: list[Finding] = []
     for name, sig in cls.methods.items():
@@ -133,14 +125,15 @@ def _check_class(
             continue
         base_cls = project.definer(cls, name, after=cls)
         if base_cls is None:
-            if "HO202" in select and sig.has_override_decorator and project.fully_resolved(cls):
-                out.append(_override_without_base(cls, sig))
+            if rules.inspect(NoBase):
+                lone = NoBase(sig, project.fully_resolved(cls))
+                found = rules.check(lone)
+                out.extend(_method_finding(cls, sig, rule, issue) for rule, issue in found)
             continue
         base = base_cls.methods.get(name)
         if base is None or base.is_overload:
             continue  # overridden attribute, or overload stubs only
-        pair = Pair(base, sig, tuple(align(base, sig)), _is_protocol(base_cls))
-        issues = [(rule, issue) for rule in rules if rule.check for issue in rule.check(pair)]
+        issues = rules.check(Pair(base, sig, align(base, sig), _is_protocol(base_cls)))
         if not issues:
             continue
         proofs = evidence.proofs(cls, name, sig)
@@ -192,7 +185,7 @@ def _drift_finding(
             col=proof.call.col,
             text=proof.call.text,
             error=f"TypeError: {proof.error}",
-            receiver=_RECEIVER_WORDS[int(proof.call.receiver)],
+            receiver=_RECEIVER_WORDS[proof.call.receiver],
         )
         if proof.certain:
             severity = Severity.ERROR
@@ -221,8 +214,9 @@ def _drift_finding(
     )
 
 
-def _override_without_base(cls: ClassInfo, sig: Signature) -> Finding:
-    rule = RULES["HO202"]
+def _method_finding(cls: ClassInfo, sig: Signature, rule: Rule, issue: Issue) -> Finding:
+    """A warning about one method that overrides nothing."""
+    fields = {**dict(issue.fields), "override": f"{cls.qualname}.{sig.name}"}
     return Finding(
         path=cls.module.file.display,
         line=sig.line,
@@ -230,7 +224,7 @@ def _override_without_base(cls: ClassInfo, sig: Signature) -> Finding:
         code=rule.code,
         symbol=rule.symbol,
         severity=Severity.WARNING,
-        message=rule.format({"override": f"{cls.qualname}.{sig.name}"}),
+        message=rule.format(fields),
         class_name=cls.key,
         method=sig.name,
         signature=sig.render(f"{cls.qualname}.{sig.name}"),

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.overrides.discover import SourceFile
+from harness.overrides.discover import SourceFile, Unreadable
 
 if TYPE_CHECKING:
     from harness.overrides.summary import FileSummary
@@ -112,22 +112,22 @@ def _decode(blob: bytes) -> FileSummary | None:
 
     try:
         return codec.loads(blob)
-    except (ValueError, EOFError, TypeError, IndexError):
+    except (ValueError, EOFError, TypeError, LookupError):
         return None
 
 
 def load(
     files: Sequence[SourceFile], cache: Cache, jobs: int | None
-) -> tuple[dict[str, FileSummary], dict[str, str], int]:
-    """Summaries by display path, unreadable files (display -> reason), files parsed."""
+) -> tuple[dict[str, FileSummary], list[Unreadable], int]:
+    """Summaries by display path, the files that could not be read, number of files parsed."""
     out: dict[str, FileSummary] = {}
-    unreadable: dict[str, str] = {}
+    unreadable: list[Unreadable] = []
     todo: list[tuple[SourceFile, bytes, str, StatKey]] = []
     for file in files:
         try:
             st = os.stat(file.path)
         except OSError as exc:
-            unreadable[file.display] = f"cannot read file: {exc.strerror}"
+            unreadable.append(Unreadable(file.display, f"cannot read file: {exc.strerror}"))
             continue
         stat_key = (st.st_mtime_ns, st.st_size)
         known = cache.stats.get(file.path)
@@ -141,7 +141,7 @@ def load(
             with open(file.path, "rb") as handle:
                 data = handle.read()
         except OSError as exc:
-            unreadable[file.display] = f"cannot read file: {exc.strerror}"
+            unreadable.append(Unreadable(file.display, f"cannot read file: {exc.strerror}"))
             continue
         h = digest(data)
         cache.stats[file.path] = (*stat_key, h)

@@ -25,7 +25,7 @@ class CheckOptions:
     """Knobs of one check run."""
 
     select: frozenset[str] = frozenset()
-    """Optional rules to enable (``HO201``, ``HO202``)."""
+    """Codes of optional rules to enable (``harness overrides --list-rules`` shows which)."""
     cache_dir: str | None = DEFAULT_DIR
     """Cache directory (relative to ``cwd``); ``None`` disables caching."""
     jobs: int | None = None
@@ -127,17 +127,18 @@ def _analyze(
     options: CheckOptions,
     stats: Stats,
 ) -> list[Finding]:
-    from harness.overrides.analysis import analyze, file_diagnostic
+    from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, load
 
     sources = list(files)
     cache = Cache(cache_dir)
     summaries, unreadable_files, stats.parsed = load(sources, cache, options.jobs)
     cache.save()
-    findings = [file_diagnostic(u.display, "HO404", u.reason) for u in unreadable]
-    findings.extend(file_diagnostic(d, "HO404", r) for d, r in unreadable_files.items())
-    found, stats.classes, stats.checked_classes = analyze(
-        sources, summaries, changed=None if changed is None else set(changed), select=options.select
+    findings, stats.classes, stats.checked_classes = analyze(
+        sources,
+        summaries,
+        [*unreadable, *unreadable_files],
+        changed=None if changed is None else set(changed),
+        select=options.select,
     )
-    findings.extend(found)
     return findings

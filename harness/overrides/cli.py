@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="append",
         default=[],
         metavar="CODE",
-        help="enable an optional rule (HO201, HO202); repeat or comma-separate",
+        help="enable an optional rule (see --list-rules); repeat or comma-separate",
     )
     parser.add_argument(
         "--baseline", metavar="FILE", help="report only findings not in this baseline"

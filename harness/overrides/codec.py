@@ -12,10 +12,10 @@ from typing import Any
 
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.signature import Param, ParamKind, Signature
-from harness.overrides.summary import ClassSummary, Diagnostic, FileSummary, Import
+from harness.overrides.summary import ClassSummary, FileSummary, Import, ParseFailure
 
-_KINDS = tuple(ParamKind)
-_RECEIVERS = tuple(Receiver)
+_KINDS = {int(k): k for k in ParamKind}
+_RECEIVERS = {int(r): r for r in Receiver}
 _new: Any = getattr(tuple, "__new__")  # `Cls._make` without its per-object checks  # noqa: B009
 
 
@@ -57,7 +57,7 @@ def encode(summary: FileSummary) -> tuple[Any, ...]:
         summary.aliases,
         summary.ignores,
         tuple(_enc_call(x) for x in summary.calls),
-        tuple(tuple(d) for d in summary.diagnostics),
+        tuple(tuple(f) for f in summary.parse_failures),
     )
 
 
@@ -94,7 +94,7 @@ def _dec_call(raw: Any) -> CallSite:
 def decode(raw: Any) -> FileSummary:
     """Rebuild a summary from :func:`encode`'s output."""
     decorators: dict[tuple[str, ...], frozenset[str]] = {}
-    classes, imports, stars, aliases, ignores, calls, diagnostics = raw
+    classes, imports, stars, aliases, ignores, calls, failures = raw
     summary: FileSummary = _new(
         FileSummary,
         (
@@ -121,12 +121,13 @@ def decode(raw: Any) -> FileSummary:
             aliases,
             ignores,
             tuple([_dec_call(x) for x in calls]),
-            tuple([_new(Diagnostic, d) for d in diagnostics]),
+            tuple([_new(ParseFailure, f) for f in failures]),
         ),
     )
     return summary
 
 
 def loads(data: bytes) -> FileSummary:
-    """Deserialise one summary (raises ``ValueError``/``EOFError``/``TypeError`` if corrupt)."""
+    """Deserialise one summary (raises ``ValueError``, ``EOFError``, ``TypeError`` or
+    ``LookupError`` if corrupt)."""
     return decode(marshal.loads(data))

@@ -1,8 +1,10 @@
 """Pure comparison of a base method's signature with its override's.
 
-Parameter drift is found by aligning the two parameter lists once (:func:`align`); each rule
-module then keeps the issues with its own code. Every exemption is a small named predicate,
-tested on its own, in the spirit of pylint's ``_different_parameters`` family.
+:func:`align` says, for every parameter a caller can pass to the base method, which parameter
+of the override receives that argument (:class:`Link`), and which override parameters no base
+argument reaches. It decides nothing about drift: the rule modules read these facts. Every
+exemption is a small named predicate, tested on its own, in the spirit of pylint's
+``_different_parameters`` family.
 """
 
 from __future__ import annotations
@@ -13,22 +15,8 @@ from harness.overrides.signature import MethodKind, Param, ParamKind, Signature
 
 CONSTRUCTOR_HOOKS = frozenset({"__init__", "__new__", "__init_subclass__", "__post_init__"})
 
-_POSITIONAL = (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)
-_KIND_WORDS = {
-    ParamKind.POSITIONAL_ONLY: "positional-only",
-    ParamKind.POSITIONAL_OR_KEYWORD: "positional-or-keyword",
-    ParamKind.KEYWORD_ONLY: "keyword-only",
-}
-
-
-class Issue(NamedTuple):
-    """One drift between a base signature and an override, before it becomes a Finding."""
-
-    code: str
-    params: tuple[str, ...]
-    """Drifted parameter names (as the base spells them, then new names)."""
-    fields: tuple[tuple[str, str], ...] = ()
-    """Values for the rule's message template."""
+POSITIONAL = (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)
+VARIADIC = (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD)
 
 
 # --- exemptions -------------------------------------------------------------------------
@@ -72,9 +60,7 @@ def is_catch_all(sig: Signature) -> bool:
     override narrows it, by design.
     """
     explicit = sig.explicit_params()
-    return absorbs_everything(sig) and all(
-        p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD) for p in explicit
-    )
+    return absorbs_everything(sig) and all(p.kind in VARIADIC for p in explicit)
 
 
 def kind_breaks_callers(base: Signature, override: Signature) -> bool:
@@ -98,11 +84,65 @@ def comparable(base: Signature, override: Signature) -> bool:
     )
 
 
+def narrows(base: ParamKind, override: ParamKind) -> bool:
+    """The override parameter accepts fewer ways of passing than the base one: positional
+    callers break on keyword-only, keyword callers on positional-only."""
+    positional_lost = base in POSITIONAL and override is ParamKind.KEYWORD_ONLY
+    keyword_lost = base is not ParamKind.POSITIONAL_ONLY and override is ParamKind.POSITIONAL_ONLY
+    return positional_lost or keyword_lost
+
+
 # --- alignment ----------------------------------------------------------------------------
 
 
-def _has(sig_params: tuple[Param, ...], kind: ParamKind) -> bool:
-    return any(p.kind is kind for p in sig_params)
+class Link(NamedTuple):
+    """Where the argument for one base parameter lands in the override."""
+
+    base: Param
+    override: Param | None
+    """The override parameter that receives it; ``None`` when no named parameter does."""
+    moved: bool = False
+    """Same name at another position, for a reason other than a removal before it."""
+
+    @property
+    def narrowed(self) -> bool:
+        """The override parameter takes the argument in fewer ways (see :func:`narrows`)."""
+        return self.override is not None and narrows(self.base.kind, self.override.kind)
+
+    @property
+    def renamed(self) -> bool:
+        """A keyword caller's name no longer reaches it. Positional-only names are not part of
+        the interface; a positional ``_x`` is a dummy nobody passes by keyword (a keyword-only
+        one can only be passed by keyword, so its name counts)."""
+        o = self.override
+        if o is None or o.name == self.base.name or self.base.kind is ParamKind.POSITIONAL_ONLY:
+            return False
+        return self.base.kind is ParamKind.KEYWORD_ONLY or not is_dummy(self.base.name)
+
+    @property
+    def lost_default(self) -> bool:
+        """The base parameter has a default and the override parameter has none."""
+        return self.override is not None and self.base.has_default and not self.override.has_default
+
+
+class Alignment(NamedTuple):
+    """The explicit parameters of both sides and how they correspond."""
+
+    base: tuple[Param, ...]
+    """The base's explicit parameters (operands of operator dunders as positional-only)."""
+    override: tuple[Param, ...]
+    links: tuple[Link, ...]
+    """One per named base parameter: positional ones in order, then keyword-only ones."""
+    unmatched: tuple[Param, ...]
+    """Named override parameters that no base argument reaches, in order."""
+
+    def has(self, side: tuple[Param, ...], kind: ParamKind) -> bool:
+        """Whether ``side`` (``self.base`` or ``self.override``) has a parameter of ``kind``."""
+        return any(p.kind is kind for p in side)
+
+    def positional(self, side: tuple[Param, ...]) -> list[Param]:
+        """The positional parameters of ``side``, in order."""
+        return [p for p in side if p.kind in POSITIONAL]
 
 
 def _positional_view(params: tuple[Param, ...], operator: bool) -> tuple[Param, ...]:
@@ -110,31 +150,17 @@ def _positional_view(params: tuple[Param, ...], operator: bool) -> tuple[Param, 
     if not operator:
         return params
     return tuple(
-        p._replace(kind=ParamKind.POSITIONAL_ONLY) if p.kind in _POSITIONAL else p for p in params
+        p._replace(kind=ParamKind.POSITIONAL_ONLY) if p.kind in POSITIONAL else p for p in params
     )
-
-
-def dropped_variadics(base: tuple[Param, ...], override: tuple[Param, ...]) -> list[Issue]:
-    """``*args``/``**kwargs`` the base accepts and the override does not."""
-    dropped: list[str] = []
-    names: list[str] = []
-    for kind, star in ((ParamKind.VAR_POSITIONAL, "*"), (ParamKind.VAR_KEYWORD, "**")):
-        for p in base:
-            if p.kind is kind and not _has(override, kind):
-                dropped.append(f"{star}{p.name}")
-                names.append(p.name)
-    if not dropped:
-        return []
-    return [Issue("HO107", tuple(names), (("variadic", " and ".join(f"'{d}'" for d in dropped)),))]
 
 
 def moved_parameters(base: list[Param], override: list[Param]) -> frozenset[str]:
     """Base positional parameters that land at another position for a reason other than a
     removal before them: a changed relative order, or a new parameter inserted before them.
 
-    ``plan(self, batch, num_tokens)`` -> ``plan(self, num_tokens)`` only removes ``batch``
-    (HO103); ``forward(self, q, k)`` -> ``forward(self, k, q)`` and ``f(self, a, b)`` ->
-    ``f(self, a, x, b)`` move parameters (HO102): positional callers bind the wrong values.
+    ``plan(self, batch, num_tokens)`` -> ``plan(self, num_tokens)`` only removes ``batch``;
+    ``forward(self, q, k)`` -> ``forward(self, k, q)`` and ``f(self, a, b)`` ->
+    ``f(self, a, x, b)`` move parameters: positional callers bind the wrong values.
     """
     o_names = [p.name for p in override]
     keyword = [p.name for p in base if p.kind is not ParamKind.POSITIONAL_ONLY]
@@ -154,173 +180,57 @@ def moved_parameters(base: list[Param], override: list[Param]) -> frozenset[str]
     return frozenset(moved)
 
 
-def _positional_issue(
+def _positional_partner(
     index: int,
     b: Param,
-    override: tuple[Param, ...],
+    o_pos: list[Param],
     by_name: dict[str, Param],
     base_names: frozenset[str],
-    matched: set[str],
-    moved: frozenset[str],
-) -> Issue | None:
-    """Classify one positional base parameter against the override."""
-    o_pos = [p for p in override if p.kind in _POSITIONAL]
+) -> Param | None:
+    """The override parameter receiving positional base parameter ``b`` (at ``index``)."""
     at = o_pos[index] if index < len(o_pos) else None
     if at is not None and (at.name == b.name or b.kind is ParamKind.POSITIONAL_ONLY):
-        # Same name in the same slot, or a positional-only slot (its name is not part of
-        # the interface: renaming or swapping positional-only names is legal).
-        matched.add(at.name)
-        return _same_slot(b, at)
+        return at  # the same slot (a positional-only name is not part of the interface)
     partner = by_name.get(b.name)
     if partner is not None:
-        matched.add(partner.name)
-        if partner.kind is ParamKind.KEYWORD_ONLY:
-            return Issue(
-                "HO105",
-                (b.name,),
-                (("name", b.name), ("new_kind", "keyword-only"), ("old_kind", _KIND_WORDS[b.kind])),
-            )
-        if b.name in moved:
-            return Issue("HO102", (b.name,))
-        return _same_slot(b, partner)
+        return partner  # the same name elsewhere
     if at is not None and at.name not in base_names:
-        matched.add(at.name)
-        if at.kind is ParamKind.POSITIONAL_ONLY:
-            return Issue(
-                "HO105",
-                (b.name,),
-                (
-                    ("name", b.name),
-                    ("new_kind", "positional-only"),
-                    ("old_kind", _KIND_WORDS[b.kind]),
-                ),
-            )
-        if is_dummy(b.name):
-            return _default_issue(b, at)  # nobody passes `_x=` by keyword
-        return Issue("HO101", (b.name, at.name), (("old", b.name), ("new", at.name)))
-    has_star = _has(override, ParamKind.VAR_POSITIONAL)
-    has_kw = _has(override, ParamKind.VAR_KEYWORD)
-    if has_star and (has_kw or b.kind is ParamKind.POSITIONAL_ONLY):
-        return None  # absorbed by the override's *args (and **kwargs)
-    return Issue("HO103", (b.name,), (("name", b.name),))
-
-
-def _same_slot(b: Param, o: Param) -> Issue | None:
-    if b.kind is ParamKind.POSITIONAL_OR_KEYWORD and o.kind is ParamKind.POSITIONAL_ONLY:
-        return Issue(
-            "HO105",
-            (b.name,),
-            (("name", b.name), ("new_kind", "positional-only"), ("old_kind", _KIND_WORDS[b.kind])),
-        )
-    return _default_issue(b, o)
-
-
-def _default_issue(b: Param, o: Param) -> Issue | None:
-    if b.has_default and not o.has_default:
-        return Issue("HO106", (b.name,), (("name", b.name),))
+        return at  # a new name in the same slot
     return None
 
 
-def _keyword_only_issues(
-    base: tuple[Param, ...],
-    override: tuple[Param, ...],
-    by_name: dict[str, Param],
-    base_names: frozenset[str],
-    matched: set[str],
-) -> list[Issue]:
-    """Keyword-only base parameters: same name, widened, renamed (paired in order) or removed."""
-    issues: list[Issue] = []
-    spare = [
-        p
-        for p in override
-        if p.kind is ParamKind.KEYWORD_ONLY and p.name not in base_names and p.name not in matched
-    ]
-    for b in (p for p in base if p.kind is ParamKind.KEYWORD_ONLY):
-        partner = by_name.get(b.name)
-        if partner is not None:
-            matched.add(partner.name)
-            if partner.kind is ParamKind.POSITIONAL_ONLY:
-                issues.append(
-                    Issue(
-                        "HO105",
-                        (b.name,),
-                        (
-                            ("name", b.name),
-                            ("new_kind", "positional-only"),
-                            ("old_kind", "keyword-only"),
-                        ),
-                    )
-                )
-            elif (issue := _default_issue(b, partner)) is not None:
-                issues.append(issue)  # keyword-only -> positional-or-keyword is legal widening
-            continue
-        if spare:
-            new = spare.pop(0)
-            matched.add(new.name)
-            issues.append(Issue("HO101", (b.name, new.name), (("old", b.name), ("new", new.name))))
-        elif not _has(override, ParamKind.VAR_KEYWORD):
-            issues.append(Issue("HO103", (b.name,), (("name", b.name),)))
-    return issues
-
-
-def added_required(
-    base: tuple[Param, ...], override: tuple[Param, ...], matched: set[str]
-) -> list[Issue]:
-    """Required override parameters that no base parameter maps to.
-
-    A base ``*args`` already covers extra positional parameters and a base ``**kwargs`` extra
-    keyword-only ones (HO107 reports the narrowing once instead).
-    """
-    issues: list[Issue] = []
-    base_star = _has(base, ParamKind.VAR_POSITIONAL)
-    base_kw = _has(base, ParamKind.VAR_KEYWORD)
-    for o in override:
-        if o.has_default or o.name in matched:
-            continue
-        if (o.kind in _POSITIONAL and not base_star) or (
-            o.kind is ParamKind.KEYWORD_ONLY and not base_kw
-        ):
-            issues.append(Issue("HO104", (o.name,), (("name", o.name),)))
-    return issues
-
-
-def align(base: Signature, override: Signature) -> list[Issue]:
-    """All parameter drift (HO101-HO107) of ``override`` against ``base``."""
+def align(base: Signature, override: Signature) -> Alignment | None:
+    """How ``override``'s parameters receive the arguments of calls written against ``base``;
+    ``None`` when the two are not comparable parameter by parameter (:func:`comparable`)."""
     if not comparable(base, override):
-        return []
+        return None
     operator = is_operator_dunder(base.name)
     b_params = _positional_view(base.explicit_params(), operator)
     o_params = _positional_view(override.explicit_params(), operator)
-    named = [p for p in o_params if p.kind not in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD)]
-    by_name = {p.name: p for p in named if p.kind is not ParamKind.POSITIONAL_ONLY}
+    keyword = (ParamKind.POSITIONAL_OR_KEYWORD, ParamKind.KEYWORD_ONLY)
+    by_name = {p.name: p for p in o_params if p.kind in keyword}
     base_names = frozenset(p.name for p in b_params)
+    b_pos = [p for p in b_params if p.kind in POSITIONAL]
+    o_pos = [p for p in o_params if p.kind in POSITIONAL]
+    moved = moved_parameters(b_pos, o_pos)
     matched: set[str] = set()
-    issues: list[Issue] = []
-    b_pos = [p for p in b_params if p.kind in _POSITIONAL]
-    moved = moved_parameters(b_pos, [p for p in o_params if p.kind in _POSITIONAL])
-    reordered: list[str] = []
+    links: list[Link] = []
     for index, b in enumerate(b_pos):
-        issue = _positional_issue(index, b, o_params, by_name, base_names, matched, moved)
-        if issue is None:
-            continue
-        if issue.code == "HO102":
-            reordered.append(b.name)
-        else:
-            issues.append(issue)
-    if reordered:
-        old = ", ".join(p.name for p in b_pos)
-        new = ", ".join(p.name for p in o_params if p.kind in _POSITIONAL)
-        issues.append(Issue("HO102", tuple(reordered), (("old", old), ("new", new))))
-    issues.extend(_keyword_only_issues(b_params, o_params, by_name, base_names, matched))
-    issues.extend(dropped_variadics(b_params, o_params))
-    issues.extend(added_required(b_params, o_params, matched))
-    return issues
-
-
-def method_kind_word(sig: Signature) -> str:
-    """``a static method`` / ``a class method`` / ``an instance method``."""
-    return {
-        MethodKind.STATIC: "a static method",
-        MethodKind.CLASS: "a class method",
-        MethodKind.INSTANCE: "an instance method",
-    }[sig.kind]
+        partner = _positional_partner(index, b, o_pos, by_name, base_names)
+        if partner is not None:
+            matched.add(partner.name)
+        same_name = partner is not None and partner.name == b.name
+        links.append(Link(b, partner, moved=same_name and b.name in moved))
+    # Keyword-only base parameters: the same name, else the next new keyword-only name.
+    spare = [
+        p
+        for p in o_params
+        if p.kind is ParamKind.KEYWORD_ONLY and p.name not in base_names and p.name not in matched
+    ]
+    for b in (p for p in b_params if p.kind is ParamKind.KEYWORD_ONLY):
+        partner = by_name.get(b.name) or (spare.pop(0) if spare else None)
+        if partner is not None:
+            matched.add(partner.name)
+        links.append(Link(b, partner))
+    unmatched = tuple(p for p in o_params if p.kind not in VARIADIC and p.name not in matched)
+    return Alignment(b_params, o_params, tuple(links), unmatched)

@@ -4,7 +4,7 @@ A file's primary module name follows its ``__init__.py`` chain (``vllm/v1/attent
 -> ``vllm.v1.attention...``). Files outside regular packages (namespace packages, scripts,
 ``src/`` layouts) also get the dotted name relative to each scanned root, so absolute
 imports between them resolve. Walking is iterative, follows directory symlinks once, and
-reports loops and unreadable entries as HO404 instead of failing.
+reports loops and unreadable entries (:class:`Unreadable`) instead of failing.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class SourceFile(NamedTuple):
 
 
 class Unreadable(NamedTuple):
-    """A path in the tree that could not be read (reported as HO404)."""
+    """A path in the tree that could not be read, and why."""
 
     display: str
     reason: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from harness.overrides.discover import SourceFile
 from harness.overrides.signature import Signature
@@ -65,13 +66,23 @@ class ClassInfo:
 Target = ClassInfo | ModuleInfo
 
 
-class MroProblem:
-    """A class whose MRO could not be computed: a cycle (HO402) or no C3 order (HO403)."""
+class InheritanceCycle(NamedTuple):
+    """A class that inherits from itself, directly or through other classes."""
 
-    def __init__(self, cls: ClassInfo, code: str, detail: str) -> None:
-        self.cls = cls
-        self.code = code
-        self.detail = detail
+    cls: ClassInfo
+    cycle: tuple[ClassInfo, ...]
+    """The classes on the cycle, from one back to itself."""
+
+
+class NoLinearization(NamedTuple):
+    """A class whose bases have no consistent C3 method resolution order."""
+
+    cls: ClassInfo
+    bases: tuple[ClassInfo, ...]
+
+
+MroProblem = InheritanceCycle | NoLinearization
+"""A class whose MRO could not be computed (its MRO is then the class alone)."""
 
 
 class Project:
@@ -256,17 +267,16 @@ class Project:
                 if mark == 1:
                     cycle = [c for c, _ in stack]
                     cycle = [*cycle[cycle.index(nxt) :], nxt]
-                    names = " -> ".join(c.qualname for c in cycle)
                     for member in set(cycle):
-                        self._broken(member, "HO402", names)
+                        self._broken(InheritanceCycle(member, tuple(cycle)))
                     continue
                 if mark is None:
                     state[id(nxt)] = 1
                     stack.append((nxt, iter(nxt.bases)))
 
-    def _broken(self, cls: ClassInfo, code: str, detail: str) -> None:
-        if all(p.cls is not cls for p in self.problems):
-            self.problems.append(MroProblem(cls, code, detail))
+    def _broken(self, problem: MroProblem) -> None:
+        if all(p.cls is not problem.cls for p in self.problems):
+            self.problems.append(problem)
 
     def _linearize(self, cls: ClassInfo) -> None:
         broken = {id(p.cls) for p in self.problems}
@@ -285,8 +295,7 @@ class Project:
                 if not any(head in s[1:] for s in sequences):
                     break
             else:
-                names = ", ".join(b.qualname for b in bases)
-                self._broken(cls, "HO403", names)
+                self._broken(NoLinearization(cls, tuple(bases)))
                 self._mro[id(cls)] = [cls]
                 return
             result.append(head)

@@ -3,7 +3,7 @@
 A summary depends only on the file's bytes (never on its path), so the cache can key it by
 content hash. Everything is a tuple of builtins, so summaries pickle cheaply across worker
 processes and into the cache. Extraction never recurses on the syntax tree: deeply nested
-input cannot overflow the stack here (``ast.parse`` itself may, which is reported as HO401).
+input cannot overflow the stack here (``ast.parse`` itself may: a :class:`ParseFailure`).
 """
 
 from __future__ import annotations
@@ -53,13 +53,12 @@ class ClassSummary(NamedTuple):
     calls: tuple[CallSite, ...]
 
 
-class Diagnostic(NamedTuple):
-    """A problem with the input itself (HO4xx), reported at warning severity."""
+class ParseFailure(NamedTuple):
+    """Why a file's source could not be read as Python (undecodable, NUL byte, syntax)."""
 
-    code: str
     line: int
     col: int
-    message: str
+    reason: str
 
 
 class FileSummary(NamedTuple):
@@ -75,28 +74,28 @@ class FileSummary(NamedTuple):
     """``(line, codes)`` of each ``# harness: ignore[...]`` comment; empty codes = bare."""
     calls: tuple[CallSite, ...]
     """Call sites in module-level functions."""
-    diagnostics: tuple[Diagnostic, ...]
+    parse_failures: tuple[ParseFailure, ...]
 
 
 IGNORE_RE = re.compile(r"#\s*harness:\s*ignore\b(?:\[([^\]]*)\])?")
 _PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 
 
-def _empty(diagnostic: Diagnostic | None = None) -> FileSummary:
-    return FileSummary((), (), (), (), (), (), (diagnostic,) if diagnostic else ())
+def _empty(failure: ParseFailure | None = None) -> FileSummary:
+    return FileSummary((), (), (), (), (), (), (failure,) if failure else ())
 
 
-def decode(data: bytes) -> str | Diagnostic:
-    """Source text of ``data`` (PEP 263 encoding), or an HO401 diagnostic."""
+def decode(data: bytes) -> str | ParseFailure:
+    """Source text of ``data`` (PEP 263 encoding), or why it has none."""
     if b"\x00" in data:
         line = data.count(b"\n", 0, data.index(b"\x00")) + 1
-        return Diagnostic("HO401", 1, 1, f"file contains a NUL byte (line {line})")
+        return ParseFailure(1, 1, f"file contains a NUL byte (line {line})")
     try:
         head = iter(data[: data.find(b"\n", data.find(b"\n") + 1) + 1 or None].splitlines(True))
         encoding, _ = tokenize.detect_encoding(lambda: next(head, b""))
         text = data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-        return Diagnostic("HO401", 1, 1, f"cannot decode file: {exc}")
+        return ParseFailure(1, 1, f"cannot decode file: {exc}")
     if "\r" in text:  # universal newlines, as Python's own tokenizer reads source
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text[1:] if text.startswith("\ufeff") else text
@@ -223,7 +222,7 @@ def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> boo
 
 
 def _self_name(func: ast.FunctionDef | ast.AsyncFunctionDef, sig: Signature) -> str | None:
-    if sig.kind.name == "STATIC":
+    if sig.kind is MethodKind.STATIC:
         return None
     positional = [*func.args.posonlyargs, *func.args.args]
     return positional[0].arg if positional else None
@@ -288,9 +287,9 @@ def _class(
 
 
 def summarize(data: bytes) -> FileSummary:
-    """Summarise one file's bytes. Never raises for bad input: returns HO401 instead."""
+    """Summarise one file's bytes. Never raises for bad input: records a parse failure."""
     text = decode(data)
-    if isinstance(text, Diagnostic):
+    if isinstance(text, ParseFailure):
         return _empty(text)
     enabled = gc.isenabled()
     gc.disable()  # ast.parse allocates many objects; collection only costs time here
@@ -303,13 +302,13 @@ def summarize(data: bytes) -> FileSummary:
             gc.enable()
 
 
-def _parse_failure(exc: BaseException) -> Diagnostic:
+def _parse_failure(exc: BaseException) -> ParseFailure:
     if isinstance(exc, SyntaxError):
         where = f" (line {exc.lineno})" if exc.lineno else ""
-        return Diagnostic("HO401", 1, 1, f"syntax error{where}: {exc.msg}")
+        return ParseFailure(1, 1, f"syntax error{where}: {exc.msg}")
     if isinstance(exc, (RecursionError, MemoryError)):
-        return Diagnostic("HO401", 1, 1, "file is nested too deeply to parse")
-    return Diagnostic("HO401", 1, 1, f"cannot parse file: {exc}")
+        return ParseFailure(1, 1, "file is nested too deeply to parse")
+    return ParseFailure(1, 1, f"cannot parse file: {exc}")
 
 
 def _summarize_text(text: str) -> FileSummary:
@@ -357,5 +356,5 @@ def _summarize_text(text: str) -> FileSummary:
         aliases=tuple(aliases_out),
         ignores=_ignores(text),
         calls=tuple(calls),
-        diagnostics=(),
+        parse_failures=(),
     )

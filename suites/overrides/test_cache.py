@@ -35,7 +35,7 @@ def test_corrupt_cache_is_ignored(tmp_path: Path) -> None:
     cache_dir.mkdir()
     (cache_dir / "summaries.marshal").write_bytes(b"\x00not marshal")
     summaries, unreadable, parsed = load(found, Cache(str(cache_dir)), jobs=1)
-    assert parsed == 1 and unreadable == {} and list(summaries) == ["m0.py"]
+    assert parsed == 1 and unreadable == [] and list(summaries) == ["m0.py"]
 
 
 def test_parallel_parse_matches_serial(tmp_path: Path) -> None:

@@ -1,32 +1,26 @@
-"""suppress: codes on the finding's line suppress; bare and unused ignores are reported."""
+"""suppress: codes on the finding's line suppress; each comment records the codes it used."""
 
 from __future__ import annotations
 
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.suppress import apply
+from harness.overrides.suppress import IgnoreComment, apply
 
 
 def finding(line: int, code: str = "HO101") -> Finding:
     return Finding("a.py", line, 5, code, "renamed-parameter", Severity.ERROR, "m")
 
 
-def test_matching_code_suppresses_and_others_are_reported() -> None:
+def test_matching_code_suppresses_and_comments_record_what_they_used() -> None:
     ignores = {"a.py": ((3, ("ho101",)), (5, ("HO102",)), (7, ()))}
-    kept = apply([finding(3), finding(5), finding(7)], ignores, audit={"a.py"})
-    assert sorted((f.line, f.code) for f in kept) == [
-        (5, "HO101"),
-        (5, "HO301"),
-        (7, "HO101"),
-        (7, "HO302"),
+    kept, comments = apply([finding(3), finding(5), finding(7)], ignores)
+    assert sorted(f.line for f in kept) == [5, 7]
+    assert comments == [
+        IgnoreComment("a.py", 3, ("ho101",), frozenset({"HO101"})),
+        IgnoreComment("a.py", 5, ("HO102",), frozenset()),
+        IgnoreComment("a.py", 7, (), frozenset()),
     ]
 
 
-def test_partially_used_ignore_reports_only_the_unused_codes() -> None:
-    kept = apply([finding(3)], {"a.py": ((3, ("HO101", "HO105")),)}, audit={"a.py"})
-    assert [(f.code, f.message) for f in kept] == [
-        ("HO301", "unused 'harness: ignore[HO105]' comment")
-    ]
-
-
-def test_unused_ignores_only_in_audited_files() -> None:
-    assert apply([], {"a.py": ((3, ("HO101",)),)}, audit=set()) == []
+def test_partially_used_ignore() -> None:
+    kept, (comment,) = apply([finding(3)], {"a.py": ((3, ("HO101", "HO105")),)})
+    assert kept == [] and comment.used == {"HO101"}

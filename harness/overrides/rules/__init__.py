@@ -1,18 +1,19 @@
 """The rule registry: one module per rule, listed explicitly (no import side effects).
 
 Each rule module defines ``CODE``, ``SYMBOL``, ``MESSAGE`` (a ``str.format`` template),
-``DESCRIPTION`` (one line), ``ENABLED_BY_DEFAULT`` and, for drift rules, ``check(pair)``;
-its module docstring is the documentation ``harness overrides --explain CODE`` prints.
+``DESCRIPTION`` (one line), ``ENABLED_BY_DEFAULT``, ``SUBJECT`` (the type of fact it inspects,
+see :mod:`harness.overrides.rules._facts`) and ``check(subject) -> list[Issue]``, its
+detection; its module docstring is the documentation ``harness overrides --explain CODE``
+prints. Nothing outside a rule's module names its code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from harness.errors import HarnessError
-from harness.overrides.compare import Issue
 from harness.overrides.rules import (
     ho101_renamed_parameter,
     ho102_reordered_parameters,
@@ -33,7 +34,7 @@ from harness.overrides.rules import (
     ho403_inconsistent_mro,
     ho404_unreadable_path,
 )
-from harness.overrides.rules._pair import Pair
+from harness.overrides.rules._facts import Issue, NoBase, Pair
 
 
 class Rule(NamedTuple):
@@ -45,7 +46,9 @@ class Rule(NamedTuple):
     description: str
     doc: str
     enabled_by_default: bool
-    check: Callable[[Pair], list[Issue]] | None
+    subject: type
+    """The type of fact ``check`` inspects."""
+    check: Callable[[Any], list[Issue]]
 
     def format(self, fields: dict[str, str]) -> str:
         """The message for one finding."""
@@ -60,7 +63,8 @@ def _rule(module: ModuleType) -> Rule:
         description=module.DESCRIPTION,
         doc=(module.__doc__ or "").strip(),
         enabled_by_default=module.ENABLED_BY_DEFAULT,
-        check=getattr(module, "check", None),
+        subject=module.SUBJECT,
+        check=module.check,
     )
 
 
@@ -102,7 +106,7 @@ RULES: dict[str, Rule] = _registry(
 
 
 def get(code_or_symbol: str) -> Rule:
-    """Look a rule up by code (``HO101``) or symbol (``renamed-parameter``)."""
+    """Look a rule up by code or by symbol (``renamed-parameter``), in any case."""
     key = code_or_symbol.strip()
     rule = RULES.get(key.upper())
     if rule is not None:
@@ -114,4 +118,24 @@ def get(code_or_symbol: str) -> Rule:
     raise HarnessError(f"unknown rule {code_or_symbol!r}; available: {available}")
 
 
-__all__ = ["RULES", "Pair", "Rule", "get"]
+class RuleSet:
+    """The rules of one run (default ones plus those selected), grouped by subject type."""
+
+    def __init__(self, select: Iterable[str] = ()) -> None:
+        wanted = {c.upper() for c in select}
+        self.by_subject: dict[type, list[Rule]] = {}
+        for rule in RULES.values():
+            if rule.enabled_by_default or rule.code in wanted:
+                self.by_subject.setdefault(rule.subject, []).append(rule)
+
+    def inspect(self, subject_type: type) -> bool:
+        """Whether any enabled rule looks at facts of this type (to skip building them)."""
+        return subject_type in self.by_subject
+
+    def check(self, subject: object) -> list[tuple[Rule, Issue]]:
+        """What the enabled rules for ``subject``'s type find in it, in code order."""
+        rules = self.by_subject.get(type(subject), ())
+        return [(rule, issue) for rule in rules for issue in rule.check(subject)]
+
+
+__all__ = ["RULES", "Issue", "NoBase", "Pair", "Rule", "RuleSet", "get"]

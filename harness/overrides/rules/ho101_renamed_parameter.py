@@ -41,16 +41,28 @@ not modelled.
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair, issues_with_code
+from harness.overrides.rules._facts import Issue, Pair
 
 CODE = "HO101"
 SYMBOL = "renamed-parameter"
 MESSAGE = "{override}() renames parameter '{old}' of {base}() to '{new}'"
 DESCRIPTION = "An override renames a parameter that callers can pass by keyword."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Renames found by the parameter alignment."""
-    return issues_with_code(pair, CODE)
+    """Base parameters whose argument reaches an override parameter of another name.
+
+    A rename that also narrows the kind (to positional-only) is reported as a narrowing.
+    """
+    if pair.alignment is None:
+        return []
+    return [
+        Issue(
+            (link.base.name, link.override.name),
+            (("old", link.base.name), ("new", link.override.name)),
+        )
+        for link in pair.alignment.links
+        if link.override is not None and link.renamed and not link.narrowed
+    ]

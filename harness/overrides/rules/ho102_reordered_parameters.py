@@ -35,16 +35,24 @@ Only the order of positional parameters is compared; keyword-only order is irrel
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair, issues_with_code
+from harness.overrides.rules._facts import Issue, Pair
 
 CODE = "HO102"
 SYMBOL = "reordered-parameters"
 MESSAGE = "{override}() reorders the parameters of {base}(): ({old}) became ({new})"
 DESCRIPTION = "An override moves parameters to different positions."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Reorders found by the parameter alignment."""
-    return issues_with_code(pair, CODE)
+    """One issue naming every positional parameter that moved."""
+    alignment = pair.alignment
+    if alignment is None:
+        return []
+    moved = tuple(link.base.name for link in alignment.links if link.moved)
+    if not moved:
+        return []
+    old = ", ".join(p.name for p in alignment.positional(alignment.base))
+    new = ", ".join(p.name for p in alignment.positional(alignment.override))
+    return [Issue(moved, (("old", old), ("new", new)))]

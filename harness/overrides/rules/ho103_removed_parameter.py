@@ -35,16 +35,38 @@ A removal at a position where the override has a new name is reported as a renam
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair, issues_with_code
+from harness.overrides.compare import Link
+from harness.overrides.rules._facts import Issue, Pair
+from harness.overrides.signature import ParamKind
 
 CODE = "HO103"
 SYMBOL = "removed-parameter"
 MESSAGE = "{override}() removes parameter '{name}' of {base}()"
 DESCRIPTION = "An override no longer accepts a parameter of the base method."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
+
+
+def _absorbed(link: Link, star: bool, starstar: bool) -> bool:
+    """The override's ``*args``/``**kwargs`` take the argument instead.
+
+    A positional-or-keyword argument needs both (callers may pass it either way); a
+    positional-only one ``*args``, a keyword-only one ``**kwargs``.
+    """
+    if link.base.kind is ParamKind.KEYWORD_ONLY:
+        return starstar
+    return star and (starstar or link.base.kind is ParamKind.POSITIONAL_ONLY)
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Removals found by the parameter alignment."""
-    return issues_with_code(pair, CODE)
+    """Base parameters that no override parameter receives and no variadic absorbs."""
+    alignment = pair.alignment
+    if alignment is None:
+        return []
+    star = alignment.has(alignment.override, ParamKind.VAR_POSITIONAL)
+    starstar = alignment.has(alignment.override, ParamKind.VAR_KEYWORD)
+    return [
+        Issue((link.base.name,), (("name", link.base.name),))
+        for link in alignment.links
+        if link.override is None and not _absorbed(link, star, starstar)
+    ]

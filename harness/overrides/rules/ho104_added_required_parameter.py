@@ -38,18 +38,35 @@ inputs (171 findings on vLLM 0.9.0, none a crash).
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair, issues_with_code
+from harness.overrides.rules._facts import Issue, Pair
+from harness.overrides.signature import ParamKind
 
 CODE = "HO104"
 SYMBOL = "added-required-parameter"
 MESSAGE = "{override}() adds required parameter '{name}' that callers of {base}() do not pass"
 DESCRIPTION = "An override adds a parameter without a default."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Additions found by the parameter alignment (not against ``Protocol`` members)."""
-    if pair.base_is_protocol:
-        return []  # protocol members often declare only the parameters the protocol needs
-    return issues_with_code(pair, CODE)
+    """Required override parameters that no base argument reaches.
+
+    A base ``*args`` already covers extra positional parameters and a base ``**kwargs`` extra
+    keyword-only ones (dropped-variadic reports the narrowing once). Not against ``Protocol``
+    members, which often declare only the parameters the protocol needs.
+    """
+    alignment = pair.alignment
+    if alignment is None or pair.base_is_protocol:
+        return []
+    star = alignment.has(alignment.base, ParamKind.VAR_POSITIONAL)
+    starstar = alignment.has(alignment.base, ParamKind.VAR_KEYWORD)
+    return [
+        Issue((p.name,), (("name", p.name),))
+        for p in alignment.unmatched
+        if not p.has_default
+        and (
+            (p.kind is ParamKind.KEYWORD_ONLY and not starstar)
+            or (p.kind is not ParamKind.KEYWORD_ONLY and not star)
+        )
+    ]

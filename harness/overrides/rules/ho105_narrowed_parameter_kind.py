@@ -34,16 +34,36 @@ Operator dunders are treated as positional-only on both sides.
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair, issues_with_code
+from harness.overrides.rules._facts import Issue, Pair
+from harness.overrides.signature import ParamKind
 
 CODE = "HO105"
 SYMBOL = "narrowed-parameter-kind"
 MESSAGE = "{override}() makes parameter '{name}' {new_kind}; it is {old_kind} in {base}()"
 DESCRIPTION = "An override makes a positional-or-keyword parameter keyword-only or positional-only."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
+
+_KIND_WORDS = {
+    ParamKind.POSITIONAL_ONLY: "positional-only",
+    ParamKind.POSITIONAL_OR_KEYWORD: "positional-or-keyword",
+    ParamKind.KEYWORD_ONLY: "keyword-only",
+}
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Narrowings found by the parameter alignment."""
-    return issues_with_code(pair, CODE)
+    """Base parameters whose override parameter takes the argument in fewer ways."""
+    if pair.alignment is None:
+        return []
+    return [
+        Issue(
+            (link.base.name,),
+            (
+                ("name", link.base.name),
+                ("new_kind", _KIND_WORDS[link.override.kind]),
+                ("old_kind", _KIND_WORDS[link.base.kind]),
+            ),
+        )
+        for link in pair.alignment.links
+        if link.override is not None and link.narrowed
+    ]

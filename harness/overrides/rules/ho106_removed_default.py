@@ -32,16 +32,23 @@ The default values themselves are not compared.
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair, issues_with_code
+from harness.overrides.rules._facts import Issue, Pair
 
 CODE = "HO106"
 SYMBOL = "removed-default"
 MESSAGE = "{override}() removes the default of parameter '{name}' that {base}() has"
 DESCRIPTION = "An override removes a parameter's default value."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Removed defaults found by the parameter alignment."""
-    return issues_with_code(pair, CODE)
+    """Parameters that lose their default, unless already reported as renamed, moved or
+    narrowed (one finding per parameter)."""
+    if pair.alignment is None:
+        return []
+    return [
+        Issue((link.base.name,), (("name", link.base.name),))
+        for link in pair.alignment.links
+        if link.lost_default and not (link.renamed or link.moved or link.narrowed)
+    ]

@@ -33,16 +33,31 @@ Extra parameters of the override that the base's variadics covered are not repor
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair, issues_with_code
+from harness.overrides.rules._facts import Issue, Pair
+from harness.overrides.signature import ParamKind
 
 CODE = "HO107"
 SYMBOL = "dropped-variadic"
 MESSAGE = "{override}() drops {variadic} of {base}()"
 DESCRIPTION = "An override drops the base method's *args or **kwargs."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Dropped variadics found by the parameter alignment."""
-    return issues_with_code(pair, CODE)
+    """One issue naming the ``*args``/``**kwargs`` the base accepts and the override does not."""
+    alignment = pair.alignment
+    if alignment is None:
+        return []
+    dropped: list[str] = []
+    names: list[str] = []
+    for kind, star in ((ParamKind.VAR_POSITIONAL, "*"), (ParamKind.VAR_KEYWORD, "**")):
+        if alignment.has(alignment.override, kind):
+            continue
+        for p in alignment.base:
+            if p.kind is kind:
+                dropped.append(f"{star}{p.name}")
+                names.append(p.name)
+    if not dropped:
+        return []
+    return [Issue(tuple(names), (("variadic", " and ".join(f"'{d}'" for d in dropped)),))]

@@ -40,21 +40,29 @@ Parameters are not compared when the kinds differ (they are misaligned by constr
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue, kind_breaks_callers, method_kind_word
-from harness.overrides.rules._pair import Pair
+from harness.overrides.compare import kind_breaks_callers
+from harness.overrides.rules._facts import Issue, Pair
+from harness.overrides.signature import MethodKind
 
 CODE = "HO108"
 SYMBOL = "method-kind-mismatch"
 MESSAGE = "{override}() is {kind} but {base}() is {base_kind}"
 DESCRIPTION = "An override changes static/class/instance method kind."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
+
+_KIND_WORDS = {
+    MethodKind.STATIC: "a static method",
+    MethodKind.CLASS: "a class method",
+    MethodKind.INSTANCE: "an instance method",
+}
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Compare the method kinds (ignoring properties, which HO109 covers)."""
+    """Compare the method kinds (properties are property-method-mismatch's)."""
     if pair.base.is_property or pair.override.is_property:
         return []
     if not kind_breaks_callers(pair.base, pair.override):
         return []  # instance -> class/static keeps `self.m(...)` working
-    fields = (("kind", method_kind_word(pair.override)), ("base_kind", method_kind_word(pair.base)))
-    return [Issue(CODE, (), fields)]
+    fields = (("kind", _KIND_WORDS[pair.override.kind]), ("base_kind", _KIND_WORDS[pair.base.kind]))
+    return [Issue((), fields)]

@@ -36,14 +36,14 @@ A class attribute overriding a method is not reported.
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair
+from harness.overrides.rules._facts import Issue, Pair
 
 CODE = "HO109"
 SYMBOL = "property-method-mismatch"
 MESSAGE = "{override} is {kind} but {base} is {base_kind}"
 DESCRIPTION = "A property overrides a method or a method overrides a property."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
 
 
 def _word(is_property: bool) -> str:
@@ -58,4 +58,4 @@ def check(pair: Pair) -> list[Issue]:
         ("kind", _word(pair.override.is_property)),
         ("base_kind", _word(pair.base.is_property)),
     )
-    return [Issue(CODE, (), fields)]
+    return [Issue((), fields)]

@@ -36,14 +36,14 @@ async generator, called without ``await``) may override a plain ``def`` returnin
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair
+from harness.overrides.rules._facts import Issue, Pair
 
 CODE = "HO110"
 SYMBOL = "async-sync-mismatch"
 MESSAGE = "{override}() is {kind} but {base}() is {base_kind}"
 DESCRIPTION = "An async method overrides a sync one or the other way round."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Pair
 
 
 def _word(is_async: bool) -> str:
@@ -58,4 +58,4 @@ def check(pair: Pair) -> list[Issue]:
     if base.async_generator or override.async_generator:
         return []  # an async generator is called without await, like a plain def
     fields = (("kind", _word(pair.override.is_async)), ("base_kind", _word(pair.base.is_async)))
-    return [Issue(CODE, (), fields)]
+    return [Issue((), fields)]

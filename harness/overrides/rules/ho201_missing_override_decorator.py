@@ -34,16 +34,16 @@ hooks and name-mangled methods are not reported.
 
 from __future__ import annotations
 
-from harness.overrides.compare import Issue
-from harness.overrides.rules._pair import Pair
+from harness.overrides.rules._facts import Issue, Pair
 
 CODE = "HO201"
 SYMBOL = "missing-override-decorator"
 MESSAGE = "{override}() overrides {base}() without @override"
 DESCRIPTION = "An override is not decorated with @typing.override."
 ENABLED_BY_DEFAULT = False
+SUBJECT = Pair
 
 
 def check(pair: Pair) -> list[Issue]:
     """Report overrides without the decorator."""
-    return [] if pair.override.has_override_decorator else [Issue(CODE, ())]
+    return [] if pair.override.has_override_decorator else [Issue()]

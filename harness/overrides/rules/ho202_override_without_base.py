@@ -33,8 +33,18 @@ method may override something there.
 
 from __future__ import annotations
 
+from harness.overrides.rules._facts import Issue, NoBase
+
 CODE = "HO202"
 SYMBOL = "override-without-base"
 MESSAGE = "{override}() is decorated with @override but no base class defines it"
 DESCRIPTION = "@override on a method that overrides nothing."
 ENABLED_BY_DEFAULT = False
+SUBJECT = NoBase
+
+
+def check(lone: NoBase) -> list[Issue]:
+    """An ``@override`` method without a base definition, when every base is known."""
+    if lone.method.has_override_decorator and lone.mro_resolved:
+        return [Issue()]
+    return []

@@ -27,8 +27,21 @@ In ``--changed`` mode only the changed files are checked for unused ignores.
 
 from __future__ import annotations
 
+from harness.overrides.rules._facts import Issue
+from harness.overrides.suppress import IgnoreComment
+
 CODE = "HO301"
 SYMBOL = "unused-ignore"
 MESSAGE = "unused 'harness: ignore[{codes}]' comment"
 DESCRIPTION = "A suppression comment that suppresses nothing."
 ENABLED_BY_DEFAULT = True
+SUBJECT = IgnoreComment
+
+
+def check(comment: IgnoreComment) -> list[Issue]:
+    """The codes of the comment that suppressed no finding on its line."""
+    unused = [c for c in comment.codes if c.upper() not in comment.used]
+    if not unused:
+        return []
+    joined = ",".join(unused)
+    return [Issue((), (("codes", joined),), key=joined)]

@@ -26,8 +26,17 @@ Reported at warning severity on line 1; fails the run only with ``--fail-on warn
 
 from __future__ import annotations
 
+from harness.overrides.rules._facts import Issue
+from harness.overrides.summary import ParseFailure
+
 CODE = "HO401"
 SYMBOL = "unparsable-file"
 MESSAGE = "{reason}"
 DESCRIPTION = "A file could not be parsed (syntax error, NUL byte, bad encoding, too deep)."
 ENABLED_BY_DEFAULT = True
+SUBJECT = ParseFailure
+
+
+def check(failure: ParseFailure) -> list[Issue]:
+    """Every failure to read a file's source is reported."""
+    return [Issue((), (("reason", failure.reason),))]

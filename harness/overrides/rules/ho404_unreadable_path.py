@@ -24,8 +24,17 @@ A path given on the command line that does not exist is a usage error (exit 2), 
 
 from __future__ import annotations
 
+from harness.overrides.discover import Unreadable
+from harness.overrides.rules._facts import Issue
+
 CODE = "HO404"
 SYMBOL = "unreadable-path"
 MESSAGE = "{reason}"
 DESCRIPTION = "A file or directory in the tree cannot be read (symlink loop, permissions)."
 ENABLED_BY_DEFAULT = True
+SUBJECT = Unreadable
+
+
+def check(path: Unreadable) -> list[Issue]:
+    """Every path that cannot be read is reported, with the reason."""
+    return [Issue((), (("reason", path.reason),), key=path.reason)]
