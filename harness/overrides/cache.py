@@ -22,7 +22,7 @@ from harness.overrides.discover import SourceFile, Unreadable
 if TYPE_CHECKING:
     from harness.overrides.summary import FileSummary
 
-SCHEMA = 5
+SCHEMA = 6
 """Bump when the summary format or extraction changes."""
 DEFAULT_DIR = os.path.join(".harness_cache", "overrides")
 _FILE = "summaries.marshal"

@@ -11,6 +11,14 @@ import marshal
 from typing import Any
 
 from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.dispatch import (
+    Atom,
+    ClassFacts,
+    DispatchSummary,
+    ForeignCall,
+    Guard,
+    Wrapper,
+)
 from harness.overrides.signature import Param, ParamKind, Signature
 from harness.overrides.summary import ClassSummary, FileSummary, Import, ParseFailure
 
@@ -58,7 +66,67 @@ def encode(summary: FileSummary) -> tuple[Any, ...]:
         summary.ignores,
         tuple(_enc_call(x) for x in summary.calls),
         tuple(tuple(f) for f in summary.parse_failures),
+        _enc_dispatch(summary.dispatch),
     )
+
+
+def _enc_params(params: tuple[Param, ...]) -> tuple[Any, ...]:
+    return tuple((p.name, int(p.kind), p.has_default) for p in params)
+
+
+def _enc_dispatch(d: DispatchSummary) -> tuple[Any, ...]:
+    return (
+        tuple(
+            (
+                c.qualname,
+                tuple(sorted(c.escapes)),
+                c.dynamic,
+                c.attr_types,
+                c.descriptor,
+                c.decorators,
+            )
+            for c in d.classes
+        ),
+        tuple(
+            (w.name, w.line, _enc_params(w.params), w.factory, w.passthrough) for w in d.wrappers
+        ),
+        tuple(tuple(f) for f in d.foreign),
+        tuple((g.line, g.col, tuple(tuple(a) for a in g.atoms)) for g in d.guards),
+        d.prefixes,
+    )
+
+
+def _dec_dispatch(raw: Any) -> DispatchSummary:
+    classes, wrappers, foreign, guards, prefixes = raw
+    out: DispatchSummary = _new(
+        DispatchSummary,
+        (
+            tuple(
+                [_new(ClassFacts, (c[0], frozenset(c[1]), c[2], c[3], c[4], c[5])) for c in classes]
+            ),
+            tuple(
+                [
+                    _new(
+                        Wrapper,
+                        (
+                            w[0],
+                            w[1],
+                            tuple([_new(Param, (p[0], _KINDS[p[1]], p[2])) for p in w[2]]),
+                            w[3],
+                            w[4],
+                        ),
+                    )
+                    for w in wrappers
+                ]
+            ),
+            tuple([_new(ForeignCall, f) for f in foreign]),
+            tuple(
+                [_new(Guard, (g[0], g[1], tuple([_new(Atom, a) for a in g[2]]))) for g in guards]
+            ),
+            prefixes,
+        ),
+    )
+    return out
 
 
 def dumps(summary: FileSummary) -> bytes:
@@ -94,7 +162,7 @@ def _dec_call(raw: Any) -> CallSite:
 def decode(raw: Any) -> FileSummary:
     """Rebuild a summary from :func:`encode`'s output."""
     decorators: dict[tuple[str, ...], frozenset[str]] = {}
-    classes, imports, stars, aliases, ignores, calls, failures = raw
+    classes, imports, stars, aliases, ignores, calls, failures, dispatch = raw
     summary: FileSummary = _new(
         FileSummary,
         (
@@ -122,6 +190,7 @@ def decode(raw: Any) -> FileSummary:
             ignores,
             tuple([_dec_call(x) for x in calls]),
             tuple([_new(ParseFailure, f) for f in failures]),
+            _dec_dispatch(dispatch),
         ),
     )
     return summary

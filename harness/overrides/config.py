@@ -7,8 +7,8 @@ A ``pyproject.toml`` without the table is passed over. ``--config FILE`` names t
 
     [tool.harness.overrides]
     extend-exclude = ["**/modular_*.py"]   # generated templates, never imported
-    select = ["HO201"]                     # optional rules to enable
-    ignore = ["HO106"]                     # rules whose findings are not reported
+    select = ["missing-override-decorator"]  # optional rules to enable (code or symbol)
+    ignore = ["removed-default"]           # rules whose findings are not reported
     fail-on = "warning"                    # exit 1 on warnings too (default: "error")
     baseline = "overrides-baseline.json"   # relative to this pyproject.toml
 
@@ -66,6 +66,7 @@ class Config:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
     select: frozenset[str] = frozenset()
+    """Rule codes or symbols, as written (the CLI resolves and validates them)."""
     ignore: frozenset[str] = frozenset()
     fail_on: str | None = None
     baseline: str | None = None
@@ -126,8 +127,8 @@ def load(path: str | Path | None) -> Config:
         root=root,
         exclude=DEFAULT_EXCLUDE if exclude is None else exclude,
         extend_exclude=_strings(table, "extend-exclude", file) or (),
-        select=frozenset(c.upper() for c in _strings(table, "select", file) or ()),
-        ignore=frozenset(c.upper() for c in _strings(table, "ignore", file) or ()),
+        select=frozenset(_strings(table, "select", file) or ()),
+        ignore=frozenset(_strings(table, "ignore", file) or ()),
         fail_on=fail_on,
         baseline=None if baseline is None else os.path.join(root, baseline),
     )

@@ -3,7 +3,7 @@
 The checker parses with the interpreter it runs on, so a file written for a newer Python
 (``def f[T](x)`` on 3.11) fails to parse. Its tokens still tokenize on older versions, so a
 scan for constructs each grammar version added tells a syntax error from newer syntax, and
-the HO401 message can say which Python the file needs. Only runs after a parse failure.
+the unparsable-file message can say which Python the file needs. Only runs after a parse failure.
 """
 
 from __future__ import annotations

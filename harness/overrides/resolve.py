@@ -2,18 +2,34 @@
 
 Resolution follows what the source says: classes defined in a module, module-level aliases
 (``X = Y``), imports (absolute, relative, ``as`` aliases, re-exports through ``__init__``),
-submodules and star imports. Anything else (third-party and builtin classes, computed bases)
-is unresolvable and silently skipped. All walks are iterative or depth-bounded.
+submodules and star imports. A base class is resolved as Python does when the ``class``
+statement runs: the binding of its name in force at that line (an import above it, not a
+class of the same name defined further down), and for a nested class the enclosing class
+body first. Anything else (computed bases, classes of modules outside the tree that no
+:class:`ExternalModules` provides) is unresolvable and silently skipped.
+
+Methods are taken as their decorators leave them: a decorator that resolves to a descriptor
+class reading as a value (``__get__`` calls the function, like ``functools.cached_property``)
+makes a property; one that resolves to a function returning an inner function of its own
+signature (``def deco(fn): def wrap(dialect, conn, **kw): ...; return wrap``) makes that
+signature the method's. All walks are iterative or depth-bounded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from harness.overrides.discover import SourceFile
-from harness.overrides.signature import Signature
+from harness.overrides.dispatch import (
+    DESCRIPTOR_METHOD,
+    DESCRIPTOR_NONE,
+    DESCRIPTOR_VALUE,
+    ClassFacts,
+    Wrapper,
+)
+from harness.overrides.signature import PROPERTY, Signature
 from harness.overrides.summary import ClassSummary, FileSummary, Import
 
 _MAX_DEPTH = 40
@@ -29,6 +45,29 @@ class ModuleInfo:
     classes: dict[str, ClassInfo] = field(default_factory=lambda: {})
     imports: dict[str, Import] = field(default_factory=lambda: {})
     aliases: dict[str, str] = field(default_factory=lambda: {})
+    functions: dict[str, Wrapper] = field(default_factory=lambda: {})
+    """Module-level functions that return an inner function (decorators)."""
+    bindings: dict[str, list[Binding]] = field(default_factory=lambda: {})
+    """Every top-level binding of a name, in source order (for definition-time lookup)."""
+    external: bool = False
+    """Read from outside the scanned tree (standard library, installed packages)."""
+
+
+class Binding(NamedTuple):
+    """One top-level statement binding a name: a class, an import or an alias."""
+
+    line: int
+    cls: ClassInfo | None = None
+    imp: Import | None = None
+    alias: str | None = None
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    """A module-level decorator function (see :class:`harness.overrides.dispatch.Wrapper`)."""
+
+    module: ModuleInfo
+    wrapper: Wrapper
 
 
 @dataclass(eq=False)
@@ -44,6 +83,10 @@ class ClassInfo:
     unresolved_bases: bool = False
     previous: ClassInfo | None = None
     """An earlier class of the same name in the same scope (``class A(A)`` refers to it)."""
+    facts: ClassFacts | None = None
+    """Dispatch facts (escapes, dynamic dispatch, descriptors, decorators), if any."""
+    opaque: set[str] = field(default_factory=lambda: set())
+    """Names whose ``def`` a decorator replaced by an object of another kind."""
     _methods: dict[str, Signature] | None = None
 
     @property
@@ -60,10 +103,18 @@ class ClassInfo:
 
     def defines(self, name: str) -> bool:
         """True if the class body binds ``name`` (by ``def`` or otherwise)."""
-        return name in self.methods or name in self.summary.attributes
+        return name in self.methods or name in self.summary.attributes or name in self.opaque
 
 
-Target = ClassInfo | ModuleInfo
+Target = ClassInfo | ModuleInfo | FunctionInfo
+
+
+class ExternalModules(Protocol):
+    """Supplies modules from outside the scanned tree, by absolute name, on demand."""
+
+    def module(self, name: str) -> tuple[SourceFile, FileSummary] | None:
+        """The file and summary of module ``name``, or ``None`` if it has no readable source."""
+        ...
 
 
 class InheritanceCycle(NamedTuple):
@@ -88,9 +139,17 @@ MroProblem = InheritanceCycle | NoLinearization
 class Project:
     """The whole scanned tree: modules, classes, bases, MROs and subclasses."""
 
-    def __init__(self, modules: Iterable[tuple[SourceFile, FileSummary]]) -> None:
+    def __init__(
+        self,
+        modules: Iterable[tuple[SourceFile, FileSummary]],
+        external: ExternalModules | None = None,
+    ) -> None:
         self.modules: dict[str, ModuleInfo] = {}
         self.classes: list[ClassInfo] = []
+        """Classes of the scanned tree (external ones are in :attr:`external_classes`)."""
+        self.external_classes: list[ClassInfo] = []
+        self._external = external
+        self._missing: set[str] = set()
         infos: list[ModuleInfo] = []
         for file, summary in modules:
             info = ModuleInfo(file, summary, file.module)
@@ -101,39 +160,59 @@ class Project:
                 self.modules.setdefault(alias, info)
             self._index_module(info)
         self._memo: dict[tuple[int, str], Target | None] = {}
-        for cls in self.classes:
-            self._resolve_bases(cls)
+        pending = list(self.classes)
+        while pending:  # resolving a base may load external modules, and so more classes
+            loaded = len(self.external_classes)
+            for cls in pending:
+                self._resolve_bases(cls)
+            pending = self.external_classes[loaded:]
+        for cls in self.all_classes():
+            self._apply_decorators(cls)
         self._mro: dict[int, list[ClassInfo]] = {}
         self.problems: list[MroProblem] = []
         self._compute_mros()
         self.children: dict[int, list[ClassInfo]] = {}
-        for cls in self.classes:
+        for cls in self.all_classes():
             for base in cls.bases:
                 self.children.setdefault(id(base), []).append(cls)
+
+    def all_classes(self) -> list[ClassInfo]:
+        """Classes of the tree, then those of external modules loaded to resolve bases."""
+        return [*self.classes, *self.external_classes]
 
     # -- indexing --------------------------------------------------------------------------
 
     def _index_module(self, info: ModuleInfo) -> None:
         summary = info.summary
+        bindings: list[tuple[str, Binding]] = []
         for imp in summary.imports:
             info.imports[imp.name] = imp
-        for name, target in summary.aliases:
+            bindings.append((imp.name, Binding(imp.line, imp=imp)))
+        for name, target, line in summary.aliases:
             info.aliases[name] = target
+            bindings.append((name, Binding(line, alias=target)))
+        info.functions = {w.name: w for w in summary.dispatch.wrappers}
+        facts = {f.qualname: f for f in summary.dispatch.classes}
         by_qualname: dict[str, ClassInfo] = {}
         for cls_summary in summary.classes:
             cls = ClassInfo(f"{info.name}.{cls_summary.qualname}", info, cls_summary)
+            cls.facts = facts.get(cls_summary.qualname)
             if cls_summary.qualname in by_qualname:
                 cls.key = f"{cls.key}@{cls_summary.line}"
-            self.classes.append(cls)
+            (self.external_classes if info.external else self.classes).append(cls)
             previous = by_qualname.get(cls_summary.qualname)
             by_qualname[cls_summary.qualname] = cls
             outer, _, name = cls_summary.qualname.rpartition(".")
             if not outer:
                 info.classes[name] = cls
                 info.aliases.pop(name, None)
+                bindings.append((name, Binding(cls_summary.line, cls=cls)))
             elif outer in by_qualname:
                 by_qualname[outer].nested[name] = cls
             cls.previous = previous
+        bindings.sort(key=lambda item: item[1].line)
+        for name, binding in bindings:
+            info.bindings.setdefault(name, []).append(binding)
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -166,13 +245,17 @@ class Project:
     def _resolve_dotted(self, module: ModuleInfo, dotted: str, depth: int) -> Target | None:
         head, *rest = dotted.split(".")
         target = self._lookup(module, head, depth)
-        for part in rest:
-            if target is None:
-                return None
+        return self._walk(target, rest, depth)
+
+    def _walk(self, target: Target | None, parts: Iterable[str], depth: int) -> Target | None:
+        """Follow attribute names from ``target``: nested classes, module members."""
+        for part in parts:
             if isinstance(target, ClassInfo):
                 target = target.nested.get(part)
-            else:
+            elif isinstance(target, ModuleInfo):
                 target = self._lookup(target, part, depth + 1)
+            else:
+                return None
         return target
 
     def _lookup(self, module: ModuleInfo, name: str, depth: int) -> Target | None:
@@ -181,6 +264,9 @@ class Project:
         cls = module.classes.get(name)
         if cls is not None:
             return cls
+        function = module.functions.get(name)
+        if function is not None:
+            return FunctionInfo(module, function)
         alias = module.aliases.get(name)
         if alias is not None and alias != name:
             return self._resolve_dotted(module, alias, depth + 1)
@@ -201,16 +287,31 @@ class Project:
     def _resolve_import(self, module: ModuleInfo, imp: Import, depth: int) -> Target | None:
         absolute = self.absolute_module(module, imp.module, imp.level)
         if imp.attr is None:
-            return self.modules.get(absolute)
-        source = self.modules.get(absolute)
+            return self._module(absolute)
+        source = self._module(absolute)
         if source is None:
             return None
         if source is module and imp.attr == imp.name:
-            return self.modules.get(f"{absolute}.{imp.attr}")
+            return self._module(f"{absolute}.{imp.attr}")
         found = self._lookup(source, imp.attr, depth + 1)
         if found is None:
-            return self.modules.get(f"{absolute}.{imp.attr}")
+            return self._module(f"{absolute}.{imp.attr}")
         return found
+
+    def _module(self, name: str) -> ModuleInfo | None:
+        """A module of the tree, else one the external provider can read (loaded once)."""
+        found = self.modules.get(name)
+        if found is not None or self._external is None or name in self._missing or not name:
+            return found
+        loaded = self._external.module(name)
+        if loaded is None:
+            self._missing.add(name)
+            return None
+        file, summary = loaded
+        info = ModuleInfo(file, summary, name, external=True)
+        self.modules[name] = info
+        self._index_module(info)
+        return info
 
     def _resolve_shadowed(self, module: ModuleInfo, dotted: str) -> Target | None:
         """Resolve ``dotted`` ignoring the module's own class definitions of its head."""
@@ -218,20 +319,13 @@ class Project:
         imp = module.imports.get(head)
         if imp is None:
             return None
-        target = self._resolve_import(module, imp, 1)
-        for part in rest.split(".") if rest else ():
-            if target is None:
-                return None
-            target = (
-                target.nested.get(part)
-                if isinstance(target, ClassInfo)
-                else self._lookup(target, part, 1)
-            )
-        return target
+        return self._walk(self._resolve_import(module, imp, 1), rest.split(".") if rest else (), 1)
 
     def _resolve_bases(self, cls: ClassInfo) -> None:
         for base in cls.summary.bases:
-            target = None if base is None else self.resolve(cls.module, base)
+            target = None if base is None else self._at_definition(cls, base)
+            if target is None and base is not None:
+                target = self.resolve(cls.module, base)
             if target is cls and base is not None:
                 # `class A(A)` refers to whatever `A` was bound to before: an earlier class
                 # of that name, or an import (`from .llama import A` then `class A(A)`).
@@ -240,6 +334,99 @@ class Project:
                 cls.bases.append(target)
             elif base not in (None, "object"):
                 cls.unresolved_bases = True
+
+    def _at_definition(self, cls: ClassInfo, dotted: str) -> Target | None:
+        """What ``dotted`` named when ``cls``'s statement ran: for a nested class, a class
+        bound earlier in the enclosing class body; else the latest top-level binding above
+        the outermost enclosing statement that resolves. ``None`` when no such binding
+        exists (star imports, names bound later by a function): use :meth:`resolve`."""
+        head, *rest = dotted.split(".")
+        qualname = cls.summary.qualname
+        outer = qualname.rpartition(".")[0]
+        if outer:
+            enclosing = self._class_at(cls.module, outer)
+            inner = None if enclosing is None else enclosing.nested.get(head)
+            if inner is not None and inner.summary.line < cls.summary.line:
+                return self._walk(inner, rest, 0)
+        top = self._class_at(cls.module, qualname.partition(".")[0])
+        line = cls.summary.line if top is None else top.summary.line
+        for binding in reversed(cls.module.bindings.get(head, ())):
+            if binding.line >= line:
+                continue
+            target = self._binding_target(cls.module, binding, 0)
+            if target is not None and target is not cls:
+                return self._walk(target, rest, 0)
+        return None
+
+    def _binding_target(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
+        if binding.cls is not None:
+            return binding.cls
+        if binding.imp is not None:
+            return self._resolve_import(module, binding.imp, depth + 1)
+        if binding.alias is None or depth > _MAX_DEPTH:
+            return None
+        head, *rest = binding.alias.split(".")
+        for earlier in reversed(module.bindings.get(head, ())):
+            if earlier.line < binding.line:
+                found = self._binding_target(module, earlier, depth + 1)
+                if found is not None:
+                    return self._walk(found, rest, depth)
+        return self._resolve_dotted(module, binding.alias, depth + 1)
+
+    def _class_at(self, module: ModuleInfo, qualname: str) -> ClassInfo | None:
+        head, *rest = qualname.split(".")
+        found: ClassInfo | None = module.classes.get(head)
+        for part in rest:
+            found = None if found is None else found.nested.get(part)
+        return found
+
+    # -- decorators ------------------------------------------------------------------------
+
+    def descriptor_kind(self, cls: ClassInfo) -> int:
+        """How instances of ``cls`` behave as class attributes (``DESCRIPTOR_*``)."""
+        for member in self.mro(cls):
+            if member.facts is not None and member.facts.descriptor != DESCRIPTOR_NONE:
+                return member.facts.descriptor
+            if "property" in member.summary.bases or "builtins.property" in member.summary.bases:
+                return DESCRIPTOR_VALUE  # class cached(property)
+        return DESCRIPTOR_NONE
+
+    def _apply_decorators(self, cls: ClassInfo) -> None:
+        """Rewrite methods whose decorators the project defines (see the module docstring)."""
+        if cls.facts is None or not cls.facts.decorators:
+            return
+        by_line = dict(cls.facts.decorators)
+        methods: dict[str, Signature] = {}
+        for name, sig in cls.methods.items():
+            decorators = by_line.get(sig.line)
+            effective = self._decorated(cls, sig, decorators) if decorators else sig
+            if effective is None:
+                cls.opaque.add(name)
+            else:
+                methods[name] = effective
+        cls._methods = methods
+
+    def _decorated(
+        self, cls: ClassInfo, sig: Signature, decorators: tuple[str, ...]
+    ) -> Signature | None:
+        """The signature the decorators leave, or ``None`` when the name no longer binds a
+        function (a non-descriptor object replaces it: its calls are not the ``def``'s)."""
+        for written in reversed(decorators):  # the innermost decorator applies first
+            called = written.endswith("()")
+            target = self.resolve(cls.module, written.removesuffix("()"))
+            if isinstance(target, ClassInfo) and not called:
+                kind = self.descriptor_kind(target)
+                if kind == DESCRIPTOR_VALUE:
+                    sig = sig._replace(decorators=sig.decorators | {PROPERTY})
+                elif kind != DESCRIPTOR_METHOD:
+                    return None  # an instance of the class replaces the function
+            elif (
+                isinstance(target, FunctionInfo)
+                and target.wrapper.factory == called
+                and not target.wrapper.passthrough
+            ):
+                sig = sig._replace(params=target.wrapper.params)
+        return sig
 
     # -- MRO -------------------------------------------------------------------------------
 
@@ -250,7 +437,7 @@ class Project:
     def _compute_mros(self) -> None:
         """Post-order over the base graph (iterative), detecting cycles on the way."""
         state: dict[int, int] = {}  # 1 = on stack, 2 = done
-        for start in self.classes:
+        for start in self.all_classes():
             if id(start) in state:
                 continue
             stack: list[tuple[ClassInfo, Iterator[ClassInfo]]] = [(start, iter(start.bases))]
@@ -307,7 +494,7 @@ class Project:
     def release(self) -> None:
         """Break the class <-> module reference cycles so memory is freed at once by reference
         counting, without a cyclic garbage collection pass over the whole tree."""
-        for cls in self.classes:
+        for cls in self.all_classes():
             cls.bases.clear()
             cls.nested.clear()
             cls.previous = None

@@ -17,7 +17,9 @@ from io import StringIO
 from typing import Any, NamedTuple
 
 from harness.overrides import callsites
+from harness.overrides import dispatch as dispatch_facts
 from harness.overrides.callsites import CallSite, FileHits
+from harness.overrides.dispatch import DispatchSummary
 from harness.overrides.signature import MethodKind, Signature, dotted_name, from_function
 
 
@@ -68,13 +70,16 @@ class FileSummary(NamedTuple):
     imports: tuple[Import, ...]
     star_imports: tuple[tuple[str, int], ...]
     """``(module, level)`` of each ``from m import *``."""
-    aliases: tuple[tuple[str, str], ...]
-    """Module-level ``Name = dotted.name`` assignments (class aliases)."""
+    aliases: tuple[tuple[str, str, int], ...]
+    """``(name, dotted target, line)`` of module-level ``Name = dotted.name`` assignments
+    (class aliases; ``a = b = C`` binds both names)."""
     ignores: tuple[tuple[int, tuple[str, ...]], ...]
     """``(line, codes)`` of each ``# harness: ignore[...]`` comment; empty codes = bare."""
     calls: tuple[CallSite, ...]
     """Call sites in module-level functions."""
     parse_failures: tuple[ParseFailure, ...]
+    dispatch: DispatchSummary = dispatch_facts.EMPTY
+    """Guards, foreign calls, escapes, decorators: see :mod:`harness.overrides.dispatch`."""
 
 
 IGNORE_RE = re.compile(r"#\s*harness:\s*ignore\b(?:\[([^\]]*)\])?")
@@ -82,7 +87,7 @@ _PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, Overflo
 
 
 def _empty(failure: ParseFailure | None = None) -> FileSummary:
-    return FileSummary((), (), (), (), (), (), (failure,) if failure else ())
+    return FileSummary((), (), (), (), (), (), (failure,) if failure else (), dispatch_facts.EMPTY)
 
 
 def decode(data: bytes) -> str | ParseFailure:
@@ -315,27 +320,24 @@ def _summarize_text(text: str) -> FileSummary:
     tree = ast.parse(text)
     imports: list[Import] = []
     stars: list[tuple[str, int]] = []
-    aliases_out: list[tuple[str, str]] = []
+    aliases_out: list[tuple[str, str, int]] = []
     top = list(_flatten(tree.body))
     for stmt in top:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.extend(_imports_of(stmt))
             if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
                 stars.append((stmt.module or "", stmt.level))
-        elif (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-        ):
+        elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
             target = dotted_name(stmt.value)
             if target is not None:
-                aliases_out.append((stmt.targets[0].id, target))
+                aliases_out.extend(
+                    (t.id, target, stmt.lineno) for t in stmt.targets if isinstance(t, ast.Name)
+                )
     aliases = _import_aliases(imports)
     external = frozenset(
         name for name, target in aliases.items() if target.partition(".")[0] in callsites.EXTERNAL
     )
     hits = FileHits(text, external)
-    classes: list[ClassSummary] = []
     calls: list[CallSite] = []
     pending: list[tuple[ast.ClassDef, str]] = []
     for stmt in top:
@@ -343,12 +345,14 @@ def _summarize_text(text: str) -> FileSummary:
             pending.append((stmt, stmt.name))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             calls.extend(callsites.collect(stmt, hits, caller="", self_name=None))
+    statements: list[tuple[ast.ClassDef, ClassSummary]] = []
     while pending:
         nested: list[tuple[ast.ClassDef, str]] = []
         for node, qualname in pending:
-            classes.append(_class(node, qualname, aliases, hits, nested))
+            statements.append((node, _class(node, qualname, aliases, hits, nested)))
         pending = nested
-    classes.sort(key=lambda c: c.line)
+    statements.sort(key=lambda pair: pair[1].line)
+    classes = [summary for _, summary in statements]
     return FileSummary(
         classes=tuple(classes),
         imports=tuple(imports),
@@ -357,4 +361,5 @@ def _summarize_text(text: str) -> FileSummary:
         ignores=_ignores(text),
         calls=tuple(calls),
         parse_failures=(),
+        dispatch=dispatch_facts.extract(text, tree, statements, aliases),
     )
