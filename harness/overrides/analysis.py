@@ -136,7 +136,7 @@ def _check_class(
         issues = rules.check(Pair(base, sig, align(base, sig), _is_protocol(base_cls)))
         if not issues:
             continue
-        proofs = evidence.proofs(cls, name, sig)
+        proofs = evidence.proofs(cls, name, sig, base)
         named = any(_mentions(p, issue.params) for p in proofs for _, issue in issues)
         for rule, issue in issues:
             proof = _pick_proof(proofs, issue.params, fallback=not named)
@@ -186,10 +186,16 @@ def _drift_finding(
             text=proof.call.text,
             error=f"TypeError: {proof.error}",
             receiver=_RECEIVER_WORDS[proof.call.receiver],
+            unreached=proof.unreached,
         )
         if proof.certain:
             severity = Severity.ERROR
             message += f"; the call at {ev.path}:{ev.line} raises {ev.error}"
+        elif proof.unreached is not None:
+            message += (
+                f"; the call at {ev.path}:{ev.line} would raise {ev.error}, "
+                f"but it cannot run for {cls.qualname}: {proof.unreached}"
+            )
         else:
             message += (
                 f"; a caller typed as a base class at {ev.path}:{ev.line} would raise {ev.error}"

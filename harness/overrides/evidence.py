@@ -9,8 +9,12 @@ A call proves a crash (``error``) when Python is certain to dispatch it to the o
   ``m`` is the override.
 
 A receiver only annotated as a base class (``x: Base``) might be any subclass, so such a call
-is shown as ``warning`` evidence. The rejection is decided by binding the call's shape
-against the override's signature (:mod:`harness.overrides.binding`).
+is shown as ``warning`` evidence. So is a ``self``/``super()`` call that cannot run for any
+class inheriting the override (:mod:`harness.overrides.reach`: a guard excludes it, or the
+calling method is reached only through methods those classes override), with the reason.
+The rejection is decided by binding the call's shape against the override's signature
+(:mod:`harness.overrides.binding`); a call the base signature rejects too proves nothing
+about the override and is not used.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.reach import Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
 
@@ -32,6 +37,8 @@ class Proof(NamedTuple):
     """The ``TypeError`` message, without the ``TypeError:`` prefix."""
     certain: bool
     """True when dispatch to the override is certain (``error`` severity)."""
+    unreached: str | None = None
+    """Why the call cannot run for the classes that inherit the override, when it cannot."""
 
 
 def shape_of(call: CallSite) -> CallShape:
@@ -51,7 +58,7 @@ class EvidenceIndex:
     def __init__(self, project: Project) -> None:
         self.project = project
         self.by_method: dict[str, list[tuple[CallSite, ClassInfo | None, ModuleInfo]]] = {}
-        for cls in project.classes:
+        for cls in project.all_classes():
             for call in cls.summary.calls:
                 self.by_method.setdefault(call.method, []).append((call, cls, cls.module))
         seen: set[int] = set()
@@ -61,9 +68,13 @@ class EvidenceIndex:
             seen.add(id(module))
             for call in module.summary.calls:
                 self.by_method.setdefault(call.method, []).append((call, None, module))
+        self.reach = Reach(project, self.by_method)
 
-    def proofs(self, cls: ClassInfo, name: str, override: Signature) -> list[Proof]:
-        """Calls that reach ``cls``'s ``name`` and that its signature rejects, best first."""
+    def proofs(
+        self, cls: ClassInfo, name: str, override: Signature, base: Signature | None = None
+    ) -> list[Proof]:
+        """Calls that reach ``cls``'s ``name`` and that its signature rejects (and ``base``'s
+        accepts), best first."""
         calls = self.by_method.get(name)
         if not calls or override.is_property:
             return []
@@ -78,32 +89,56 @@ class EvidenceIndex:
         out: list[Proof] = []
         seen: set[tuple[str, int, int]] = set()
 
-        def add(call: CallSite, module: ModuleInfo, certain: bool, *, through: bool = True) -> None:
+        reach = self.reach
+
+        def add(
+            call: CallSite,
+            module: ModuleInfo,
+            certain: bool,
+            *,
+            through: bool = True,
+            unreached: str | None = None,
+        ) -> None:
             key = (module.file.display, call.line, call.col)
             if key in seen:
                 return
-            error = bind_method(shape_of(call), override, qualname, through_instance=through)
-            if error is not None:
-                seen.add(key)
-                out.append(Proof(call, module, error, certain))
+            shape = shape_of(call)
+            error = bind_method(shape, override, qualname, through_instance=through)
+            if error is None:
+                return
+            if base is not None and bind_method(shape, base, name, through_instance=through):
+                return  # wrong against the base as well: not evidence about this override
+            seen.add(key)
+            out.append(Proof(call, module, error, certain, unreached))
 
         for call, site_cls, module in calls:
             if call.receiver in (Receiver.SELF, Receiver.CLS) and site_cls is not None:
                 # Runs on an instance (or, for `cls`, the class) of some inheritor X if X
-                # inherits the calling method.
+                # inherits the calling method and that method can run for X.
                 on_class = call.receiver is Receiver.CLS
                 if on_class and override.kind is MethodKind.INSTANCE:
                     continue  # `cls.m(obj, ...)` passes self explicitly: shape unknown
+                why: str | None = None
                 for x in inheritors:
-                    if site_cls in project.mro(x) and project.definer(x, call.caller) is site_cls:
+                    if site_cls not in project.mro(x):
+                        continue
+                    inherits = project.definer(x, call.caller) is site_cls
+                    if not inherits and not reach.runs(x, site_cls, call.caller):
+                        continue  # x overrides the caller and never reaches this one
+                    why = reach.why_not(x, call, site_cls, module)
+                    if why is None:
                         add(call, module, True, through=not on_class)
                         break
+                else:
+                    if why is not None:
+                        add(call, module, False, through=not on_class, unreached=why)
             elif call.receiver is Receiver.SUPER and site_cls is not None:
                 start = site_cls
                 if call.receiver_class is not None:
                     start = project.resolve_class(module, call.receiver_class) or site_cls
                 if project.definer(site_cls, name, after=start) is cls:
-                    add(call, module, True)
+                    why = reach.why_not(site_cls, call, site_cls, module)
+                    add(call, module, why is None, unreached=why)
             elif call.receiver is Receiver.CONSTRUCTED and call.receiver_class is not None:
                 target = project.resolve_class(module, call.receiver_class)
                 if target is not None and id(target) in inheritor_ids:
@@ -115,5 +150,12 @@ class EvidenceIndex:
                 related = target is cls or cls in project.mro(target) or target in project.mro(cls)
                 if related and not _shadowed(project, target, name):
                     add(call, module, False)
-        out.sort(key=lambda p: (not p.certain, p.module.file.display, p.call.line))
+        out.sort(
+            key=lambda p: (
+                not p.certain,
+                p.unreached is not None,
+                p.module.file.display,
+                p.call.line,
+            )
+        )
         return out

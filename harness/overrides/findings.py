@@ -32,6 +32,8 @@ class Evidence:
     """``TypeError: C.m() got an unexpected keyword argument 'x'``."""
     receiver: str
     """``self``, ``super()``, ``constructed`` or ``annotated``."""
+    unreached: str | None = None
+    """Why the call cannot run for the class holding the override (then not an error)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of the shared contract plus the TypeError text."""
@@ -41,6 +43,7 @@ class Evidence:
             "text": self.text,
             "error": self.error,
             "receiver": self.receiver,
+            "unreached": self.unreached,
         }
 
 

@@ -34,7 +34,11 @@ def run_key(parts: Sequence[str | None]) -> bytes:
 
 def _encode(f: Finding) -> tuple[Any, ...]:
     ev = f.evidence
-    evidence = None if ev is None else (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver)
+    evidence = (
+        None
+        if ev is None
+        else (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver, ev.unreached)
+    )
     return (
         f.path, f.line, f.col, f.code, f.symbol, f.severity.value, f.message, f.class_name,
         f.method, f.base_class, f.base_path, f.base_line, f.params, f.signature,
