@@ -57,6 +57,10 @@ GUARD_ISINSTANCE = "isinstance"
 GUARD_PARAM = "param"
 ANY_NAME = ""
 """A dynamic-dispatch prefix that matches every method name."""
+_MIN_PREFIX = 3
+"""Letters a name prefix of ``getattr(obj, prefix + name)`` on another object needs to count:
+``"visit_" + kind`` names a family of methods; ``"_" + name`` could be anything and is
+taken as an attribute lookup, not a dispatch."""
 
 
 class Atom(NamedTuple):
@@ -133,6 +137,7 @@ EMPTY = DispatchSummary((), (), (), (), ())
 
 _METHOD_CALL = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
 _SELF_TAIL = re.compile(r"(?<![\w.])(?:self|cls)$")
+_COMMENT = re.compile(r"(?:^|[ \t])#")
 _SUPER_TAIL = re.compile(r"\bsuper\([^()\n]*\)[ \t]*$")
 _AFTER_DOT_REF = r"[ \t]*\.[ \t]*([A-Za-z_]\w*)\b(?![ \t]*(?:\(|=(?!=)))"
 # A literal first character keeps these scans fast; the lookbehind then checks the word start.
@@ -438,17 +443,53 @@ def _returned_function(
 
 
 def _wrapper(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
+    """``func`` as a decorator that replaces a function by an inner one, if it is one: the
+    inner function it returns must use the decorated function (the parameter of the
+    function that receives it) without taking a parameter of that name itself."""
     inner = _returned_function(func)
     if inner is None:
         return None
-    factory = False
+    holder, factory = func, False
     nested = _returned_function(inner)
     if nested is not None:  # def deco(arg): def decorator(fn): def wrap(...)
-        inner, factory = nested, True
+        holder, inner, factory = inner, nested, True
+    wrapped = _first_param(holder)
+    if wrapped is None or not _uses(inner, wrapped):
+        return None
     params = from_function(inner, {}).params
     kinds = {p.kind for p in params}
     passthrough = ParamKind.VAR_POSITIONAL in kinds and ParamKind.VAR_KEYWORD in kinds
     return Wrapper(func.name, func.lineno, params, factory, passthrough)
+
+
+def _first_param(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    positional = [*func.args.posonlyargs, *func.args.args]
+    return positional[0].arg if positional else None
+
+
+def _uses(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether ``func``'s body calls ``name`` or passes it to a call, ``name`` coming from an
+    enclosing scope (``fn(*args)``, ``_switch_db(db, conn, fn, ...)``)."""
+    args = func.args
+    own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    own.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    if name in own:
+        return False
+
+    def named(node: ast.expr) -> bool:
+        if isinstance(node, ast.Starred):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id == name
+
+    for stmt in func.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and (
+                named(node.func)
+                or any(named(a) for a in node.args)
+                or any(named(k.value) for k in node.keywords)
+            ):
+                return True
+    return False
 
 
 # --- the text scans ------------------------------------------------------------------------------
@@ -535,13 +576,27 @@ def _text_facts(
                     dynamic[owner].append(_string_prefix(argument) or ANY_NAME)
             elif constant is None:
                 prefix = _string_prefix(argument)
-                if prefix:
+                if prefix and len(prefix.strip("_")) >= _MIN_PREFIX:
                     prefixes.append(prefix)
     typed = [
         {a: c for a, c in attr_ctor[i].items() if attr_counts[i].get(a) == 1}
         for i in range(n_classes)
     ]
     return typed, escapes, dynamic, prefixes
+
+
+def _code_matches(pattern: re.Pattern[str], text: str) -> list[str]:
+    """Group 1 of each match not inside a ``#`` comment (judged from its line alone)."""
+    if "#" not in text:
+        return pattern.findall(text)
+    out: list[str] = []
+    for match in pattern.finditer(text):
+        start = match.start()
+        line_start = text.rfind("\n", 0, start) + 1
+        if "#" in text[line_start:start] and _COMMENT.search(text, line_start, start):
+            continue
+        out.append(match.group(1))
+    return out
 
 
 def _foreign_calls(
@@ -554,10 +609,10 @@ def _foreign_calls(
 ) -> set[ForeignCall]:
     """Calls on receivers other than ``self``/``cls``/``super()``, counted by name: every
     ``.name(`` minus the ``self.name(``/``cls.name(``/``super().name(`` ones."""
-    counts = Counter(_METHOD_CALL.findall(text))
-    counts.subtract(_SELF_CALL.findall(text))
-    counts.subtract(_CLS_CALL.findall(text))
-    counts.subtract(_SUPER_CALL.findall(text))
+    counts = Counter(_code_matches(_METHOD_CALL, text))
+    counts.subtract(_code_matches(_SELF_CALL, text))
+    counts.subtract(_code_matches(_CLS_CALL, text))
+    counts.subtract(_code_matches(_SUPER_CALL, text))
     out: set[ForeignCall] = set()
     if any(typed):
         for match in _SELF_ATTR_CALL.finditer(text):
@@ -576,6 +631,9 @@ def _foreign_calls(
         # A private method called on another object: note what the caller rejects.
         pattern = re.compile(r"\.[ \t]*" + re.escape(method) + r"[ \t]*\(")
         for match in pattern.finditer(text):
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            if _COMMENT.search(text, line_start, match.start()):
+                continue
             tail = text[max(0, match.start() - 60) : match.start()].rstrip()
             if _SELF_TAIL.search(tail) or _SUPER_TAIL.search(tail):
                 continue

@@ -106,7 +106,11 @@ class EvidenceIndex:
             error = bind_method(shape, override, qualname, through_instance=through)
             if error is None:
                 return
-            if base is not None and bind_method(shape, base, name, through_instance=through):
+            if (
+                base is not None
+                and not base.is_property
+                and bind_method(shape, base, name, through_instance=through)
+            ):
                 return  # wrong against the base as well: not evidence about this override
             seen.add(key)
             out.append(Proof(call, module, error, certain, unreached))

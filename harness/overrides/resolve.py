@@ -166,11 +166,11 @@ class Project:
             for cls in pending:
                 self._resolve_bases(cls)
             pending = self.external_classes[loaded:]
-        for cls in self.all_classes():
-            self._apply_decorators(cls)
         self._mro: dict[int, list[ClassInfo]] = {}
         self.problems: list[MroProblem] = []
         self._compute_mros()
+        for cls in self.all_classes():
+            self._apply_decorators(cls)
         self.children: dict[int, list[ClassInfo]] = {}
         for cls in self.all_classes():
             for base in cls.bases:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from io import StringIO
 from typing import Any, NamedTuple
 
-from harness.overrides import callsites
+from harness.overrides import callsites, grammar
 from harness.overrides import dispatch as dispatch_facts
 from harness.overrides.callsites import CallSite, FileHits
 from harness.overrides.dispatch import DispatchSummary
@@ -301,14 +301,17 @@ def summarize(data: bytes) -> FileSummary:
     try:
         return _summarize_text(text)
     except _PARSE_FAILURES as exc:
-        return _empty(_parse_failure(exc))
+        return _empty(_parse_failure(exc, text))
     finally:
         if enabled:
             gc.enable()
 
 
-def _parse_failure(exc: BaseException) -> ParseFailure:
+def _parse_failure(exc: BaseException, text: str = "") -> ParseFailure:
     if isinstance(exc, SyntaxError):
+        newer = grammar.newer_syntax(text) if text else None
+        if newer is not None:
+            return ParseFailure(newer.line, 1, newer.describe())
         where = f" (line {exc.lineno})" if exc.lineno else ""
         return ParseFailure(1, 1, f"syntax error{where}: {exc.msg}")
     if isinstance(exc, (RecursionError, MemoryError)):
