@@ -38,13 +38,15 @@ def analyze(
     *,
     changed: set[str] | None,
     select: frozenset[str],
+    deleted: frozenset[str] = frozenset(),
 ) -> tuple[list[Finding], int, int]:
     """Findings (suppressed ones removed), number of classes, number checked.
 
-    ``summaries`` maps display paths to summaries; ``changed`` holds display paths.
+    ``summaries`` maps display paths to summaries; ``changed`` holds display paths and
+    ``deleted`` the module names of changed files that no longer exist.
     """
     by_display = {f.display: f for f in files}
-    project = Project((by_display[d], s) for d, s in summaries.items())
+    project = Project(((by_display[d], s) for d, s in summaries.items()), watch=deleted)
     rules = RuleSet(select)
     try:
         findings, classes, checked = _analyze(project, summaries, changed, rules)
@@ -92,11 +94,8 @@ def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
     if changed is None:
         return list(project.classes)
     roots = [c for c in project.classes if c.module.file.display in changed]
-    out: dict[int, ClassInfo] = {id(c): c for c in roots}
-    for root in roots:
-        for d in project.descendants(root):
-            out.setdefault(id(d), d)
-    return list(out.values())
+    roots.extend(c for c in project.affected if c.module.file.display not in changed)
+    return [*roots, *project.descendants(*roots)]
 
 
 def _at(

@@ -1,43 +1,60 @@
 """On-disk cache of file summaries, and parallel summarising of the files not in it.
 
-The cache is one :mod:`marshal` file per directory: ``{content_hash: encoded summary}`` plus
-a stat index ``{absolute_path: (mtime_ns, size, content_hash)}``, so a warm run neither
-re-reads nor re-hashes unchanged files, and decodes summaries with :mod:`harness.overrides.codec`. The header carries the checker and Python versions; a mismatch or
-a corrupt file is treated as an empty cache. Writes are atomic (temp file + ``os.replace``).
+Correctness comes first: every run reads and hashes every file, and a summary is reused only
+for the same content hash (a restored modification time or an equal size proves nothing).
+Cache files are framed with a magic string, a header naming the checker and Python versions,
+and a checksum of the payload; anything unreadable, corrupt, from another version or of the
+wrong shape is an empty cache, and a cache location that cannot be used means running
+without a cache, never an error. Writes are atomic (temp file + ``os.replace``).
+
+The cache directory is found like ruff's: ``--cache-dir`` if given, else
+``$XDG_CACHE_HOME/harness/<project>`` if that variable is set, else ``.harness_cache`` in the
+project root found from the scanned paths (:func:`harness.overrides.discover.project_root`).
+The directory gets a ``.gitignore`` holding ``*`` and a ``CACHEDIR.TAG``; the checker's files
+live in its ``overrides/`` subdirectory.
+
 Cold runs summarise new files in a process pool when there are enough of them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import marshal
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from harness.overrides.discover import SourceFile, Unreadable
+from harness.overrides.discover import SourceFile, Unreadable, project_root
 
 if TYPE_CHECKING:
     from harness.overrides.summary import FileSummary
 
 SCHEMA = 6
 """Bump when the summary format or extraction changes."""
-DEFAULT_DIR = os.path.join(".harness_cache", "overrides")
-_FILE = "summaries.marshal"
+DIRECTORY_NAME = ".harness_cache"
+_SUBDIR = "overrides"
+_SUMMARIES = "summaries.bin"
+_MAGIC = b"harness-overrides-cache\n"
+_CHECKSUM = 16
 _MAX_ENTRIES = 50_000
 _PARALLEL_MIN = 48
 """Fewer new files than this are parsed in-process (a pool costs ~0.1 s to start)."""
-
-StatKey = tuple[int, int]
+_GITIGNORE = "# Automatically created by harness.\n*\n"
+_CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by harness.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
 
 
 def code_version() -> str:
     """Fingerprint of the checker's own source files (name, size, mtime).
 
-    Part of every cache key, so editing the checker never reuses stale summaries or results;
-    ``SCHEMA`` still documents deliberate format changes.
+    Part of every cache header, so editing the checker never reuses stale summaries or
+    results; ``SCHEMA`` still documents deliberate format changes.
     """
     package = Path(__file__).resolve().parent
     parts: list[str] = []
@@ -53,51 +70,109 @@ def code_version() -> str:
     return digest("\n".join(parts).encode())
 
 
-def _header() -> tuple[str, int, str, str]:
-    return ("harness-overrides", SCHEMA, sys.version, code_version())
-
-
 def digest(data: bytes) -> str:
     """Content hash used as the cache key."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def locate(option: str | None, paths: Sequence[str], cwd: str) -> str | None:
+    """The cache directory for a run: ``option`` (``--cache-dir``, relative to ``cwd``; ``""``
+    to find it, ``None`` for no cache), else ``$XDG_CACHE_HOME/harness/<project>``, else
+    ``<project root>/.harness_cache``."""
+    if option is None:
+        return None
+    if option:
+        return os.path.join(cwd, option)
+    root = project_root([os.path.join(cwd, p) for p in paths] or [cwd])
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):  # the XDG spec says to ignore relative values
+        name = f"{os.path.basename(root) or 'root'}-{digest(os.fsencode(root))[:12]}"
+        return os.path.join(xdg, "harness", name)
+    return os.path.join(root, DIRECTORY_NAME)
+
+
+def _data_dir(directory: str) -> Path:
+    return Path(directory) / _SUBDIR
+
+
+def read_framed(
+    directory: str, name: str, header: tuple[Any, ...], valid: Callable[[Any], bool]
+) -> Any:
+    """The payload :func:`write_framed` wrote with this ``header``, or ``None`` if the file
+    is missing, unreadable, corrupt, from another version, or not ``valid``."""
+    try:
+        raw = (_data_dir(directory) / name).read_bytes()
+    except OSError:
+        return None
+    body = raw[len(_MAGIC) + _CHECKSUM :]
+    if not raw.startswith(_MAGIC) or raw[len(_MAGIC) : len(_MAGIC) + _CHECKSUM] != _sum(body):
+        return None
+    try:
+        stored_header, payload = marshal.loads(body)
+        ok = stored_header == header and valid(payload)
+    except Exception:  # marshal raises several types on malformed input; all mean "no cache"
+        return None
+    return payload if ok else None
+
+
+def write_framed(directory: str, name: str, header: tuple[Any, ...], payload: Any) -> None:
+    """Write ``payload`` atomically under ``directory``; any failure leaves no cache behind."""
+    target = _data_dir(directory) / name
+    tmp = target.with_name(f".{name}.{os.getpid()}.tmp")
+    try:
+        _prepare(Path(directory))
+        body = marshal.dumps((header, payload))
+        tmp.write_bytes(_MAGIC + _sum(body) + body)
+        os.replace(tmp, target)
+    except (OSError, ValueError):  # ValueError: marshal of an unexpected object
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def _sum(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=_CHECKSUM).digest()
+
+
+def _prepare(directory: Path) -> None:
+    """Create the cache directory with its ``.gitignore`` and ``CACHEDIR.TAG`` (as ruff does)."""
+    (directory / _SUBDIR).mkdir(parents=True, exist_ok=True)
+    for name, text in ((".gitignore", _GITIGNORE), ("CACHEDIR.TAG", _CACHEDIR_TAG)):
+        marker = directory / name
+        if not marker.exists():
+            marker.write_text(text, encoding="utf-8")
+
+
+def _header() -> tuple[str, int, str, str]:
+    return ("harness-overrides-summaries", SCHEMA, sys.version, code_version())
+
+
+def _is_blob_table(payload: Any) -> bool:
+    return isinstance(payload, dict) and all(
+        isinstance(k, str) and isinstance(v, bytes)
+        for k, v in payload.items()  # pyright: ignore[reportUnknownVariableType]
+    )
+
+
 class Cache:
-    """Encoded summaries by content hash, with a stat shortcut by path."""
+    """Encoded summaries by content hash."""
 
     def __init__(self, directory: str | None) -> None:
         self.directory = directory
         self.blobs: dict[str, bytes] = {}
-        self.stats: dict[str, tuple[int, int, str]] = {}
+        self.used: set[str] = set()
         self.dirty = False
         if directory is not None:
-            self._load(Path(directory) / _FILE)
-
-    def _load(self, path: Path) -> None:
-        try:
-            payload: Any = marshal.loads(path.read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
-            return
-        if not isinstance(payload, tuple) or len(payload) != 3 or payload[0] != _header():  # pyright: ignore[reportUnknownArgumentType]
-            return
-        self.stats, self.blobs = payload[1], payload[2]
+            payload = read_framed(directory, _SUMMARIES, _header(), _is_blob_table)
+            if payload is not None:
+                self.blobs = payload
 
     def save(self) -> None:
         """Write the cache if anything changed; failures to write are ignored."""
         if self.directory is None or not self.dirty:
             return
         if len(self.blobs) > _MAX_ENTRIES:
-            live = {h for (_, _, h) in self.stats.values()}
-            self.blobs = {h: b for h, b in self.blobs.items() if h in live}
-        directory = Path(self.directory)
-        target = directory / _FILE
-        tmp = directory / f".{_FILE}.{os.getpid()}.tmp"
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(marshal.dumps((_header(), self.stats, self.blobs)))
-            os.replace(tmp, target)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+            self.blobs = {h: b for h, b in self.blobs.items() if h in self.used}
+        write_framed(self.directory, _SUMMARIES, _header(), self.blobs)
 
 
 def _summarize_one(data: bytes) -> bytes:
@@ -112,56 +187,67 @@ def _decode(blob: bytes) -> FileSummary | None:
 
     try:
         return codec.loads(blob)
-    except (ValueError, EOFError, TypeError, LookupError):
+    except Exception:  # a blob of the wrong shape is a cache miss, whatever it raises
         return None
 
 
-def load(
-    files: Sequence[SourceFile], cache: Cache, jobs: int | None
-) -> tuple[dict[str, FileSummary], list[Unreadable], int]:
-    """Summaries by display path, the files that could not be read, number of files parsed."""
-    out: dict[str, FileSummary] = {}
+class Source(NamedTuple):
+    """A file's bytes, read once per run, and their content hash."""
+
+    file: SourceFile
+    data: bytes
+    hash: str
+
+
+def read_sources(files: Sequence[SourceFile]) -> tuple[list[Source], list[Unreadable]]:
+    """Every file's bytes and content hash; the files that could not be read."""
+    sources: list[Source] = []
     unreadable: list[Unreadable] = []
-    todo: list[tuple[SourceFile, bytes, str, StatKey]] = []
     for file in files:
-        try:
-            st = os.stat(file.path)
-        except OSError as exc:
-            unreadable.append(Unreadable(file.display, f"cannot read file: {exc.strerror}"))
-            continue
-        stat_key = (st.st_mtime_ns, st.st_size)
-        known = cache.stats.get(file.path)
-        if known is not None and known[0] == stat_key[0] and known[1] == stat_key[1]:
-            blob = cache.blobs.get(known[2])
-            summary = None if blob is None else _decode(blob)
-            if summary is not None:
-                out[file.display] = summary
-                continue
         try:
             with open(file.path, "rb") as handle:
                 data = handle.read()
         except OSError as exc:
             unreadable.append(Unreadable(file.display, f"cannot read file: {exc.strerror}"))
             continue
-        h = digest(data)
-        cache.stats[file.path] = (*stat_key, h)
-        cache.dirty = True
-        blob = cache.blobs.get(h)
+        sources.append(Source(file, data, digest(data)))
+    return sources, unreadable
+
+
+def load(
+    sources: Sequence[Source], cache: Cache, jobs: int | None
+) -> tuple[dict[str, FileSummary], int]:
+    """Summaries by display path (from the cache when the content hash is known) and the
+    number of files parsed."""
+    out: dict[str, FileSummary] = {}
+    todo: list[Source] = []
+    for source in sources:
+        cache.used.add(source.hash)
+        blob = cache.blobs.get(source.hash)
         summary = None if blob is None else _decode(blob)
         if summary is not None:
-            out[file.display] = summary
+            out[source.file.display] = summary
         else:
-            todo.append((file, data, h, stat_key))
-    for (file, _, h, _), blob in zip(todo, _summarize_all([t[1] for t in todo], jobs), strict=True):
-        cache.blobs[h] = blob
+            todo.append(source)
+    for source, blob in zip(todo, _summarize_all([t.data for t in todo], jobs), strict=True):
+        cache.blobs[source.hash] = blob
+        cache.dirty = True
         summary = _decode(blob)
         if summary is not None:
-            out[file.display] = summary
-    return out, unreadable, len(todo)
+            out[source.file.display] = summary
+    return out, len(todo)
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _summarize_all(blobs: list[bytes], jobs: int | None) -> list[bytes]:
-    workers = jobs if jobs is not None else min(os.cpu_count() or 1, 8)
+    workers = min(jobs if jobs is not None else 8, cpu_count())
     if workers <= 1 or len(blobs) < _PARALLEL_MIN:
         return [_summarize_one(b) for b in blobs]
     from concurrent.futures import ProcessPoolExecutor

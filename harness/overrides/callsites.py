@@ -1,10 +1,14 @@
 """Method call sites that can prove a crash: ``self.m(...)``, ``super().m(...)``, ``C(...).m(...)``.
 
 Walking every expression of a large tree costs more than parsing it, so the walk is guided:
-a regular expression finds the lines that can hold an interesting call, and only the
+regular expressions find the lines that can hold an interesting call, and only the
 statements spanning those lines are visited. Local receivers are recognised when the
 function binds them exactly once to a constructor call (``x = C(...)``) or annotates a
 parameter with a class (``x: Base``); anything that might rebind the name disqualifies it.
+
+Every scan of the source text is linear in its length: the patterns cannot backtrack over
+more than the run they match, and what must be looked up around a match (the start of its
+line, the nearest parenthesis) is found from bounded or monotonically advancing positions.
 """
 
 from __future__ import annotations
@@ -55,9 +59,14 @@ class CallSite(NamedTuple):
 
 _SELF_CALL = re.compile(r"(?:self|cls)[ \t]*\.[ \t]*\w+[ \t]*\(")
 _PAREN_CALL = re.compile(r"\)[ \t]*\.[ \t]*\w+[ \t]*\(")
-_RECEIVER_CALL = re.compile(r"(?:super|[A-Z]\w*)[ \t]*\([^()\n]*\)$")
+_RECEIVER_WINDOW = 80
+"""How far before ``).m(`` the receiver call ``C(...)`` / ``super(...)`` may start."""
+_WORD = re.compile(r"\w+")
 _CTOR_ASSIGN = re.compile(r"=[ \t]*([A-Za-z_][\w.]*)[ \t]*\(")
 _ASSIGN_TARGET = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?$")
+_NAME_CALL = re.compile(r"(?<![\w.])(\w+)\.(?=[ \t]*\w+[ \t]*\()")
+_NAME_SCANS = 32
+"""After this many per-name scans of one file, index every ``name.m(`` in one pass."""
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
 _AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
@@ -152,8 +161,7 @@ class LineIndex:
         count = text.count
         for match in _PAREN_CALL.finditer(text):
             start = match.start()
-            before = text[max(0, start - 80) : start + 1]
-            if _RECEIVER_CALL.search(before):
+            if _closes_receiver_call(text, start):
                 line += count("\n", pos, start)
                 pos = start
                 lines.add(line)
@@ -179,25 +187,68 @@ class LineIndex:
             start = text.find(needle, start + 1)
         return out
 
+    def all_name_lines(self) -> dict[str, list[int]]:
+        """:meth:`name_lines` of every name at once, in one pass over the text."""
+        text = self.text
+        out: dict[str, list[int]] = {}
+        line = 1
+        pos = 0
+        count = text.count
+        for match in _NAME_CALL.finditer(text):
+            start = match.start()
+            line += count("\n", pos, start)
+            pos = start
+            lines = out.setdefault(match.group(1), [])
+            if not lines or lines[-1] != line:
+                lines.append(line)
+        return out
+
     def assigns(self) -> list[tuple[int, str, str]]:
-        """``(line, name, Class)`` of each ``name = Class(`` (one per line)."""
+        """``(line, name, Class)`` of each ``name = Class(`` (one per line).
+
+        Only the first ``=`` of a line can follow a plain assignment target, so the target
+        is matched at most once per line.
+        """
         text = self.text
         out: list[tuple[int, str, str]] = []
         line = 1
         pos = 0
+        line_start = 0
+        first_eq = -1
         count = text.count
         for match in _CTOR_ASSIGN.finditer(text):
-            callee = match.group(1)
-            if not _is_class_like(callee):
-                continue
             start = match.start()
+            newline = text.rfind("\n", pos, start)
             line += count("\n", pos, start)
             pos = start
-            line_start = text.rfind("\n", 0, start) + 1
+            if newline != -1 or first_eq == -1:
+                line_start = newline + 1 if newline != -1 else line_start
+                first_eq = text.find("=", line_start)
+            callee = match.group(1)
+            if start != first_eq or not _is_class_like(callee):
+                continue
             target = _ASSIGN_TARGET.match(text, line_start, start)
             if target is not None:
                 out.append((line, target.group(1), callee))
         return out
+
+
+def _closes_receiver_call(text: str, close: int) -> bool:
+    """Whether the ``)`` at ``close`` ends ``C(...)`` or ``super(...)`` (a capitalised or
+    ``super`` name, then arguments without parentheses or newlines) starting at most
+    ``_RECEIVER_WINDOW`` characters before it. Constant work per call."""
+    low = max(0, close - _RECEIVER_WINDOW)
+    open_ = text.rfind("(", low, close)
+    if open_ == -1 or text.find(")", open_ + 1, close) != -1:
+        return False
+    if text.find("\n", open_ + 1, close) != -1:
+        return False
+    head = text[low:open_].rstrip(" \t")
+    word = _WORD.match(head[::-1])  # the name right before the parenthesis, reversed
+    if word is None:
+        return False
+    name = word.group()
+    return name.startswith("repus") or any("A" <= c <= "Z" for c in name)
 
 
 def _spans(lines: Sequence[int], first: int, last: int) -> bool:
@@ -381,13 +432,71 @@ class FileHits:
         self.external = external | EXTERNAL
         """Names that cannot be project classes (``torch``, ``Tensor`` from torch)."""
         self._by_name: dict[str, list[int]] = {}
+        self._scans = 0
+        self._self_assigned: list[tuple[int, str]] | None = None
 
     def name_lines(self, name: str) -> list[int]:
-        """Lines with ``name.m(`` calls (cached)."""
+        """Lines with ``name.m(`` calls (cached; after a few names, all names in one pass)."""
         lines = self._by_name.get(name)
         if lines is None:
+            if self._scans == _NAME_SCANS:
+                self._by_name = self.lines.all_name_lines()
+                self._scans += 1
+                return self._by_name.get(name, [])
+            if self._scans > _NAME_SCANS:
+                return []
+            self._scans += 1
             lines = self._by_name[name] = self.lines.name_lines(name)
         return lines
+
+    def self_assigned(self, first: int, last: int) -> frozenset[str]:
+        """Names assigned as ``self.x = ...`` (or ``self.x: T = ...``) on lines
+        ``first..last`` (textual: cheap and conservative; one scan of the file)."""
+        if self._self_assigned is None:
+            self._self_assigned = _self_assignments(self.lines.text)
+        found = self._self_assigned
+        i = bisect_left(found, (first,))
+        j = bisect_left(found, (last + 1,), i)
+        return frozenset(name for _, name in found[i:j])
+
+
+_SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*))")
+
+
+def _self_assignments(text: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of each ``self.name = `` / ``self.name: T =`` (not ``==``), in order.
+
+    The next ``=`` and newline are tracked as the scan advances, so an annotation is never
+    re-read: linear in the text.
+    """
+    out: list[tuple[int, str]] = []
+    line, pos = 1, 0
+    resume = 0
+    next_eq = next_nl = -1
+    size = len(text)
+    for match in _SELF_DOT.finditer(text):
+        if match.start() < resume:
+            continue  # inside the annotation of the previous assignment
+        end = match.end(2)
+        mark = text[end : end + 1]
+        eq = -1
+        if mark == "=":
+            eq = end
+        elif mark == ":":
+            if next_eq < end:
+                next_eq = text.find("=", end)
+                next_eq = size if next_eq == -1 else next_eq
+            if next_nl < end:
+                next_nl = text.find("\n", end)
+                next_nl = size if next_nl == -1 else next_nl
+            eq = next_eq if next_eq < next_nl else -1
+        if eq == -1 or text[eq + 1 : eq + 2] == "=":
+            continue
+        line += text.count("\n", pos, match.start())
+        pos = match.start()
+        out.append((line, match.group(1)))
+        resume = eq + 1
+    return out
 
 
 def _lines_in(lines: Sequence[int], first: int, last: int) -> list[int]:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from harness import __version__
 from harness.overrides import baseline as baseline_mod
-from harness.overrides.cache import DEFAULT_DIR, SCHEMA, code_version
-from harness.overrides.discover import SourceFile, Unreadable, discover, display_path
+from harness.overrides.cache import SCHEMA, Source, code_version, locate, read_sources
+from harness.overrides.discover import SourceFile, Unreadable, discover, module_names
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.results import ResultStore, fingerprint, run_key
 
@@ -26,8 +26,9 @@ class CheckOptions:
 
     select: frozenset[str] = frozenset()
     """Codes of optional rules to enable (``harness overrides --list-rules`` shows which)."""
-    cache_dir: str | None = DEFAULT_DIR
-    """Cache directory (relative to ``cwd``); ``None`` disables caching."""
+    cache_dir: str | None = ""
+    """Cache directory (relative to ``cwd``); ``""`` finds it as :func:`cache.locate` says;
+    ``None`` disables caching."""
     jobs: int | None = None
     """Worker processes for parsing; ``None`` = one per CPU."""
     baseline: str | None = None
@@ -83,17 +84,15 @@ def _check(
     started = time.perf_counter()
     cwd = os.path.abspath(options.cwd or os.getcwd())
     roots = list(paths) or ["."]
-    files, unreadable = discover([*roots, *(changed or ())], cwd)
-    changed_paths = None if changed is None else sorted({display_path(p, cwd) for p in changed})
-    cache_dir = None if options.cache_dir is None else os.path.join(cwd, options.cache_dir)
-    entries: list[tuple[str, int, int]] = []
-    for file in files:
-        try:
-            st = os.stat(file.path)
-        except OSError:
-            entries.append((file.path, -1, -1))
-            continue
-        entries.append((file.path, st.st_mtime_ns, st.st_size))
+    present = [p for p in changed or () if os.path.lexists(p)]
+    files, unreadable = discover([*roots, *present], cwd)
+    changed_paths = None if changed is None else sorted(_changed_files(files, present))
+    deleted = frozenset(
+        name for p in changed or () if not os.path.lexists(p) for name in module_names(p, roots)
+    )
+    cache_dir = locate(options.cache_dir, roots, cwd)
+    sources, unread = read_sources(files)
+    unreadable = [*unreadable, *unread]
     key = run_key(
         [
             __version__,
@@ -102,15 +101,18 @@ def _check(
             cwd,
             "\0".join(sorted(os.path.abspath(r) for r in roots)),
             None if changed_paths is None else "\0".join(changed_paths),
+            "\0".join(sorted(deleted)),
             ",".join(sorted(options.select)),
         ]
     )
-    print_ = fingerprint(entries, [f"{u.display}:{u.reason}" for u in unreadable])
+    print_ = fingerprint(
+        [(s.file.display, s.hash) for s in sources], [f"{u.display}:{u.reason}" for u in unreadable]
+    )
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)
     stats = Stats(files=len(files), reused=findings is not None)
     if findings is None:
-        findings = _analyze(files, unreadable, changed_paths, cache_dir, options, stats)
+        findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)
         store.put(key, print_, findings)
     if options.baseline is not None:
         findings = baseline_mod.filter_new(findings, baseline_mod.read(options.baseline))
@@ -120,9 +122,10 @@ def _check(
 
 
 def _analyze(
-    files: Sequence[SourceFile],
+    sources: Sequence[Source],
     unreadable: Sequence[Unreadable],
     changed: list[str] | None,
+    deleted: frozenset[str],
     cache_dir: str | None,
     options: CheckOptions,
     stats: Stats,
@@ -130,15 +133,35 @@ def _analyze(
     from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, load
 
-    sources = list(files)
     cache = Cache(cache_dir)
-    summaries, unreadable_files, stats.parsed = load(sources, cache, options.jobs)
+    summaries, stats.parsed = load(sources, cache, options.jobs)
     cache.save()
     findings, stats.classes, stats.checked_classes = analyze(
-        sources,
+        [s.file for s in sources],
         summaries,
-        [*unreadable, *unreadable_files],
+        unreadable,
         changed=None if changed is None else set(changed),
         select=options.select,
+        deleted=deleted,
     )
     return findings
+
+
+def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[str]:
+    """Display paths of the files ``changed`` names: a file (by real path, whatever symlink
+    it was given through) or every file under a directory."""
+    wanted: set[str] = set()
+    under: list[str] = []
+    for path in changed:
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            under.extend((os.path.abspath(path) + os.sep, real + os.sep))
+        else:
+            wanted.add(real)
+    prefixes = tuple(under)
+    return {
+        f.display
+        for f in files
+        if f.real in wanted
+        or (prefixes and (f.path.startswith(prefixes) or f.real.startswith(prefixes)))
+    }

@@ -38,8 +38,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--changed",
         nargs="+",
-        metavar="FILE",
-        help="check only these files' classes and every subclass of them anywhere in the tree",
+        metavar="PATH",
+        help="check only the classes of these files (a directory: every file under it; a "
+        "deleted file: the classes that imported from it) and all their subclasses in the tree",
     )
     parser.add_argument(
         "--format", choices=_FORMATS, default="text", help="output format (default: text)"
@@ -70,7 +71,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--cache-dir",
         metavar="DIR",
-        help="summary cache directory (default: .harness_cache/overrides)",
+        help="cache directory (default: $XDG_CACHE_HOME/harness/<project> if set, else "
+        ".harness_cache in the project root of the scanned paths)",
     )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     parser.add_argument(
@@ -110,13 +112,12 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError("--jobs must be at least 1")
 
     from harness.overrides.baseline import write
-    from harness.overrides.cache import DEFAULT_DIR
     from harness.overrides.checker import CheckOptions, check
     from harness.overrides.findings import Severity
 
     options = CheckOptions(
         select=_codes(args.select),
-        cache_dir=None if args.no_cache else (args.cache_dir or DEFAULT_DIR),
+        cache_dir=None if args.no_cache else (args.cache_dir or ""),
         jobs=args.jobs,
         baseline=None if args.write_baseline else args.baseline,
     )

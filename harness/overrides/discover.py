@@ -3,15 +3,21 @@
 A file's primary module name follows its ``__init__.py`` chain (``vllm/v1/attention/...``
 -> ``vllm.v1.attention...``). Files outside regular packages (namespace packages, scripts,
 ``src/`` layouts) also get the dotted name relative to each scanned root, so absolute
-imports between them resolve. Walking is iterative, follows directory symlinks once, and
-reports loops and unreadable entries (:class:`Unreadable`) instead of failing.
+imports between them resolve. Walking is iterative and reports loops and unreadable entries
+instead of failing.
+
+Symlinks never change what is found: a file is known by its real path's place under the
+scanned roots. Every real directory is walked before any symlinked one, and a file reached
+both directly and through a symlink (``docs/examples/base.py -> ../../pkg/base.py``, or
+``aaa -> pkg``) is the direct one, once; a symlink whose target lies outside the roots is
+walked as if its contents were there.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,6 +42,8 @@ class SourceFile(NamedTuple):
     """True for ``__init__.py``."""
     aliases: tuple[str, ...]
     """Further dotted names the module may be imported as (namespace packages, roots)."""
+    real: str = ""
+    """The real path (symlinks resolved): the file's identity."""
 
 
 class Unreadable(NamedTuple):
@@ -71,12 +79,14 @@ class _Walker:
 
     def __init__(self, cwd: str) -> None:
         self.display = _Displayer(cwd)
-        self.files: dict[str, SourceFile] = {}
+        self.by_real: dict[str, tuple[bool, SourceFile]] = {}
+        """Real path -> (reached through a symlink, the file as found)."""
         self.unreadable: list[Unreadable] = []
         self.has_init: dict[str, bool] = {}
         self.packages: dict[str, tuple[str, ...]] = {}
-        self.seen_files: set[str] = set()
         self.seen_dirs: set[str] = set()
+        self.linked: list[tuple[str, str, str]] = []
+        """Symlinked directories ``(path, real path, root)``, walked after every real one."""
 
     def _is_package(self, directory: str) -> bool:
         known = self.has_init.get(directory)
@@ -100,13 +110,11 @@ class _Walker:
         self.packages[directory] = parts
         return parts
 
-    def add(self, path: str, root: str, canonical: str) -> None:
-        """Record one file (once per real path) with its module names."""
-        if canonical in self.seen_files:
-            return
-        self.seen_files.add(canonical)
+    def names(self, path: str, root: str) -> tuple[str, bool, tuple[str, ...]]:
+        """Primary module name, whether it is a package, further names (``path`` need not
+        exist: a deleted file still has the names it was imported by)."""
         directory, filename = os.path.split(path)
-        stem = filename.rpartition(".")[0]
+        stem = filename.rpartition(".")[0] or filename
         is_package = stem == "__init__"
         package = self.package_parts(directory)
         parts = package if is_package else (*package, stem)
@@ -125,13 +133,27 @@ class _Walker:
             # is the best name, and the one relative imports must be resolved against.
             names.append(primary)
             primary = names.pop(0)
-        aliases = tuple(n for n in dict.fromkeys(names) if n != primary)
-        display = self.display(path)
-        self.files[display] = SourceFile(path, display, primary, is_package, aliases)
+        return primary, is_package, tuple(n for n in dict.fromkeys(names) if n != primary)
 
-    def walk(self, root: str) -> None:
-        """Collect the ``.py`` files under ``root`` (iterative; each real directory once)."""
-        stack = [(root, os.path.realpath(root))]
+    def add(self, path: str, root: str, real: str, linked: bool) -> None:
+        """Record one file, once per real path: the first direct path found, else the first
+        path through a symlink. The names of the other paths become aliases, so imports
+        through any of them reach the one module."""
+        primary, is_package, aliases = self.names(path, root)
+        file = SourceFile(path, self.display(path), primary, is_package, aliases, real)
+        known = self.by_real.get(real)
+        if known is not None:
+            keep, other = (known[1], file) if linked or not known[0] else (file, known[1])
+            names = (*keep.aliases, other.module, *other.aliases)
+            merged = tuple(n for n in dict.fromkeys(names) if n != keep.module)
+            file, linked = keep._replace(aliases=merged), known[0] and linked
+        self.by_real[real] = (linked, file)
+
+    def walk(self, start: str, real: str, root: str, linked: bool = False) -> None:
+        """Collect the ``.py`` files under ``start`` (iterative; each real directory once;
+        symlinked directories are queued for :meth:`walk_linked`). Module names are taken
+        relative to ``root``, the scanned path ``start`` was reached from."""
+        stack = [(start, real)]
         while stack:
             directory, canonical = stack.pop()
             if canonical in self.seen_dirs:
@@ -147,11 +169,22 @@ class _Walker:
             self.has_init[directory] = any(e.name == "__init__.py" for e in entries)
             subdirs: list[tuple[str, str]] = []
             for entry in entries:
-                self._entry(entry, root, canonical, subdirs)
+                self._entry(entry, root, canonical, subdirs, linked)
             stack.extend(reversed(subdirs))
 
+    def walk_linked(self) -> None:
+        """Walk the queued symlinked directories whose targets no walk has reached."""
+        while self.linked:
+            path, real, root = self.linked.pop(0)
+            self.walk(path, real, root, linked=True)
+
     def _entry(
-        self, entry: os.DirEntry[str], root: str, parent: str, subdirs: list[tuple[str, str]]
+        self,
+        entry: os.DirEntry[str],
+        root: str,
+        parent: str,
+        subdirs: list[tuple[str, str]],
+        linked: bool,
     ) -> None:
         name = entry.name
         try:
@@ -169,10 +202,13 @@ class _Walker:
             if link and (parent == canonical or parent.startswith(canonical + os.sep)):
                 self.unreadable.append(Unreadable(self.display(entry.path), "symlink loop"))
                 return
-            subdirs.append((entry.path, canonical))
+            if link:
+                self.linked.append((entry.path, canonical, root))
+            else:
+                subdirs.append((entry.path, canonical))
         elif is_file:
             if _is_source(name):
-                self.add(entry.path, root, canonical)
+                self.add(entry.path, root, canonical, linked or link)
         elif link:
             reason = _symlink_reason(entry.path)
             if reason == "symlink loop" or _is_source(name):
@@ -195,17 +231,58 @@ def discover(
         absolute = os.path.abspath(given)
         if not os.path.lexists(absolute):
             raise HarnessError(f"path does not exist: {given}")
+        real = os.path.realpath(absolute)
         if os.path.isfile(absolute):
             if absolute.endswith((".py", ".pyi")):  # pre-commit may pass any staged file
-                walker.add(absolute, os.path.dirname(absolute), os.path.realpath(absolute))
+                walker.add(absolute, os.path.dirname(absolute), real, real != absolute)
         elif os.path.isdir(absolute):
-            walker.walk(absolute)
+            walker.walk(absolute, real, absolute, linked=real != absolute)
         else:
             walker.unreadable.append(
                 Unreadable(walker.display(absolute), _symlink_reason(absolute))
             )
-    ordered = sorted(walker.files.values(), key=lambda f: f.display)
+    walker.walk_linked()
+    ordered = sorted((file for _, file in walker.by_real.values()), key=lambda f: f.display)
     return ordered, walker.unreadable
+
+
+def module_names(path: str, roots: Sequence[str]) -> tuple[str, ...]:
+    """The dotted names a file (or a package directory) at ``path`` would be imported by,
+    whether or not it exists: how a deleted file is still recognised."""
+    absolute = os.path.abspath(path)
+    if not absolute.endswith((".py", ".pyi")):
+        absolute = os.path.join(absolute, "__init__.py")
+    walker = _Walker(os.path.dirname(absolute))
+    within = [os.path.abspath(r) for r in roots]
+    root = max(
+        (r for r in within if absolute.startswith(r.rstrip(os.sep) + os.sep)),
+        key=len,
+        default=os.path.dirname(absolute),
+    )
+    primary, _, aliases = walker.names(absolute, root)
+    return (primary, *aliases)
+
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", ".hg")
+"""Files or directories that mark a project root."""
+
+
+def project_root(paths: Sequence[str]) -> str:
+    """The nearest directory at or above the scanned paths' common directory that holds a
+    :data:`ROOT_MARKERS` entry; the common directory itself when none does."""
+    dirs = [p if os.path.isdir(p) else os.path.dirname(p) for p in map(os.path.abspath, paths)]
+    try:
+        common = os.path.commonpath(dirs)
+    except ValueError:  # nothing in common (other drives)
+        common = dirs[0]
+    current = common
+    while True:
+        if any(os.path.exists(os.path.join(current, m)) for m in ROOT_MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return common
+        current = parent
 
 
 def _symlink_reason(path: str) -> str:

@@ -137,16 +137,16 @@ EMPTY = DispatchSummary((), (), (), (), ())
 
 _METHOD_CALL = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
 _SELF_TAIL = re.compile(r"(?<![\w.])(?:self|cls)$")
-_COMMENT = re.compile(r"(?:^|[ \t])#")
+_COMMENT = re.compile(r"(?:^|\s)#")
 _SUPER_TAIL = re.compile(r"\bsuper\([^()\n]*\)[ \t]*$")
 _AFTER_DOT_REF = r"[ \t]*\.[ \t]*([A-Za-z_]\w*)\b(?![ \t]*(?:\(|=(?!=)))"
 # A literal first character keeps these scans fast; the lookbehind then checks the word start.
 _SELF_REF = re.compile(r"s(?<![\w.]s)elf" + _AFTER_DOT_REF)
 _CLS_REF = re.compile(r"c(?<![\w.]c)ls" + _AFTER_DOT_REF)
 _ATTR_ASSIGN = re.compile(
-    r"s(?<![\w.]s)elf[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(.*)"
+    r"s(?<![\w.]s)elf[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]{0,200})?=(?!=)[ \t]*"
+    r"([A-Za-z_][\w.]{0,200}[ \t]*\()?"
 )
-_CTOR = re.compile(r"([A-Za-z_][\w.]*)[ \t]*\(")
 _GETATTR = re.compile(r"g(?<![\w.]g)etattr\([ \t]*(self|cls|[A-Za-z_][\w.]*)[ \t]*,[ \t]*")
 _STRING_HEAD = re.compile(r"""([rRbBuU]?[fF]?[rR]?)(['"])""")
 _RAISE_GUARD = ("isinstance(", "raise")
@@ -166,6 +166,15 @@ class _Locator:
         order = sorted(range(len(spans)), key=lambda i: spans[i][0])
         self.spans = [(spans[i][0], spans[i][1], i) for i in order]
         self.firsts = [first for first, _, _ in self.spans]
+        self.parents: list[int] = []
+        """Per sorted span: the position of the nearest span enclosing it, or -1."""
+        open_: list[int] = []
+        for position, (first, last, _) in enumerate(self.spans):
+            while open_ and self.spans[open_[-1]][1] < first:
+                open_.pop()
+            self.parents.append(open_[-1] if open_ else -1)
+            if last >= first:
+                open_.append(position)
         self._pos = 0
         self._line = 1
 
@@ -177,13 +186,16 @@ class _Locator:
         return self._line
 
     def owner(self, line: int) -> int | None:
-        """Index (into the spans given) of the innermost span holding ``line``."""
-        best: int | None = None
-        size = 0
-        for first, last, index in self.spans[: bisect_right(self.firsts, line)]:
-            if first <= line <= last and (best is None or last - first < size):
-                best, size = index, last - first
-        return best
+        """Index (into the spans given) of the innermost span holding ``line``: the last span
+        starting at or before it, else the nearest enclosing one (spans nest, as statements
+        do)."""
+        at = bisect_right(self.firsts, line) - 1
+        while at >= 0:
+            first, last, index = self.spans[at]
+            if first <= line <= last:
+                return index
+            at = self.parents[at]
+        return None
 
 
 # --- guards ---------------------------------------------------------------------------------
@@ -554,9 +566,11 @@ def _text_facts(
                 continue
             name = match.group(1)
             attr_counts[owner][name] = attr_counts[owner].get(name, 0) + 1
-            ctor = _CTOR.match(match.group(2))
-            if ctor is not None and ctor.group(1).rpartition(".")[2][:1].isupper():
-                attr_ctor[owner][name] = ctor.group(1)
+            ctor = match.group(2)
+            if ctor is not None:
+                callee = ctor.rstrip(" \t(")
+                if callee.rpartition(".")[2][:1].isupper():
+                    attr_ctor[owner][name] = callee
         for pattern in (_SELF_REF, _CLS_REF):
             for match in pattern.finditer(text):
                 owner = classes_at.owner(classes_at.line(match.start()))
@@ -585,18 +599,31 @@ def _text_facts(
     return typed, escapes, dynamic, prefixes
 
 
-def _code_matches(pattern: re.Pattern[str], text: str) -> list[str]:
-    """Group 1 of each match not inside a ``#`` comment (judged from its line alone)."""
+def _uncommented(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """Matches of ``pattern`` that are not inside a ``#`` comment, judged from the text of
+    their line before them. Linear: each stretch of text is searched for ``#`` once."""
     if "#" not in text:
-        return pattern.findall(text)
-    out: list[str] = []
+        yield from pattern.finditer(text)
+        return
+    scanned = 0  # text[:scanned] has been looked at for newlines and comment marks
+    commented = False
     for match in pattern.finditer(text):
         start = match.start()
-        line_start = text.rfind("\n", 0, start) + 1
-        if "#" in text[line_start:start] and _COMMENT.search(text, line_start, start):
-            continue
-        out.append(match.group(1))
-    return out
+        newline = text.rfind("\n", scanned, start)
+        if newline != -1:
+            scanned, commented = newline + 1, False
+        if not commented and _COMMENT.search(text, max(scanned - 1, 0), start) is not None:
+            commented = True
+        scanned = max(scanned, start)
+        if not commented:
+            yield match
+
+
+def _code_matches(pattern: re.Pattern[str], text: str) -> list[str]:
+    """Group 1 of each match of ``pattern`` outside comments."""
+    if "#" not in text:
+        return pattern.findall(text)
+    return [m.group(1) for m in _uncommented(pattern, text)]
 
 
 def _foreign_calls(
@@ -630,10 +657,7 @@ def _foreign_calls(
             continue
         # A private method called on another object: note what the caller rejects.
         pattern = re.compile(r"\.[ \t]*" + re.escape(method) + r"[ \t]*\(")
-        for match in pattern.finditer(text):
-            line_start = text.rfind("\n", 0, match.start()) + 1
-            if _COMMENT.search(text, line_start, match.start()):
-                continue
+        for match in _uncommented(pattern, text):
             tail = text[max(0, match.start() - 60) : match.start()].rstrip()
             if _SELF_TAIL.search(tail) or _SUPER_TAIL.search(tail):
                 continue

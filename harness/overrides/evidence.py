@@ -46,12 +46,6 @@ def shape_of(call: CallSite) -> CallShape:
     return CallShape(call.n_positional, call.keywords, call.star, call.starstar)
 
 
-def _shadowed(project: Project, cls: ClassInfo, name: str) -> bool:
-    """True if some class in the MRO assigns ``self.name = ...``: the instance attribute,
-    not the method, is what ``obj.name(...)`` calls."""
-    return any(name in c.summary.instance_attributes for c in project.mro(cls))
-
-
 class EvidenceIndex:
     """Call sites of the whole project, indexed by called method name."""
 
@@ -80,11 +74,7 @@ class EvidenceIndex:
             return []
         project = self.project
         qualname = f"{cls.qualname}.{name}"
-        inheritors = [
-            x
-            for x in [cls, *project.descendants(cls)]
-            if project.definer(x, name) is cls and not _shadowed(project, x, name)
-        ]
+        inheritors = [x for x in project.inheritors(cls, name) if not project.shadowed(x, name)]
         inheritor_ids = {id(c) for c in inheritors}
         out: list[Proof] = []
         seen: set[tuple[str, int, int]] = set()
@@ -124,7 +114,7 @@ class EvidenceIndex:
                     continue  # `cls.m(obj, ...)` passes self explicitly: shape unknown
                 why: str | None = None
                 for x in inheritors:
-                    if site_cls not in project.mro(x):
+                    if not project.in_mro(site_cls, x):
                         continue
                     inherits = project.definer(x, call.caller) is site_cls
                     if not inherits and not reach.runs(x, site_cls, call.caller):
@@ -151,8 +141,8 @@ class EvidenceIndex:
                 target = project.resolve_class(module, call.receiver_class)
                 if target is None:
                     continue
-                related = target is cls or cls in project.mro(target) or target in project.mro(cls)
-                if related and not _shadowed(project, target, name):
+                related = project.in_mro(cls, target) or project.in_mro(target, cls)
+                if related and not project.shadowed(target, name):
                     add(call, module, False)
         out.sort(
             key=lambda p: (

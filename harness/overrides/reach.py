@@ -22,8 +22,6 @@ through those calls.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.dispatch import ANY_NAME, GUARD_ISINSTANCE, ForeignCall, Guard
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
@@ -57,6 +55,16 @@ class Reach:
                 self.guards[(id(module), guard.line, guard.col)] = guard
             prefixes.update(facts.prefixes)
         self.prefixes = tuple(sorted(prefixes))
+        self._escaping: dict[str, list[ClassInfo]] = {}
+        """Method name -> classes in which ``self.<name>`` escapes."""
+        self._dynamic: list[tuple[ClassInfo, tuple[str, ...]]] = []
+        for cls in project.all_classes():
+            if cls.facts is None:
+                continue
+            for name in cls.facts.escapes:
+                self._escaping.setdefault(name, []).append(cls)
+            if cls.facts.dynamic:
+                self._dynamic.append((cls, cls.facts.dynamic))
         self._memo: dict[tuple[int, int, str], bool] = {}
         self._active: set[tuple[int, int, str]] = set()
         self._tainted = False
@@ -87,8 +95,7 @@ class Reach:
                 targets = [project.resolve_class(module, n) for n in atom.names]
                 if any(t is None for t in targets):
                     continue
-                mro = project.mro(x)
-                holds = any(t in mro for t in targets)
+                holds = any(t is not None and project.in_mro(t, x) for t in targets)
                 if not holds and not project.fully_resolved(x):
                     continue  # an unresolved base might be one of them
                 if holds == atom.negated:
@@ -142,14 +149,15 @@ class Reach:
 
     def _runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
         project = self.project
-        mro = project.mro(x)
-        if owner not in mro:
+        if not project.in_mro(owner, x):
             return False
-        if project.definer(x, method) is owner and self._dispatched(x, owner, method, mro):
+        if project.definer(x, method) is owner and self._dispatched(x, owner, method):
             return True
         # super().method() in a class before `owner` in x's MRO that lands on owner's method.
         for call, site, module in self.calls.get(method, ()):
-            if call.receiver is not Receiver.SUPER or site is None or site not in mro:
+            if call.receiver is not Receiver.SUPER or site is None:
+                continue
+            if not project.in_mro(site, x):
                 continue
             start = site
             if call.receiver_class is not None:
@@ -160,23 +168,21 @@ class Reach:
                 return True
         return False
 
-    def _dispatched(
-        self, x: ClassInfo, owner: ClassInfo, method: str, mro: Sequence[ClassInfo]
-    ) -> bool:
+    def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
         """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
 
         A method that the tree never calls on an object of ``owner``'s hierarchy is an entry
         point (its callers are the project's users); one that the tree does call there is
         taken to be reached only through those calls."""
-        if _is_dunder(method) or self._escapes(method, mro):
-            return True
-        if not self.project.fully_resolved(x):
-            return True
         project = self.project
+        if _is_dunder(method) or self._escapes(method, x):
+            return True
+        if not project.fully_resolved(x):
+            return True
         internal = 0
         for other, module in self.foreign.get(method, ()):
             if other.receiver_class is None:
-                if not self._rejects(other.rejected, module, mro):
+                if not self._rejects(other.rejected, module, x):
                     return True
                 internal += 1
                 continue
@@ -186,7 +192,7 @@ class Reach:
             internal += self._related(target, owner)
         for call, site, module in self.calls.get(method, ()):
             if call.receiver in (Receiver.SELF, Receiver.CLS) and site is not None:
-                if site in mro and self._call_runs(x, call, site, module):
+                if project.in_mro(site, x) and self._call_runs(x, call, site, module):
                     return True
                 internal += self._related(site, owner)
             elif call.receiver in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
@@ -196,37 +202,33 @@ class Reach:
                     else project.resolve_class(module, call.receiver_class)
                 )
                 exact = call.receiver is Receiver.CONSTRUCTED
-                if target is None or target is x or (not exact and target in mro):
+                if target is None or target is x or (not exact and project.in_mro(target, x)):
                     return True
                 internal += self._related(target, owner)
         return internal == 0
 
     def _related(self, a: ClassInfo, b: ClassInfo) -> bool:
-        return a is b or b in self.project.mro(a) or a in self.project.mro(b)
+        return self.project.in_mro(b, a) or self.project.in_mro(a, b)
 
     def _call_runs(self, x: ClassInfo, call: CallSite, site: ClassInfo, module: ModuleInfo) -> bool:
         return self.guard_excludes(x, call, module) is None and self.runs(x, site, call.caller)
 
-    def _escapes(self, method: str, mro: Iterable[ClassInfo]) -> bool:
-        for prefix in self.prefixes:
-            if method.startswith(prefix):
-                return True
-        for cls in mro:
-            facts = cls.facts
-            if facts is None:
-                continue
-            if method in facts.escapes:
-                return True
-            if any(p == ANY_NAME or method.startswith(p) for p in facts.dynamic):
-                return True
-        return False
+    def _escapes(self, method: str, x: ClassInfo) -> bool:
+        """Whether ``method`` can be called from outside the call graph for an ``x``."""
+        if any(method.startswith(prefix) for prefix in self.prefixes):
+            return True
+        in_mro = self.project.in_mro
+        if any(in_mro(cls, x) for cls in self._escaping.get(method, ())):
+            return True
+        return any(
+            in_mro(cls, x) and any(p == ANY_NAME or method.startswith(p) for p in prefixes)
+            for cls, prefixes in self._dynamic
+        )
 
-    def _rejects(
-        self, rejected: tuple[str, ...], module: ModuleInfo, mro: Sequence[ClassInfo]
-    ) -> bool:
+    def _rejects(self, rejected: tuple[str, ...], module: ModuleInfo, x: ClassInfo) -> bool:
         for name in rejected:
             target = self.project.resolve_class(module, name)
-            if target is not None and target in mro:
+            if target is not None and self.project.in_mro(target, x):
                 return True
         return False
 
@@ -235,19 +237,10 @@ class Reach:
     def _unreached_reason(self, x: ClassInfo, owner: ClassInfo, method: str) -> str:
         """Name the callers of ``owner.method`` and why each does not run for ``x``."""
         project = self.project
-        mro = project.mro(x)
         callers: dict[str, str] = {}
+        own = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
         for call, site, module in self.calls.get(method, ()):
-            if (
-                site is None
-                or site not in mro
-                or call.receiver
-                not in (
-                    Receiver.SELF,
-                    Receiver.CLS,
-                    Receiver.SUPER,
-                )
-            ):
+            if site is None or call.receiver not in own or not project.in_mro(site, x):
                 continue
             name = f"{site.qualname}.{call.caller}()"
             if name in callers:

@@ -17,7 +17,7 @@ signature the method's. All walks are iterative or depth-bounded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -142,8 +142,16 @@ class Project:
     def __init__(
         self,
         modules: Iterable[tuple[SourceFile, FileSummary]],
+        watch: Iterable[str] = (),
         external: ExternalModules | None = None,
     ) -> None:
+        self._watch = frozenset(watch)
+        """Module names (of deleted files) whose lookups mark the looking class as affected."""
+        self._touched = False
+        self._touching: set[tuple[int, str]] = set()
+        self.affected: list[ClassInfo] = []
+        """Classes whose bases are resolved through a watched module name, found or not:
+        the subclasses of what a deleted file defined."""
         self.modules: dict[str, ModuleInfo] = {}
         self.classes: list[ClassInfo] = []
         """Classes of the scanned tree (external ones are in :attr:`external_classes`)."""
@@ -166,15 +174,32 @@ class Project:
             for cls in pending:
                 self._resolve_bases(cls)
             pending = self.external_classes[loaded:]
-        self._mro: dict[int, list[ClassInfo]] = {}
+        self._up: dict[int, ClassInfo] = {}
+        """A class with one usable base: that base (its MRO is the class, then the base's)."""
+        self._full: dict[int, tuple[ClassInfo, ...]] = {}
+        """A class with several usable bases: its whole C3 MRO."""
+        self._broken_ids: set[int] = set()
         self.problems: list[MroProblem] = []
         self._compute_mros()
-        for cls in self.all_classes():
-            self._apply_decorators(cls)
+        self._tin: dict[int, int] = {}
+        self._tout: dict[int, int] = {}
+        self._root: dict[int, ClassInfo] = {}
+        self._label_chains()
+        self._resolved: dict[int, bool] = {}
         self.children: dict[int, list[ClassInfo]] = {}
         for cls in self.all_classes():
             for base in cls.bases:
                 self.children.setdefault(id(base), []).append(cls)
+        self._binders: dict[str, list[ClassInfo]] = {}
+        """Name -> the classes whose body binds it (methods and other class attributes)."""
+        self._assigners: dict[str, list[ClassInfo]] = {}
+        """Name -> the classes that assign ``self.name = ...``."""
+        for cls in self.all_classes():
+            self._apply_decorators(cls)
+            for name in (*cls.methods, *cls.summary.attributes, *cls.opaque):
+                self._binders.setdefault(name, []).append(cls)
+            for name in cls.summary.instance_attributes:
+                self._assigners.setdefault(name, []).append(cls)
 
     def all_classes(self) -> list[ClassInfo]:
         """Classes of the tree, then those of external modules loaded to resolve bases."""
@@ -231,11 +256,34 @@ class Project:
         """What ``dotted`` names at the top level of ``module``, if it is in the tree."""
         key = (id(module), dotted)
         if key in self._memo:
+            self._touched = self._touched or key in self._touching
             return self._memo[key]
         self._memo[key] = None  # breaks import cycles
+        outer, self._touched = self._touched, False
         result = self._resolve_dotted(module, dotted, 0)
         self._memo[key] = result
+        if self._touched:
+            self._touching.add(key)
+        self._touched = outer or self._touched
         return result
+
+    def _module(self, name: str) -> ModuleInfo | None:
+        """The module of that name, else one the external provider can read (loaded once);
+        notes a lookup of a watched name (see ``affected``)."""
+        if self._watch and any(name == w or name.startswith(w + ".") for w in self._watch):
+            self._touched = True
+        found = self.modules.get(name)
+        if found is not None or self._external is None or not name or name in self._missing:
+            return found
+        loaded = self._external.module(name)
+        if loaded is None:
+            self._missing.add(name)
+            return None
+        file, summary = loaded
+        info = ModuleInfo(file, summary, name, external=True)
+        self.modules[name] = info
+        self._index_module(info)
+        return info
 
     def resolve_class(self, module: ModuleInfo, dotted: str) -> ClassInfo | None:
         """Like :meth:`resolve`, but only classes."""
@@ -244,10 +292,9 @@ class Project:
 
     def _resolve_dotted(self, module: ModuleInfo, dotted: str, depth: int) -> Target | None:
         head, *rest = dotted.split(".")
-        target = self._lookup(module, head, depth)
-        return self._walk(target, rest, depth)
+        return self._follow(self._lookup(module, head, depth), rest, depth)
 
-    def _walk(self, target: Target | None, parts: Iterable[str], depth: int) -> Target | None:
+    def _follow(self, target: Target | None, parts: Iterable[str], depth: int) -> Target | None:
         """Follow attribute names from ``target``: nested classes, module members."""
         for part in parts:
             if isinstance(target, ClassInfo):
@@ -273,11 +320,11 @@ class Project:
         imp = module.imports.get(name)
         if imp is not None:
             return self._resolve_import(module, imp, depth + 1)
-        sub = self.modules.get(f"{module.name}.{name}")
+        sub = self._module(f"{module.name}.{name}")
         if sub is not None:
             return sub
         for star_module, level in module.summary.star_imports:
-            target = self.modules.get(self.absolute_module(module, star_module, level))
+            target = self._module(self.absolute_module(module, star_module, level))
             if target is not None and target is not module:
                 found = self._lookup(target, name, depth + 1)
                 if found is not None:
@@ -298,30 +345,18 @@ class Project:
             return self._module(f"{absolute}.{imp.attr}")
         return found
 
-    def _module(self, name: str) -> ModuleInfo | None:
-        """A module of the tree, else one the external provider can read (loaded once)."""
-        found = self.modules.get(name)
-        if found is not None or self._external is None or name in self._missing or not name:
-            return found
-        loaded = self._external.module(name)
-        if loaded is None:
-            self._missing.add(name)
-            return None
-        file, summary = loaded
-        info = ModuleInfo(file, summary, name, external=True)
-        self.modules[name] = info
-        self._index_module(info)
-        return info
-
     def _resolve_shadowed(self, module: ModuleInfo, dotted: str) -> Target | None:
         """Resolve ``dotted`` ignoring the module's own class definitions of its head."""
         head, _, rest = dotted.partition(".")
         imp = module.imports.get(head)
         if imp is None:
             return None
-        return self._walk(self._resolve_import(module, imp, 1), rest.split(".") if rest else (), 1)
+        return self._follow(
+            self._resolve_import(module, imp, 1), rest.split(".") if rest else (), 1
+        )
 
     def _resolve_bases(self, cls: ClassInfo) -> None:
+        self._touched = False
         for base in cls.summary.bases:
             target = None if base is None else self._at_definition(cls, base)
             if target is None and base is not None:
@@ -334,6 +369,8 @@ class Project:
                 cls.bases.append(target)
             elif base not in (None, "object"):
                 cls.unresolved_bases = True
+        if self._touched:
+            self.affected.append(cls)
 
     def _at_definition(self, cls: ClassInfo, dotted: str) -> Target | None:
         """What ``dotted`` named when ``cls``'s statement ran: for a nested class, a class
@@ -347,7 +384,7 @@ class Project:
             enclosing = self._class_at(cls.module, outer)
             inner = None if enclosing is None else enclosing.nested.get(head)
             if inner is not None and inner.summary.line < cls.summary.line:
-                return self._walk(inner, rest, 0)
+                return self._follow(inner, rest, 0)
         top = self._class_at(cls.module, qualname.partition(".")[0])
         line = cls.summary.line if top is None else top.summary.line
         for binding in reversed(cls.module.bindings.get(head, ())):
@@ -355,7 +392,7 @@ class Project:
                 continue
             target = self._binding_target(cls.module, binding, 0)
             if target is not None and target is not cls:
-                return self._walk(target, rest, 0)
+                return self._follow(target, rest, 0)
         return None
 
     def _binding_target(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
@@ -370,7 +407,7 @@ class Project:
             if earlier.line < binding.line:
                 found = self._binding_target(module, earlier, depth + 1)
                 if found is not None:
-                    return self._walk(found, rest, depth)
+                    return self._follow(found, rest, depth)
         return self._resolve_dotted(module, binding.alias, depth + 1)
 
     def _class_at(self, module: ModuleInfo, qualname: str) -> ClassInfo | None:
@@ -432,7 +469,21 @@ class Project:
 
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
         """C3 linearisation over resolvable bases; ``[cls]`` alone if it is broken."""
-        return self._mro.get(id(cls), [cls])
+        return list(self._walk(cls))
+
+    def _walk(self, cls: ClassInfo) -> Iterator[ClassInfo]:
+        """The MRO, lazily: single-base classes are followed up their chain (no per-class
+        copy of a long chain is ever stored), several-base classes hold their whole MRO."""
+        while True:
+            full = self._full.get(id(cls))
+            if full is not None:
+                yield from full
+                return
+            yield cls
+            up = self._up.get(id(cls))
+            if up is None:
+                return
+            cls = up
 
     def _compute_mros(self) -> None:
         """Post-order over the base graph (iterative), detecting cycles on the way."""
@@ -462,34 +513,47 @@ class Project:
                     stack.append((nxt, iter(nxt.bases)))
 
     def _broken(self, problem: MroProblem) -> None:
-        if all(p.cls is not problem.cls for p in self.problems):
+        if id(problem.cls) not in self._broken_ids:
+            self._broken_ids.add(id(problem.cls))
             self.problems.append(problem)
 
     def _linearize(self, cls: ClassInfo) -> None:
-        broken = {id(p.cls) for p in self.problems}
-        if id(cls) in broken:
-            self._mro[id(cls)] = [cls]
+        if id(cls) in self._broken_ids:
             return
-        bases = [b for b in cls.bases if id(b) not in broken]
-        sequences = [list(self.mro(b)) for b in bases] + [list(bases)]
-        result = [cls]
-        while True:
-            sequences = [s for s in sequences if s]
-            if not sequences:
-                break
-            for seq in sequences:
-                head = seq[0]
-                if not any(head in s[1:] for s in sequences):
-                    break
-            else:
+        bases = [b for b in cls.bases if id(b) not in self._broken_ids]
+        if len(bases) == 1:
+            self._up[id(cls)] = bases[0]  # C3 of one base is that base's MRO
+        elif bases:
+            merged = _c3([*(self.mro(b) for b in bases), bases])
+            if merged is None:
                 self._broken(NoLinearization(cls, tuple(bases)))
-                self._mro[id(cls)] = [cls]
-                return
-            result.append(head)
-            for s in sequences:
-                if s[0] is head:
-                    del s[0]
-        self._mro[id(cls)] = result
+            else:
+                self._full[id(cls)] = (cls, *merged)
+
+    def _label_chains(self) -> None:
+        """Number the single-base chains depth first (``_tin``/``_tout``), so that "is ``c`` on
+        ``x``'s chain" is two comparisons; ``_root`` is where each chain ends."""
+        below: dict[int, list[ClassInfo]] = {}
+        classes = self.all_classes()
+        for cls in classes:
+            up = self._up.get(id(cls))
+            if up is not None:
+                below.setdefault(id(up), []).append(cls)
+        clock = 0
+        for root in classes:
+            if id(root) in self._up:
+                continue
+            stack: list[tuple[ClassInfo, bool]] = [(root, False)]
+            while stack:
+                cls, leaving = stack.pop()
+                if leaving:
+                    self._tout[id(cls)] = clock
+                    continue
+                self._tin[id(cls)] = clock
+                self._root[id(cls)] = root
+                clock += 1
+                stack.append((cls, True))
+                stack.extend((child, False) for child in below.get(id(cls), ()))
 
     def release(self) -> None:
         """Break the class <-> module reference cycles so memory is freed at once by reference
@@ -500,31 +564,92 @@ class Project:
             cls.previous = None
         for module in self.modules.values():
             module.classes.clear()
-        self.children.clear()
-        self._memo.clear()
-        self._mro.clear()
+        for table in (self.children, self._memo, self._up, self._full, self._binders):
+            table.clear()
+        self._assigners.clear()
+        self._root.clear()
 
     # -- queries ---------------------------------------------------------------------------
+
+    def in_mro(self, candidate: ClassInfo, cls: ClassInfo) -> bool:
+        """Whether ``candidate`` is in ``cls``'s MRO (``cls`` itself included): O(1) on
+        single-base chains, a scan of the stored MRO where several bases meet."""
+        if candidate is cls:
+            return True
+        tin = self._tin.get(id(cls))
+        low = self._tin.get(id(candidate))
+        if tin is None or low is None:
+            return False
+        if low <= tin < self._tout[id(candidate)]:
+            return True  # on the single-base chain from cls up to its end
+        full = self._full.get(id(self._root[id(cls)]))
+        return full is not None and candidate in full  # identity scan of a stored tuple
+
+    def _first(
+        self,
+        cls: ClassInfo,
+        among: list[ClassInfo],
+        after: ClassInfo | None,
+        test: Callable[[ClassInfo], bool],
+    ) -> ClassInfo | None:
+        """The first class of ``among`` (the classes passing ``test``) in ``cls``'s MRO after
+        ``after`` (from the start if ``None``): few are tested for membership, else the MRO is
+        walked until one passes."""
+        if len(among) <= _FEW and (after is None or after is cls):
+            found = [c for c in among if c is not after and self.in_mro(c, cls)]
+            if len(found) <= 1:
+                return found[0] if found else None
+        seeking = after is None
+        for candidate in self._walk(cls):
+            if seeking and test(candidate):
+                return candidate
+            seeking = seeking or candidate is after
+        return None
 
     def definer(
         self, cls: ClassInfo, name: str, after: ClassInfo | None = None
     ) -> ClassInfo | None:
         """The first class in ``cls``'s MRO (after ``after``, if given) whose body binds ``name``."""
-        order = self.mro(cls)
-        if after is not None:
-            if after not in order:
-                return None
-            order = order[order.index(after) + 1 :]
-        for candidate in order:
-            if candidate.defines(name):
-                return candidate
-        return None
+        binders = self._binders.get(name)
+        if binders is None:
+            return None
+        return self._first(cls, binders, after, lambda c: c.defines(name))
 
-    def descendants(self, cls: ClassInfo) -> list[ClassInfo]:
-        """All classes that have ``cls`` in their MRO, except ``cls`` itself (iterative)."""
-        out: list[ClassInfo] = []
+    def shadowed(self, cls: ClassInfo, name: str) -> bool:
+        """True if some class in the MRO assigns ``self.name = ...``: the instance attribute,
+        not the method, is what ``obj.name(...)`` calls."""
+        assigners = self._assigners.get(name)
+        if assigners is None:
+            return False
+        test: Callable[[ClassInfo], bool] = lambda c: name in c.summary.instance_attributes  # noqa: E731
+        return self._first(cls, assigners, None, test) is not None
+
+    def inheritors(self, cls: ClassInfo, name: str) -> list[ClassInfo]:
+        """``cls`` and its descendants whose ``name`` is ``cls``'s definition.
+
+        A descendant that binds ``name`` itself, or gets it from another base first, hides
+        ``cls``'s definition from all of its own descendants too (C3 keeps their order), so
+        the walk stops there.
+        """
+        out = [cls]
         seen = {id(cls)}
         stack = list(self.children.get(id(cls), ()))
+        while stack:
+            child = stack.pop()
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            if child.defines(name) or self.definer(child, name) is not cls:
+                continue
+            out.append(child)
+            stack.extend(self.children.get(id(child), ()))
+        return out
+
+    def descendants(self, *classes: ClassInfo) -> list[ClassInfo]:
+        """All classes that have one of ``classes`` in their MRO, except those given."""
+        out: list[ClassInfo] = []
+        seen = {id(c) for c in classes}
+        stack = [child for cls in classes for child in self.children.get(id(cls), ())]
         while stack:
             child = stack.pop()
             if id(child) in seen:
@@ -536,4 +661,43 @@ class Project:
 
     def fully_resolved(self, cls: ClassInfo) -> bool:
         """True when no class in the MRO has a base the checker could not resolve."""
-        return not any(c.unresolved_bases for c in self.mro(cls))
+        known = self._resolved.get(id(cls))
+        if known is None:
+            known = self._resolved[id(cls)] = not any(c.unresolved_bases for c in self._walk(cls))
+        return known
+
+
+_FEW = 4
+"""Up to this many candidate classes are tested for MRO membership instead of walking the MRO."""
+
+
+def _c3(sequences: list[list[ClassInfo]]) -> list[ClassInfo] | None:
+    """C3 merge in time linear in the sequences' total length; ``None`` if no order exists.
+
+    A class may be taken when it heads some sequence and sits in no sequence's tail; the
+    tail counts are kept up to date as the heads advance.
+    """
+    tails: dict[int, int] = {}
+    for seq in sequences:
+        for cls in seq[1:]:
+            tails[id(cls)] = tails.get(id(cls), 0) + 1
+    heads = [0] * len(sequences)
+    out: list[ClassInfo] = []
+    while True:
+        head: ClassInfo | None = None
+        exhausted = True
+        for seq, at in zip(sequences, heads, strict=True):
+            if at < len(seq):
+                exhausted = False
+                if not tails.get(id(seq[at])):
+                    head = seq[at]
+                    break
+        if head is None:
+            return out if exhausted else None
+        out.append(head)
+        for i, seq in enumerate(sequences):
+            at = heads[i]
+            if at < len(seq) and seq[at] is head:
+                heads[i] = at = at + 1
+                if at < len(seq):
+                    tails[id(seq[at])] -= 1

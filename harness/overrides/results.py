@@ -1,29 +1,29 @@
 """Cache of whole-run results, for re-running on an unchanged tree.
 
 A run is identified by its inputs (roots, changed files, optional rules, checker version) and
-fingerprinted by every file's path, mtime and size. When both match a stored entry, the
+fingerprinted by every file's path and content hash. When both match a stored entry, the
 stored findings are returned without loading any summary: the pre-commit / CI re-run of an
-unchanged tree costs a directory walk and a few ``stat`` calls.
+unchanged tree costs a directory walk and reading the files once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from harness.overrides.cache import read_framed, write_framed
 from harness.overrides.findings import Evidence, Finding, Severity
 
-SCHEMA = 1
-_FILE = "results.marshal"
+SCHEMA = 2
+_FILE = "results.bin"
 _MAX_RUNS = 32
+_HEADER = ("harness-overrides-results", SCHEMA)
 
 
-def fingerprint(entries: Sequence[tuple[str, int, int]], extra: Sequence[str]) -> bytes:
-    """Digest of ``(path, mtime_ns, size)`` of every file plus other run-relevant strings."""
+def fingerprint(entries: Sequence[tuple[str, str]], extra: Sequence[str]) -> bytes:
+    """Digest of ``(path, content hash)`` of every file plus other run-relevant strings."""
     return hashlib.blake2b(marshal.dumps((tuple(entries), tuple(extra))), digest_size=20).digest()
 
 
@@ -69,20 +69,23 @@ def _decode(raw: Any) -> Finding:
     )
 
 
+def _is_run_table(payload: Any) -> bool:
+    return isinstance(payload, dict) and all(
+        isinstance(k, bytes) and isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes)  # pyright: ignore[reportUnknownArgumentType]
+        for k, v in payload.items()  # pyright: ignore[reportUnknownVariableType]
+    )
+
+
 class ResultStore:
     """Stored findings by run key."""
 
     def __init__(self, directory: str | None) -> None:
-        self.path = None if directory is None else Path(directory) / _FILE
+        self.directory = directory
         self.runs: dict[bytes, tuple[bytes, Any]] = {}
-        if self.path is None:
-            return
-        try:
-            payload: Any = marshal.loads(self.path.read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
-            return
-        if isinstance(payload, tuple) and len(payload) == 2 and payload[0] == SCHEMA:  # pyright: ignore[reportUnknownArgumentType]
-            self.runs = payload[1]
+        if directory is not None:
+            payload = read_framed(directory, _FILE, _HEADER, _is_run_table)
+            if payload is not None:
+                self.runs = payload
 
     def get(self, key: bytes, print_: bytes) -> list[Finding] | None:
         """The stored findings of ``key`` if its fingerprint is ``print_``."""
@@ -91,21 +94,15 @@ class ResultStore:
             return None
         try:
             return [_decode(raw) for raw in entry[1]]
-        except (TypeError, ValueError, IndexError):
+        except Exception:  # a stored entry of the wrong shape is a miss, whatever it raises
             return None
 
     def put(self, key: bytes, print_: bytes, findings: Sequence[Finding]) -> None:
         """Store a run's findings (atomically; write failures are ignored)."""
-        if self.path is None:
+        if self.directory is None:
             return
         self.runs.pop(key, None)
         self.runs[key] = (print_, tuple(_encode(f) for f in findings))
         while len(self.runs) > _MAX_RUNS:
             del self.runs[next(iter(self.runs))]
-        tmp = self.path.with_name(f".{_FILE}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(marshal.dumps((SCHEMA, self.runs)))
-            os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        write_framed(self.directory, _FILE, _HEADER, self.runs)

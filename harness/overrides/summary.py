@@ -93,17 +93,24 @@ def _empty(failure: ParseFailure | None = None) -> FileSummary:
 def decode(data: bytes) -> str | ParseFailure:
     """Source text of ``data`` (PEP 263 encoding), or why it has none."""
     if b"\x00" in data:
-        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
-        return ParseFailure(1, 1, f"file contains a NUL byte (line {line})")
+        return ParseFailure(*_position(data, data.index(b"\x00")), "file contains a NUL byte")
     try:
         head = iter(data[: data.find(b"\n", data.find(b"\n") + 1) + 1 or None].splitlines(True))
         encoding, _ = tokenize.detect_encoding(lambda: next(head, b""))
         text = data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        return ParseFailure(*_position(data, exc.start), f"cannot decode file: {exc}")
+    except (SyntaxError, LookupError) as exc:  # a bad or unknown coding cookie
         return ParseFailure(1, 1, f"cannot decode file: {exc}")
     if "\r" in text:  # universal newlines, as Python's own tokenizer reads source
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in bytes) of ``offset`` in ``data``."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return data.count(b"\n", 0, offset) + 1, offset - line_start + 1
 
 
 def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
@@ -197,18 +204,6 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             stack.append(iter(block))
 
 
-_SELF_ASSIGN = re.compile(r"self[ \t]*\.[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
-
-
-def _self_assigned(node: ast.ClassDef, hits: FileHits) -> frozenset[str]:
-    """Names assigned as ``self.x = ...`` in the class's lines (regex: cheap, conservative)."""
-    first, last = node.lineno, node.end_lineno or node.lineno
-    text = "\n".join(hits.lines.lines[first - 1 : last])
-    if "self" not in text:
-        return frozenset()
-    return frozenset(_SELF_ASSIGN.findall(text))
-
-
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
     """Whether the function's own body yields (textual check, then an AST check)."""
     if not func.body:
@@ -286,7 +281,7 @@ def _class(
         bases=bases,
         methods=tuple(methods.values()),
         attributes=frozenset(attributes),
-        instance_attributes=_self_assigned(node, hits),
+        instance_attributes=hits.self_assigned(node.lineno, node.end_lineno or node.lineno),
         calls=tuple(calls),
     )
 
@@ -312,8 +307,7 @@ def _parse_failure(exc: BaseException, text: str = "") -> ParseFailure:
         newer = grammar.newer_syntax(text) if text else None
         if newer is not None:
             return ParseFailure(newer.line, 1, newer.describe())
-        where = f" (line {exc.lineno})" if exc.lineno else ""
-        return ParseFailure(1, 1, f"syntax error{where}: {exc.msg}")
+        return ParseFailure(exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
     if isinstance(exc, (RecursionError, MemoryError)):
         return ParseFailure(1, 1, "file is nested too deeply to parse")
     return ParseFailure(1, 1, f"cannot parse file: {exc}")

@@ -1,11 +1,30 @@
-"""cache: stat shortcut, content-hash reuse, corruption tolerance, parallel == serial."""
+"""cache: reuse by content hash only, any broken cache is empty, an unusable location is no
+cache, the location is found like ruff's, and a cached run always equals an uncached one."""
 
 from __future__ import annotations
 
+import os
+import random
 from pathlib import Path
 
-from harness.overrides.cache import Cache, load
+import pytest
+
+from harness.overrides.cache import Cache, load, locate, read_sources, write_framed
+from harness.overrides.checker import CheckOptions, check
 from harness.overrides.discover import discover
+
+# A base calls self.build(block_table_tensor=...); the subclass renamed it (issue 12).
+BASE = """\
+class Builder:
+    def build(self, block_table_tensor, seq_lens):
+        return block_table_tensor
+
+    def run(self):
+        return self.build(block_table_tensor=1, seq_lens=2)
+"""
+FIXED = "from base import Builder\n\n\nclass Sub(Builder):\n    def build(self, block_table_tensor, seq_lens): ...\n"
+STALE = FIXED.replace("block_table_tensor, seq_lens): ...", "block_table, seq_lens): ...#  size")
+CRASH = ("sub.py", 5, "HO101", "error")
 
 
 def files_in(root: Path, n: int) -> None:
@@ -13,34 +32,230 @@ def files_in(root: Path, n: int) -> None:
         (root / f"m{i}.py").write_text(f"class C{i}:\n    def f(self, a{i}): self.g(a{i}=1)\n")
 
 
-def test_reuse_by_stat_and_by_content(tmp_path: Path) -> None:
+def project(root: Path, sub: str = FIXED) -> Path:
+    root.mkdir(exist_ok=True)
+    (root / "base.py").write_text(BASE)
+    (root / "sub.py").write_text(sub)
+    return root
+
+
+def run(root: Path, cache: str | None) -> list[tuple[str, int, str, str]]:
+    result = check([str(root)], options=CheckOptions(cwd=str(root), cache_dir=cache))
+    return [(f.path, f.line, f.code, f.severity.value) for f in result.findings]
+
+
+def set_mtime(path: Path, ns: int) -> None:
+    os.utime(path, ns=(ns, ns))
+
+
+# Reuse
+
+
+def test_reuse_by_content_hash(tmp_path: Path) -> None:
     files_in(tmp_path, 3)
     found, _ = discover([str(tmp_path)], cwd=str(tmp_path))
     cache_dir = str(tmp_path / "cache")
     cache = Cache(cache_dir)
-    first, _, parsed = load(found, cache, jobs=1)
+    first, parsed = load(read_sources(found)[0], cache, jobs=1)
     cache.save()
     assert parsed == 3
-    again, _, parsed = load(found, Cache(cache_dir), jobs=1)
+    again, parsed = load(read_sources(found)[0], Cache(cache_dir), jobs=1)
     assert parsed == 0 and again == first
     (tmp_path / "m0.py").write_text((tmp_path / "m1.py").read_text())  # same bytes as m1
-    _, _, parsed = load(found, Cache(cache_dir), jobs=1)
+    _, parsed = load(read_sources(found)[0], Cache(cache_dir), jobs=1)
     assert parsed == 0  # content hash hit
 
 
-def test_corrupt_cache_is_ignored(tmp_path: Path) -> None:
-    files_in(tmp_path, 1)
-    found, _ = discover([str(tmp_path / "m0.py")], cwd=str(tmp_path))
-    cache_dir = tmp_path / "cache"
-    cache_dir.mkdir()
-    (cache_dir / "summaries.marshal").write_bytes(b"\x00not marshal")
-    summaries, unreadable, parsed = load(found, Cache(str(cache_dir)), jobs=1)
-    assert parsed == 1 and unreadable == [] and list(summaries) == ["m0.py"]
+def test_same_size_edit_with_restored_mtime_is_seen(tmp_path: Path) -> None:
+    """As ``cp -p``, ``tar``, ``git stash`` and some editors leave it (issue 12)."""
+    root = project(tmp_path / "p")
+    cache = str(tmp_path / "cache")
+    sub = root / "sub.py"
+    mtime = sub.stat().st_mtime_ns
+    assert run(root, cache) == []
+    assert len(STALE) == len(FIXED)
+    sub.write_text(STALE)
+    set_mtime(sub, mtime)
+    assert run(root, cache) == [CRASH]
+    assert run(root, None) == [CRASH]
 
 
 def test_parallel_parse_matches_serial(tmp_path: Path) -> None:
     files_in(tmp_path, 60)
     found, _ = discover([str(tmp_path)], cwd=str(tmp_path))
-    serial, _, _ = load(found, Cache(None), jobs=1)
-    parallel, _, parsed = load(found, Cache(None), jobs=2)
+    sources, _ = read_sources(found)
+    serial, _ = load(sources, Cache(None), jobs=1)
+    parallel, parsed = load(sources, Cache(None), jobs=2)
     assert parsed == 60 and parallel == serial
+
+
+# Broken caches are empty
+
+
+def _cache_files(cache: Path) -> list[Path]:
+    return sorted(p for p in (cache / "overrides").iterdir() if p.suffix == ".bin")
+
+
+def test_byte_flips_never_lose_the_finding(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", STALE)
+    cache = tmp_path / "cache"
+    assert run(root, str(cache)) == [CRASH]
+    pristine = {p: p.read_bytes() for p in _cache_files(cache)}
+    assert len(pristine) == 2  # summaries and results
+    rng = random.Random(12)
+    for _ in range(60):
+        for path, data in pristine.items():
+            flipped = bytearray(data)
+            for _ in range(rng.randint(1, 3)):
+                flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
+            path.write_bytes(bytes(flipped))
+        assert run(root, str(cache)) == [CRASH]
+
+
+@pytest.mark.parametrize(
+    ("name", "header", "payload"),
+    [
+        ("summaries.bin", None, {"0" * 32: b"\x00garbage"}),
+        ("summaries.bin", None, {"0" * 32: 7}),
+        ("summaries.bin", None, ["not", "a", "table"]),
+        ("results.bin", ("harness-overrides-results", 2), {b"k": (b"p", ((1, 2, 3),))}),
+        ("results.bin", ("harness-overrides-results", 2), {b"k": "nonsense"}),
+    ],
+)
+def test_well_formed_cache_of_the_wrong_shape_is_empty(
+    name: str, header: tuple[object, ...] | None, payload: object, tmp_path: Path
+) -> None:
+    from harness.overrides import cache as cache_mod
+
+    root = project(tmp_path / "p", STALE)
+    cache = tmp_path / "cache"
+    if header is None:
+        header = cache_mod._header()  # pyright: ignore[reportPrivateUsage]
+    if name == "summaries.bin":  # every file's real hash maps to the junk blob
+        sources, _ = read_sources(discover([str(root)], cwd=str(root))[0])
+        if isinstance(payload, dict):
+            payload = {s.hash: next(iter(payload.values())) for s in sources}
+    write_framed(str(cache), name, header, payload)
+    assert run(root, str(cache)) == [CRASH]
+    if name == "results.bin":  # a stored run under the real key, fingerprint and all
+        assert run(root, str(cache)) == [CRASH]
+
+
+def test_stored_results_of_the_wrong_shape_are_a_miss(tmp_path: Path) -> None:
+    from harness.overrides.results import ResultStore
+
+    root = project(tmp_path / "p", STALE)
+    cache = tmp_path / "cache"
+    assert run(root, str(cache)) == [CRASH]
+    store = ResultStore(str(cache))
+    for key, (print_, _) in list(store.runs.items()):
+        store.runs[key] = (print_, (("a.py", "not a line", 1),))
+    write_framed(str(cache), "results.bin", ("harness-overrides-results", 2), store.runs)
+    assert run(root, str(cache)) == [CRASH]
+
+
+# Unusable locations are no cache
+
+
+def _unusable(kind: str, tmp_path: Path) -> Path:
+    target = tmp_path / "cache"
+    if kind == "file-in-place":
+        target.write_text("not a directory")
+    elif kind == "file-as-data-dir":
+        target.mkdir()
+        (target / "overrides").write_text("not a directory")
+    elif kind == "directory-as-cache-file":
+        (target / "overrides" / "summaries.bin").mkdir(parents=True)
+        (target / "overrides" / "results.bin").mkdir(parents=True)
+    elif kind == "under-a-file":
+        (tmp_path / "file").write_text("")
+        target = tmp_path / "file" / "cache"
+    return target
+
+
+@pytest.mark.parametrize(
+    "kind", ["file-in-place", "file-as-data-dir", "directory-as-cache-file", "under-a-file"]
+)
+def test_unusable_cache_location_is_no_cache(kind: str, tmp_path: Path) -> None:
+    root = project(tmp_path / "p", STALE)
+    target = _unusable(kind, tmp_path)
+    assert run(root, str(target)) == [CRASH]
+    assert run(root, str(target)) == [CRASH]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes whatever the permissions")
+def test_read_only_cache_directory_is_no_cache(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", STALE)
+    target = tmp_path / "cache"
+    target.mkdir()
+    target.chmod(0o500)
+    try:
+        assert run(root, str(target)) == [CRASH]
+    finally:
+        target.chmod(0o700)
+
+
+# Location
+
+
+def test_default_location_is_the_project_root_with_a_gitignore(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    repo = tmp_path / "repo"
+    (repo / "src" / "pkg").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    project(repo / "src" / "pkg", STALE)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # not the current directory: found from the scanned paths
+    result = check([str(repo / "src" / "pkg")])
+    assert [f.code for f in result.findings] == ["HO101"]
+    assert (repo / ".harness_cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (repo / ".harness_cache" / "CACHEDIR.TAG").is_file()
+    assert _cache_files(repo / ".harness_cache")
+    assert not list(elsewhere.iterdir())
+    assert locate("", [str(repo / "src")], str(elsewhere)) == str(repo / ".harness_cache")
+
+
+def test_xdg_cache_home_and_cache_dir_are_honoured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project(tmp_path / "p", STALE)
+    xdg = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    located = locate("", [str(root)], str(root))
+    assert located is not None and located.startswith(str(xdg / "harness") + os.sep)
+    assert run(root, "") == [CRASH]
+    assert _cache_files(Path(located)) and not (root / ".harness_cache").exists()
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")  # invalid per the spec: ignored
+    assert locate("", [str(root)], str(root)) == str(root / ".harness_cache")
+    assert locate("mine", [str(root)], str(tmp_path)) == str(tmp_path / "mine")
+    assert locate(None, [str(root)], str(root)) is None
+
+
+# Cached == uncached
+
+
+def test_random_edits_with_restored_mtimes(tmp_path: Path) -> None:
+    """Whatever is edited, however the times look, a cached run equals ``--no-cache``."""
+    rng = random.Random(7)
+    root = tmp_path / "tree"
+    root.mkdir()
+    names = ["block_table_tensor", "block_table_tensoX", "seq_lens_xxxxxxxxx", "seq_lens"]
+    calls = ["self.f(block_table_tensor=1, seq_lens=2)", "self.f(1, 2)".ljust(40)]
+    cache = str(tmp_path / "cache")
+    stamp = 1_700_000_000_000_000_000
+    for step in range(40):
+        for i in range(4):
+            a, b = rng.sample(names, 2)
+            path = root / f"m{i}.py"
+            base = f"m{i - 1}" if i else None
+            head = f"from {base} import C{i - 1} as Base\n" if base else "class Base: pass\n"
+            call = rng.choice(calls)
+            path.write_text(
+                f"{head}class C{i}(Base):\n    def f(self, {a}, {b}): ...\n    def g(self): {call}\n"
+            )
+            set_mtime(path, stamp)  # every version of every file looks the same
+        cached, uncached = run(root, cache), run(root, None)
+        assert cached == uncached, f"step {step}"

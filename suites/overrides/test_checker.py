@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from harness.overrides import baseline
@@ -74,7 +73,6 @@ def test_cache_and_result_reuse_follow_edits(tmp_path: Path) -> None:
     assert second.stats.reused and second.findings == first.findings
     fixed = root / "pkg/rocm_aiter_mla.py"
     fixed.write_text(FILES["pkg/rocm_aiter_mla.py"].replace("block_table,", "block_table_tensor,"))
-    os.utime(fixed, ns=(1, 1))  # a different mtime even on coarse file systems
     third = check([str(root)], options=CheckOptions(cwd=str(root), cache_dir=cache))
     assert third.stats.parsed == 1 and not third.stats.reused
     assert [f.code for f in third.findings] == ["HO101"]  # only pkg/unrelated.py is left
@@ -152,3 +150,80 @@ def test_same_named_base_is_qualified_in_the_message(tmp_path: Path) -> None:
     assert finding.message.startswith(
         "v1.Executor.execute_model() renames parameter 'execute_model_req' of v0.Executor"
     )
+
+
+# What is found never depends on symlinks, on how changed paths are given, or on deletions.
+
+PKG = {
+    "pkg/__init__.py": "",
+    "pkg/base.py": (
+        "class Builder:\n"
+        "    def build(self, block_table_tensor, seq_lens): ...\n"
+        "    def run(self):\n"
+        "        return self.build(block_table_tensor=1, seq_lens=2)\n"
+    ),
+    "pkg/sub.py": (
+        "from pkg.base import Builder\n"
+        "class Sub(Builder):\n"
+        "    def build(self, block_table, seq_lens): ...\n"
+    ),
+}
+PKG_CRASH = [("pkg/sub.py", 3, "HO101", "error")]
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_symlinked_module_neither_hides_nor_doubles(tmp_path: Path) -> None:
+    root = _tree(tmp_path, PKG)
+    (root / "docs" / "examples").mkdir(parents=True)
+    (root / "docs" / "examples" / "base.py").symlink_to("../../pkg/base.py")
+    assert run(root, cache_dir=None) == PKG_CRASH
+    assert run(root, [str(root / "docs/examples/base.py")], cache_dir=None) == PKG_CRASH
+
+
+def test_symlinked_package_neither_hides_nor_doubles(tmp_path: Path) -> None:
+    root = _tree(tmp_path, PKG)
+    (root / "aaa").symlink_to("pkg", target_is_directory=True)  # walked before pkg/ by name
+    assert run(root, cache_dir=None) == PKG_CRASH
+    assert run(root, [str(root / "aaa" / "base.py")], cache_dir=None) == PKG_CRASH
+
+
+def test_changed_directory_means_every_file_under_it(tmp_path: Path) -> None:
+    files = {
+        "lib/__init__.py": "",
+        "lib/base.py": PKG["pkg/base.py"],
+        "app/sub.py": PKG["pkg/sub.py"].replace("pkg.base", "lib.base"),
+    }
+    root = _tree(tmp_path, files)
+    assert run(root, [str(root / "lib")], cache_dir=None) == [("app/sub.py", 3, "HO101", "error")]
+    assert run(root, [str(root / "app")], cache_dir=None) == [("app/sub.py", 3, "HO101", "error")]
+
+
+def test_deleted_changed_module_replaced_by_a_package(tmp_path: Path) -> None:
+    """``pkg/base.py`` became ``pkg/base/__init__.py``; only the deletion is passed."""
+    root = _tree(tmp_path, PKG)
+    (root / "pkg" / "base.py").unlink()
+    _tree(root, {"pkg/base/__init__.py": PKG["pkg/base.py"]})
+    deleted = str(root / "pkg" / "base.py")
+    assert run(root, [deleted], cache_dir=None) == PKG_CRASH
+    assert run(root, [deleted, str(root / "pkg" / "gone")], cache_dir=None) == PKG_CRASH
+
+
+def test_deleted_changed_module_behind_a_star_import(tmp_path: Path) -> None:
+    """The subclass's base now resolves, through ``pkg``'s star imports, to another module."""
+    files = {
+        "pkg/__init__.py": "from .fast import *\nfrom .slow import *\n",
+        "pkg/slow.py": PKG["pkg/base.py"],
+        "app.py": "from pkg import Builder\nclass Sub(Builder):\n    def build(self, block_table, seq_lens): ...\n",
+    }
+    root = _tree(tmp_path, files)
+    assert run(root, [str(root / "pkg" / "fast.py")], cache_dir=None) == [
+        ("app.py", 3, "HO101", "error")
+    ]
+    assert run(root, [str(root / "pkg" / "unrelated.py")], cache_dir=None) == []

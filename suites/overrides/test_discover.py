@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.overrides.discover import discover, display_path
+from harness.overrides.discover import discover, display_path, module_names
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -87,3 +87,38 @@ def test_explicit_non_python_files_are_skipped(tmp_path: Path) -> None:
         [str(tmp_path / "README.md"), str(tmp_path / "stub.pyi")], cwd=str(tmp_path)
     )
     assert [(f.display, f.module) for f in files] == [("stub.pyi", "stub")]
+
+
+def test_direct_paths_win_over_symlinked_duplicates(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": "", "docs/examples/x.py": ""})
+    (tmp_path / "docs" / "examples" / "base.py").symlink_to("../../pkg/base.py")
+    (tmp_path / "aaa").symlink_to("pkg", target_is_directory=True)
+    files, unreadable = discover([str(tmp_path)], cwd=str(tmp_path))
+    assert unreadable == []
+    assert [(f.display, f.module) for f in files] == [
+        ("docs/examples/x.py", "docs.examples.x"),
+        ("pkg/__init__.py", "pkg"),
+        ("pkg/base.py", "pkg.base"),
+    ]
+    assert "docs.examples.base" in files[2].aliases
+
+
+def test_a_symlink_to_outside_the_roots_is_walked_where_it_is(tmp_path: Path) -> None:
+    write(tmp_path, {"elsewhere/lib/__init__.py": "", "elsewhere/lib/core.py": ""})
+    write(tmp_path, {"proj/pkg/__init__.py": ""})
+    (tmp_path / "proj" / "pkg" / "lib").symlink_to(tmp_path / "elsewhere" / "lib")
+    (tmp_path / "proj" / "one.py").symlink_to(tmp_path / "elsewhere" / "lib" / "core.py")
+    files, _ = discover([str(tmp_path / "proj")], cwd=str(tmp_path / "proj"))
+    assert [(f.display, f.module) for f in files] == [
+        ("one.py", "one"),  # the first path through a symlink names it ...
+        ("pkg/__init__.py", "pkg"),
+        ("pkg/lib/__init__.py", "pkg.lib"),
+    ]
+    assert "pkg.lib.core" in files[0].aliases  # ... and the others are aliases of it
+    assert files[0].real == str((tmp_path / "elsewhere" / "lib" / "core.py").resolve())
+
+
+def test_module_names_of_a_path_that_does_not_exist(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": ""})
+    assert module_names(str(tmp_path / "pkg" / "gone.py"), [str(tmp_path)])[0] == "pkg.gone"
+    assert module_names(str(tmp_path / "pkg" / "sub"), [str(tmp_path)])[0] == "pkg.sub"

@@ -18,15 +18,16 @@ FINDINGS = [
 
 def test_round_trip_and_invalidation(tmp_path: Path) -> None:
     key = run_key(["v", "roots"])
-    print_ = fingerprint([("/t/a.py", 1, 10)], [])
+    print_ = fingerprint([("a.py", "hash-1")], [])
     ResultStore(str(tmp_path)).put(key, print_, FINDINGS)
     store = ResultStore(str(tmp_path))
     assert store.get(key, print_) == FINDINGS
-    assert store.get(key, fingerprint([("/t/a.py", 2, 10)], [])) is None  # a file changed
+    assert store.get(key, fingerprint([("a.py", "hash-2")], [])) is None  # a file changed
     assert store.get(run_key(["v", "other roots"]), print_) is None
 
 
 def test_disabled_and_corrupt_stores_are_empty(tmp_path: Path) -> None:
     ResultStore(None).put(b"k", b"p", FINDINGS)  # no directory: a no-op
-    (tmp_path / "results.marshal").write_bytes(b"junk")
+    (tmp_path / "overrides").mkdir()
+    (tmp_path / "overrides" / "results.bin").write_bytes(b"junk")
     assert ResultStore(str(tmp_path)).get(b"k", b"p") is None

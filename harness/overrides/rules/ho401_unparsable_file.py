@@ -18,7 +18,9 @@ class Broken(
 Fix the file, or exclude it from the paths passed to ``harness overrides``.
 
 ## Limitations
-Reported at warning severity on line 1; fails the run only with ``--fail-on warning``.
+Reported at warning severity where the parser stopped (the syntax error, the NUL byte, the
+undecodable byte; line 1 when nesting is too deep to say); fails the run only with
+``--fail-on warning``.
 
 ## References
 - Python ``ast.parse``
