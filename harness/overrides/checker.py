@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from harness import __version__
 from harness.overrides import baseline as baseline_mod
 from harness.overrides.cache import SCHEMA, Source, code_version, locate, read_sources
+from harness.overrides.config import Excluder
 from harness.overrides.discover import SourceFile, Unreadable, discover, module_names
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.results import ResultStore, fingerprint, run_key
@@ -35,6 +36,11 @@ class CheckOptions:
     """Baseline file: findings it lists are not reported."""
     cwd: str | None = None
     """Directory reported paths are relative to (default: the working directory)."""
+    excluder: Excluder | None = None
+    """What the walk leaves out (default: the built-in exclusions); also applied to the
+    ``changed`` files."""
+    ignore: frozenset[str] = frozenset()
+    """Codes whose findings are not reported."""
 
 
 @dataclass
@@ -48,6 +54,8 @@ class Stats:
     seconds: float = 0.0
     reused: bool = False
     """True when the stored result of an identical run on an unchanged tree was reused."""
+    excluded: tuple[str, ...] = ()
+    """Changed files left out because the configuration excludes them."""
 
 
 @dataclass
@@ -85,7 +93,12 @@ def _check(
     cwd = os.path.abspath(options.cwd or os.getcwd())
     roots = list(paths) or ["."]
     present = [p for p in changed or () if os.path.lexists(p)]
-    files, unreadable = discover([*roots, *present], cwd)
+    excluded: tuple[str, ...] = ()
+    if options.excluder is not None and present:
+        kept = [p for p in present if not options.excluder.excluded_below(p, _top(p, roots))]
+        excluded = tuple(p for p in present if p not in kept)
+        present = kept
+    files, unreadable = discover([*roots, *present], cwd, options.excluder)
     changed_paths = None if changed is None else sorted(_changed_files(files, present))
     deleted = frozenset(
         name for p in changed or () if not os.path.lexists(p) for name in module_names(p, roots)
@@ -103,6 +116,7 @@ def _check(
             None if changed_paths is None else "\0".join(changed_paths),
             "\0".join(sorted(deleted)),
             ",".join(sorted(options.select)),
+            None if options.excluder is None else "\0".join(options.excluder.patterns),
         ]
     )
     print_ = fingerprint(
@@ -110,10 +124,12 @@ def _check(
     )
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)
-    stats = Stats(files=len(files), reused=findings is not None)
+    stats = Stats(files=len(files), reused=findings is not None, excluded=excluded)
     if findings is None:
         findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)
         store.put(key, print_, findings)
+    if options.ignore:
+        findings = [f for f in findings if f.code not in options.ignore]
     if options.baseline is not None:
         findings = baseline_mod.filter_new(findings, baseline_mod.read(options.baseline))
     findings.sort(key=Finding.sort_key)
@@ -145,6 +161,18 @@ def _analyze(
         deleted=deleted,
     )
     return findings
+
+
+def _top(path: str, roots: Sequence[str]) -> str:
+    """The scanned root holding ``path`` (the longest), else its own directory: where the
+    judging of its parent directories against the exclusions stops."""
+    absolute = os.path.abspath(path)
+    holding = [
+        os.path.abspath(r)
+        for r in roots
+        if absolute.startswith(os.path.abspath(r).rstrip(os.sep) + os.sep)
+    ]
+    return max(holding, key=len) if holding else os.path.dirname(absolute)
 
 
 def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[str]:

@@ -1,7 +1,8 @@
 """Project configuration: the ``[tool.harness.overrides]`` table of ``pyproject.toml``.
 
 Found the way ruff finds its own settings: the nearest ``pyproject.toml`` that has the table,
-walking up from the first scanned path (from the working directory when no path is given).
+walking up from the directory the scanned paths have in common (the working directory when
+no path is given).
 A ``pyproject.toml`` without the table is passed over. ``--config FILE`` names the file;
 ``--isolated`` ignores every file. Command-line options win over the file::
 
@@ -78,17 +79,18 @@ class Config:
             self, "excluder", Excluder((*self.exclude, *self.extend_exclude), self.root)
         )
 
-    def source(self) -> str:
-        """Where exclusions come from, for messages (``pyproject.toml`` or the defaults)."""
-        return self.path or "the default exclusions"
-
 
 def find(paths: Sequence[str], cwd: str) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.harness.overrides]`` table, walking up
-    from the first of ``paths`` (or ``cwd``)."""
-    start = Path(os.path.abspath(os.path.join(cwd, paths[0] if paths else ".")))
-    if not start.is_dir():
-        start = start.parent
+    from the directory the scanned ``paths`` have in common (``cwd`` when none is given)."""
+    dirs = [
+        p if os.path.isdir(p) else os.path.dirname(p)
+        for p in (os.path.abspath(os.path.join(cwd, given)) for given in paths or ["."])
+    ]
+    try:
+        start = Path(os.path.commonpath(dirs))
+    except ValueError:  # nothing in common (other drives)
+        start = Path(dirs[0])
     for directory in (start, *start.parents):
         candidate = directory / FILENAME
         if candidate.is_file() and _table(_read(candidate), candidate) is not None:
@@ -274,23 +276,41 @@ def glob_match(pattern: str, path: str) -> bool:
 
 
 class Excluder:
-    """Decides which files and directories a walk leaves out."""
+    """Decides which files and directories a walk leaves out: groups of patterns, each
+    relative to its own root (the configuration file's directory, or the working directory
+    for command-line patterns)."""
 
     def __init__(self, patterns: Iterable[str], root: str) -> None:
-        self.patterns = tuple(patterns)
-        self.root = os.path.abspath(root)
-        self._names = [_tokens(p.rstrip("/")) for p in self.patterns if "/" not in p.rstrip("/")]
-        self._paths = [p for p in self.patterns if "/" in p.rstrip("/")]
+        self._groups: list[tuple[str, list[list[_Token]], list[str]]] = []
+        self.patterns: tuple[str, ...] = ()
+        self._add(patterns, root)
+
+    def _add(self, patterns: Iterable[str], root: str) -> None:
+        listed = tuple(patterns)
+        self.patterns = (*self.patterns, *listed)
+        names = [_tokens(p.rstrip("/")) for p in listed if "/" not in p.rstrip("/")]
+        paths = [p for p in listed if "/" in p.rstrip("/")]
+        self._groups.append((os.path.abspath(root), names, paths))
+
+    def extended(self, patterns: Iterable[str], root: str) -> Excluder:
+        """A copy that also leaves out ``patterns`` (relative to ``root``)."""
+        out = Excluder((), root)
+        out._groups = [*self._groups]
+        out.patterns = self.patterns
+        out._add(patterns, root)
+        return out
 
     def excluded(self, path: str) -> bool:
         """True when ``path`` (absolute) is left out by its name or its relative path."""
         name = os.path.basename(path.rstrip(os.sep))
-        if any(_match_name(tokens, name) for tokens in self._names):
-            return True
-        if not self._paths or not _is_under(path, self.root):
-            return False
-        relative = os.path.relpath(path, self.root).replace(os.sep, "/")
-        return any(glob_match(p, relative) for p in self._paths)
+        for root, names, paths in self._groups:
+            if any(_match_name(tokens, name) for tokens in names):
+                return True
+            if paths and _is_under(path, root):
+                relative = os.path.relpath(path, root).replace(os.sep, "/")
+                if any(glob_match(p, relative) for p in paths):
+                    return True
+        return False
 
     def excluded_below(self, path: str, top: str) -> bool:
         """Whether ``path`` or a directory between ``top`` (exclusive) and it is excluded:

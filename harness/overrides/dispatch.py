@@ -324,6 +324,8 @@ def _call_guards(
             continue
         stmt = body[index]
         after = atoms
+        yes: tuple[Atom, ...] = ()
+        no: tuple[Atom, ...] = ()
         if isinstance(stmt, ast.If):
             yes = tuple(_test_atoms(stmt.test, True, self_name, bound))
             no = tuple(_test_atoms(stmt.test, False, self_name, bound))

@@ -101,6 +101,10 @@ class ClassInfo:
             self._methods = {m.name: m for m in self.summary.methods}
         return self._methods
 
+    def replace_methods(self, methods: dict[str, Signature]) -> None:
+        """Set the effective ``def`` per name (after decorators were applied)."""
+        self._methods = methods
+
     def defines(self, name: str) -> bool:
         """True if the class body binds ``name`` (by ``def`` or otherwise)."""
         return name in self.methods or name in self.summary.attributes or name in self.opaque
@@ -441,7 +445,7 @@ class Project:
                 cls.opaque.add(name)
             else:
                 methods[name] = effective
-        cls._methods = methods
+        cls.replace_methods(methods)
 
     def _decorated(
         self, cls: ClassInfo, sig: Signature, decorators: tuple[str, ...]
