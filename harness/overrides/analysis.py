@@ -16,7 +16,7 @@ from harness.overrides.compare import align, is_exempt_method
 from harness.overrides.discover import SourceFile, Unreadable
 from harness.overrides.evidence import EvidenceIndex, Proof
 from harness.overrides.findings import Evidence, Finding, Severity
-from harness.overrides.resolve import ClassInfo, Project
+from harness.overrides.resolve import ClassInfo, ExternalModules, Project
 from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet
 from harness.overrides.signature import Signature
 from harness.overrides.summary import FileSummary
@@ -39,14 +39,18 @@ def analyze(
     changed: set[str] | None,
     select: frozenset[str],
     deleted: frozenset[str] = frozenset(),
+    external: ExternalModules | None = None,
 ) -> tuple[list[Finding], int, int]:
     """Findings (suppressed ones removed), number of classes, number checked.
 
     ``summaries`` maps display paths to summaries; ``changed`` holds display paths and
-    ``deleted`` the module names of changed files that no longer exist.
+    ``deleted`` the module names of changed files that no longer exist; ``external``
+    supplies modules from outside the tree (installed packages, the standard library).
     """
     by_display = {f.display: f for f in files}
-    project = Project(((by_display[d], s) for d, s in summaries.items()), watch=deleted)
+    project = Project(
+        ((by_display[d], s) for d, s in summaries.items()), watch=deleted, external=external
+    )
     rules = RuleSet(select)
     try:
         findings, classes, checked = _analyze(project, summaries, changed, rules)

@@ -10,7 +10,7 @@ import gc
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness import __version__
 from harness.overrides import baseline as baseline_mod
@@ -41,6 +41,11 @@ class CheckOptions:
     ``changed`` files."""
     ignore: frozenset[str] = frozenset()
     """Codes whose findings are not reported."""
+    external: bool = True
+    """Resolve bases outside the tree from the interpreter's installed packages and
+    standard library (:mod:`harness.overrides.external`)."""
+    roots: tuple[str, ...] = ()
+    """Set by :func:`check`: the scanned paths (never searched as installed packages)."""
 
 
 @dataclass
@@ -56,6 +61,8 @@ class Stats:
     """True when the stored result of an identical run on an unchanged tree was reused."""
     excluded: tuple[str, ...] = ()
     """Changed files left out because the configuration excludes them."""
+    external: tuple[tuple[str, str], ...] = ()
+    """``(path, content hash)`` of the files read from outside the tree."""
 
 
 @dataclass
@@ -117,6 +124,7 @@ def _check(
             "\0".join(sorted(deleted)),
             ",".join(sorted(options.select)),
             None if options.excluder is None else "\0".join(options.excluder.patterns),
+            str(options.external),
         ]
     )
     print_ = fingerprint(
@@ -126,8 +134,9 @@ def _check(
     findings = store.get(key, print_)
     stats = Stats(files=len(files), reused=findings is not None, excluded=excluded)
     if findings is None:
+        options = replace(options, roots=tuple(roots))
         findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)
-        store.put(key, print_, findings)
+        store.put(key, print_, findings, stats.external)
     if options.ignore:
         findings = [f for f in findings if f.code not in options.ignore]
     if options.baseline is not None:
@@ -148,18 +157,28 @@ def _analyze(
 ) -> list[Finding]:
     from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, load
+    from harness.overrides.external import InstalledModules
 
     cache = Cache(cache_dir)
     summaries, stats.parsed = load(sources, cache, options.jobs)
-    cache.save()
+    files = [s.file for s in sources]
+    external = None
+    if options.external:
+        tree = {name.partition(".")[0] for f in files for name in (f.module, *f.aliases)}
+        local = [*options.roots, options.cwd or os.getcwd()]
+        external = InstalledModules(cache, sorted(tree), local)
     findings, stats.classes, stats.checked_classes = analyze(
-        [s.file for s in sources],
+        files,
         summaries,
         unreadable,
         changed=None if changed is None else set(changed),
         select=options.select,
         deleted=deleted,
+        external=external,
     )
+    cache.save()
+    if external is not None:
+        stats.external = tuple(sorted(set(external.used)))
     return findings
 
 
