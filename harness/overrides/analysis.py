@@ -17,7 +17,7 @@ from harness.overrides.discover import SourceFile, Unreadable
 from harness.overrides.evidence import EvidenceIndex, Proof
 from harness.overrides.findings import Evidence, Finding, Severity
 from harness.overrides.resolve import ClassInfo, ExternalModules, Project
-from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet
+from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet, Sibling
 from harness.overrides.signature import Signature
 from harness.overrides.summary import FileSummary
 
@@ -85,6 +85,7 @@ def _analyze(
     evidence = EvidenceIndex(project)
     for cls in scope:
         findings.extend(_check_class(project, cls, rules, evidence))
+        findings.extend(_check_siblings(project, cls, rules, evidence))
     ignores = {d: s.ignores for d, s in summaries.items() if s.ignores}
     findings, comments = suppress.apply(findings, ignores)
     for comment in comments:
@@ -143,6 +144,8 @@ def _check_class(
         named = any(_mentions(p, issue.params) for p in proofs for _, issue in issues)
         for rule, issue in issues:
             proof = _pick_proof(proofs, issue.params, fallback=not named)
+            if proof is None and rule.needs_evidence:
+                continue
             out.append(_drift_finding(cls, base_cls, sig, base, rule, issue, proof))
     return out
 
@@ -178,31 +181,8 @@ def _drift_finding(
     same_name = cls.qualname == base_cls.qualname  # e.g. a V1 class over its V0 namesake
     fields["override"] = f"{cls.key if same_name else cls.qualname}.{sig.name}"
     fields["base"] = f"{base_cls.key if same_name else base_cls.qualname}.{base.name}"
-    message = rule.format(fields)
-    severity = Severity.WARNING
-    ev: Evidence | None = None
-    if proof is not None:
-        ev = Evidence(
-            path=proof.module.file.display,
-            line=proof.call.line,
-            col=proof.call.col,
-            text=proof.call.text,
-            error=f"TypeError: {proof.error}",
-            receiver=_RECEIVER_WORDS[proof.call.receiver],
-            unreached=proof.unreached,
-        )
-        if proof.certain:
-            severity = Severity.ERROR
-            message += f"; the call at {ev.path}:{ev.line} raises {ev.error}"
-        elif proof.unreached is not None:
-            message += (
-                f"; the call at {ev.path}:{ev.line} would raise {ev.error}, "
-                f"but it cannot run for {cls.qualname}: {proof.unreached}"
-            )
-        else:
-            message += (
-                f"; a caller typed as a base class at {ev.path}:{ev.line} would raise {ev.error}"
-            )
+    severity, said, ev = _evidence(proof, cls)
+    message = rule.format(fields) + said
     return Finding(
         path=cls.module.file.display,
         line=sig.line,
@@ -221,6 +201,107 @@ def _drift_finding(
         base_signature=base.render(f"{base_cls.qualname}.{base.name}"),
         evidence=ev,
     )
+
+
+def _evidence(proof: Proof | None, cls: ClassInfo) -> tuple[Severity, str, Evidence | None]:
+    """Severity, message tail and evidence of a finding backed by ``proof`` (if any)."""
+    if proof is None:
+        return Severity.WARNING, "", None
+    ev = Evidence(
+        path=proof.module.file.display,
+        line=proof.call.line,
+        col=proof.call.col,
+        text=proof.call.text,
+        error=f"TypeError: {proof.error}",
+        receiver=_RECEIVER_WORDS[proof.call.receiver],
+        unreached=proof.unreached,
+        via=proof.via,
+    )
+    where = f"{ev.path}:{ev.line}" + (f" (through {proof.via})" if proof.via else "")
+    if proof.certain:
+        return Severity.ERROR, f"; the call at {where} raises {ev.error}", ev
+    if proof.unreached is not None:
+        said = (
+            f"; the call at {where} would raise {ev.error}, "
+            f"but it cannot run for {cls.qualname}: {proof.unreached}"
+        )
+        return Severity.WARNING, said, ev
+    return (
+        Severity.WARNING,
+        f"; a caller typed as a base class at {where} would raise {ev.error}",
+        ev,
+    )
+
+
+def _check_siblings(
+    project: Project, cls: ClassInfo, rules: RuleSet, evidence: EvidenceIndex
+) -> list[Finding]:
+    """Methods that two unrelated bases of ``cls`` define, where ``cls``'s MRO makes one
+    override the other (reported where the two first meet, not in every subclass)."""
+    if len(cls.bases) < 2 or not rules.inspect(Sibling):
+        return []
+    definers: dict[str, list[ClassInfo]] = {}
+    for member in project.mro(cls)[1:]:
+        for name in member.methods:
+            definers.setdefault(name, []).append(member)
+    out: list[Finding] = []
+    for name, owners in definers.items():
+        if len(owners) < 2 or name in cls.methods or is_exempt_method(name):
+            continue
+        winner_cls = project.definer(cls, name)
+        if winner_cls is None or winner_cls is not owners[0]:
+            continue  # an attribute of the class, or of an earlier class, hides them
+        winner = winner_cls.methods[name]
+        for loser_cls in owners[1:]:
+            if project.in_mro(loser_cls, winner_cls) or any(
+                project.in_mro(winner_cls, b) and project.in_mro(loser_cls, b) for b in cls.bases
+            ):
+                continue  # an ordinary override, or a conflict a base already has
+            loser = loser_cls.methods[name]
+            if winner.is_overload or loser.is_overload:
+                continue
+            pair = Pair(loser, winner, align(loser, winner), _is_protocol(loser_cls))
+            differences = tuple(
+                f"{rule.symbol}: "
+                + rule.format(
+                    {
+                        **dict(issue.fields),
+                        "override": f"{winner_cls.qualname}.{name}",
+                        "base": f"{loser_cls.qualname}.{name}",
+                    }
+                )
+                for rule, issue in rules.check(pair)
+            )
+            for rule, issue in rules.check(Sibling(winner, loser, differences)):
+                proofs = evidence.proofs(winner_cls, name, winner, loser, within=cls)
+                severity, said, ev = _evidence(proofs[0] if proofs else None, cls)
+                fields = {
+                    **dict(issue.fields),
+                    "cls": cls.qualname,
+                    "winner": f"{winner_cls.qualname}.{name}",
+                    "loser": f"{loser_cls.qualname}.{name}",
+                }
+                out.append(
+                    Finding(
+                        path=cls.module.file.display,
+                        line=cls.summary.line,
+                        col=cls.summary.col,
+                        code=rule.code,
+                        symbol=rule.symbol,
+                        severity=severity,
+                        message=rule.format(fields) + said,
+                        class_name=cls.key,
+                        method=name,
+                        base_class=loser_cls.key,
+                        base_path=loser_cls.module.file.display,
+                        base_line=loser.line,
+                        params=(),
+                        signature=winner.render(f"{winner_cls.qualname}.{name}"),
+                        base_signature=loser.render(f"{loser_cls.qualname}.{name}"),
+                        evidence=ev,
+                    )
+                )
+    return out
 
 
 def _method_finding(cls: ClassInfo, sig: Signature, rule: Rule, issue: Issue) -> Finding:

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.compare import is_catch_all
 from harness.overrides.reach import Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
@@ -39,6 +40,8 @@ class Proof(NamedTuple):
     """True when dispatch to the override is certain (``error`` severity)."""
     unreached: str | None = None
     """Why the call cannot run for the classes that inherit the override, when it cannot."""
+    via: str | None = None
+    """``Class.method(*args, **kwargs)`` that forwards the call's arguments to the override."""
 
 
 def shape_of(call: CallSite) -> CallShape:
@@ -46,12 +49,28 @@ def shape_of(call: CallSite) -> CallShape:
     return CallShape(call.n_positional, call.keywords, call.star, call.starstar)
 
 
+CallEntry = tuple[CallSite, ClassInfo | None, ModuleInfo]
+
+
+class Forwarded(NamedTuple):
+    """A call of a forwarding method, standing for the call that method makes."""
+
+    call: CallSite
+    """The outer call, renamed to the method its arguments reach."""
+    site: ClassInfo | None
+    module: ModuleInfo
+    forwarder: ClassInfo
+    """The class defining the forwarding method."""
+    method: str
+    """The forwarding method's name."""
+
+
 class EvidenceIndex:
     """Call sites of the whole project, indexed by called method name."""
 
     def __init__(self, project: Project) -> None:
         self.project = project
-        self.by_method: dict[str, list[tuple[CallSite, ClassInfo | None, ModuleInfo]]] = {}
+        self.by_method: dict[str, list[CallEntry]] = {}
         for cls in project.all_classes():
             for call in cls.summary.calls:
                 self.by_method.setdefault(call.method, []).append((call, cls, cls.module))
@@ -63,22 +82,58 @@ class EvidenceIndex:
             for call in module.summary.calls:
                 self.by_method.setdefault(call.method, []).append((call, None, module))
         self.reach = Reach(project, self.by_method)
+        self.forwarded = self._forwarding()
+
+    def _forwarding(self) -> dict[str, list[Forwarded]]:
+        """Calls of ``g`` where ``K.g(self, *args, **kwargs)`` calls ``self.m(*args,
+        **kwargs)``, indexed by ``m``: the outer call's arguments are what ``m`` receives."""
+        out: dict[str, list[Forwarded]] = {}
+        for cls in self.project.all_classes():
+            for call in cls.summary.calls:
+                if not (
+                    call.receiver is Receiver.SELF
+                    and call.star
+                    and call.starstar
+                    and not call.n_positional
+                    and not call.keywords
+                ):
+                    continue
+                forwarder = cls.methods.get(call.caller)
+                if forwarder is None or not is_catch_all(forwarder):
+                    continue
+                for outer, site, module in self.by_method.get(call.caller, ()):
+                    if outer.star or outer.starstar or outer.receiver is Receiver.SUPER:
+                        continue  # unknown arguments, or a super() chain: not followed
+                    renamed = outer._replace(method=call.method)
+                    out.setdefault(call.method, []).append(
+                        Forwarded(renamed, site, module, cls, call.caller)
+                    )
+        return out
 
     def proofs(
-        self, cls: ClassInfo, name: str, override: Signature, base: Signature | None = None
+        self,
+        cls: ClassInfo,
+        name: str,
+        override: Signature,
+        base: Signature | None = None,
+        within: ClassInfo | None = None,
     ) -> list[Proof]:
         """Calls that reach ``cls``'s ``name`` and that its signature rejects (and ``base``'s
-        accepts), best first."""
-        calls = self.by_method.get(name)
-        if not calls or override.is_property:
+        accepts), best first; with ``within``, only calls on instances of that class or of
+        its subclasses."""
+        calls = self.by_method.get(name, [])
+        forwarded = self.forwarded.get(name, [])
+        if (not calls and not forwarded) or override.is_property:
             return []
         project = self.project
         qualname = f"{cls.qualname}.{name}"
-        inheritors = [x for x in project.inheritors(cls, name) if not project.shadowed(x, name)]
-        inheritor_ids = {id(c) for c in inheritors}
+        inheritors = [
+            x
+            for x in project.inheritors(cls, name)
+            if not project.shadowed(x, name) and (within is None or project.in_mro(within, x))
+        ]
         out: list[Proof] = []
         seen: set[tuple[str, int, int]] = set()
-
         reach = self.reach
 
         def add(
@@ -88,6 +143,7 @@ class EvidenceIndex:
             *,
             through: bool = True,
             unreached: str | None = None,
+            via: str | None = None,
         ) -> None:
             key = (module.file.display, call.line, call.col)
             if key in seen:
@@ -103,9 +159,18 @@ class EvidenceIndex:
             ):
                 return  # wrong against the base as well: not evidence about this override
             seen.add(key)
-            out.append(Proof(call, module, error, certain, unreached))
+            out.append(Proof(call, module, error, certain, unreached, via))
 
-        for call, site_cls, module in calls:
+        entries: list[tuple[CallSite, ClassInfo | None, ModuleInfo, Forwarded | None]]
+        entries = [(c, s, m, None) for c, s, m in calls]
+        entries.extend((f.call, f.site, f.module, f) for f in forwarded)
+        for call, site_cls, module, hop in entries:
+            via = None if hop is None else f"{hop.forwarder.qualname}.{hop.method}(*args, **kwargs)"
+
+            def hops(x: ClassInfo, hop: Forwarded | None = hop) -> bool:
+                """The forwarding method is what ``x`` dispatches the outer call to."""
+                return hop is None or project.definer(x, hop.method) is hop.forwarder
+
             if call.receiver in (Receiver.SELF, Receiver.CLS) and site_cls is not None:
                 # Runs on an instance (or, for `cls`, the class) of some inheritor X if X
                 # inherits the calling method and that method can run for X.
@@ -114,36 +179,42 @@ class EvidenceIndex:
                     continue  # `cls.m(obj, ...)` passes self explicitly: shape unknown
                 why: str | None = None
                 for x in inheritors:
-                    if not project.in_mro(site_cls, x):
+                    if not project.in_mro(site_cls, x) or not hops(x):
                         continue
                     inherits = project.definer(x, call.caller) is site_cls
                     if not inherits and not reach.runs(x, site_cls, call.caller):
                         continue  # x overrides the caller and never reaches this one
                     why = reach.why_not(x, call, site_cls, module)
                     if why is None:
-                        add(call, module, True, through=not on_class)
+                        add(call, module, True, through=not on_class, via=via)
                         break
                 else:
                     if why is not None:
-                        add(call, module, False, through=not on_class, unreached=why)
+                        add(call, module, False, through=not on_class, unreached=why, via=via)
             elif call.receiver is Receiver.SUPER and site_cls is not None:
                 start = site_cls
                 if call.receiver_class is not None:
                     start = project.resolve_class(module, call.receiver_class) or site_cls
-                if project.definer(site_cls, name, after=start) is cls:
+                if project.definer(site_cls, name, after=start) is cls and (
+                    within is None or project.in_mro(within, site_cls)
+                ):
                     why = reach.why_not(site_cls, call, site_cls, module)
                     add(call, module, why is None, unreached=why)
             elif call.receiver is Receiver.CONSTRUCTED and call.receiver_class is not None:
                 target = project.resolve_class(module, call.receiver_class)
-                if target is not None and id(target) in inheritor_ids:
-                    add(call, module, True)
+                if target is not None and target in inheritors and hops(target):
+                    add(call, module, True, via=via)
             elif call.receiver is Receiver.ANNOTATED and call.receiver_class is not None:
                 target = project.resolve_class(module, call.receiver_class)
-                if target is None:
+                if target is None or not hops(target):
                     continue
                 related = project.in_mro(cls, target) or project.in_mro(target, cls)
+                if within is not None:
+                    related = related and (
+                        project.in_mro(within, target) or project.in_mro(target, within)
+                    )
                 if related and not project.shadowed(target, name):
-                    add(call, module, False)
+                    add(call, module, False, via=via)
         out.sort(
             key=lambda p: (
                 not p.certain,

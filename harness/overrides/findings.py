@@ -34,6 +34,8 @@ class Evidence:
     """``self``, ``super()``, ``constructed`` or ``annotated``."""
     unreached: str | None = None
     """Why the call cannot run for the class holding the override (then not an error)."""
+    via: str | None = None
+    """The ``*args, **kwargs`` method that forwards the call's arguments, if any."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of the shared contract plus the TypeError text."""
@@ -44,6 +46,7 @@ class Evidence:
             "error": self.error,
             "receiver": self.receiver,
             "unreached": self.unreached,
+            "via": self.via,
         }
 
 

@@ -100,7 +100,7 @@ class Reach:
                     continue  # an unresolved base might be one of them
                 if holds == atom.negated:
                     names = ", ".join(atom.names)
-                    test = f"isinstance(self, {names})"
+                    test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
                     wanted = "false" if atom.negated else "true"
                     return (
                         f"it runs only when {test} is {wanted} (at {where}), "

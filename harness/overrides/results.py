@@ -37,7 +37,7 @@ def _encode(f: Finding) -> tuple[Any, ...]:
     evidence = (
         None
         if ev is None
-        else (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver, ev.unreached)
+        else (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver, ev.unreached, ev.via)
     )
     return (
         f.path, f.line, f.col, f.code, f.symbol, f.severity.value, f.message, f.class_name,

@@ -3,7 +3,8 @@
 Each rule module defines ``CODE``, ``SYMBOL``, ``MESSAGE`` (a ``str.format`` template),
 ``DESCRIPTION`` (one line), ``ENABLED_BY_DEFAULT``, ``SUBJECT`` (the type of fact it inspects,
 see :mod:`harness.overrides.rules._facts`) and ``check(subject) -> list[Issue]``, its
-detection; its module docstring is the documentation ``harness overrides --explain CODE``
+detection, and optionally ``NEEDS_EVIDENCE = True`` (report only with a call that proves the
+problem, or would if dispatch were certain); its module docstring is the documentation ``harness overrides --explain CODE``
 prints. Nothing outside a rule's module names its code.
 """
 
@@ -25,6 +26,8 @@ from harness.overrides.rules import (
     ho108_method_kind_mismatch,
     ho109_property_method_mismatch,
     ho110_async_sync_mismatch,
+    ho111_mro_sibling_conflict,
+    ho112_narrowed_catch_all,
     ho201_missing_override_decorator,
     ho202_override_without_base,
     ho301_unused_ignore,
@@ -34,7 +37,7 @@ from harness.overrides.rules import (
     ho403_inconsistent_mro,
     ho404_unreadable_path,
 )
-from harness.overrides.rules._facts import Issue, NoBase, Pair
+from harness.overrides.rules._facts import Issue, NoBase, Pair, Sibling
 
 
 class Rule(NamedTuple):
@@ -49,6 +52,8 @@ class Rule(NamedTuple):
     subject: type
     """The type of fact ``check`` inspects."""
     check: Callable[[Any], list[Issue]]
+    needs_evidence: bool = False
+    """Report an issue only with a call in the project that the override rejects."""
 
     def format(self, fields: dict[str, str]) -> str:
         """The message for one finding."""
@@ -65,6 +70,7 @@ def _rule(module: ModuleType) -> Rule:
         enabled_by_default=module.ENABLED_BY_DEFAULT,
         subject=module.SUBJECT,
         check=module.check,
+        needs_evidence=getattr(module, "NEEDS_EVIDENCE", False),
     )
 
 
@@ -92,6 +98,8 @@ RULES: dict[str, Rule] = _registry(
         ho108_method_kind_mismatch,
         ho109_property_method_mismatch,
         ho110_async_sync_mismatch,
+        ho111_mro_sibling_conflict,
+        ho112_narrowed_catch_all,
         ho201_missing_override_decorator,
         ho202_override_without_base,
         ho301_unused_ignore,
@@ -138,4 +146,4 @@ class RuleSet:
         return [(rule, issue) for rule in rules for issue in rule.check(subject)]
 
 
-__all__ = ["RULES", "Issue", "NoBase", "Pair", "Rule", "RuleSet", "get"]
+__all__ = ["RULES", "Issue", "NoBase", "Pair", "Rule", "RuleSet", "Sibling", "get"]
