@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-gpu lint typecheck golden-update bench clean
+.PHONY: help install run test test-gpu lint typecheck golden-update bench primer primer-update clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -39,6 +39,12 @@ typecheck: $(STAMP) ## Type-check harness/ with mypy --strict and pyright
 
 golden-update: $(STAMP) ## Regenerate golden files on purpose (never in CI)
 	$(BIN)/python -m pytest -p no:xdist suites --update-golden
+
+primer: $(STAMP) ## Run the override checker on pinned large projects; diff against golden/primer (needs the package index)
+	$(BIN)/python scripts/primer_overrides.py $(PRIMER_ARGS)
+
+primer-update: $(STAMP) ## Rewrite golden/primer on purpose (never in CI)
+	$(BIN)/python scripts/primer_overrides.py --update $(PRIMER_ARGS)
 
 clean: ## Remove the venv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -251,56 +251,65 @@ def _check_siblings(
         winner_cls = project.definer(cls, name)
         if winner_cls is None or winner_cls is not owners[0]:
             continue  # an attribute of the class, or of an earlier class, hides them
-        winner = winner_cls.methods[name]
-        for loser_cls in owners[1:]:
-            if project.in_mro(loser_cls, winner_cls) or any(
-                project.in_mro(winner_cls, b) and project.in_mro(loser_cls, b) for b in cls.bases
-            ):
-                continue  # an ordinary override, or a conflict a base already has
-            loser = loser_cls.methods[name]
-            if winner.is_overload or loser.is_overload:
-                continue
-            pair = Pair(loser, winner, align(loser, winner), _is_protocol(loser_cls))
-            differences = tuple(
-                f"{rule.symbol}: "
-                + rule.format(
-                    {
-                        **dict(issue.fields),
-                        "override": f"{winner_cls.qualname}.{name}",
-                        "base": f"{loser_cls.qualname}.{name}",
-                    }
-                )
-                for rule, issue in rules.check(pair)
+        # The sibling whose definition the winner displaces: the next one in the MRO that is
+        # not the winner's own ancestor (those further on are that sibling's own bases).
+        loser_cls = next((c for c in owners[1:] if not project.in_mro(c, winner_cls)), None)
+        if loser_cls is None or any(
+            project.in_mro(winner_cls, b) and project.in_mro(loser_cls, b) for b in cls.bases
+        ):
+            continue  # ordinary overrides only, or a conflict a base already has
+        out.extend(_sibling_findings(project, cls, name, winner_cls, loser_cls, rules, evidence))
+    return out
+
+
+def _sibling_findings(
+    project: Project,
+    cls: ClassInfo,
+    name: str,
+    winner_cls: ClassInfo,
+    loser_cls: ClassInfo,
+    rules: RuleSet,
+    evidence: EvidenceIndex,
+) -> list[Finding]:
+    winner, loser = winner_cls.methods[name], loser_cls.methods[name]
+    if winner.is_overload or loser.is_overload:
+        return []
+    names = {"override": f"{winner_cls.qualname}.{name}", "base": f"{loser_cls.qualname}.{name}"}
+    pair = Pair(loser, winner, align(loser, winner), _is_protocol(loser_cls))
+    differences = tuple(
+        f"{rule.symbol}: {rule.format({**dict(issue.fields), **names})}"
+        for rule, issue in rules.check(pair)
+        if not rule.needs_evidence
+    )
+    out: list[Finding] = []
+    for rule, issue in rules.check(Sibling(winner, loser, differences)):
+        proofs = evidence.proofs(winner_cls, name, winner, loser, within=cls)
+        severity, said, ev = _evidence(proofs[0] if proofs else None, cls)
+        fields = {
+            **dict(issue.fields),
+            "cls": cls.qualname,
+            "winner": names["override"],
+            "loser": names["base"],
+        }
+        out.append(
+            Finding(
+                path=cls.module.file.display,
+                line=cls.summary.line,
+                col=cls.summary.col,
+                code=rule.code,
+                symbol=rule.symbol,
+                severity=severity,
+                message=rule.format(fields) + said,
+                class_name=cls.key,
+                method=name,
+                base_class=loser_cls.key,
+                base_path=loser_cls.module.file.display,
+                base_line=loser.line,
+                signature=winner.render(f"{winner_cls.qualname}.{name}"),
+                base_signature=loser.render(f"{loser_cls.qualname}.{name}"),
+                evidence=ev,
             )
-            for rule, issue in rules.check(Sibling(winner, loser, differences)):
-                proofs = evidence.proofs(winner_cls, name, winner, loser, within=cls)
-                severity, said, ev = _evidence(proofs[0] if proofs else None, cls)
-                fields = {
-                    **dict(issue.fields),
-                    "cls": cls.qualname,
-                    "winner": f"{winner_cls.qualname}.{name}",
-                    "loser": f"{loser_cls.qualname}.{name}",
-                }
-                out.append(
-                    Finding(
-                        path=cls.module.file.display,
-                        line=cls.summary.line,
-                        col=cls.summary.col,
-                        code=rule.code,
-                        symbol=rule.symbol,
-                        severity=severity,
-                        message=rule.format(fields) + said,
-                        class_name=cls.key,
-                        method=name,
-                        base_class=loser_cls.key,
-                        base_path=loser_cls.module.file.display,
-                        base_line=loser.line,
-                        params=(),
-                        signature=winner.render(f"{winner_cls.qualname}.{name}"),
-                        base_signature=loser.render(f"{loser_cls.qualname}.{name}"),
-                        evidence=ev,
-                    )
-                )
+        )
     return out
 
 
