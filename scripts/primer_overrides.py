@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 import zipfile
 from collections.abc import Sequence
@@ -226,6 +227,23 @@ def run_checker(project: Project, tree: Path) -> Outcome:
     return Outcome(project, files, seconds, json.loads(done.stdout))
 
 
+def _portable(path: str) -> str:
+    """A path outside the scanned tree (the standard library, site-packages), written without
+    where this interpreter is installed."""
+    if not os.path.isabs(path):
+        return path
+    places = sysconfig.get_paths()
+    for key, label in (
+        ("purelib", "<site-packages>"),
+        ("platlib", "<site-packages>"),
+        ("stdlib", "<stdlib>"),
+    ):
+        root = places.get(key)
+        if root and path.startswith(root.rstrip(os.sep) + os.sep):
+            return f"{label}/{os.path.relpath(path, root)}"
+    return f"<outside>/{os.path.basename(path)}"
+
+
 def line_of(finding: dict[str, Any]) -> str:
     """One finding as one stable golden line."""
     subject = finding["class"] or ""
@@ -236,7 +254,7 @@ def line_of(finding: dict[str, Any]) -> str:
         text += f" ({','.join(finding['params'])})"
     evidence = finding.get("evidence")
     if evidence:
-        text += f" <- {evidence['path']}:{evidence['line']}"
+        text += f" <- {_portable(evidence['path'])}:{evidence['line']}"
     return text.rstrip()
 
 
