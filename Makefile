@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
+REPORTS := reports
+BENCH ?= $(sort $(wildcard scripts/bench_*.py))
 
 .DEFAULT_GOAL := help
 .PHONY: help install run test test-gpu lint typecheck golden-update bench primer primer-update clean
@@ -23,19 +25,21 @@ install: $(STAMP) ## Create .venv and install the project with the engine, eval 
 run: $(STAMP) ## Run the main job on built-in defaults
 	$(BIN)/harness demo
 
-test: $(STAMP) ## Run the CPU test suites in parallel (pytest -n auto)
+test: $(STAMP) ## Run the CPU test suites in parallel (pytest -n auto), slow ones included
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites
 
-test-gpu: $(STAMP) ## Run the gpu-marked tests (skip with a reason when no CUDA)
-	$(BIN)/python -m pytest -m gpu -p no:xdist suites
+test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json; without CUDA says "0 GPU tests ran"
+	@mkdir -p $(REPORTS)
+	@$(BIN)/python -m pytest -p ci.pytest_gpu_gate -p no:xdist -q -m gpu suites \
+		--junitxml=$(REPORTS)/junit-gpu.xml --gpu-report=$(REPORTS)/memory-gpu.json
 
 lint: $(STAMP) ## Lint with ruff
-	$(BIN)/ruff check harness suites scripts
-	$(BIN)/ruff format --check harness suites scripts
+	$(BIN)/ruff check harness suites scripts ci
+	$(BIN)/ruff format --check harness suites scripts ci
 
-typecheck: $(STAMP) ## Type-check harness/ with mypy --strict and pyright
-	$(BIN)/mypy --strict harness
-	$(BIN)/pyright harness
+typecheck: $(STAMP) ## Type-check harness/ and ci/ with mypy --strict and pyright
+	$(BIN)/mypy --strict harness ci
+	$(BIN)/pyright harness ci
 
 golden-update: $(STAMP) ## Regenerate golden files on purpose (never in CI)
 	$(BIN)/python -m pytest -p no:xdist suites --update-golden
@@ -46,5 +50,8 @@ primer: $(STAMP) ## Run the override checker on pinned large projects; diff agai
 primer-update: $(STAMP) ## Rewrite golden/primer on purpose (never in CI)
 	$(BIN)/python scripts/primer_overrides.py --update $(PRIMER_ARGS)
 
-clean: ## Remove the venv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+bench: $(STAMP) ## Run the benchmarks in scripts/ (BENCH=scripts/bench_x.py for one); they print ratios
+	@set -e; for script in $(BENCH); do echo "== $$script"; $(BIN)/python $$script; done
+
+clean: ## Remove the venv, caches and reports
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(REPORTS)

@@ -1,15 +1,19 @@
-"""Golden files: versioned, sorted, diff-friendly JSON snapshots under ``golden/``.
+"""Golden files: versioned, sorted, diff-friendly JSON snapshots, each owned by one test.
 
-A golden file is ``golden/<name>.json``::
+A golden file is ``<root>/<name>.json``::
 
     {
-      "header": {"format": 1, "generator": "harness 0.1.0", "vllm_version": "0.9.0"},
-      "data": ...
+      "data": ...,
+      "header": {"format": 2, "generator": "harness 0.1.0", "test": "<owning test's node id>",
+                 "vllm_version": "0.9.0"}
     }
 
-Keys are sorted and floats rounded so that a change shows as a small diff. Goldens are written only
-on purpose (``pytest --update-golden``); a mismatch writes ``<name>.obtained.json`` beside the golden
-so CI can upload it, and the failure prints the diff and the command that regenerates it.
+Keys are sorted and floats rounded so that a change shows as a small diff. The header names the
+test that owns the file (the one that checks it), so a run can tell which golden files its tests
+should have checked, even when it ran only some of them. Goldens are written only on purpose
+(``update=True``); a mismatch writes ``<name>.obtained.json`` beside the golden so CI can upload it,
+and the failure prints the diff and the command that regenerates it. The pytest side (fixture,
+options, unused files, summary) is :mod:`harness.golden_plugin`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -24,9 +29,12 @@ from typing import cast
 
 from harness import VLLM_VERSION, __version__
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: the header names the owning test (``test``); 1 had no owner."""
 FLOAT_DIGITS = 6
+OBTAINED_SUFFIX = ".obtained.json"
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+_MAX_DIFF_LINES = 80
 
 
 class GoldenOutcome(Enum):
@@ -38,7 +46,7 @@ class GoldenOutcome(Enum):
 
 
 class GoldenMismatch(AssertionError):
-    """The obtained data differs from the golden file (or the golden file is missing)."""
+    """The obtained data differs from the golden file, the file is missing or another test owns it."""
 
 
 def _normalise(value: object) -> object:
@@ -52,16 +60,45 @@ def _normalise(value: object) -> object:
     return value
 
 
-def render(data: object) -> str:
-    """The golden file text for ``data`` (JSON-serialisable)."""
-    header = {"format": FORMAT_VERSION, "generator": f"harness {__version__}"}
-    header["vllm_version"] = VLLM_VERSION
+def render(data: object, *, test: str) -> str:
+    """The golden file text for ``data`` (JSON-serialisable), owned by the test ``test``."""
+    header = {
+        "format": FORMAT_VERSION,
+        "generator": f"harness {__version__}",
+        "test": test,
+        "vllm_version": VLLM_VERSION,
+    }
     document = {"header": header, "data": _normalise(data)}
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _data_of(text: str) -> object:
-    return json.loads(text).get("data")
+@dataclass(frozen=True, slots=True)
+class GoldenDocument:
+    """A golden file's parsed content: its data, owner and format."""
+
+    data: object
+    test: str | None
+    """Node id of the owning test; ``None`` for a format 1 file (no owner recorded)."""
+    format: int | None
+
+
+def parse(text: str) -> GoldenDocument:
+    """Parse golden file text; a file that is not a golden document has no owner and no format."""
+    try:
+        document: object = json.loads(text)
+    except json.JSONDecodeError:
+        return GoldenDocument(data=None, test=None, format=None)
+    if not isinstance(document, dict):
+        return GoldenDocument(data=document, test=None, format=None)
+    fields = cast("dict[str, object]", document)
+    header = fields.get("header")
+    header = cast("dict[str, object]", header) if isinstance(header, dict) else {}
+    test, version = header.get("test"), header.get("format")
+    return GoldenDocument(
+        data=fields.get("data"),
+        test=test if isinstance(test, str) else None,
+        format=version if isinstance(version, int) else None,
+    )
 
 
 @dataclass
@@ -78,41 +115,77 @@ class GoldenStore:
             raise ValueError(f"bad golden name {name!r}: use letters, digits, '_', '-', '.', '/'")
         return self.root / f"{name}.json"
 
-    def check(self, name: str, data: object) -> GoldenOutcome:
-        """Compare ``data`` with golden ``name``; write it instead when updating."""
+    def names(self) -> Iterator[str]:
+        """Names of the golden files on disk (``*.obtained.json`` excluded), sorted."""
+        if not self.root.is_dir():
+            return
+        for path in sorted(self.root.rglob("*.json")):
+            if not path.name.endswith(OBTAINED_SUFFIX):
+                yield path.relative_to(self.root).with_suffix("").as_posix()
+
+    def owner(self, name: str) -> str | None:
+        """The node id of the test that owns golden ``name`` (``None``: none recorded)."""
+        return parse(self.path(name).read_text(encoding="utf-8")).test
+
+    def check(self, name: str, data: object, *, test: str) -> GoldenOutcome:
+        """Compare ``data`` with golden ``name`` owned by ``test``; write it instead when updating."""
+        __tracebackhide__ = True  # pytest: the failure points at the test's check
         path = self.path(name)
-        obtained = render(data)
+        obtained = render(data, test=test)
         expected = path.read_text(encoding="utf-8") if path.exists() else None
-        obtained_path = path.with_suffix(".obtained.json")
-        if expected is not None and _data_of(expected) == _data_of(obtained):
+        obtained_path = path.with_name(path.name.removesuffix(".json") + OBTAINED_SUFFIX)
+        if expected is not None and _same(parse(expected), parse(obtained)):
             obtained_path.unlink(missing_ok=True)
             return GoldenOutcome.MATCHED
+        path.parent.mkdir(parents=True, exist_ok=True)
         if self.update:
-            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(obtained, encoding="utf-8")
             obtained_path.unlink(missing_ok=True)
             return GoldenOutcome.CREATED if expected is None else GoldenOutcome.UPDATED
-        path.parent.mkdir(parents=True, exist_ok=True)
         obtained_path.write_text(obtained, encoding="utf-8")
         if expected is None:
             raise GoldenMismatch(
                 f"golden file {path} does not exist; obtained data written to {obtained_path}.\n"
                 f"Create it on purpose with: {self.regenerate_hint}"
             )
-        diff = "".join(
-            difflib.unified_diff(
-                expected.splitlines(keepends=True),
-                obtained.splitlines(keepends=True),
-                fromfile=str(path),
-                tofile=str(obtained_path),
-                n=2,
+        recorded = parse(expected)
+        if recorded.data == parse(obtained).data:
+            raise GoldenMismatch(
+                f"golden file {path}: the data match but {_owner_problem(recorded, test)}; "
+                f"record this test as its owner, on purpose, with: {self.regenerate_hint}"
             )
-        )
-        lines = diff.splitlines(keepends=True)
-        if len(lines) > 80:
-            diff = "".join(lines[:80]) + f"... ({len(lines) - 80} more diff lines)\n"
         raise GoldenMismatch(
-            f"golden mismatch for {name!r}:\n{diff}"
+            f"golden mismatch for {name!r}:\n{_diff(expected, obtained, path, obtained_path)}"
             f"Obtained data written to {obtained_path}.\n"
             f"If the change is intended, regenerate with: {self.regenerate_hint}"
         )
+
+
+def _owner_problem(recorded: GoldenDocument, test: str) -> str:
+    if recorded.test is None:
+        return f"the file records no owning test (format {recorded.format or 1})"
+    return f"it belongs to {recorded.test} (one golden file, one test), not to {test}"
+
+
+def _same(recorded: GoldenDocument, obtained: GoldenDocument) -> bool:
+    return (
+        recorded.format == obtained.format
+        and recorded.test == obtained.test
+        and recorded.data == obtained.data
+    )
+
+
+def _diff(expected: str, obtained: str, path: Path, obtained_path: Path) -> str:
+    lines = list(
+        difflib.unified_diff(
+            expected.splitlines(keepends=True),
+            obtained.splitlines(keepends=True),
+            fromfile=str(path),
+            tofile=str(obtained_path),
+            n=2,
+        )
+    )
+    if len(lines) > _MAX_DIFF_LINES:
+        more = len(lines) - _MAX_DIFF_LINES
+        lines = [*lines[:_MAX_DIFF_LINES], f"... ({more} more diff lines)\n"]
+    return "".join(lines)

@@ -1,18 +1,25 @@
-"""Benchmark ``harness overrides`` against mypy and pyright on vLLM 0.9.0's Python sources.
+"""Benchmark ``harness overrides`` on vLLM 0.9.0's Python sources against serial ``ast.parse``
+of the same files, and against mypy and pyright.
 
 Downloads the vLLM 0.9.0 wheel once (``pip download --no-deps``) and keeps only its ``.py`` files
-in a cache directory. Then, on that same tree and in the same run, it times:
+in a cache directory (``--tree``, default ``~/.cache/harness/vllm-0.9.0``). The runs work on a
+temporary copy of that tree, so the edits below never touch it. In one run it times, each the
+best of ``--repeat`` rounds taken in turn (so that load on the machine hits every row alike):
 
-- the checker cold (fresh cache dir), warm (cached), and ``--changed`` one file warm, through
-  ``python -m harness.overrides`` and through the full ``harness overrides`` CLI;
+- the baseline: a fresh interpreter that finds the files as the checker does and runs
+  ``ast.parse`` on each, one after the other;
+- the checker cold (fresh cache dir), warm (cached, unchanged tree), and ``--changed`` one base
+  file right after editing it with the cache warm, through ``python -m harness.overrides`` and
+  through the full ``harness overrides`` CLI;
 - the full CLI's start-up alone (``harness --version``);
-- mypy (not strict; ``--ignore-missing-imports --follow-imports=silent``, fresh cache dir);
-- pyright (``standard`` mode).
+- mypy (not strict; ``--ignore-missing-imports --follow-imports=silent``, fresh cache dir) and
+  pyright (``standard`` mode), unless skipped.
 
-and prints wall times, ratios to the checker's cold run, and finding counts. It prints; it never
-asserts. Usage::
+Subprocesses run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed), as an installed
+package does, after one warm-up run. It prints wall times, ratios to the serial parse of the same
+run, and finding counts; it never asserts. Usage::
 
-    .venv/bin/python scripts/bench_overrides.py [--tree DIR] [--skip-mypy] [--skip-pyright]
+    .venv/bin/python scripts/bench_overrides.py [--tree DIR] [--repeat N] [--skip-mypy] [--skip-pyright]
 """
 
 from __future__ import annotations
@@ -67,24 +74,53 @@ def ensure_tree(tree: Path) -> Path:
     return tree
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+PARSE_SERIALLY = """
+import ast, sys, time
+from harness.overrides.discover import discover
+files, _ = discover(["vllm"])
+started = time.perf_counter()
+for f in files:
+    with open(f.path, "rb") as handle:
+        data = handle.read()
+    try:
+        ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+print(f"{len(files)} files parsed in {time.perf_counter() - started:.3f}s", file=sys.stderr)
+"""
+
+
 def run_timed(cmd: Sequence[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
     start = time.perf_counter()
-    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False, env=ENV)
     return time.perf_counter() - start, result
 
 
-def best_of(repeat: int, cmd: Callable[[], Sequence[str]], cwd: Path) -> tuple[float, str, str]:
-    """The fastest of ``repeat`` runs (``cmd()`` is rebuilt each time), its stdout and stderr."""
+@dataclass
+class Mode:
+    """One row: how to prepare and build the command, and the fastest run so far."""
+
+    tool: str
+    mode: str
+    argv: Callable[[int], Sequence[str]]
+    """The command for round ``i`` (it may prepare the tree or the cache first)."""
+    count: Callable[[str, str], str]
     best: tuple[float, str, str] | None = None
-    for _ in range(repeat):
-        argv = cmd()
-        seconds, result = run_timed(argv, cwd)
+
+    def run(self, tree: Path, i: int) -> None:
+        argv = self.argv(i)
+        seconds, result = run_timed(argv, tree)
         if result.returncode not in (0, 1):
             sys.exit(f"{' '.join(argv)} failed ({result.returncode}):\n{result.stderr[-2000:]}")
-        if best is None or seconds < best[0]:
-            best = (seconds, result.stdout, result.stderr)
-    assert best is not None
-    return best
+        if self.best is None or seconds < self.best[0]:
+            self.best = (seconds, result.stdout, result.stderr)
+
+    def timing(self) -> Timing:
+        assert self.best is not None
+        seconds, out, err = self.best
+        return Timing(self.tool, self.mode, seconds, self.count(out, err))
 
 
 def checker_counts(out: str, err: str) -> str:
@@ -96,6 +132,10 @@ def checker_counts(out: str, err: str) -> str:
     return f"{errors} errors, {len(findings) - errors} warnings{inside}"
 
 
+def parse_counts(out: str, err: str) -> str:
+    return err.strip().splitlines()[-1] if err.strip() else ""
+
+
 ENTRY_POINTS = {
     # The subcommand alone: what pre-commit hooks and CI steps should run.
     "python -m harness.overrides": [sys.executable, "-m", "harness.overrides"],
@@ -104,38 +144,61 @@ ENTRY_POINTS = {
 }
 
 
-def checker_command(
-    entry: list[str], cache: Path, *extra: str, fresh: bool = False
-) -> Callable[[], list[str]]:
-    """The checker's argv on ``cache``; ``fresh`` empties the cache first (a cold run)."""
+def checker_modes(tree: Path, cache_root: Path) -> list[Mode]:
+    """Cold, warm and edit-then-``--changed`` runs through each entry point."""
+    modes: list[Mode] = []
+    for n, (tool, entry) in enumerate(ENTRY_POINTS.items()):
+        cache = cache_root / f"cache-{n}"
+        base = [*entry, "--format", "json", "--statistics", "--cache-dir", str(cache), "vllm"]
 
-    def argv() -> list[str]:
-        if fresh:
+        def cold(i: int, cache: Path = cache, base: list[str] = base) -> list[str]:
             shutil.rmtree(cache, ignore_errors=True)
-        return [*entry, "--format", "json", "--statistics", "--cache-dir", str(cache), *extra]
+            return base
 
-    return argv
+        def edited(i: int, base: list[str] = base, n: int = n) -> list[str]:
+            path = tree / CHANGED_FILE
+            text = path.read_text(encoding="utf-8")
+            path.write_text(f"{text.rstrip()}\n# bench edit {n} {i}\n", encoding="utf-8")
+            return [*base, "--changed", CHANGED_FILE]
+
+        modes += [
+            Mode(tool, "cold (fresh cache)", cold, checker_counts),
+            Mode(tool, "warm (cached, unchanged tree)", lambda i, base=base: base, checker_counts),
+            Mode(tool, f"--changed {CHANGED_FILE} just edited, warm", edited, checker_counts),
+        ]
+    return modes
 
 
-def bench_checker(tree: Path, repeat: int) -> list[Timing]:
-    """Cold, warm and ``--changed`` runs through each entry point, on one cache directory."""
-    cache = Path(tempfile.mkdtemp(prefix="harness-bench-cache-"))
-    rows = []
-    for tool, entry in ENTRY_POINTS.items():
-        for mode, cmd in [
-            ("cold (fresh cache)", checker_command(entry, cache, "vllm", fresh=True)),
-            ("warm (cached)", checker_command(entry, cache, "vllm")),
-            (
-                f"--changed {CHANGED_FILE}, warm",
-                checker_command(entry, cache, "vllm", "--changed", CHANGED_FILE),
-            ),
-        ]:
-            seconds, out, err = best_of(repeat, cmd, tree)
-            rows.append(Timing(tool, mode, seconds, checker_counts(out, err)))
-    seconds, _, _ = best_of(repeat, lambda: [str(BIN / "harness"), "--version"], tree)
-    rows.append(Timing("harness --version", "CLI start-up alone", seconds, ""))
-    shutil.rmtree(cache, ignore_errors=True)
-    return rows
+def bench(tree: Path, repeat: int) -> tuple[Timing, list[Timing]]:
+    """The serial-parse baseline and the checker rows, measured in turns."""
+    parse = Mode(
+        "serial ast.parse",
+        "baseline (same files)",
+        lambda i: [sys.executable, "-c", PARSE_SERIALLY],
+        parse_counts,
+    )
+    with tempfile.TemporaryDirectory(prefix="harness-bench-") as scratch:
+        work = Path(scratch) / "tree"
+        shutil.copytree(tree / "vllm", work / "vllm")
+        modes = checker_modes(work, Path(scratch))
+        version = Mode(
+            "harness --version",
+            "CLI start-up alone",
+            lambda i: [str(BIN / "harness"), "--version"],
+            lambda o, e: "",
+        )
+        warm_up = [
+            sys.executable,
+            "-m",
+            "harness.overrides",
+            "--no-cache",
+            str(work / "vllm" / "envs.py"),
+        ]
+        run_timed(warm_up, work)  # compile the checker's bytecode once, as an install does
+        for i in range(repeat):
+            for mode in [parse, *modes, version]:
+                mode.run(work, i)
+        return parse.timing(), [m.timing() for m in [*modes, version]]
 
 
 def bench_mypy(tree: Path) -> Timing:
@@ -179,31 +242,35 @@ def bench_pyright(tree: Path) -> Timing:
 class Table:
     """Prints rows as they are measured (mypy and pyright take minutes)."""
 
-    def __init__(self, tree: Path, cold_seconds: float) -> None:
-        self.cold = cold_seconds
+    def __init__(self, tree: Path, baseline: Timing) -> None:
+        self.baseline = baseline.seconds
         files = sum(1 for _ in (tree / "vllm").rglob("*.py"))
-        print(f"tree: {tree} ({files} .py files of {VLLM}); ratio = wall time / checker cold")
-        header = f"{'tool':<28} {'mode':<56} {'wall s':>8} {'ratio':>8}  findings"
+        print(f"tree: {tree} ({files} .py files of {VLLM})")
+        print("ratio = wall time / serial ast.parse of the same files, measured in this run")
+        header = f"{'tool':<28} {'mode':<62} {'wall s':>8} {'ratio':>8}  details"
         print(header)
         print("-" * len(header), flush=True)
+        self.row(baseline)
 
     def row(self, r: Timing) -> None:
-        ratio = r.seconds / self.cold
+        ratio = r.seconds / self.baseline
         print(
-            f"{r.tool:<18} {r.mode:<58} {r.seconds:>8.3f} {ratio:>7.2f}x  {r.findings}", flush=True
+            f"{r.tool:<28} {r.mode:<62} {r.seconds:>8.3f} {ratio:>7.2f}x  {r.findings}", flush=True
         )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", type=Path, default=DEFAULT_TREE, help="vLLM source cache dir")
-    parser.add_argument("--repeat", type=int, default=3, help="checker runs per mode (best kept)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="rounds (the best run of each row is kept)"
+    )
     parser.add_argument("--skip-mypy", action="store_true", help="do not time mypy (slow)")
     parser.add_argument("--skip-pyright", action="store_true", help="do not time pyright (slow)")
     args = parser.parse_args(argv)
     tree = ensure_tree(args.tree.expanduser().resolve())
-    rows = bench_checker(tree, args.repeat)
-    table = Table(tree, next(r.seconds for r in rows if r.mode.startswith("cold")))
+    baseline, rows = bench(tree, args.repeat)
+    table = Table(tree, baseline)
     for r in rows:
         table.row(r)
     if not args.skip_mypy:

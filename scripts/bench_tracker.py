@@ -95,7 +95,7 @@ def time_once(
     elif mode == "tracker":
         with MemoryTracker(devices=("cpu",)) as tracker:
             run()
-        peak = tracker.peak_bytes
+        peak = tracker.ledger.peak_bytes
     else:
         with profile(
             activities=[ProfilerActivity.CPU],

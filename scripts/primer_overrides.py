@@ -36,6 +36,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "golden" / "primer"
 GENERATOR = "scripts/primer_overrides.py"
+OWNER = "suites/overrides/test_primer.py::test_primer_golden_is_consistent[{slug}]"
+"""The offline test that owns each primer golden (it checks the file's own consistency; the
+run itself needs the package index, so it is not a test)."""
 
 
 @dataclass(frozen=True)
@@ -262,19 +265,37 @@ def golden_path(project: Project) -> Path:
     return GOLDEN / f"{project.slug}.json"
 
 
-def render_golden(outcome: Outcome) -> str:
+def golden_data(outcome: Outcome) -> dict[str, Any]:
+    """What a primer golden holds for one run."""
     project = outcome.project
-    lines = sorted(line_of(f) for f in outcome.findings)
-    payload = {
+    return {
         "generator": GENERATOR,
         "project": project.name,
         "version": project.version,
         "args": list(project.args),
         "summary": {"errors": outcome.errors, "warnings": outcome.warnings},
         "known_true_positives": [{"finding": k.key, "note": k.note} for k in project.known],
-        "findings": lines,
+        "findings": sorted(line_of(f) for f in outcome.findings),
     }
-    return json.dumps(payload, indent=2) + "\n"
+
+
+def read_golden(project: Project) -> dict[str, Any] | None:
+    """The data of the project's golden file, if there is one."""
+    from harness.golden import parse
+
+    path = golden_path(project)
+    if not path.exists():
+        return None
+    data = parse(path.read_text(encoding="utf-8")).data
+    return data if isinstance(data, dict) else None  # pyright: ignore[reportUnknownVariableType]
+
+
+def write_golden(outcome: Outcome) -> None:
+    from harness.golden import render
+
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    text = render(golden_data(outcome), test=OWNER.format(slug=outcome.project.slug))
+    golden_path(outcome.project).write_text(text, encoding="utf-8")
 
 
 def compare(outcome: Outcome) -> list[str]:
@@ -285,10 +306,10 @@ def compare(outcome: Outcome) -> list[str]:
     for known in project.known:
         if not any(line.startswith(known.key) for line in lines):
             problems.append(f"! known true positive missing: {known.key}")
-    path = golden_path(project)
-    if not path.exists():
-        return [*problems, f"! no golden file {path.relative_to(REPO)} (run with --update)"]
-    golden = json.loads(path.read_text(encoding="utf-8"))
+    golden = read_golden(project)
+    if golden is None:
+        path = golden_path(project).relative_to(REPO)
+        return [*problems, f"! no golden file {path} (run with --update)"]
     if golden.get("args") != list(project.args):
         problems.append(f"! golden was recorded with args {golden.get('args')}")
     old = set(golden["findings"])
@@ -318,8 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(outcome)
         diff = compare(outcome)
         if args.update:
-            GOLDEN.mkdir(parents=True, exist_ok=True)
-            golden_path(project).write_text(render_golden(outcome), encoding="utf-8")
+            write_golden(outcome)
             missing = [d for d in diff if d.startswith("! known")]
             for line in missing:
                 print(f"{project.slug}: {line}")

@@ -7,7 +7,12 @@ Subcommands (thin: parse, call the library, print):
   error, 2 on usage errors. ``--json`` prints one JSON object, ``--plot FILE.png`` draws the run.
 - ``scaling``: report allocations whose size changes with ``num_blocks``
   (:func:`harness.memory.scaling.detect_scaling`); exit 1 when anything but the KV cache scales.
-- ``devices``: the simulated device profiles. ``regressions``: the named regressions.
+- ``devices``: the simulated device profiles.
+
+``--regression NAME`` runs a backend variant instead of the reference backend. This package does
+not know the catalog (``harness.regressions`` sits above it): :func:`register` takes a
+``resolve_regression`` callable, ``NAME -> (name to show, backend class)``, which ``harness.cli``
+provides; it raises :class:`~harness.errors.HarnessError` for a name it cannot resolve.
 """
 
 from __future__ import annotations
@@ -15,19 +20,33 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
 from harness.memory.devices import DEVICE_PROFILES
 from harness.memory.sizes import format_size, parse_size
 from harness.memory.workload import get_workload
 
+if TYPE_CHECKING:
+    from harness.reference.backends.abstract import AttentionBackend
+
+RegressionResolver = Callable[[str], "tuple[str, type[AttentionBackend]]"]
+"""``--regression`` value -> (its display name, the attention backend class to run)."""
+
+DTYPES = ("bfloat16", "float16", "float32")
+"""``--dtype`` choices of ``scaling``."""
+
 EXIT_OK = 0
 EXIT_FOUND = 1
 """``simulate``: an allocation did not fit; ``scaling``: something besides the KV cache scales."""
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # pyright: ignore[reportPrivateUsage]
-    """Add ``harness memory`` and its subcommands."""
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
+    *,
+    resolve_regression: RegressionResolver,
+) -> None:
+    """Add ``harness memory`` and its subcommands; ``--regression`` goes through the resolver."""
     memory = subparsers.add_parser(
         "memory",
         help="simulate vLLM's GPU memory on a CPU; find allocations that scale with num_blocks",
@@ -45,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim.add_argument("--model", default="llama-3.1-8b", help="model preset (default: %(default)s)")
     sim.add_argument("--device", default="h100-95", help="device profile (default: %(default)s)")
     sim.add_argument("--workload", default="gsm8k", help="workload (default: %(default)s)")
-    sim.add_argument("--regression", default=None, help="run a named regression variant")
+    sim.add_argument(
+        "--regression", default=None, metavar="NAME", help="run a regression variant's backend"
+    )
     sim.add_argument(
         "--gpu-memory-utilization",
         type=float,
@@ -65,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim.add_argument("--top", type=int, default=10, help="allocations to list (default: 10)")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--plot", default=None, metavar="FILE.png", help="draw live bytes per step")
-    sim.set_defaults(func=_simulate)
+    sim.set_defaults(func=_simulate, resolve_regression=resolve_regression)
 
     scaling = sub.add_parser(
         "scaling",
@@ -74,7 +95,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     scaling.add_argument("--model", default="tiny", help="model preset (default: %(default)s)")
     scaling.add_argument("--workload", default="tiny", help="workload (default: %(default)s)")
-    scaling.add_argument("--regression", default=None, help="run a named regression variant")
+    scaling.add_argument(
+        "--regression", default=None, metavar="NAME", help="run a regression variant's backend"
+    )
     scaling.add_argument(
         "--num-blocks",
         type=int,
@@ -84,18 +107,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the two KV cache sizes to compare (default: 64 128)",
     )
     scaling.add_argument(
-        "--device", choices=("cpu", "meta"), default="cpu", help="run on (default: %(default)s)"
+        "--device",
+        choices=("meta", "cpu"),
+        default="meta",
+        help="run on (default: %(default)s: every device allocation is seen, host-built tensors "
+        "moved to the device included; cpu runs real data)",
+    )
+    scaling.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="bfloat16",
+        help="dtype of the weights and the KV cache (default: %(default)s, what deployments run; "
+        "at float32 a cast of the cache to float32 copies nothing)",
     )
     scaling.add_argument("--max-steps", type=int, default=None, help="compare the first N steps")
     scaling.add_argument("--json", action="store_true", help="print one JSON object")
-    scaling.set_defaults(func=_scaling)
+    scaling.set_defaults(func=_scaling, resolve_regression=resolve_regression)
 
     devices = sub.add_parser("devices", help="list the simulated device profiles")
     devices.set_defaults(func=_devices)
-
-    regressions = sub.add_parser("regressions", help="list the named regressions, or explain one")
-    regressions.add_argument("name", nargs="?", default=None, help="print this one's full story")
-    regressions.set_defaults(func=_regressions)
 
 
 def _usage(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
@@ -112,21 +142,32 @@ def _positive(value: int | None, flag: str) -> None:
         raise HarnessError(f"{flag} must be positive, got {value}")
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    from harness.memory.simulate import simulate
+def _backend(args: argparse.Namespace) -> tuple[str | None, type[AttentionBackend] | None]:
+    if args.regression is None:
+        return None, None
+    resolve: RegressionResolver = args.resolve_regression
+    return resolve(args.regression)
 
+
+def _simulate(args: argparse.Namespace) -> int:
     _positive(args.max_steps, "--max-steps")
     _positive(args.top, "--top")
-    non_torch = None if args.non_torch is None else parse_size(args.non_torch)
     if args.plot is not None:
         from harness.memory.plot import check_plot_path
 
         check_plot_path(args.plot)
+    non_torch = None if args.non_torch is None else parse_size(args.non_torch)
+    workload = get_workload(args.workload)
+    name, backend = _backend(args)
+
+    from harness.memory.simulate import simulate
+
     result = simulate(
         model=args.model,
         device=args.device,
-        workload=get_workload(args.workload),
-        regression=args.regression,
+        workload=workload,
+        backend=backend,
+        regression=name,
         gpu_memory_utilization=args.gpu_memory_utilization,
         non_torch_bytes=non_torch,
         memoize=not args.no_memoize,
@@ -147,15 +188,22 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _scaling(args: argparse.Namespace) -> int:
+    _positive(args.max_steps, "--max-steps")
+    workload = get_workload(args.workload)
+    name, backend = _backend(args)
+
+    import torch
+
     from harness.memory.scaling import detect_scaling
 
-    _positive(args.max_steps, "--max-steps")
     report = detect_scaling(
         model=args.model,
-        workload=get_workload(args.workload),
-        regression=args.regression,
+        workload=workload,
+        backend=backend,
+        regression=name,
         num_blocks=(args.num_blocks[0], args.num_blocks[1]),
         device=args.device,
+        dtype=getattr(torch, args.dtype),
         max_steps=args.max_steps,
     )
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.format())
@@ -167,15 +215,4 @@ def _devices(args: argparse.Namespace) -> int:
     for name in sorted(DEVICE_PROFILES):
         profile = DEVICE_PROFILES[name]
         print(f"{name:10} {format_size(profile.total_memory):>12}  {profile.source}")
-    return EXIT_OK
-
-
-def _regressions(args: argparse.Namespace) -> int:
-    from harness.regressions import REGRESSIONS, get_regression
-
-    if args.name is not None:
-        print(get_regression(args.name).doc.strip())
-        return EXIT_OK
-    for name in sorted(REGRESSIONS):
-        print(f"{name}: {REGRESSIONS[name].summary}")
     return EXIT_OK

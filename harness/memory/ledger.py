@@ -1,330 +1,383 @@
-"""One account of a simulated device's memory, and the replay of identical decoder layers.
+"""One account of memory: live bytes, the peak, regions and what was live, by source line.
 
-Accounting. A :class:`Ledger` receives every allocation and free: the real ones from the
-:class:`~harness.memory.tracker.MemoryTracker` (which sees aten ops) and the replayed ones below.
-It forwards each to the :class:`~harness.memory.sim_allocator.SimulatedDevice` (which raises when
-one does not fit) and keeps live bytes, the peak, the largest allocations live at the peak and
-per-region (per-step) statistics. Bytes are torch's: block sizes rounded up to 512 bytes.
+Event sources report to a :class:`Ledger`: the :class:`~harness.memory.tracker.MemoryTracker`
+(every storage an aten op creates) and the layer replay of :mod:`harness.memory.replay` (recorded
+events issued again). An allocation is :meth:`Ledger.allocate`\\ d, which returns a token, and
+later :meth:`Ledger.free`\\ d with that token. Only the ledger counts: live bytes, the peak and
+what was live at it, named regions (e.g. one per serving step), an optional timeline, recordings
+of the events inside a block, and live bytes grouped by op and source line
+(:meth:`Ledger.sites_at_peak`, every byte accounted for).
 
-What is memoised, and why it is sound. On ``meta`` a Llama-3.1-8B forward is ~2000 aten ops whose
-meta kernels run in Python; the gsm8k workload has ~460 steps with ~360 distinct
-``(num_tokens, num_reqs)`` shapes, so memoising whole steps by shape would barely help (measured on
-this 2-core box: the full gsm8k run takes 104 s running every layer, 31 s with layer replay). What repeats
-is *within* a step: the 32 decoder layers. :class:`LayerReplay` wraps each decoder layer; the first
-layer of a step runs for real while the ledger records its allocation events, and every later layer
-whose key matches replays the recorded events instead of running. The key is (layer class, layer
-attention type, impl class, shapes and dtypes of ``positions`` and ``hidden_states``, the layer's KV
-cache shape and dtype, and the identity of the layer's metadata object). On ``meta`` nothing has
-data, so an op's allocations depend only on shapes, dtypes and Python-level values; two layers
-with equal keys run the same code on equal shapes with the *same* metadata object, hence allocate
-the same sizes in the same order. The memo lives for one forward only (object identities are not
-reused while it lives; it is cleared before every step). A recording is replayed only if it is
-self-contained: it freed nothing allocated before it, and the only allocation still alive at its
-end is the layer's output. The replay accounts that output at its recorded place in the event
-order and returns a fresh (untracked) ``meta`` tensor of the output's shape whose death frees it,
-as the real output's death would. A layer that keeps memory alive past its forward (e.g. one that
-caches something on the metadata) is therefore never replayed, and runs for real every time. Replayed events go through the same device check: an
-allocation that does not fit raises the same error, with the recorded op and source line.
-``memoize=False`` turns replay off; the suite checks both modes give identical accounting.
+A capacity policy (:class:`CapacityPolicy`) sits on top: it says how many bytes a request takes on
+its device and may refuse an allocation before it counts.
+:class:`~harness.memory.sim_allocator.SimulatedDevice` is one (torch's CUDA caching allocator:
+512-byte blocks, segments, torch's out-of-memory error); without a policy the ledger counts
+storage bytes and refuses nothing.
+
+Events may arrive from several threads (:mod:`harness.memory.threads`); ``Ledger.lock`` (reentrant,
+since a garbage collection may free a storage in the middle of an allocation) serialises them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import heapq
-import weakref
-from collections.abc import Callable, Generator, Iterable
+import threading
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
-import torch
-from torch import nn
-from torch.utils._python_dispatch import (  # pyright: ignore[reportPrivateUsage]
-    _disable_current_modes,  # pyright: ignore[reportPrivateUsage]
-)
+from harness.memory.allocation import Allocation
+from harness.memory.sizes import format_size
 
-from harness.memory.sim_allocator import SimulatedDevice, SimulatedOutOfMemoryError, round_size
-from harness.memory.tracker import Allocation, MemoryTracker
-from harness.reference.model import LlamaDecoderLayer
-from harness.reference.runner import ModelRunner
 
-SNAPSHOT_SIZE = 64
-"""Allocations kept at the peak: enough to group the KV cache and a regression's copies by site."""
+class CapacityPolicy(Protocol):
+    """What a device adds to the ledger: its block sizes and a check that may refuse."""
+
+    def block_bytes(self, nbytes: int) -> int:
+        """Bytes a request of ``nbytes`` takes on the device (what the ledger counts)."""
+        ...
+
+    def allocate(self, allocation: Allocation, allocated_bytes: int) -> None:
+        """Reserve room for ``allocation`` or raise; ``allocated_bytes`` are live before it."""
+        ...
+
+    def free(self, allocation: Allocation) -> None:
+        """Release what :meth:`allocate` reserved for ``allocation``."""
+        ...
 
 
 @dataclass(slots=True)
-class RegionSummary:
-    """Live bytes at the start, the peak inside and the end of one named region (e.g. a step)."""
+class RegionStats:
+    """Live bytes at the start, the peak inside and at the end of one named region."""
 
     name: str
     start_bytes: int
     peak_bytes: int
-    end_bytes: int = 0
+    end_bytes: int | None = None
+    """``None`` while the region is open."""
+
+    @property
+    def peak_increase(self) -> int:
+        """Bytes the region's peak rose above the live bytes at its start."""
+        return self.peak_bytes - self.start_bytes
+
+
+class TimelinePoint(NamedTuple):
+    """Live bytes right after event ``seq`` (an allocation or a free) inside ``region``."""
+
+    seq: int
+    live_bytes: int
+    region: str | None
+
+
+class LedgerEvent(NamedTuple):
+    """One event of a :class:`Recording`."""
+
+    is_alloc: bool
+    position: int
+    """An allocation's own position in the recording; for a free, the position of the allocation
+    it frees (``-1``: allocated before the recording started)."""
+    allocation: Allocation | None
+    """The allocation (``None`` for a free)."""
+    live_bytes: int
+    """Live bytes of the whole ledger right after the event."""
 
 
 @dataclass(eq=False)
-class _Recording:
-    events: list[tuple[bool, int, Allocation | None]] = field(
-        default_factory=list[tuple[bool, int, Allocation | None]]
-    )
-    """(is_alloc, local index, allocation) in order; frees carry no allocation."""
-    tokens: dict[int, int] = field(default_factory=dict[int, int])
-    """Ledger token -> local index, for allocations made inside the recording."""
+class Recording:
+    """The events inside one ``with ledger.recording()`` block, in order."""
+
+    events: list[LedgerEvent] = field(default_factory=list[LedgerEvent])
+    live: dict[int, int] = field(default_factory=dict[int, int])
+    """Ledger token -> position of its allocation, for allocations made inside and still live."""
     external_free: bool = False
+    """Whether something allocated before the recording was freed inside it."""
+    refused_at: int | None = None
+    """Number of events recorded when the capacity policy refused an allocation (``None``: it
+    never did); events after it belong to the unwinding."""
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationSite:
+    """Live allocations grouped by op and source line: how many, how large."""
+
+    op: str
+    source: str | None
+    line_text: str
+    count: int
+    nbytes: int
+    """Bytes of all of them together, as the ledger counts them."""
+    largest: int
+    sites: int = 1
+    """How many sites this row stands for (more than 1 only for the ``other`` row)."""
+
+    def describe(self) -> str:
+        """One line: count, size, total, op and source."""
+        if self.sites > 1:
+            where = f" ({self.sites} sites)"
+        else:
+            where = f" at {self.source}" if self.source else ""
+        if self.count * self.largest == self.nbytes:  # all the same size
+            sizes = f"{self.count:>4} x {format_size(self.largest):>10}"
+        else:
+            sizes = f"{self.count:>4} up to {format_size(self.largest):>10}"
+        return f"{sizes} = {format_size(self.nbytes):>10}  {self.op}{where}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "op": self.op,
+            "source": self.source,
+            "line_text": self.line_text,
+            "count": self.count,
+            "nbytes": self.nbytes,
+            "largest": self.largest,
+            "sites": self.sites,
+        }
+
+
+OTHER_SITES = "other"
+"""``op`` of the row that sums every site beyond the first ``k``."""
+
+
+def group_by_site(entries: Iterable[tuple[Allocation, int]], k: int) -> list[AllocationSite]:
+    """``(allocation, counted bytes)`` pairs grouped by site, largest first: the ``k`` largest
+    sites, then one ``other`` row for the rest, so that the rows always add up to every byte."""
+    groups: dict[tuple[str, str | None], list[tuple[Allocation, int]]] = {}
+    for allocation, size in entries:
+        groups.setdefault(allocation.site, []).append((allocation, size))
+    sites = sorted(
+        (
+            AllocationSite(
+                op=op,
+                source=source,
+                line_text="" if members[0][0].source is None else members[0][0].source.text,
+                count=len(members),
+                nbytes=sum(size for _, size in members),
+                largest=max(size for _, size in members),
+            )
+            for (op, source), members in groups.items()
+        ),
+        key=lambda site: site.nbytes,
+        reverse=True,
+    )
+    top, rest = sites[:k], sites[k:]
+    if rest:
+        top.append(
+            AllocationSite(
+                op=OTHER_SITES,
+                source=None,
+                line_text="",
+                count=sum(s.count for s in rest),
+                nbytes=sum(s.nbytes for s in rest),
+                largest=max(s.largest for s in rest),
+                sites=len(rest),
+            )
+        )
+    return top
 
 
 class Ledger:
-    """One account of every allocation the simulated device sees, real or replayed."""
+    """The one account of allocations and frees (see the module docstring).
 
-    def __init__(self, device: SimulatedDevice, *, top_k: int = 10) -> None:
-        self.device = device
-        self.top_k = top_k
-        self.snapshot_k = max(top_k, SNAPSHOT_SIZE)
-        self.live_at_oom: list[Allocation] | None = None
-        """Every allocation alive when an allocation did not fit (None: none failed)."""
-        self.tracker = MemoryTracker(
-            devices=("meta",),
-            top_k=top_k,
-            on_alloc=self._on_alloc,
-            on_free=self._on_free,
-            record_timeline=False,
-        )
-        self.account_existing: Callable[[Iterable[torch.Tensor], str], int] = (
-            self.tracker.account_existing
-        )
-        """Count tensors created before the tracker (the weights); their source is the caller's."""
-        self._live: dict[int, Allocation] = {}
-        self._token_of: dict[int, int] = {}
-        self._next_token = -1
+    Args:
+        capacity: a device that sizes and may refuse each allocation; ``None`` counts storage
+            bytes and refuses nothing.
+        record_timeline: keep one :class:`TimelinePoint` per event (off for long runs).
+    """
+
+    def __init__(
+        self, capacity: CapacityPolicy | None = None, *, record_timeline: bool = False
+    ) -> None:
+        self.capacity = capacity
+        self.record_timeline = record_timeline
+        self.lock = threading.RLock()
+        """Held while an event is accounted; event sources hold it around their bookkeeping."""
+        self.timeline: list[TimelinePoint] = []
+        self.regions: list[RegionStats] = []
+        """Every region entered so far, in order."""
+        self.refused: Allocation | None = None
+        """The last allocation the capacity policy refused (``None``: none was)."""
+        self.num_allocations = 0
+        self.total_allocated_bytes = 0
+        """Sum of all counted allocation sizes so far (never decreases)."""
+        self._live: dict[int, tuple[Allocation, int]] = {}
+        self._next_token = 0
+        self._seq = 0
         self._current = 0
         self._peak = 0
-        self._at_peak = True
-        self._peak_snapshot: list[Allocation] = []
-        self.peak_region: str | None = None
-        self.regions: list[RegionSummary] = []
-        self._active: list[RegionSummary] = []
-        self._recordings: list[_Recording] = []
+        self._peak_region: str | None = None
+        self._peak_live: list[tuple[Allocation, int]] | None = None
+        """What was live at the peak; ``None`` while the peak is now."""
+        self._live_at_refusal: list[tuple[Allocation, int]] = []
+        self._active: list[RegionStats] = []
+        self._recordings: list[Recording] = []
 
-    # MemoryCounter -----------------------------------------------------------------------------
+    # Reading ---------------------------------------------------------------------------------
 
     @property
     def current_bytes(self) -> int:
+        """Bytes of everything live now."""
         return self._current
 
     @property
     def peak_bytes(self) -> int:
+        """Highest ``current_bytes`` since creation or the last :meth:`reset_peak`."""
         return self._peak
 
-    def reset_peak(self) -> None:
-        self._peak = self._current
-        self._at_peak = True
-        self._peak_snapshot = []
+    @property
+    def peak_region(self) -> str | None:
+        """Innermost region active when the peak was reached."""
+        return self._peak_region
 
-    @contextlib.contextmanager
-    def region(self, name: str) -> Generator[RegionSummary, None, None]:
-        """Name the events inside the block (also for the tracker's allocation labels)."""
-        stats = RegionSummary(name, self._current, self._current)
-        self.regions.append(stats)
-        self._active.append(stats)
-        try:
-            with self.tracker.region(name):
-                yield stats
-        finally:
-            self._active.pop()
-            stats.end_bytes = self._current
-
-    # Results -----------------------------------------------------------------------------------
-
-    def peak_allocations(self) -> list[Allocation]:
-        """The largest allocations live at the peak (up to ``snapshot_k``), largest first."""
-        if self._at_peak:
-            return heapq.nlargest(self.snapshot_k, self._live.values(), key=_size)
-        return self._peak_snapshot
+    @property
+    def current_region(self) -> str | None:
+        """Innermost region active now."""
+        active = self._active
+        return active[-1].name if active else None
 
     def live_allocations(self) -> list[Allocation]:
-        """Every allocation alive now, largest first."""
-        return sorted(self._live.values(), key=_size, reverse=True)
+        """Everything live now, largest first."""
+        return [a for a, _ in sorted(self._live.values(), key=_by_size, reverse=True)]
 
-    # Events ------------------------------------------------------------------------------------
+    def peak_allocations(self, k: int | None = None) -> list[Allocation]:
+        """The ``k`` (default: all) largest allocations live at the peak, largest first."""
+        entries = sorted(self._at_peak(), key=_by_size, reverse=True)
+        return [a for a, _ in entries[:k]]
 
-    def __enter__(self) -> Ledger:
-        self.tracker.__enter__()
-        return self
+    def sites_at_peak(self, k: int) -> list[AllocationSite]:
+        """Live bytes at the peak by site: ``k`` rows and an ``other`` row; they sum to the peak."""
+        return group_by_site(self._at_peak(), k)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.tracker.__exit__(exc_type, exc, traceback)
+    def sites_at_refusal(self, k: int) -> list[AllocationSite]:
+        """Live bytes by site when the capacity policy refused :attr:`refused` (else empty)."""
+        return group_by_site(self._live_at_refusal, k)
 
-    def _on_alloc(self, allocation: Allocation) -> None:
-        self._token_of[id(allocation)] = self.allocate(allocation)
+    def region_stats(self, name: str) -> RegionStats:
+        """The last region called ``name``; ``KeyError`` if there is none."""
+        for stats in reversed(self.regions):
+            if stats.name == name:
+                return stats
+        raise KeyError(name)
 
-    def _on_free(self, allocation: Allocation) -> None:
-        token = self._token_of.pop(id(allocation), None)
-        if token is not None:
-            self.free(token)
+    def summary(self, k: int = 5) -> str:
+        """Peak, where it happened, and the ``k`` largest allocations live at the peak."""
+        where = f" in region {self.peak_region!r}" if self.peak_region else ""
+        lines = [
+            f"peak {format_size(self.peak_bytes)} ({self.peak_bytes} bytes){where}; "
+            f"live now {format_size(self.current_bytes)}"
+        ]
+        top = self.peak_allocations(k)
+        if top:
+            lines.append(f"largest allocations live at the peak (top {len(top)}):")
+        for allocation in top:
+            lines.append("  " + allocation.describe())
+            if allocation.source is not None and allocation.source.text:
+                lines.append(f"  {'':>12}    {allocation.source.text}")
+        return "\n".join(lines)
 
-    def allocate(self, allocation: Allocation) -> int:
-        """Account ``allocation`` (raises when it does not fit); returns its token for ``free``."""
-        try:
-            self.device.allocate(allocation)
-        except SimulatedOutOfMemoryError:
-            self.live_at_oom = list(self._live.values())  # before unwinding frees anything
-            raise
-        token = self._next_token
-        self._next_token -= 1
-        self._live[token] = allocation
-        self._current += round_size(allocation.nbytes)
-        if self._current > self._peak:
-            self._peak = self._current
-            self._at_peak = True
-            self.peak_region = self._active[-1].name if self._active else None
-        for stats in self._active:
-            stats.peak_bytes = max(stats.peak_bytes, self._current)
-        for recording in self._recordings:
-            recording.tokens[token] = len(recording.events)
-            recording.events.append((True, len(recording.events), allocation))
-        return token
-
-    def free(self, token: int) -> None:
-        """Release the allocation ``allocate`` returned ``token`` for."""
-        if self._at_peak:
-            self._peak_snapshot = heapq.nlargest(self.snapshot_k, self._live.values(), key=_size)
-            self._at_peak = False
-        allocation = self._live.pop(token)
-        self.device.free(allocation)
-        self._current -= round_size(allocation.nbytes)
-        for recording in self._recordings:
-            index = recording.tokens.pop(token, None)
-            if index is None:
-                recording.external_free = True
-            else:
-                recording.events.append((False, index, None))
+    # Control ---------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def recording(self) -> Generator[_Recording, None, None]:
-        """Record the allocation events inside the block."""
-        recording = _Recording()
-        self._recordings.append(recording)
+    def region(self, name: str) -> Generator[RegionStats, None, None]:
+        """Name the events inside the block; yields the region's :class:`RegionStats`."""
+        with self.lock:
+            stats = RegionStats(name, self._current, self._current)
+            self.regions.append(stats)
+            self._active.append(stats)
+        try:
+            yield stats
+        finally:
+            with self.lock:
+                self._active.remove(stats)
+                stats.end_bytes = self._current
+
+    def reset_peak(self) -> None:
+        """Start a new peak at the current live bytes (``torch.cuda.reset_peak_memory_stats``)."""
+        with self.lock:
+            self._peak = self._current
+            self._peak_region = self.current_region
+            self._peak_live = None
+
+    @contextlib.contextmanager
+    def recording(self) -> Generator[Recording, None, None]:
+        """Record the events inside the block (for layer replay and the plot's failing step)."""
+        recording = Recording()
+        with self.lock:
+            self._recordings.append(recording)
         try:
             yield recording
         finally:
-            self._recordings.remove(recording)
+            with self.lock:
+                self._recordings.remove(recording)
+
+    # Events ----------------------------------------------------------------------------------
+
+    def allocate(self, allocation: Allocation) -> int:
+        """Count ``allocation`` (the capacity policy may refuse it: then it raises and nothing
+        counts); returns the token to :meth:`free` it with."""
+        __tracebackhide__ = True  # pytest: show the allocating frame, not the ledger's
+        with self.lock:
+            capacity = self.capacity
+            if capacity is None:
+                size = allocation.nbytes
+            else:
+                size = capacity.block_bytes(allocation.nbytes)
+                try:
+                    capacity.allocate(allocation, self._current)
+                except Exception:
+                    self.refused = allocation
+                    self._live_at_refusal = list(self._live.values())
+                    for recording in self._recordings:
+                        recording.refused_at = len(recording.events)
+                    raise
+            token = self._next_token
+            self._next_token += 1
+            self._live[token] = (allocation, size)
+            self._current += size
+            self._seq += 1
+            self.num_allocations += 1
+            self.total_allocated_bytes += size
+            current = self._current
+            if current > self._peak:
+                self._peak = current
+                self._peak_region = self.current_region
+                self._peak_live = None
+            for stats in self._active:
+                if current > stats.peak_bytes:
+                    stats.peak_bytes = current
+            if self.record_timeline:
+                self.timeline.append(TimelinePoint(self._seq, current, self.current_region))
+            for recording in self._recordings:
+                recording.live[token] = len(recording.events)
+                recording.events.append(
+                    LedgerEvent(True, len(recording.events), allocation, current)
+                )
+            return token
+
+    def free(self, token: int) -> None:
+        """Release the allocation :meth:`allocate` returned ``token`` for."""
+        with self.lock:
+            if self._peak_live is None:  # leaving the peak: keep what was live there
+                self._peak_live = list(self._live.values())
+            allocation, size = self._live.pop(token)
+            if self.capacity is not None:
+                self.capacity.free(allocation)
+            self._current -= size
+            self._seq += 1
+            current = self._current
+            if self.record_timeline:
+                self.timeline.append(TimelinePoint(self._seq, current, self.current_region))
+            for recording in self._recordings:
+                index = recording.live.pop(token, -1)
+                recording.external_free |= index < 0
+                recording.events.append(LedgerEvent(False, index, None, current))
+
+    def _at_peak(self) -> list[tuple[Allocation, int]]:
+        if self._peak_live is not None:
+            return self._peak_live
+        return list(self._live.values())
 
 
-@dataclass(eq=False)
-class _Replayable:
-    events: list[tuple[bool, int, Allocation | None]]
-    """The recorded events, the output's allocation included."""
-    output_index: int
-    shape: torch.Size
-    stride: tuple[int, ...]
-    dtype: torch.dtype
-    keep: object
-    """The metadata object of the key, kept alive so its identity is not reused."""
-
-
-def _replayable(recording: _Recording, out: object, keep: object) -> _Replayable | None:
-    if recording.external_free or not isinstance(out, torch.Tensor) or not out.is_meta:
-        return None
-    leftovers = list(recording.tokens.values())
-    if len(leftovers) != 1:
-        return None
-    index = leftovers[0]
-    allocation = recording.events[index][2]
-    if allocation is None or allocation.nbytes != out.untyped_storage().nbytes():
-        return None
-    if tuple(allocation.shape) != tuple(out.shape):
-        return None
-    return _Replayable(
-        events=recording.events,
-        output_index=index,
-        shape=out.shape,
-        stride=out.stride(),
-        dtype=out.dtype,
-        keep=keep,
-    )
-
-
-class LayerReplay(nn.Module):
-    """A decoder layer that replays the allocations of an identical earlier layer (see module doc)."""
-
-    def __init__(
-        self, layer: LlamaDecoderLayer, ledger: Ledger, memo: dict[tuple[Any, ...], Any]
-    ) -> None:
-        super().__init__()
-        self.layer = layer
-        self._ledger = ledger
-        self._memo = memo
-        self.num_replays = 0
-
-    def forward(
-        self,
-        positions: torch.Tensor,
-        hidden_states: torch.Tensor,
-        kv_caches: dict[str, torch.Tensor],
-        attn_metadata: dict[str, object] | None,
-    ) -> torch.Tensor:
-        attn = self.layer.self_attn.attn
-        name = attn.layer_name
-        metadata = None if attn_metadata is None else attn_metadata[name]
-        kv_cache = kv_caches.get(name)
-        key = (
-            type(self.layer),
-            attn.sliding_window,
-            type(attn.impl),
-            tuple(positions.shape),
-            positions.dtype,
-            tuple(hidden_states.shape),
-            hidden_states.dtype,
-            None if kv_cache is None else (tuple(kv_cache.shape), kv_cache.dtype),
-            id(metadata),
-        )
-        entry = self._memo.get(key)
-        if isinstance(entry, _Replayable):
-            self.num_replays += 1
-            return self._replay(entry)
-        with self._ledger.recording() as recording:
-            out: torch.Tensor = self.layer(positions, hidden_states, kv_caches, attn_metadata)
-        if entry is None:
-            self._memo[key] = _replayable(recording, out, metadata) or False
-        return out
-
-    def _replay(self, entry: _Replayable) -> torch.Tensor:
-        """Issue the recorded events; the output becomes a real (untracked) tensor we account."""
-        ledger = self._ledger
-        tokens: dict[int, int] = {}
-        try:
-            for is_alloc, index, allocation in entry.events:
-                if not is_alloc:
-                    ledger.free(tokens.pop(index))
-                    continue
-                assert allocation is not None
-                tokens[index] = ledger.allocate(allocation)
-        except BaseException:
-            for token in tokens.values():
-                ledger.free(token)
-            raise
-        with _disable_current_modes():  # the tracker must not count it twice
-            out = torch.empty_strided(entry.shape, entry.stride, dtype=entry.dtype, device="meta")
-        weakref.finalize(out.untyped_storage(), ledger.free, tokens.pop(entry.output_index))
-        assert not tokens, "a replayable recording frees all but its output"
-        return out
-
-
-def install_layer_replay(runner: ModelRunner, ledger: Ledger) -> dict[tuple[Any, ...], Any]:
-    """Wrap every decoder layer of ``runner.model``; returns the memo (clear it every forward)."""
-    memo: dict[tuple[Any, ...], Any] = {}
-    layers = runner.model.model.layers
-    for i, layer in enumerate(layers):
-        assert isinstance(layer, LlamaDecoderLayer)
-        layers[i] = LayerReplay(layer, ledger, memo)
-    return memo
-
-
-def _size(allocation: Allocation) -> int:
-    return allocation.nbytes
+def _by_size(entry: tuple[Allocation, int]) -> int:
+    return entry[1]

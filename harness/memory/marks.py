@@ -22,7 +22,7 @@ from harness.errors import HarnessError
 from harness.memory.sizes import format_size, parse_size
 
 if TYPE_CHECKING:
-    from harness.memory.tracker import Allocation
+    from harness.memory.allocation import Allocation
 
 DeviceKind = Literal["cpu", "meta", "cuda"]
 

@@ -5,9 +5,20 @@
   ``meta:<profile>`` (e.g. ``meta:h100-95``: ``meta`` is the default device inside the body, and a
   simulated GPU of that profile raises torch's out-of-memory error when it is full) or ``cuda``
   (torch's ``max_memory_allocated``; without CUDA the test is skipped with the reason, never passed).
-  A failure lists the largest allocations live at the peak with op and source line.
-- Fixture ``memory_tracker``: a fresh :class:`~harness.memory.tracker.MemoryTracker` (cpu and meta)
-  to measure a region (``with memory_tracker: ...``); its summary is added to a failing report.
+  A failure lists the largest allocations live at the peak with op and source line. Arguments the
+  marker does not take (unknown or private names) fail that test with a one-line message.
+- Fixture ``harness_memory_tracker``: a fresh :class:`~harness.memory.tracker.MemoryTracker` (cpu
+  and meta) to measure a region (``with harness_memory_tracker: ...``); its summary is added to a
+  failing report. Its numbers are its ``ledger``'s
+  (``harness_memory_tracker.ledger.peak_bytes``).
+- Fixture ``harness_simulate``: ``harness_simulate(MyBackend, model=..., device=..., workload=...)``
+  runs :func:`harness.memory.simulate.simulate` with an attention backend class (a variant) and
+  returns its :class:`~harness.memory.simulate.SimulationResult`. The simulation steps outside the
+  test's budget: it builds its own meta model on its own simulated device, so the body's tracker
+  and ``meta`` default device are set aside while it runs (its peak is ``result.peak_bytes``, not
+  part of the body's). A failing report shows each simulation's summary.
+- Threads: a budgeted body's allocations count from every Python thread, those it starts and
+  those that already existed (a thread pool's workers), not only the test's own thread.
 - "Worse than the last green run": each budgeted test's peak is kept in ``config.cache``; a higher
   peak is reported in the terminal summary, and fails the test with ``--memory-fail-on-increase``.
 
@@ -15,7 +26,11 @@ Options (one group; every flag has an ini twin, resolved by :func:`value_or_ini`
 ``--memory-top`` / ``memory_top``, ``--memory-fail-on-increase`` / ``memory_fail_on_increase``,
 ``--memory-increase-tolerance`` / ``memory_increase_tolerance``.
 
-Only pytest and the stdlib are imported at startup; torch is imported when a budgeted test runs.
+Safe in any project: only pytest and the standard library are imported at startup, torch when a
+budgeted test or one of the fixtures runs (without torch those fail with the install command;
+nothing else changes). The hooks read only what this plugin stored on the test item, never a
+fixture by name, and a failure inside them fails that test with the reason instead of stopping
+the session.
 """
 
 from __future__ import annotations
@@ -23,7 +38,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -39,7 +55,10 @@ from harness.memory.marks import (
 from harness.memory.sizes import parse_size
 
 if TYPE_CHECKING:
+    from harness.memory.simulate import SimulationResult
     from harness.memory.tracker import MemoryTracker
+    from harness.memory.workload import Workload
+    from harness.reference.backends.abstract import AttentionBackend
 
 MARKERS: dict[str, Callable[..., object]] = {"memory_budget": memory_budget}
 """Marker name -> the pure function that implements it (its signature is the marker's help)."""
@@ -47,7 +66,13 @@ MARKERS: dict[str, Callable[..., object]] = {"memory_budget": memory_budget}
 CACHE_PREFIX = "harness_memory/peak/"
 """``config.cache`` key prefix; the rest is the test's node id."""
 
+ENGINE_INSTALL_HINT = "pip install 'harness[engine]'"
+"""What to install when torch is missing."""
+
 _MEASUREMENT = pytest.StashKey[Measurement]()
+_BUDGET = pytest.StashKey["Budget"]()
+_TRACKER = pytest.StashKey["MemoryTracker"]()
+_SIMULATIONS = pytest.StashKey[list[tuple[str, "SimulationResult"]]]()
 _PEAK_PROPERTY = "memory_peak_bytes"
 _INCREASE_PROPERTY = "memory_peak_increase"
 
@@ -110,16 +135,54 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_IncreaseReport(), "harness-memory-increases")
 
 
-def _validate(marker: pytest.Mark) -> BudgetDevice:
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A ``memory_budget`` marker's arguments, checked: the peak in bytes and the device."""
+
+    peak_bytes: int
+    device: BudgetDevice
+
+
+def public_parameters(func: Callable[..., object]) -> list[str]:
+    """The parameters a marker takes from users (private ``_name`` ones are the plugin's)."""
+    return [name for name in inspect.signature(func).parameters if not name.startswith("_")]
+
+
+def parse_budget(marker: pytest.Mark) -> Budget:
     """Check the marker's arguments before the body runs; bad ones are a HarnessError."""
-    try:
-        bound = inspect.signature(memory_budget).bind_partial(*marker.args, **marker.kwargs)
-    except TypeError as exc:
-        raise HarnessError(f"invalid memory_budget arguments: {exc}") from None
-    if "peak" not in bound.arguments:
+    public = public_parameters(memory_budget)
+    takes = f"memory_budget takes {', '.join(public)}"
+    unknown = [name for name in marker.kwargs if name not in public]
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        raise HarnessError(f"invalid memory_budget arguments: unknown {names} ({takes})")
+    if len(marker.args) > len(public):
+        raise HarnessError(
+            f"invalid memory_budget arguments: {len(marker.args)} positional ({takes})"
+        )
+    arguments = dict(zip(public, marker.args, strict=False))
+    for name, value in marker.kwargs.items():
+        if name in arguments:
+            raise HarnessError(f"invalid memory_budget arguments: {name!r} given twice")
+        arguments[name] = value
+    if "peak" not in arguments:
         raise HarnessError("memory_budget needs a peak, e.g. memory_budget(peak='64 MiB')")
-    parse_size(bound.arguments["peak"])
-    return parse_budget_device(str(bound.arguments.get("device", "cpu")))
+    peak: object = arguments["peak"]
+    if not isinstance(peak, (str, int)):
+        raise HarnessError(f"invalid memory_budget peak {peak!r}: expected e.g. '64 MiB'")
+    return Budget(
+        peak_bytes=parse_size(peak),
+        device=parse_budget_device(str(arguments.get("device", "cpu"))),
+    )
+
+
+def _torch_missing(what: str) -> str | None:
+    """A one-line failure text when torch cannot be imported, else ``None``."""
+    try:
+        import torch  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError as exc:
+        return f"{what} needs torch, which is not importable ({exc}): {ENGINE_INSTALL_HINT}"
+    return None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -128,36 +191,44 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
     if marker is None:
         return (yield)
     try:
-        device: BudgetDevice | str = _validate(marker)
+        budget: Budget | str = parse_budget(marker)
     except HarnessError as exc:
-        device = str(exc)
-    if isinstance(device, str):
-        pytest.fail(device, pytrace=False)
+        budget = str(exc)
+    if isinstance(budget, str):
+        pytest.fail(budget, pytrace=False)
+    pyfuncitem.stash[_BUDGET] = budget
+    device = budget.device
     top = int(value_or_ini(pyfuncitem.config, "memory_top"))
+    missing = _torch_missing("memory_budget")
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
     if device.kind == "cuda":
         return (yield from _run_on_cuda(pyfuncitem, device, top))
     import torch
 
+    from harness.memory.ledger import Ledger
     from harness.memory.sim_allocator import SimulatedDevice
     from harness.memory.tracker import MemoryTracker
 
     if device.kind == "meta":
         assert device.profile is not None
-        tracker = SimulatedDevice(device.profile).tracker(devices=("meta",), top_k=top)
+        ledger = Ledger(capacity=SimulatedDevice(device.profile))
+        tracker = MemoryTracker(ledger, devices=("meta",))
         default_device: contextlib.AbstractContextManager[object] = torch.device("meta")
     else:
-        tracker = MemoryTracker(devices=("cpu",), top_k=top)
+        ledger = Ledger()
+        tracker = MemoryTracker(ledger, devices=("cpu",))
         default_device = contextlib.nullcontext()
     try:
-        with tracker, default_device:
+        with tracker, default_device:  # every thread's allocations count (tracker docstring)
             return (yield)
     finally:  # also when the body failed (e.g. a simulated OOM): the report shows the peak
         pyfuncitem.stash[_MEASUREMENT] = Measurement(
             device=device,
-            peak_bytes=tracker.peak_bytes,
+            peak_bytes=ledger.peak_bytes,
             method="tracker (live storage bytes)",
-            top_allocations=tuple(tracker.peak_allocations(top)),
-            peak_region=tracker.peak_region,
+            top_allocations=tuple(ledger.peak_allocations(top)),
+            peak_region=ledger.peak_region,
         )
 
 
@@ -170,7 +241,7 @@ def _run_on_cuda(
     reason = cuda_unavailable_reason()
     if reason is not None:
         pytest.skip(f"memory_budget(device='cuda') needs a GPU: {reason}")
-    tracker = MemoryTracker(devices=("cuda",), top_k=top)
+    tracker = MemoryTracker(devices=("cuda",))
     peak = CudaPeak()
     try:
         with peak, tracker:
@@ -180,17 +251,106 @@ def _run_on_cuda(
             device=device,
             peak_bytes=peak.peak_bytes,
             method="torch.cuda.max_memory_allocated",
-            top_allocations=tuple(tracker.peak_allocations(top)),
-            peak_region=tracker.peak_region,
+            top_allocations=tuple(tracker.ledger.peak_allocations(top)),
+            peak_region=tracker.ledger.peak_region,
         )
 
 
 @pytest.fixture
-def memory_tracker() -> MemoryTracker:
-    """A fresh MemoryTracker (cpu and meta tensors); ``with memory_tracker: ...`` measures."""
+def harness_memory_tracker(request: pytest.FixtureRequest) -> MemoryTracker:
+    """A fresh MemoryTracker (cpu and meta tensors); ``with harness_memory_tracker: ...`` measures."""
+    missing = _torch_missing("harness_memory_tracker")
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
     from harness.memory.tracker import MemoryTracker
 
-    return MemoryTracker(devices=("cpu", "meta"))
+    tracker = MemoryTracker(devices=("cpu", "meta"))
+    request.node.stash[_TRACKER] = tracker
+    return tracker
+
+
+@contextlib.contextmanager
+def outside_torch_modes() -> Generator[None, None, None]:
+    """Run the block with no torch function or dispatch mode of this thread active; restore them.
+
+    Inside a budgeted test body these are the budget's tracker (a dispatch mode) and, for
+    ``meta:<profile>``, ``torch.device("meta")`` (a function mode): a simulation under them would
+    build its CPU metadata on ``meta`` and be counted twice.
+    """
+    import torch
+    import torch.overrides
+    from torch.utils._python_dispatch import (  # pyright: ignore[reportPrivateUsage]
+        _disable_current_modes,  # pyright: ignore[reportPrivateUsage]
+    )
+
+    pop_mode = cast("Callable[[], object]", torch.overrides._pop_mode)  # pyright: ignore[reportPrivateUsage]
+    push_mode = cast("Callable[[object], None]", torch.overrides._push_mode)  # pyright: ignore[reportPrivateUsage, reportUnknownMemberType]
+    depth: int = torch._C._len_torch_function_stack()  # pyright: ignore[reportPrivateUsage]
+    function_modes = [pop_mode() for _ in range(depth)]
+    try:
+        with _disable_current_modes():
+            yield
+    finally:
+        for mode in reversed(function_modes):
+            push_mode(mode)
+
+
+class Simulator:
+    """The ``harness_simulate`` fixture: run a backend through ``simulate`` from inside a test."""
+
+    def __init__(self, runs: list[tuple[str, SimulationResult]]) -> None:
+        self.runs = runs
+        """(backend ``module:qualname``, result) of every simulation this test ran, in order."""
+
+    def __call__(
+        self,
+        backend: type[AttentionBackend] | None = None,
+        *,
+        model: str,
+        device: str,
+        workload: Workload | str,
+        **options: Any,
+    ) -> SimulationResult:
+        """``simulate(model=, device=, workload=, backend=, **options)`` outside the test's budget.
+
+        ``backend`` is an attention backend class (``None``: the reference one); ``workload`` a
+        :class:`~harness.memory.workload.Workload` or its name (``"tiny"``, ``"gsm8k"``).
+        """
+        from harness.memory.workload import get_workload
+
+        chosen = get_workload(workload) if isinstance(workload, str) else workload
+        with outside_torch_modes():
+            result = _simulate(backend, model=model, device=device, workload=chosen, **options)
+        label = "the reference backend" if backend is None else _qualified_name(backend)
+        self.runs.append((label, result))
+        return result
+
+
+def _qualified_name(backend: type[AttentionBackend]) -> str:
+    return f"{backend.__module__}:{backend.__qualname__}"
+
+
+def _simulate(
+    backend: type[AttentionBackend] | None, *, workload: Workload, **options: Any
+) -> SimulationResult:
+    from harness.memory.simulate import simulate
+
+    if backend is None:
+        return simulate(workload=workload, **options)
+    return simulate(
+        workload=workload, backend=backend, regression=_qualified_name(backend), **options
+    )
+
+
+@pytest.fixture
+def harness_simulate(request: pytest.FixtureRequest) -> Simulator:
+    """Run an attention backend through harness.memory.simulate; see :class:`Simulator`."""
+    missing = _torch_missing("harness_simulate")
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
+    runs: list[tuple[str, SimulationResult]] = []
+    request.node.stash[_SIMULATIONS] = runs
+    return Simulator(runs)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -200,25 +360,39 @@ def pytest_runtest_makereport(
     report = yield
     if call.when != "call":
         return report
-    measurement = item.stash.get(_MEASUREMENT, None)
-    marker = item.get_closest_marker("memory_budget")
-    if measurement is not None and marker is not None:
-        _judge(item, report, marker, measurement)
-    tracker = getattr(item, "funcargs", {}).get("memory_tracker")
-    if report.failed and tracker is not None and tracker.num_allocations:
-        top = int(value_or_ini(item.config, "memory_top"))
-        report.sections.append(("memory tracker", tracker.summary(top)))
+    try:
+        _add_measurements(item, report)
+    except Exception as exc:  # a bug here must fail this test, not stop the session
+        report.outcome = "failed"
+        report.longrepr = f"harness memory plugin failed on this test: {type(exc).__name__}: {exc}"
     return report
 
 
+def _add_measurements(item: pytest.Item, report: pytest.TestReport) -> None:
+    measurement = item.stash.get(_MEASUREMENT, None)
+    budget = item.stash.get(_BUDGET, None)
+    if measurement is not None and budget is not None:
+        _judge(item, report, budget, measurement)
+    if not report.failed:
+        return
+    tracker = item.stash.get(_TRACKER, None)
+    if tracker is not None and tracker.ledger.num_allocations:
+        top = int(value_or_ini(item.config, "memory_top"))
+        report.sections.append(("memory tracker", tracker.ledger.summary(top)))
+    none: list[tuple[str, SimulationResult]] = []
+    simulations = item.stash.get(_SIMULATIONS, none)
+    for i, (label, result) in enumerate(simulations):
+        report.sections.append((f"harness simulate #{i + 1}: {label}", result.format()))
+
+
 def _judge(
-    item: pytest.Item, report: pytest.TestReport, marker: pytest.Mark, measurement: Measurement
+    item: pytest.Item, report: pytest.TestReport, budget: Budget, measurement: Measurement
 ) -> None:
     report.user_properties.append((_PEAK_PROPERTY, measurement.peak_bytes))
     if report.failed:  # the body raised (e.g. an out-of-memory error): show what was live
         report.sections.append(("memory budget", describe_measurement(measurement)))
         return
-    exceeded = memory_budget(*marker.args, **marker.kwargs, _measurement=measurement)
+    exceeded = memory_budget(budget.peak_bytes, str(budget.device), _measurement=measurement)
     if exceeded is not None:
         report.sections.append(exceeded.section)
         if report.passed:

@@ -4,42 +4,65 @@ vLLM sizes ``num_blocks`` to fill whatever the profiling run left, so any alloca
 profiling whose size grows with ``num_blocks`` is an out-of-memory error waiting for a larger GPU
 (the FlashInfer gsm8k OOM was one). The KV cache itself is the only allocation allowed to scale.
 
-``detect_scaling(model="tiny", regression=...)`` runs the same workload twice, with the KV cache
-given exactly ``num_blocks[0]`` and then ``num_blocks[1]`` blocks, records every allocation of
-each run (op, size, shape, source line, region: ``initialize_kv_cache`` or ``step N``), pairs the
-two runs allocation by allocation within each region (same op and source line in the same order)
-and reports every pair whose size differs, with its bytes per block. Both block counts must hold
-the whole workload without preemption, so the two runs schedule identically; the detector checks
-that they did.
+``detect_scaling(model="tiny", workload=tiny(), backend=...)`` runs the same workload twice, with
+the KV cache given exactly ``num_blocks[0]`` and then ``num_blocks[1]`` blocks, records every
+allocation of each run (op, size, shape, source line, region: ``initialize_kv_cache`` or
+``step N``), pairs the two runs allocation by allocation within each region (same op and source
+line in the same order) and reports every pair whose size differs, with its bytes per block. An
+allocation whose size does not change (a constant per-step workspace, however large) is not a
+finding. Both block counts must hold the whole workload without preemption, so the two runs
+schedule identically; the detector checks that they did.
 
-It runs on the CPU with real data (or on ``meta``), so a tiny model is enough: what scales with
-``num_blocks`` does so at every model size.
+The defaults are chosen so that the class is caught however a variant writes it:
+
+- **device ``meta``**: every device allocation is an aten op on ``meta``, including a tensor built
+  on the host (with numpy, say) and moved to the device; on the CPU that move is a no-op and the
+  host buffer is no aten allocation, so it would pass unseen;
+- **KV cache dtype bfloat16** (what deployments run; the ``tiny`` preset is float32): a cast of the
+  cache to float32 copies it; at float32 the cast returns the cache itself and allocates nothing.
+
+Torch is pinned to one intra-op thread while it runs. What scales with ``num_blocks`` does so at
+every model size, so the tiny model is enough; ``device="cpu"`` runs real data (the model must be
+small). What the tracker cannot see, it cannot report: memory a kernel allocates internally
+(im2col columns, LAPACK work arrays, cuBLAS or FlashInfer workspaces) never becomes a tensor.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
 from harness.errors import HarnessError
-from harness.memory.tracker import Allocation, MemoryTracker, SourceLine
+from harness.memory.allocation import Allocation
+from harness.memory.engine_config import engine_config
+from harness.memory.ledger import Ledger
+from harness.memory.sizes import GiB, format_size
+from harness.memory.threads import one_torch_thread
+from harness.memory.tracker import MemoryTracker
 from harness.memory.workload import Workload
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
-from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
-from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError, get_kv_cache_config
+from harness.reference.config import VllmConfig
+from harness.reference.kv_cache_utils import (
+    InsufficientKVCacheMemoryError,
+    kv_cache_config_for_num_blocks,
+)
+from harness.reference.model import weight_bytes
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
-from harness.regressions import get_regression
 
 KV_CACHE_REGION = "initialize_kv_cache"
-MAX_CPU_WEIGHT_BYTES = 1 << 30
-"""Larger models run the detector on ``meta``."""
 DEFAULT_NUM_BLOCKS = (64, 128)
+DEFAULT_DEVICE = "meta"
+DEFAULT_DTYPE = torch.bfloat16
+MAX_NUM_BLOCKS = 1 << 20
+"""The scheduler keeps a Python list per block; what scales does so at any count."""
+MAX_CPU_BYTES = 2 * GiB
+"""Weights plus a KV cache above this do not run on the CPU (``meta`` holds no data)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +109,10 @@ class ScalingReport:
 
     model: str
     regression: str | None
+    """The name of the backend variant that ran (``None``: the reference backend)."""
     device: str
+    dtype: str
+    """The dtype of the weights and the KV cache in both runs."""
     num_blocks: tuple[int, int]
     num_steps: int
     kv_cache: list[ScalingAllocation] = field(default_factory=list[ScalingAllocation])
@@ -101,7 +127,7 @@ class ScalingReport:
     def format(self) -> str:
         a, b = self.num_blocks
         head = (
-            f"scaling: {self.model} on {self.device}"
+            f"scaling: {self.model} ({self.dtype}) on {self.device}"
             + (f" with regression {self.regression}" if self.regression else "")
             + f", {self.num_steps} steps at num_blocks={a} and {b}"
         )
@@ -123,6 +149,7 @@ class ScalingReport:
             "model": self.model,
             "regression": self.regression,
             "device": self.device,
+            "dtype": self.dtype,
             "num_blocks": list(self.num_blocks),
             "num_steps": self.num_steps,
             "ok": self.ok,
@@ -140,31 +167,6 @@ class _Run:
     page_size_bytes: int
 
 
-def _weight_bytes(vllm_config: VllmConfig) -> int:
-    c = vllm_config.model_config
-    q, kv = c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim
-    per_layer = (
-        c.hidden_size * (q + 2 * kv) + q * c.hidden_size + 3 * c.hidden_size * c.intermediate_size
-    )
-    params = 2 * c.vocab_size * c.hidden_size + c.num_hidden_layers * per_layer
-    return params * torch.empty((), dtype=c.dtype, device="meta").element_size()
-
-
-def _vllm_config(model: str, workload: Workload) -> VllmConfig:
-    model_config = get_model_config(model)
-    limits = workload.limits
-    max_model_len = min(limits.max_model_len, model_config.max_model_len)
-    return VllmConfig(
-        model_config=replace(model_config, max_model_len=max_model_len),
-        cache_config=CacheConfig(),
-        scheduler_config=SchedulerConfig(
-            max_num_seqs=limits.max_num_seqs,
-            max_num_batched_tokens=limits.max_num_batched_tokens,
-            max_model_len=max_model_len,
-        ),
-    )
-
-
 def _run(
     vllm_config: VllmConfig,
     backend: type[AttentionBackend],
@@ -175,23 +177,16 @@ def _run(
 ) -> _Run:
     runner = ModelRunner(vllm_config, device, backend)
     spec = runner.get_kv_cache_spec()
-    page_sizes = {s.page_size_bytes for s in spec.values()}
-    page_size = max(page_sizes)
     try:
-        kv_cache_config = get_kv_cache_config(vllm_config, spec, num_blocks * page_size * len(spec))
+        kv_cache_config = kv_cache_config_for_num_blocks(vllm_config, spec, num_blocks)
     except InsufficientKVCacheMemoryError as exc:
         raise HarnessError(f"num_blocks={num_blocks} is too small: {exc}") from None
-    if kv_cache_config.num_blocks != num_blocks:
-        raise HarnessError(f"could not size the KV cache to {num_blocks} blocks")
+    ledger = Ledger()
     allocations: dict[str, list[Allocation]] = {}
-
-    def record(allocation: Allocation) -> None:
-        allocations.setdefault(allocation.region or "", []).append(allocation)
-
     schedule: list[tuple[int, tuple[tuple[str, int], ...]]] = []
-    tracker = MemoryTracker(devices=(torch.device(device).type,), on_alloc=record)
+    tracker = MemoryTracker(ledger, devices=(torch.device(device).type,), all_threads=False)
     with tracker, torch.inference_mode():
-        with tracker.region(KV_CACHE_REGION):
+        with _recorded(ledger, KV_CACHE_REGION, allocations):
             runner.initialize_kv_cache(kv_cache_config)
         scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_config)
         for request in workload.requests:
@@ -203,7 +198,7 @@ def _run(
                 raise HarnessError(f"workload {workload.name!r} does not fit: {exc}") from None
         step = 0
         while scheduler.has_unfinished_requests() and (max_steps is None or step < max_steps):
-            with tracker.region(f"step {step}"):
+            with _recorded(ledger, f"step {step}", allocations):
                 scheduler_output = scheduler.schedule()
                 output = runner.execute_model(scheduler_output)
                 scheduler.update_from_output(scheduler_output, output)
@@ -219,16 +214,18 @@ def _run(
                 f"num_blocks={num_blocks} is too small for the workload ({scheduler.num_preemptions} "
                 "preemptions): the two runs would not schedule alike; use more blocks"
             )
+    page_size = max(s.page_size_bytes for s in spec.values())
     return _Run(allocations=allocations, schedule=schedule, page_size_bytes=page_size)
 
 
-@functools.cache
-def _source_text(source: SourceLine) -> str:
-    return str(source)
-
-
-def _site(allocation: Allocation) -> tuple[str, str | None]:
-    return allocation.op, None if allocation.source is None else _source_text(allocation.source)
+@contextlib.contextmanager
+def _recorded(
+    ledger: Ledger, region: str, into: dict[str, list[Allocation]]
+) -> Generator[None, None, None]:
+    """Name the block's events ``region`` and keep its allocations, in order, in ``into``."""
+    with ledger.region(region), ledger.recording() as recording:
+        yield
+    into[region] = [e.allocation for e in recording.events if e.allocation is not None]
 
 
 def _scaling_pairs(a: _Run, b: _Run) -> Iterator[tuple[str, Allocation, Allocation | None]]:
@@ -236,7 +233,7 @@ def _scaling_pairs(a: _Run, b: _Run) -> Iterator[tuple[str, Allocation, Allocati
     for region in sorted(set(a.allocations) | set(b.allocations)):
         left = a.allocations.get(region, [])
         right = b.allocations.get(region, [])
-        if [_site(x) for x in left] == [_site(y) for y in right]:
+        if [x.site for x in left] == [y.site for y in right]:
             for x, y in zip(left, right, strict=True):
                 if x.nbytes != y.nbytes:
                     yield region, x, y
@@ -244,9 +241,9 @@ def _scaling_pairs(a: _Run, b: _Run) -> Iterator[tuple[str, Allocation, Allocati
         # Different allocation sequences: pair by site occurrence, unmatched ones are findings.
         counts: dict[tuple[str, str | None], list[Allocation]] = {}
         for y in right:
-            counts.setdefault(_site(y), []).append(y)
+            counts.setdefault(y.site, []).append(y)
         for x in left:
-            candidates = counts.get(_site(x))
+            candidates = counts.get(x.site)
             match = candidates.pop(0) if candidates else None
             if match is None or x.nbytes != match.nbytes:
                 yield region, x, match
@@ -259,32 +256,47 @@ def detect_scaling(
     *,
     model: str,
     workload: Workload,
+    backend: type[AttentionBackend] | None = None,
     regression: str | None = None,
     num_blocks: tuple[int, int] = DEFAULT_NUM_BLOCKS,
-    device: str = "cpu",
+    device: str = DEFAULT_DEVICE,
+    dtype: torch.dtype = DEFAULT_DTYPE,
     max_steps: int | None = None,
 ) -> ScalingReport:
-    """Run ``workload`` at two ``num_blocks`` and report what scales (see the module docstring)."""
+    """Run ``workload`` at two ``num_blocks`` and report what scales (see the module docstring).
+
+    ``backend`` is the attention backend class of every KV cache group (default: the reference
+    FlashInfer backend); ``regression`` names it in the report (default: the class's name).
+    """
     a_blocks, b_blocks = num_blocks
     if a_blocks <= 0 or b_blocks <= 0 or a_blocks == b_blocks:
         raise HarnessError(f"num_blocks must be two different positive counts, got {num_blocks}")
-    backend: type[AttentionBackend] = (
-        FlashInferBackend if regression is None else get_regression(regression).backend
-    )
-    vllm_config = _vllm_config(model, workload)
-    if torch.device(device).type == "cpu" and _weight_bytes(vllm_config) > MAX_CPU_WEIGHT_BYTES:
+    if max(num_blocks) > MAX_NUM_BLOCKS:
         raise HarnessError(
-            f"{model} is too large to run with real weights on the CPU; use --device meta "
-            "(what scales with num_blocks does so at every model size)"
+            f"num_blocks must be at most {MAX_NUM_BLOCKS:,}, got {max(num_blocks):,} (what "
+            "scales with num_blocks does so at any count)"
         )
-    run_a = _run(vllm_config, backend, workload, a_blocks, device, max_steps)
-    run_b = _run(vllm_config, backend, workload, b_blocks, device, max_steps)
+    if device not in ("cpu", "meta"):
+        raise HarnessError(f"device must be 'cpu' or 'meta', got {device!r}")
+    if backend is not None and regression is None:
+        regression = backend.__qualname__
+    vllm_config = engine_config(model, workload, dtype=dtype)
+    if device == "cpu":
+        _check_fits_on_the_cpu(vllm_config, max(num_blocks))
+    with one_torch_thread():
+        run_a = _run(
+            vllm_config, backend or FlashInferBackend, workload, a_blocks, device, max_steps
+        )
+        run_b = _run(
+            vllm_config, backend or FlashInferBackend, workload, b_blocks, device, max_steps
+        )
     if run_a.schedule != run_b.schedule:
         raise HarnessError("the two runs scheduled differently; cannot compare their allocations")
     report = ScalingReport(
         model=model,
         regression=regression,
         device=device,
+        dtype=str(dtype).removeprefix("torch."),
         num_blocks=num_blocks,
         num_steps=len(run_a.schedule),
     )
@@ -298,14 +310,14 @@ def detect_scaling(
             and x.nbytes == a_blocks * run_a.page_size_bytes
             and y.nbytes == b_blocks * run_b.page_size_bytes
         )
-        key = (region if is_kv_cache else "", *_site(x))
+        key = (region if is_kv_cache else "", *x.site)
         if key in sites:
             sites[key] = replace(sites[key], count=sites[key].count + 1)
             continue
         sites[key] = ScalingAllocation(
             region=region,
             op=x.op,
-            source=_site(x)[1],
+            source=x.site[1],
             line_text="" if x.source is None else x.source.text,
             nbytes=(x.nbytes, y_bytes),
             shape=(tuple(x.shape), () if y is None else tuple(y.shape)),
@@ -314,3 +326,18 @@ def detect_scaling(
     report.kv_cache = [sites[k] for k in sites if k[0] == KV_CACHE_REGION]
     report.findings = [sites[k] for k in sites if k[0] != KV_CACHE_REGION]
     return report
+
+
+def _check_fits_on_the_cpu(vllm_config: VllmConfig, num_blocks: int) -> None:
+    """Real weights and a real KV cache of ``num_blocks`` must fit in :data:`MAX_CPU_BYTES`."""
+    shapes_only = ModelRunner(vllm_config, "meta", FlashInferBackend)
+    spec = shapes_only.get_kv_cache_spec()
+    kv_cache = sum(num_blocks * s.page_size_bytes for s in spec.values())
+    needed = weight_bytes(shapes_only.get_model()) + kv_cache
+    if needed > MAX_CPU_BYTES:
+        raise HarnessError(
+            f"{vllm_config.model_config.name} with num_blocks={num_blocks:,} needs "
+            f"{format_size(needed)} of real weights and KV cache on the CPU (at most "
+            f"{format_size(MAX_CPU_BYTES)}); use --device meta (what scales with num_blocks does "
+            "so at every size)"
+        )

@@ -1,13 +1,14 @@
-"""A simulated CUDA device: capacity from a :class:`DeviceProfile`, accounting from the tracker.
+"""A simulated CUDA device: a capacity policy for the ledger, shaped like torch's caching allocator.
 
 Public API:
 
 - :class:`SimulatedDevice` -- ``SimulatedDevice("h100-95")`` (a profile or its name;
-  ``non_torch_bytes`` overrides the profile's). ``device.tracker()`` returns a
-  :class:`~harness.memory.tracker.MemoryTracker` (``meta`` tensors by default) whose allocations
-  go through :meth:`SimulatedDevice.allocate`; one that does not fit raises
-  :class:`SimulatedOutOfMemoryError` before it counts. Counters: ``allocated_bytes``,
-  ``reserved_bytes``, ``free_bytes`` (as ``cudaMemGetInfo`` would say), their peaks.
+  ``non_torch_bytes`` overrides the profile's and must leave room on the device). It is a
+  :class:`~harness.memory.ledger.CapacityPolicy`: ``Ledger(capacity=device)`` counts every
+  allocation in torch's block sizes and asks the device first; one that does not fit raises
+  :class:`SimulatedOutOfMemoryError` and is not counted. The ledger keeps the allocated bytes;
+  the device keeps what only it knows: ``reserved_bytes`` (segments), ``free_bytes`` (as
+  ``cudaMemGetInfo`` would say) and ``peak_reserved_bytes``.
 - :class:`SimulatedOutOfMemoryError` -- a ``torch.OutOfMemoryError`` whose first line is exactly
   torch's message (torch 2.7, the version vLLM 0.9.0 pins), e.g. ``CUDA out of memory. Tried to
   allocate 2.12 GiB. GPU 0 has a total capacity of 95.00 GiB of which 1.01 GiB is free. ...``,
@@ -27,14 +28,14 @@ the real allocator would hold.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import torch
 
+from harness.errors import HarnessError
+from harness.memory.allocation import Allocation, SourceLine
 from harness.memory.devices import DeviceProfile, get_device_profile
 from harness.memory.sizes import MiB, format_size
-from harness.memory.tracker import Allocation, MemoryTracker, SourceLine
 
 MIN_BLOCK_SIZE = 512
 """``kMinBlockSize``: every block is a multiple of this."""
@@ -152,7 +153,7 @@ class SimulatedOutOfMemoryError(torch.OutOfMemoryError):
 
 
 class SimulatedDevice:
-    """A GPU of a given profile whose memory is accounted by a :class:`MemoryTracker`."""
+    """A GPU of a given profile: torch's block sizes, segments and out-of-memory error."""
 
     def __init__(
         self,
@@ -166,33 +167,35 @@ class SimulatedDevice:
         self.non_torch_bytes = (
             self.profile.non_torch_bytes if non_torch_bytes is None else non_torch_bytes
         )
+        if not 0 <= self.non_torch_bytes < self.capacity_bytes:
+            raise HarnessError(
+                f"non-torch memory must be at least 0 and less than {self.profile.name}'s "
+                f"capacity of {format_size(self.capacity_bytes)}, got "
+                f"{format_size(self.non_torch_bytes)}"
+            )
         self.device_index = device_index
-        self.allocated_bytes = 0
-        """Sum of live block sizes (what ``torch.cuda.memory_allocated`` would say)."""
-        self.peak_allocated_bytes = 0
         self.peak_reserved_bytes = 0
         self._small: int = 0
         self._medium: int = 0
         self._large_reserved: int = 0
+        self._reserved_bytes: int = 0
 
     @property
     def reserved_bytes(self) -> int:
         """Bytes held in segments (what ``torch.cuda.memory_reserved`` would say, at least)."""
-        return self._reserved(self._small, self._medium, self._large_reserved)
+        return self._reserved_bytes
 
     @property
     def free_bytes(self) -> int:
         """What ``cudaMemGetInfo`` would report free."""
-        return self.capacity_bytes - self.non_torch_bytes - self.reserved_bytes
+        return self.capacity_bytes - self.non_torch_bytes - self._reserved_bytes
 
-    def tracker(self, *, devices: Iterable[str] = ("meta",), top_k: int = 10) -> MemoryTracker:
-        """A tracker whose allocations must fit on this device."""
-        return MemoryTracker(
-            devices=devices, top_k=top_k, on_alloc=self.allocate, on_free=self.free
-        )
+    def block_bytes(self, nbytes: int) -> int:
+        """torch's block for a request of ``nbytes`` (what ``memory_allocated`` counts)."""
+        return round_size(nbytes)
 
-    def allocate(self, allocation: Allocation) -> None:
-        """Account ``allocation`` or raise :class:`SimulatedOutOfMemoryError`."""
+    def allocate(self, allocation: Allocation, allocated_bytes: int) -> None:
+        """Reserve a block for ``allocation`` or raise :class:`SimulatedOutOfMemoryError`."""
         __tracebackhide__ = True
         block = round_size(allocation.nbytes)
         small, medium, large = self._small, self._medium, self._large_reserved
@@ -202,13 +205,13 @@ class SimulatedDevice:
             medium += block
         else:
             large += allocation_size(block)
-        needed = self._reserved(small, medium, large) - self.reserved_bytes
-        if needed > self.free_bytes:
-            raise self._oom(allocation, block)
+        reserved = self._reserved(small, medium, large)
+        if reserved > self.capacity_bytes - self.non_torch_bytes:  # needs more than is free
+            raise self._oom(allocation, block, allocated_bytes)
         self._small, self._medium, self._large_reserved = small, medium, large
-        self.allocated_bytes += block
-        self.peak_allocated_bytes = max(self.peak_allocated_bytes, self.allocated_bytes)
-        self.peak_reserved_bytes = max(self.peak_reserved_bytes, self.reserved_bytes)
+        self._reserved_bytes = reserved
+        if reserved > self.peak_reserved_bytes:
+            self.peak_reserved_bytes = reserved
 
     def free(self, allocation: Allocation) -> None:
         """Return the block of ``allocation``."""
@@ -219,7 +222,7 @@ class SimulatedDevice:
             self._medium -= block
         else:
             self._large_reserved -= allocation_size(block)
-        self.allocated_bytes -= block
+        self._reserved_bytes = self._reserved(self._small, self._medium, self._large_reserved)
 
     def _reserved(self, small: int, medium: int, large: int) -> int:
         return (
@@ -228,7 +231,9 @@ class SimulatedDevice:
             + large
         )
 
-    def _oom(self, allocation: Allocation, block: int) -> SimulatedOutOfMemoryError:
+    def _oom(
+        self, allocation: Allocation, block: int, allocated_bytes: int
+    ) -> SimulatedOutOfMemoryError:
         reserved = self.reserved_bytes
         message = torch_oom_message(
             requested_bytes=allocation_size(block),
@@ -236,7 +241,7 @@ class SimulatedDevice:
             capacity_bytes=self.capacity_bytes,
             free_bytes=self.free_bytes,
             process_bytes=reserved + self.non_torch_bytes,
-            allocated_bytes=self.allocated_bytes,
+            allocated_bytes=allocated_bytes,
             reserved_bytes=reserved,
         )
         return SimulatedOutOfMemoryError(
@@ -246,7 +251,7 @@ class SimulatedDevice:
             nbytes=allocation.nbytes,
             free_bytes=self.free_bytes,
             capacity_bytes=self.capacity_bytes,
-            allocated_bytes=self.allocated_bytes,
+            allocated_bytes=allocated_bytes,
             reserved_bytes=reserved,
             allocation=allocation,
         )

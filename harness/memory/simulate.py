@@ -1,105 +1,52 @@
 """Simulate a workload at full model scale on a simulated GPU: vLLM's sizing, then every serving step.
 
-``simulate(model="llama-3.1-8b", device="h100-95", workload=gsm8k())`` builds the reference
-:class:`~harness.reference.runner.ModelRunner` on the ``meta`` device (full shapes, weights counted,
-no data), sizes the KV cache exactly as vLLM does (:mod:`harness.memory.sizing`), then drives the
-reference :class:`~harness.reference.scheduler.Scheduler` over the workload, one
-``execute_model`` per step, with every allocation checked against the device's capacity. It stops
-at the end of the workload or at the first allocation that does not fit
-(:class:`~harness.memory.sim_allocator.SimulatedOutOfMemoryError`, torch's message plus the op and
-the source line). All data-dependent metadata is computed on the CPU by the runner and the builders.
+``simulate(model="llama-3.1-8b", device="h100-95", workload=gsm8k())`` follows one path:
 
-Accounting and replay live in :mod:`harness.memory.ledger`: every allocation, real or replayed,
-goes through one :class:`~harness.memory.ledger.Ledger` and the device's capacity check; the 31
-decoder layers after the first of each step replay the first one's allocation events (what is
-memoised and why that is sound is documented there; ``memoize=False`` runs every layer).
+1. the engine config (:func:`~harness.memory.engine_config.engine_config`) and the reference
+   :class:`~harness.reference.runner.ModelRunner` on the ``meta`` device (full shapes, no data),
+   with ``backend`` for every KV cache group (default: the reference FlashInfer backend; a
+   regression variant or any user-written :class:`AttentionBackend` subclass otherwise);
+2. one :class:`~harness.memory.ledger.Ledger` whose capacity policy is the
+   :class:`~harness.memory.sim_allocator.SimulatedDevice`, fed by a
+   :class:`~harness.memory.tracker.MemoryTracker` and by layer replay (:mod:`harness.memory.replay`);
+3. vLLM's KV cache sizing (:mod:`harness.memory.sizing`);
+4. the reference :class:`~harness.reference.scheduler.Scheduler` over the workload, one
+   ``execute_model`` per step (each group's builder builds its metadata on the CPU), every
+   allocation checked against the device, until the workload ends or an allocation does not fit
+   (:class:`~harness.memory.sim_allocator.SimulatedOutOfMemoryError`: torch's message plus the op
+   and the source line).
+
+The result names the bytes live at the peak (or at the error) by op and source line, every byte
+accounted for, and keeps the event-by-event live bytes of the failing step (or of the step that
+came closest to the capacity) for the plot (:mod:`harness.memory.plot`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Generator, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from harness.errors import HarnessError
+from harness.memory.allocation import Allocation
 from harness.memory.devices import DeviceProfile, get_device_profile
-from harness.memory.ledger import LayerReplay, Ledger, install_layer_replay
+from harness.memory.engine_config import DEFAULT_GPU_MEMORY_UTILIZATION, engine_config
+from harness.memory.ledger import AllocationSite, Ledger, LedgerEvent, Recording, RegionStats
+from harness.memory.replay import LayerReplay, install_layer_replay
 from harness.memory.sim_allocator import SimulatedDevice, SimulatedOutOfMemoryError
 from harness.memory.sizes import format_size
 from harness.memory.sizing import KVCacheSizing, size_kv_cache
-from harness.memory.tracker import Allocation
+from harness.memory.threads import one_torch_thread
+from harness.memory.tracker import MemoryTracker
 from harness.memory.workload import Workload
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
-from harness.reference.config import (
-    CacheConfig,
-    ModelConfig,
-    SchedulerConfig,
-    VllmConfig,
-    get_model_config,
-)
+from harness.reference.config import SchedulerConfig
 from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
-from harness.regressions import get_regression
-
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
-"""vLLM's ``CacheConfig.gpu_memory_utilization`` default (lm-eval's ``vllm`` model passes 0.9 too)."""
-
-
-@dataclass(frozen=True, slots=True)
-class AllocationSite:
-    """Live allocations grouped by op and source line: how many, how large."""
-
-    op: str
-    source: str | None
-    line_text: str
-    count: int
-    nbytes: int
-    """Bytes of all of them together."""
-    largest: int
-
-    def describe(self) -> str:
-        where = f" at {self.source}" if self.source else ""
-        if self.count * self.largest == self.nbytes:  # all the same size
-            sizes = f"{self.count:>4} x {format_size(self.largest):>10}"
-        else:
-            sizes = f"{self.count:>4} up to {format_size(self.largest):>10}"
-        return f"{sizes} = {format_size(self.nbytes):>10}  {self.op}{where}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "source": self.source,
-            "line_text": self.line_text,
-            "count": self.count,
-            "nbytes": self.nbytes,
-            "largest": self.largest,
-        }
-
-
-def group_by_site(allocations: Iterable[Allocation], k: int) -> list[AllocationSite]:
-    """The ``k`` sites holding the most bytes among ``allocations``."""
-    groups: dict[tuple[str, str | None], list[Allocation]] = {}
-    for allocation in allocations:
-        source = None if allocation.source is None else str(allocation.source)
-        groups.setdefault((allocation.op, source), []).append(allocation)
-    sites = [
-        AllocationSite(
-            op=op,
-            source=source,
-            line_text="" if members[0].source is None else members[0].source.text,
-            count=len(members),
-            nbytes=sum(a.nbytes for a in members),
-            largest=max(a.nbytes for a in members),
-        )
-        for (op, source), members in groups.items()
-    ]
-    return sorted(sites, key=lambda site: site.nbytes, reverse=True)[:k]
 
 
 @dataclass
@@ -115,6 +62,17 @@ class StepRecord:
 
 
 @dataclass
+class StepEvents:
+    """Live bytes of one step, event by event (what the plot draws)."""
+
+    step: int
+    start_bytes: int
+    peak_bytes: int
+    events: list[LedgerEvent]
+    """Every allocation and free of the step, in order, with the live bytes after each."""
+
+
+@dataclass
 class SimulationResult:
     """Everything one simulation found; ``to_dict()`` is the ``--json`` object."""
 
@@ -122,6 +80,7 @@ class SimulationResult:
     device: DeviceProfile
     workload: str
     regression: str | None
+    """The name of the backend variant that ran (``None``: the reference backend)."""
     gpu_memory_utilization: float
     non_torch_bytes: int
     sizing: KVCacheSizing | None
@@ -133,9 +92,11 @@ class SimulationResult:
     """The largest allocations live at the peak."""
     top_sites: list[AllocationSite]
     """Live bytes by op and source line: at the out-of-memory error if there was one, else at the
-    peak."""
+    peak; the rows (with an ``other`` row when there are more sites) add up to all of them."""
     oom: SimulatedOutOfMemoryError | None
     oom_step: int | None
+    focus: StepEvents | None
+    """The failing step's events, or the highest step's when every allocation fit."""
     num_requests: int
     num_finished: int
     num_preemptions: int
@@ -183,7 +144,8 @@ class SimulationResult:
             )
         if self.top_sites:
             moment = "at the out-of-memory error" if self.oom is not None else "at the peak"
-            lines.append(f"live memory {moment}, by source line:")
+            total = sum(site.nbytes for site in self.top_sites)
+            lines.append(f"live memory {moment} ({format_size(total)}), by source line:")
             lines.extend("  " + site.describe() for site in self.top_sites)
         lines.append(
             f"simulated in {self.wall_time_s:.1f} s ({self.num_layer_replays} decoder layers replayed)"
@@ -222,40 +184,12 @@ class SimulationResult:
         }
 
 
-@contextlib.contextmanager
-def _single_thread() -> Generator[None, None, None]:
-    """One intra-op thread: meta ops do no math, and the CPU metadata tensors are small, so extra
-    threads only contend (the paged-KV mask of a 1024-request step: 6 ms on one thread, ~100 ms
-    on two on a loaded 2-core machine)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-def _vllm_config(
-    model_config: ModelConfig, workload: Workload, gpu_memory_utilization: float
-) -> VllmConfig:
-    limits = workload.limits
-    max_model_len = min(limits.max_model_len, model_config.max_model_len)
-    return VllmConfig(
-        model_config=replace(model_config, max_model_len=max_model_len),
-        cache_config=CacheConfig(gpu_memory_utilization=gpu_memory_utilization),
-        scheduler_config=SchedulerConfig(
-            max_num_seqs=limits.max_num_seqs,
-            max_num_batched_tokens=limits.max_num_batched_tokens,
-            max_model_len=max_model_len,
-        ),
-    )
-
-
 def simulate(
     *,
     model: str,
     device: str,
     workload: Workload,
+    backend: type[AttentionBackend] | None = None,
     regression: str | None = None,
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     non_torch_bytes: int | None = None,
@@ -263,58 +197,60 @@ def simulate(
     max_steps: int | None = None,
     top_k: int = 10,
 ) -> SimulationResult:
-    """Size the KV cache and run ``workload`` on a simulated ``device``; see the module docstring."""
+    """Size the KV cache and run ``workload`` on a simulated ``device``; see the module docstring.
+
+    ``backend`` is the attention backend class of every KV cache group (default: the reference
+    FlashInfer backend); ``regression`` names it in the report (default: the class's name).
+    """
     started = time.perf_counter()
     if not 0.0 < gpu_memory_utilization <= 1.0:
         raise HarnessError(
             f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}"
         )
-    model_config = get_model_config(model)
+    if top_k <= 0:
+        raise HarnessError(f"top_k must be positive, got {top_k}")
     profile = get_device_profile(device)
-    backend: type[AttentionBackend] = (
-        FlashInferBackend if regression is None else get_regression(regression).backend
-    )
-    vllm_config = _vllm_config(model_config, workload, gpu_memory_utilization)
+    if backend is not None and regression is None:
+        regression = backend.__qualname__
+    vllm_config = engine_config(model, workload, gpu_memory_utilization=gpu_memory_utilization)
     sim_device = SimulatedDevice(profile, non_torch_bytes=non_torch_bytes)
-    runner = ModelRunner(vllm_config, "meta", backend)
-    ledger = Ledger(sim_device, top_k=top_k)
-    memo = install_layer_replay(runner, ledger) if memoize else {}
+    runner = ModelRunner(vllm_config, "meta", backend or FlashInferBackend)
+    ledger = Ledger(capacity=sim_device)
+    replay: LayerReplay | None = install_layer_replay(runner, ledger) if memoize else None
 
     sizing: KVCacheSizing | None = None
     steps: list[StepRecord] = []
     oom: SimulatedOutOfMemoryError | None = None
     oom_step: int | None = None
+    focus: StepEvents | None = None
+    current: tuple[RegionStats, Recording] | None = None
     scheduler: Scheduler | None = None
-    with ledger, torch.inference_mode(), _single_thread():
+    tracker = MemoryTracker(ledger, devices=("meta",), all_threads=False)
+    with tracker, torch.inference_mode(), one_torch_thread():
         try:
             try:
                 sizing = size_kv_cache(
                     runner,
-                    ledger,
+                    tracker,
                     capacity_bytes=sim_device.capacity_bytes,
                     non_torch_bytes=sim_device.non_torch_bytes,
                 )
             except InsufficientKVCacheMemoryError as exc:
                 raise HarnessError(f"{model} does not fit on {device}: {exc}") from None
-            scheduler = Scheduler(vllm_config.scheduler_config, sizing.kv_cache_config)
-            for request in workload.requests:
-                try:
-                    scheduler.add_request(
-                        Request(request.request_id, [0] * request.prompt_len, request.output_len)
-                    )
-                except ValueError as exc:
-                    raise HarnessError(
-                        f"workload {workload.name!r} does not fit model {model!r}: {exc}"
-                    ) from None
+            if replay is not None:
+                replay.clear()
+            scheduler = _scheduler(vllm_config.scheduler_config, sizing, workload, model)
             step = 0
             while scheduler.has_unfinished_requests():
                 if max_steps is not None and step >= max_steps:
                     break
                 oom_step = step
-                memo.clear()
-                with ledger.region(f"step {step}") as stats:
+                with ledger.region(f"step {step}") as stats, ledger.recording() as recording:
+                    current = (stats, recording)
                     scheduler_output = scheduler.schedule()
                     output = runner.execute_model(scheduler_output)
+                    if replay is not None:
+                        replay.clear()  # it kept this forward's metadata alive: let it go now
                     scheduler.update_from_output(scheduler_output, output)
                 steps.append(
                     StepRecord(
@@ -323,16 +259,23 @@ def simulate(
                         num_tokens=scheduler_output.total_num_scheduled_tokens,
                         start_bytes=stats.start_bytes,
                         peak_bytes=stats.peak_bytes,
-                        end_bytes=stats.end_bytes,
+                        end_bytes=ledger.current_bytes,
                     )
                 )
+                if focus is None or stats.peak_bytes > focus.peak_bytes:
+                    focus = StepEvents(step, stats.start_bytes, stats.peak_bytes, recording.events)
                 step += 1
             oom_step = None
         except SimulatedOutOfMemoryError as exc:
             oom = exc
-        top_allocations = ledger.peak_allocations()[:top_k]
-        at_moment = ledger.live_at_oom if oom is not None else ledger.peak_allocations()
-        top_sites = group_by_site(at_moment or [], top_k)
+            if oom_step is not None and current is not None:
+                stats, recording = current
+                events = recording.events[: recording.refused_at]
+                focus = StepEvents(oom_step, stats.start_bytes, stats.peak_bytes, events)
+        top_allocations = ledger.peak_allocations(top_k)
+        top_sites = (
+            ledger.sites_at_refusal(top_k) if oom is not None else ledger.sites_at_peak(top_k)
+        )
     num_requests = len(workload.requests)
     num_unfinished = num_requests if scheduler is None else scheduler.get_num_unfinished_requests()
     return SimulationResult(
@@ -350,11 +293,26 @@ def simulate(
         top_sites=top_sites,
         oom=oom,
         oom_step=oom_step,
+        focus=focus,
         num_requests=num_requests,
         num_finished=num_requests - num_unfinished,
         num_preemptions=0 if scheduler is None else scheduler.num_preemptions,
-        num_layer_replays=sum(
-            m.num_replays for m in runner.model.modules() if isinstance(m, LayerReplay)
-        ),
+        num_layer_replays=0 if replay is None else replay.num_replays,
         wall_time_s=time.perf_counter() - started,
     )
+
+
+def _scheduler(
+    scheduler_config: SchedulerConfig, sizing: KVCacheSizing, workload: Workload, model: str
+) -> Scheduler:
+    scheduler = Scheduler(scheduler_config, sizing.kv_cache_config)
+    for request in workload.requests:
+        try:
+            scheduler.add_request(
+                Request(request.request_id, [0] * request.prompt_len, request.output_len)
+            )
+        except ValueError as exc:
+            raise HarnessError(
+                f"workload {workload.name!r} does not fit model {model!r}: {exc}"
+            ) from None
+    return scheduler

@@ -6,7 +6,8 @@ vLLM 0.9.0 sizes the KV cache once, at start-up (``vllm/v1/worker/gpu_worker.py`
 
 1. **Load weights** (``Worker.load_model``): the weights, and the runner's persistent device
    buffers created in its constructor (``input_ids``, ``positions``, the block tables...), are
-   allocated before profiling and stay for good.
+   allocated before profiling and stay for good
+   (:meth:`~harness.reference.runner.ModelRunner.persistent_device_tensors`).
 2. **Profile** (``torch.cuda.reset_peak_memory_stats()``, then ``GPUModelRunner.profile_run()``):
    one forward of ``max_num_batched_tokens`` dummy tokens with *no attention metadata* (nothing is
    built, nothing written) and one dummy sampler step. ``peak_memory`` is torch's
@@ -28,48 +29,27 @@ Nothing allocated after step 2 was measured: metadata building, FlashInfer's laz
 workspace, anything a backend allocates per step. That headroom is ``(1 - gpu_memory_utilization)``
 of the device plus whatever the profile peak over-estimates.
 
-Byte counts are torch's: each allocation counts its block size (rounded up to 512 bytes), as
-``allocated_bytes`` does.
+Byte counts are the ledger's: on a simulated device each allocation counts its block size
+(rounded up to 512 bytes), as torch's ``allocated_bytes`` does.
 
-The terms for Llama-3.1-8B (``max_num_batched_tokens`` 16384, ``max_num_seqs`` 1024, bf16), as the
-reference computes them: weights 14.96 GiB plus 32 MiB of runner buffers (the device block table
-is ``1024 x 8192`` int32); the profiling forward peaks 2.12 GiB higher, inside the MLP of a layer
-(``gate_up_proj`` output ``16384 x 28672`` = 896 MiB, ``silu`` and the product 448 MiB each, plus
-the residual stream); the greedy dummy sampler (``1024 x 128256`` logits) stays below that; non-torch
-memory 512 MiB (:data:`~harness.memory.devices.DEFAULT_NON_TORCH_BYTES`). ``peak_memory`` = 17.61
-GiB, so an ``h100-95`` gets ``int(95 GiB x 0.9 - 17.61 GiB)`` = 67.89 GiB = 34,757 blocks (2.12 GiB
-per layer) and a ``b200`` 73,165 blocks (4.47 GiB per layer). vLLM's own OOM sizes (2.12 and 4.50
-GiB) imply a ``peak_memory`` of 17.5-17.8 GiB on the H100 and 16.4-16.7 GiB on the B200.
+Where the terms come from for Llama-3.1-8B (``max_num_batched_tokens`` 16384, ``max_num_seqs``
+1024, bf16): the weights, plus the runner buffers (the device block table is ``1024 x 8192``
+int32); the profiling forward peaks inside the MLP of a layer (the ``gate_up_proj`` output is
+``16384 x 28672``, then ``silu`` and the product, plus the residual stream); the greedy dummy
+sampler (``1024 x 128256`` logits) stays below that; then non-torch memory
+(:data:`~harness.memory.devices.DEFAULT_NON_TORCH_BYTES`). ``harness memory simulate`` prints each
+term; vLLM's own OOM sizes (2.12 GiB on the H100, 4.50 GiB on the B200) bound what
+``peak_memory`` its run had.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
 
-import torch
-
+from harness.memory.tracker import MemoryTracker
 from harness.reference.kv_cache_interface import KVCacheConfig
 from harness.reference.kv_cache_utils import get_kv_cache_config
 from harness.reference.runner import ModelRunner
-
-
-class MemoryCounter(Protocol):
-    """What the sizing reads from the accounting: live and peak bytes, regions, a baseline."""
-
-    @property
-    def current_bytes(self) -> int: ...
-
-    @property
-    def peak_bytes(self) -> int: ...
-
-    def reset_peak(self) -> None: ...
-
-    def region(self, name: str) -> AbstractContextManager[object]: ...
-
-    def account_existing(self, tensors: Iterable[torch.Tensor], label: str, /) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,41 +96,32 @@ def determine_available_memory(
     return int(total_gpu_memory * gpu_memory_utilization - peak_memory)
 
 
-def runner_device_tensors(runner: ModelRunner) -> Iterator[torch.Tensor]:
-    """The runner's weights, model buffers and persistent device buffers (what step 1 allocates)."""
-    yield from runner.model.parameters()
-    yield from runner.model.buffers()
-    owners: list[object] = [runner, runner.input_batch]
-    owners.extend(runner.input_batch.block_table.block_tables)
-    for owner in owners:
-        for value in vars(owner).values():
-            if isinstance(value, torch.Tensor) and value.device == runner.device:
-                yield value
-
-
 def size_kv_cache(
     runner: ModelRunner,
-    counter: MemoryCounter,
+    tracker: MemoryTracker,
     *,
     capacity_bytes: int,
     non_torch_bytes: int,
 ) -> KVCacheSizing:
-    """Run steps 1-6 on ``runner`` (whose device tensors ``counter`` accounts); returns the numbers.
+    """Run steps 1-6 on ``runner`` under the active ``tracker``; returns the numbers.
 
     The runner's KV caches exist afterwards (``runner.initialize_kv_cache`` ran).
     """
     vllm_config = runner.vllm_config
-    with counter.region("load_model"):
-        weights_bytes = counter.account_existing(runner_device_tensors(runner), "weights")
-    counter.reset_peak()  # torch.cuda.reset_peak_memory_stats()
-    with counter.region("profile_run"):
+    ledger = tracker.ledger
+    weights_bytes = 0
+    with ledger.region("load_model"):
+        for label, tensors in runner.persistent_device_tensors().items():
+            weights_bytes += tracker.account_existing(tensors, label)
+    ledger.reset_peak()  # torch.cuda.reset_peak_memory_stats()
+    with ledger.region("profile_run"):
         runner.profile_run()
-    torch_peak = counter.peak_bytes
+    torch_peak = ledger.peak_bytes
     non_torch = max(non_torch_bytes, 0)  # vLLM adds it only when positive
     utilization = vllm_config.cache_config.gpu_memory_utilization
     available = determine_available_memory(capacity_bytes, utilization, torch_peak + non_torch)
     kv_cache_config = get_kv_cache_config(vllm_config, runner.get_kv_cache_spec(), available)
-    with counter.region("initialize_kv_cache"):
+    with ledger.region("initialize_kv_cache"):
         runner.initialize_kv_cache(kv_cache_config)
     return KVCacheSizing(
         capacity_bytes=capacity_bytes,

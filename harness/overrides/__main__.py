@@ -5,6 +5,7 @@ must start fast."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     status = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    with contextlib.suppress(OSError, ValueError):  # run() already reported a failed write
+        sys.stdout.flush()
+        sys.stderr.flush()
     os._exit(status)  # skip interpreter teardown of the tree's objects (as mypy does)

@@ -15,7 +15,7 @@ from harness.overrides.callsites import Receiver
 from harness.overrides.compare import align, is_exempt_method
 from harness.overrides.discover import SourceFile, Unreadable
 from harness.overrides.evidence import EvidenceIndex, Proof
-from harness.overrides.findings import Evidence, Finding, Severity
+from harness.overrides.findings import Difference, Evidence, Finding, Severity
 from harness.overrides.resolve import ClassInfo, ExternalModules, Project
 from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet, Sibling
 from harness.overrides.signature import Signature
@@ -57,7 +57,9 @@ def analyze(
     finally:
         project.release()
     for path in unreadable:
-        findings.extend(_at(rule, issue, path.display, 1, 1) for rule, issue in rules.check(path))
+        findings.extend(
+            located(rule, issue, path.display, 1, 1) for rule, issue in rules.check(path)
+        )
     return findings, classes, checked
 
 
@@ -74,14 +76,14 @@ def _analyze(
         if changed is None or display in changed:
             for failure in summary.parse_failures:
                 for rule, issue in rules.check(failure):
-                    findings.append(_at(rule, issue, display, failure.line, failure.col))
+                    findings.append(located(rule, issue, display, failure.line, failure.col))
     in_scope = {id(c) for c in scope}
     for problem in project.problems:
         if id(problem.cls) in in_scope:
             cls = problem.cls
             for rule, issue in rules.check(problem):
                 where = (cls.module.file.display, cls.summary.line, cls.summary.col)
-                findings.append(_at(rule, issue, *where, class_name=cls.key))
+                findings.append(located(rule, issue, *where, class_name=cls.key))
     evidence = EvidenceIndex(project)
     for cls in scope:
         findings.extend(_check_class(project, cls, rules, evidence))
@@ -91,7 +93,7 @@ def _analyze(
     for comment in comments:
         if comment.path in audit:  # only files whose every class was checked
             for rule, issue in rules.check(comment):
-                findings.append(_at(rule, issue, comment.path, comment.line, 1))
+                findings.append(located(rule, issue, comment.path, comment.line, 1))
     return findings, len(project.classes), len(scope)
 
 
@@ -103,10 +105,11 @@ def _scope(project: Project, changed: set[str] | None) -> list[ClassInfo]:
     return [*roots, *project.descendants(*roots)]
 
 
-def _at(
+def located(
     rule: Rule, issue: Issue, path: str, line: int, col: int, class_name: str | None = None
 ) -> Finding:
-    """A warning at a place (a file, a class, a comment), with no method pair."""
+    """A warning at a place (a file, a class, a comment, a baseline entry), with no method
+    pair."""
     return Finding(
         path=path,
         line=line,
@@ -137,16 +140,17 @@ def _check_class(
         base = base_cls.methods.get(name)
         if base is None or base.is_overload:
             continue  # overridden attribute, or overload stubs only
-        issues = rules.check(Pair(base, sig, align(base, sig), _is_protocol(base_cls)))
-        if not issues:
-            continue
-        proofs = evidence.proofs(cls, name, sig, base)
-        named = any(_mentions(p, issue.params) for p in proofs for _, issue in issues)
-        for rule, issue in issues:
-            proof = _pick_proof(proofs, issue.params, fallback=not named)
-            if proof is None and rule.needs_evidence:
-                continue
-            out.append(_drift_finding(cls, base_cls, sig, base, rule, issue, proof))
+        found = rules.check(Pair(base, sig, align(base, sig), _is_protocol(base_cls)))
+        drift = [(rule, issue) for rule, issue in found if rule.drift]
+        for rule, issue in found:
+            if not rule.drift:
+                out.append(_drift_finding(cls, base_cls, sig, base, [(rule, issue)], None))
+        if drift:
+            proofs: list[Proof | None] = [*evidence.proofs(cls, name, sig, base)]
+            for proof in proofs or [None]:  # one finding per call site, or one without
+                shown = [(r, i) for r, i in drift if proof is not None or not r.needs_evidence]
+                if shown:
+                    out.append(_drift_finding(cls, base_cls, sig, base, shown, proof))
     return out
 
 
@@ -154,17 +158,14 @@ def _is_protocol(cls: ClassInfo) -> bool:
     return any(b is not None and b.rpartition(".")[2] == "Protocol" for b in cls.summary.bases)
 
 
-def _mentions(proof: Proof, params: tuple[str, ...]) -> bool:
-    return any(f"'{p}'" in proof.error for p in params)
-
-
-def _pick_proof(proofs: list[Proof], params: tuple[str, ...], *, fallback: bool) -> Proof | None:
-    """The proof for one finding: one naming its parameters, else (if no proof names any
-    parameter of this method's findings, e.g. "takes 2 positional arguments") the best one."""
-    for proof in proofs:
-        if _mentions(proof, params):
-            return proof
-    return proofs[0] if proofs and fallback else None
+def _named_first(issues: list[tuple[Rule, Issue]], proof: Proof | None) -> list[tuple[Rule, Issue]]:
+    """The issues with the first one whose parameters the proof's ``TypeError`` names (if
+    any) moved to the front: it gives the finding its code."""
+    if proof is not None:
+        for i, (_, issue) in enumerate(issues):
+            if any(f"'{p}'" in proof.error for p in issue.params):
+                return [issues[i], *issues[:i], *issues[i + 1 :]]
+    return issues
 
 
 def _drift_finding(
@@ -172,23 +173,31 @@ def _drift_finding(
     base_cls: ClassInfo,
     sig: Signature,
     base: Signature,
-    rule: Rule,
-    issue: Issue,
+    issues: list[tuple[Rule, Issue]],
     proof: Proof | None,
 ) -> Finding:
-    params = issue.params
-    fields = dict(issue.fields)
+    """One override's drift at one call site (or without one): every difference, together."""
     same_name = cls.qualname == base_cls.qualname  # e.g. a V1 class over its V0 namesake
-    fields["override"] = f"{cls.key if same_name else cls.qualname}.{sig.name}"
-    fields["base"] = f"{base_cls.key if same_name else base_cls.qualname}.{base.name}"
+    names = {
+        "override": f"{cls.key if same_name else cls.qualname}.{sig.name}",
+        "base": f"{base_cls.key if same_name else base_cls.qualname}.{base.name}",
+    }
+    ordered = _named_first(issues, proof)
+    differences = tuple(
+        Difference(
+            rule.code, rule.symbol, rule.format({**dict(issue.fields), **names}), issue.params
+        )
+        for rule, issue in ordered
+    )
     severity, said, ev = _evidence(proof, cls)
-    message = rule.format(fields) + said
+    message = "; ".join(d.message for d in differences) + said
+    primary = differences[0]
     return Finding(
         path=cls.module.file.display,
         line=sig.line,
         col=sig.col + 1,
-        code=rule.code,
-        symbol=rule.symbol,
+        code=primary.code,
+        symbol=primary.symbol,
         severity=severity,
         message=message,
         class_name=cls.key,
@@ -196,10 +205,11 @@ def _drift_finding(
         base_class=base_cls.key,
         base_path=base_cls.module.file.display,
         base_line=base.line,
-        params=params,
+        params=tuple(dict.fromkeys(p for d in differences for p in d.params)),
         signature=sig.render(f"{cls.qualname}.{sig.name}"),
         base_signature=base.render(f"{base_cls.qualname}.{base.name}"),
         evidence=ev,
+        differences=differences,
     )
 
 

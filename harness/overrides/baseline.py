@@ -1,10 +1,13 @@
 """Baselines: accept today's findings, fail only on new ones.
 
-A finding's key is its rule code, the qualified class and method, and the drifted parameter
-names (for file-level diagnostics: the path and a code-specific detail) — never its line or
-column, so editing unrelated code does not resurface baselined drift, and a new drift of the
-same kind in the same file (another method, another parameter) is not hidden. Keys are
-counted, so a second identical finding beyond the baselined count is new.
+A finding's key is its rule code, its severity, the qualified class and method, and the
+drifted parameter names (for file-level diagnostics: the path and a code-specific detail) —
+never its line or column, so editing unrelated code does not resurface baselined drift, while
+a new drift of the same kind in the same file (another method, another parameter) is not
+hidden, and neither is a baselined warning that a new call proves to crash (an escalation is
+new). Keys are counted, so a second identical finding beyond the baselined count is new.
+Entries that no finding uses any more are stale: a whole-tree run reports them, and
+``--write-baseline`` drops them.
 """
 
 from __future__ import annotations
@@ -14,11 +17,29 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from harness.errors import HarnessError
 from harness.overrides.findings import Finding
 
-VERSION = 1
+VERSION = 2
+"""Version 2 keys carry the severity; version 1 baselines must be written again."""
+
+
+class Entry(NamedTuple):
+    """One key of a baseline file, and the line it is written on."""
+
+    key: str
+    line: int
+
+
+class StaleEntry(NamedTuple):
+    """A baseline entry that no current finding matches."""
+
+    path: str
+    """The baseline file, as given."""
+    line: int
+    key: str
 
 
 def key(finding: Finding) -> str:
@@ -29,7 +50,7 @@ def key(finding: Finding) -> str:
     else:
         subject = finding.path
         detail = finding.extra_key
-    return f"{finding.code}:{subject}:{detail}"
+    return f"{finding.code}:{finding.severity.value}:{subject}:{detail}"
 
 
 def write(path: str | Path, findings: Iterable[Finding]) -> int:
@@ -46,20 +67,48 @@ def write(path: str | Path, findings: Iterable[Finding]) -> int:
     return len(keys)
 
 
-def read(path: str | Path) -> Counter[str]:
-    """The multiset of keys in a baseline file."""
+def read(path: str | Path) -> list[Entry]:
+    """The entries of a baseline file, each with its line (1 if it cannot be told)."""
     try:
-        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise HarnessError(f"cannot read baseline {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise HarnessError(f"baseline {path} is not UTF-8 text: {exc.reason}") from exc
+    try:
+        payload = json.loads(text)
     except ValueError as exc:
         raise HarnessError(f"baseline {path} is not valid JSON: {exc}") from exc
-    if not isinstance(payload, dict) or payload.get("version") != VERSION:  # pyright: ignore[reportUnknownMemberType]
+    version = payload.get("version") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if version == 1:
+        raise HarnessError(
+            f"baseline {path} is a version-1 baseline, whose keys lack the severity; "
+            "write it again with --write-baseline"
+        )
+    if not isinstance(payload, dict) or version != VERSION:
         raise HarnessError(f"baseline {path} is not a version-{VERSION} harness baseline")
     entries = payload.get("findings")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):  # pyright: ignore[reportUnknownVariableType]
         raise HarnessError(f"baseline {path}: 'findings' must be a list of strings")
-    return Counter(str(e) for e in entries)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    lines: dict[str, list[int]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        item = line.strip().rstrip(",")
+        if item.startswith('"') and item.endswith('"'):
+            try:
+                value = json.loads(item)
+            except ValueError:
+                continue
+            lines.setdefault(str(value), []).append(number)
+    out: list[Entry] = []
+    for entry in entries:  # pyright: ignore[reportUnknownVariableType]
+        found = lines.get(str(entry))  # pyright: ignore[reportUnknownArgumentType]
+        out.append(Entry(str(entry), found.pop(0) if found else 1))  # pyright: ignore[reportUnknownArgumentType]
+    return out
+
+
+def keys(entries: Iterable[Entry]) -> Counter[str]:
+    """The multiset of keys."""
+    return Counter(e.key for e in entries)
 
 
 def filter_new(findings: Iterable[Finding], baseline: Counter[str]) -> list[Finding]:
@@ -73,3 +122,15 @@ def filter_new(findings: Iterable[Finding], baseline: Counter[str]) -> list[Find
             continue
         out.append(finding)
     return out
+
+
+def stale(path: str, entries: list[Entry], findings: Iterable[Finding]) -> list[StaleEntry]:
+    """The entries of the baseline at ``path`` that ``findings`` leave unused."""
+    unused = keys(entries)
+    unused.subtract(key(f) for f in findings)
+    out: list[StaleEntry] = []
+    for entry in reversed(entries):  # the last copies of a key are the unused ones
+        if unused[entry.key] > 0:
+            unused[entry.key] -= 1
+            out.append(StaleEntry(path, entry.line, entry.key))
+    return out[::-1]

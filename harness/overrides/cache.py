@@ -24,7 +24,6 @@ import marshal
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from harness.overrides.discover import SourceFile, Unreadable, project_root
@@ -37,6 +36,8 @@ SCHEMA = 6
 DIRECTORY_NAME = ".harness_cache"
 _SUBDIR = "overrides"
 _SUMMARIES = "summaries.bin"
+_JOURNAL = "summaries-new.bin"
+_JOURNAL_MAX = 256
 _MAGIC = b"harness-overrides-cache\n"
 _CHECKSUM = 16
 _MAX_ENTRIES = 50_000
@@ -56,9 +57,9 @@ def code_version() -> str:
     Part of every cache header, so editing the checker never reuses stale summaries or
     results; ``SCHEMA`` still documents deliberate format changes.
     """
-    package = Path(__file__).resolve().parent
+    package = os.path.dirname(os.path.realpath(__file__))
     parts: list[str] = []
-    for directory in (package, package / "rules"):
+    for directory in (package, os.path.join(package, "rules")):
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
@@ -91,8 +92,8 @@ def locate(option: str | None, paths: Sequence[str], cwd: str) -> str | None:
     return os.path.join(root, DIRECTORY_NAME)
 
 
-def _data_dir(directory: str) -> Path:
-    return Path(directory) / _SUBDIR
+def _data_dir(directory: str) -> str:
+    return os.path.join(directory, _SUBDIR)
 
 
 def read_framed(
@@ -101,7 +102,8 @@ def read_framed(
     """The payload :func:`write_framed` wrote with this ``header``, or ``None`` if the file
     is missing, unreadable, corrupt, from another version, or not ``valid``."""
     try:
-        raw = (_data_dir(directory) / name).read_bytes()
+        with open(os.path.join(_data_dir(directory), name), "rb") as handle:
+            raw = handle.read()
     except OSError:
         return None
     body = raw[len(_MAGIC) + _CHECKSUM :]
@@ -117,29 +119,31 @@ def read_framed(
 
 def write_framed(directory: str, name: str, header: tuple[Any, ...], payload: Any) -> None:
     """Write ``payload`` atomically under ``directory``; any failure leaves no cache behind."""
-    target = _data_dir(directory) / name
-    tmp = target.with_name(f".{name}.{os.getpid()}.tmp")
+    target = os.path.join(_data_dir(directory), name)
+    tmp = os.path.join(_data_dir(directory), f".{name}.{os.getpid()}.tmp")
     try:
-        _prepare(Path(directory))
+        _prepare(directory)
         body = marshal.dumps((header, payload))
-        tmp.write_bytes(_MAGIC + _sum(body) + body)
+        with open(tmp, "wb") as handle:
+            handle.write(_MAGIC + _sum(body) + body)
         os.replace(tmp, target)
     except (OSError, ValueError):  # ValueError: marshal of an unexpected object
         with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+            os.unlink(tmp)
 
 
 def _sum(body: bytes) -> bytes:
     return hashlib.blake2b(body, digest_size=_CHECKSUM).digest()
 
 
-def _prepare(directory: Path) -> None:
+def _prepare(directory: str) -> None:
     """Create the cache directory with its ``.gitignore`` and ``CACHEDIR.TAG`` (as ruff does)."""
-    (directory / _SUBDIR).mkdir(parents=True, exist_ok=True)
+    os.makedirs(_data_dir(directory), exist_ok=True)
     for name, text in ((".gitignore", _GITIGNORE), ("CACHEDIR.TAG", _CACHEDIR_TAG)):
-        marker = directory / name
-        if not marker.exists():
-            marker.write_text(text, encoding="utf-8")
+        marker = os.path.join(directory, name)
+        if not os.path.exists(marker):
+            with open(marker, "w", encoding="utf-8") as handle:
+                handle.write(text)
 
 
 def _header() -> tuple[str, int, str, str]:
@@ -154,25 +158,49 @@ def _is_blob_table(payload: Any) -> bool:
 
 
 class Cache:
-    """Encoded summaries by content hash."""
+    """Encoded summaries by content hash.
+
+    Kept in two files: the bulk, and a small file of the entries added since the bulk was
+    last written, so that a run that parsed a few edited files rewrites only those; the bulk
+    is rewritten once the small file holds more than ``_JOURNAL_MAX`` entries.
+    """
 
     def __init__(self, directory: str | None) -> None:
         self.directory = directory
         self.blobs: dict[str, bytes] = {}
+        self.journal: dict[str, bytes] = {}
+        """Entries not in the bulk file."""
         self.used: set[str] = set()
         self.dirty = False
         if directory is not None:
-            payload = read_framed(directory, _SUMMARIES, _header(), _is_blob_table)
-            if payload is not None:
-                self.blobs = payload
+            bulk = read_framed(directory, _SUMMARIES, _header(), _is_blob_table)
+            journal = read_framed(directory, _JOURNAL, _header(), _is_blob_table)
+            self.blobs = {**(bulk or {}), **(journal or {})}
+            self.journal = journal or {}
 
-    def save(self) -> None:
-        """Write the cache if anything changed; failures to write are ignored."""
+    def add(self, key: str, blob: bytes) -> None:
+        """Remember a new entry (written by :meth:`save`)."""
+        self.blobs[key] = blob
+        self.journal[key] = blob
+        self.dirty = True
+
+    def clear(self) -> None:
+        """Forget every entry, on disk too."""
+        self.blobs = {}
+        self.journal = {}
+        self.dirty = True
+        self.save(compact=True)
+
+    def save(self, compact: bool = False) -> None:
+        """Write what changed; failures to write are ignored."""
         if self.directory is None or not self.dirty:
             return
-        if len(self.blobs) > _MAX_ENTRIES:
-            self.blobs = {h: b for h, b in self.blobs.items() if h in self.used}
-        write_framed(self.directory, _SUMMARIES, _header(), self.blobs)
+        if compact or len(self.journal) > _JOURNAL_MAX:
+            if len(self.blobs) > _MAX_ENTRIES:
+                self.blobs = {h: b for h, b in self.blobs.items() if h in self.used}
+            write_framed(self.directory, _SUMMARIES, _header(), self.blobs)
+            self.journal = {}
+        write_framed(self.directory, _JOURNAL, _header(), self.journal)
 
 
 def _summarize_one(data: bytes) -> bytes:
@@ -244,8 +272,7 @@ def load(
         else:
             todo.append(source)
     for source, blob in zip(todo, _summarize_all([t.data for t in todo], jobs), strict=True):
-        cache.blobs[source.hash] = blob
-        cache.dirty = True
+        cache.add(source.hash, blob)
         summary = _decode(blob)
         if summary is not None:
             out[source.file.display] = summary

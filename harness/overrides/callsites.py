@@ -18,6 +18,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from enum import IntEnum
+from itertools import accumulate
 from typing import Any, NamedTuple
 
 from harness.overrides.signature import dotted_name
@@ -57,7 +58,8 @@ class CallSite(NamedTuple):
     text: str
 
 
-_SELF_CALL = re.compile(r"(?:self|cls)[ \t]*\.[ \t]*\w+[ \t]*\(")
+_SELF_CALL = re.compile(r"self[ \t]*\.[ \t]*\w+[ \t]*\(")
+_CLS_CALL = re.compile(r"cls[ \t]*\.[ \t]*\w+[ \t]*\(")  # apart: a literal prefix is fast
 _PAREN_CALL = re.compile(r"\)[ \t]*\.[ \t]*\w+[ \t]*\(")
 _RECEIVER_WINDOW = 80
 """How far before ``).m(`` the receiver call ``C(...)`` / ``super(...)`` may start."""
@@ -65,8 +67,9 @@ _WORD = re.compile(r"\w+")
 _CTOR_ASSIGN = re.compile(r"=[ \t]*([A-Za-z_][\w.]*)[ \t]*\(")
 _ASSIGN_TARGET = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?$")
 _NAME_CALL = re.compile(r"(?<![\w.])(\w+)\.(?=[ \t]*\w+[ \t]*\()")
-_NAME_SCANS = 32
-"""After this many per-name scans of one file, index every ``name.m(`` in one pass."""
+_SCAN_BUDGET = 4
+"""Once per-name scans of one file have read this many times its length, every ``name.m(``
+of the file is indexed in one pass instead."""
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
 _AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
@@ -130,6 +133,14 @@ class LineIndex:
     def __init__(self, text: str) -> None:
         self.text = text
         self.lines = text.split("\n")
+        self._starts: list[int] | None = None
+
+    def start(self, lineno: int) -> int:
+        """Offset of the first character of line ``lineno`` (``len(text)`` past the end)."""
+        if self._starts is None:
+            self._starts = [0, *accumulate(map(len, self.lines))]  # without the newlines
+        starts = self._starts
+        return starts[lineno - 1] + lineno - 1 if lineno <= len(starts) else len(self.text)
 
     def line(self, lineno: int) -> str:
         """One source line without its line ending."""
@@ -155,6 +166,8 @@ class LineIndex:
     def self_lines(self) -> list[int]:
         """Lines of ``self.m(``/``cls.m(``/``super().m(``/``C(...).m(`` calls."""
         lines = set(self._line_numbers(_SELF_CALL, True))
+        if "cls" in self.text:
+            lines.update(self._line_numbers(_CLS_CALL, True))
         text = self.text
         line = 1
         pos = 0
@@ -167,15 +180,16 @@ class LineIndex:
                 lines.add(line)
         return sorted(lines)
 
-    def name_lines(self, name: str) -> list[int]:
-        """Lines of ``name.m(`` calls (``str.find``: no per-name regex to compile)."""
+    def name_lines(self, name: str, first: int = 1, last: int | None = None) -> list[int]:
+        """Lines ``first..last`` holding ``name.m(`` calls (``str.find``: no per-name regex)."""
         text = self.text
         needle = name + "."
         out: list[int] = []
-        line = 1
-        pos = 0
+        line = first
+        pos = self.start(first) if first > 1 else 0
+        end = len(text) if last is None else self.start(last + 1)
         count = text.count
-        start = text.find(needle)
+        start = text.find(needle, pos, end)
         while start != -1:
             if (not start or text[start - 1] not in _ID_CHARS_DOT) and _AFTER_DOT.match(
                 text, start + len(needle)
@@ -184,7 +198,7 @@ class LineIndex:
                 pos = start
                 if not out or out[-1] != line:
                     out.append(line)
-            start = text.find(needle, start + 1)
+            start = text.find(needle, start + 1, end)
         return out
 
     def all_name_lines(self) -> dict[str, list[int]]:
@@ -217,6 +231,9 @@ class LineIndex:
         first_eq = -1
         count = text.count
         for match in _CTOR_ASSIGN.finditer(text):
+            callee = match.group(1)
+            if not _is_class_like(callee):
+                continue
             start = match.start()
             newline = text.rfind("\n", pos, start)
             line += count("\n", pos, start)
@@ -224,8 +241,7 @@ class LineIndex:
             if newline != -1 or first_eq == -1:
                 line_start = newline + 1 if newline != -1 else line_start
                 first_eq = text.find("=", line_start)
-            callee = match.group(1)
-            if start != first_eq or not _is_class_like(callee):
+            if start != first_eq:
                 continue
             target = _ASSIGN_TARGET.match(text, line_start, start)
             if target is not None:
@@ -287,23 +303,33 @@ def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
     """How often each name is bound in ``func``; parameters, imports, ``global``,
     ``nonlocal`` and ``except ... as`` count twice (never trusted as one constructor call)."""
     counts: dict[str, int] = {}
-    for node in ast.walk(func):
-        names: list[str] = []
-        weight = 2
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                continue
-            names, weight = [node.id], 1
-        elif isinstance(node, ast.arg):
-            names = [node.arg]
-        elif isinstance(node, ast.alias):
-            names = [node.asname or node.name.partition(".")[0]]
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names = list(node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names = [node.name]
-        for name in names:
-            counts[name] = counts.get(name, 0) + weight
+    stack: list[Any] = [func]
+    children = _CHILD_FIELDS
+    while stack:
+        node = stack.pop()
+        cls = node.__class__
+        if cls is list:
+            stack.extend(node)
+            continue
+        if cls is ast.Name:
+            if not isinstance(node.ctx, ast.Load):
+                counts[node.id] = counts.get(node.id, 0) + 1
+            continue
+        named: list[str] = []
+        if cls is ast.arg:
+            named = [node.arg]
+        elif cls is ast.alias:
+            named = [node.asname or node.name.partition(".")[0]]
+        elif cls is ast.Global or cls is ast.Nonlocal:
+            named = node.names
+        elif cls is ast.ExceptHandler and node.name:
+            named = [node.name]
+        for name in named:
+            counts[name] = counts.get(name, 0) + 2
+        fields = children.get(cls)
+        if fields is None:
+            fields = children[cls] = _child_fields(cls)
+        stack.extend(getattr(node, f, None) for f in fields)
     return counts
 
 
@@ -431,23 +457,20 @@ class FileHits:
         """``(line, name, Class)`` of each ``name = Class(...)``, by line."""
         self.external = external | EXTERNAL
         """Names that cannot be project classes (``torch``, ``Tensor`` from torch)."""
-        self._by_name: dict[str, list[int]] = {}
-        self._scans = 0
+        self._index: dict[str, list[int]] | None = None
+        self._scanned = 0
         self._self_assigned: list[tuple[int, str]] | None = None
 
-    def name_lines(self, name: str) -> list[int]:
-        """Lines with ``name.m(`` calls (cached; after a few names, all names in one pass)."""
-        lines = self._by_name.get(name)
-        if lines is None:
-            if self._scans == _NAME_SCANS:
-                self._by_name = self.lines.all_name_lines()
-                self._scans += 1
-                return self._by_name.get(name, [])
-            if self._scans > _NAME_SCANS:
-                return []
-            self._scans += 1
-            lines = self._by_name[name] = self.lines.name_lines(name)
-        return lines
+    def name_lines(self, name: str, first: int, last: int) -> list[int]:
+        """Lines ``first..last`` with ``name.m(`` calls: the span is searched for the name
+        until the searches have read a few times the file, then one pass indexes all names."""
+        if self._index is None:
+            text = self.lines
+            self._scanned += text.start(last + 1) - text.start(first)
+            if self._scanned <= _SCAN_BUDGET * len(text.text):
+                return text.name_lines(name, first, last)
+            self._index = text.all_name_lines()
+        return _lines_in(self._index.get(name, []), first, last)
 
     def self_assigned(self, first: int, last: int) -> frozenset[str]:
         """Names assigned as ``self.x = ...`` (or ``self.x: T = ...``) on lines
@@ -460,7 +483,7 @@ class FileHits:
         return frozenset(name for _, name in found[i:j])
 
 
-_SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*))")
+_SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*)[=:])")
 
 
 def _self_assignments(text: str) -> list[tuple[int, str]]:
@@ -535,11 +558,11 @@ def collect(
     for arg in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs):
         if arg.annotation is None or arg.arg == self_name:
             continue
-        lines = _lines_in(hits.name_lines(arg.arg), first, last)
-        if not lines:
-            continue
         cls = _annotation_class(arg.annotation)
-        if cls is not None and cls.partition(".")[0] not in hits.external:
+        if cls is None or cls.partition(".")[0] in hits.external:
+            continue
+        lines = hits.name_lines(arg.arg, first, last)
+        if lines:
             local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
             own.extend(lines)
     assigns = _assigns_in(hits.assigns, first, last)
@@ -547,7 +570,7 @@ def collect(
     for _, name, callee in assigns:
         if name == self_name or name in local_receivers:
             continue
-        lines = _lines_in(hits.name_lines(name), first, last)
+        lines = hits.name_lines(name, first, last)
         if not lines:
             continue
         if bound is None:

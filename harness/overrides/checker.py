@@ -8,17 +8,27 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from harness import __version__
-from harness.overrides import baseline as baseline_mod
 from harness.overrides.cache import SCHEMA, Source, code_version, locate, read_sources
 from harness.overrides.config import Excluder
-from harness.overrides.discover import SourceFile, Unreadable, discover, module_names
+from harness.overrides.discover import (
+    SourceFile,
+    Unreadable,
+    discover,
+    display_path,
+    module_names,
+)
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.results import ResultStore, fingerprint, run_key
+
+if TYPE_CHECKING:
+    from harness.overrides.baseline import StaleEntry
 
 
 @dataclass(frozen=True)
@@ -31,7 +41,7 @@ class CheckOptions:
     """Cache directory (relative to ``cwd``); ``""`` finds it as :func:`cache.locate` says;
     ``None`` disables caching."""
     jobs: int | None = None
-    """Worker processes for parsing; ``None`` = one per CPU."""
+    """Worker processes for parsing: at most the CPUs this process may use (``None``: up to 8)."""
     baseline: str | None = None
     """Baseline file: findings it lists are not reported."""
     cwd: str | None = None
@@ -116,6 +126,7 @@ def _check(
     key = run_key(
         [
             __version__,
+            sys.version,  # the grammar, and so what parses, is the interpreter's
             str(SCHEMA),
             code_version(),
             cwd,
@@ -127,8 +138,9 @@ def _check(
             str(options.external),
         ]
     )
-    print_ = fingerprint(
-        [(s.file.display, s.hash) for s in sources], [f"{u.display}:{u.reason}" for u in unreadable]
+    print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
+        [(s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources],
+        [f"{u.display}:{u.reason}" for u in unreadable],
     )
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)
@@ -137,10 +149,19 @@ def _check(
         options = replace(options, roots=tuple(roots))
         findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)
         store.put(key, print_, findings, stats.external)
+    if options.baseline is not None:
+        from harness.overrides import baseline as baseline_mod
+
+        entries = baseline_mod.read(options.baseline)
+        stale = (
+            []
+            if changed is not None
+            else baseline_mod.stale(display_path(options.baseline, cwd), entries, findings)
+        )
+        findings = baseline_mod.filter_new(findings, baseline_mod.keys(entries))
+        findings.extend(_stale_findings(stale, options.select))
     if options.ignore:
         findings = [f for f in findings if f.code not in options.ignore]
-    if options.baseline is not None:
-        findings = baseline_mod.filter_new(findings, baseline_mod.read(options.baseline))
     findings.sort(key=Finding.sort_key)
     stats.seconds = time.perf_counter() - started
     return CheckResult(findings, stats)
@@ -157,6 +178,7 @@ def _analyze(
 ) -> list[Finding]:
     from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, load
+    from harness.overrides.codec import CorruptSummary
     from harness.overrides.external import InstalledModules
 
     cache = Cache(cache_dir)
@@ -167,15 +189,19 @@ def _analyze(
         tree = {name.partition(".")[0] for f in files for name in (f.module, *f.aliases)}
         local = [*options.roots, options.cwd or os.getcwd()]
         external = InstalledModules(cache, sorted(tree), local)
-    findings, stats.classes, stats.checked_classes = analyze(
-        files,
-        summaries,
-        unreadable,
-        changed=None if changed is None else set(changed),
-        select=options.select,
-        deleted=deleted,
-        external=external,
-    )
+    try:
+        findings, stats.classes, stats.checked_classes = analyze(
+            files,
+            summaries,
+            unreadable,
+            changed=None if changed is None else set(changed),
+            select=options.select,
+            deleted=deleted,
+            external=external,
+        )
+    except CorruptSummary:  # a cached part decoded only now is broken: start again without
+        Cache(cache_dir).clear()
+        return _analyze(sources, unreadable, changed, deleted, None, options, stats)
     cache.save()
     if external is not None:
         stats.external = tuple(sorted(set(external.used)))
@@ -212,3 +238,18 @@ def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[s
         if f.real in wanted
         or (prefixes and (f.path.startswith(prefixes) or f.real.startswith(prefixes)))
     }
+
+
+def _stale_findings(stale: Sequence[StaleEntry], select: frozenset[str]) -> list[Finding]:
+    """Baseline entries no finding uses, as findings at their line in the baseline file."""
+    if not stale:
+        return []
+    from harness.overrides.analysis import located
+    from harness.overrides.rules import RuleSet
+
+    rules = RuleSet(select)
+    return [
+        located(rule, issue, entry.path, entry.line, 1)
+        for entry in stale
+        for rule, issue in rules.check(entry)
+    ]

@@ -6,20 +6,33 @@ Importing this module is cheap: the checker is imported only when the subcommand
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import sys
 import traceback
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.overrides.checker import CheckOptions
+    from harness.overrides.findings import Finding
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
-EXIT_INTERNAL = 2
+EXIT_ERROR = 2
+"""A usage error, an output that cannot be written, or a bug in the checker."""
 
 _FORMATS = ("text", "json", "sarif", "github")
+
+
+class _OneLineErrors(argparse.ArgumentParser):
+    """Usage errors as one line on standard error (exit 2), without the long usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # pyright: ignore[reportPrivateUsage]
@@ -97,7 +110,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--baseline", metavar="FILE", help="report only findings not in this baseline"
     )
     parser.add_argument(
-        "--write-baseline", metavar="FILE", help="write all current findings to FILE and exit 0"
+        "--write-baseline",
+        metavar="FILE",
+        help="write all current findings to FILE (dropping stale entries) and exit 0",
     )
     parser.add_argument("--explain", metavar="CODE", help="print a rule's documentation and exit")
     parser.add_argument("--list-rules", action="store_true", help="list all rules and exit")
@@ -109,10 +124,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     parser.add_argument(
-        "--jobs", type=int, metavar="N", help="parser processes (default: CPU count)"
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="parser processes, at most the CPUs this process may use (default: up to 8)",
     )
     parser.add_argument("--statistics", action="store_true", help="print run statistics to stderr")
     parser.set_defaults(func=run)
+    parser.__class__ = _OneLineErrors  # the parent parser picks the class of its subparsers
 
 
 def _codes(values: list[str]) -> frozenset[str]:
@@ -130,8 +149,6 @@ def _codes(values: list[str]) -> frozenset[str]:
 
 def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
     """The run's options: command-line flags over the project's configuration file."""
-    import os
-
     from harness.overrides.checker import CheckOptions
     from harness.overrides.config import Excluder, discover_config
 
@@ -161,18 +178,16 @@ def run(args: argparse.Namespace) -> int:
     from harness.overrides import report
 
     if args.list_rules:
-        sys.stdout.write(report.list_rules())
-        return EXIT_OK
+        return _emit(report.list_rules())
     if args.explain:
         from harness.overrides.rules import get
 
-        rule = get(args.explain)
-        sys.stdout.write(f"{rule.doc}\n")  # the doc opens with "CODE symbol"
-        return EXIT_OK
+        return _emit(f"{get(args.explain).doc}\n")  # the doc opens with "CODE symbol"
     if args.jobs is not None and args.jobs < 1:
         raise HarnessError("--jobs must be at least 1")
+    if args.write_baseline and args.changed:
+        raise HarnessError("--write-baseline needs a whole-tree run (without --changed)")
 
-    from harness.overrides.baseline import write
     from harness.overrides.checker import check
     from harness.overrides.findings import Severity
 
@@ -184,14 +199,13 @@ def run(args: argparse.Namespace) -> int:
     except Exception:  # a bug in the checker: report it, but never as "findings" (exit 1)
         traceback.print_exc()
         print("harness overrides: internal error (please report it)", file=sys.stderr)
-        return EXIT_INTERNAL
+        return EXIT_ERROR
     if args.write_baseline:
-        count = write(args.write_baseline, result.findings)
-        print(
-            f"harness overrides: wrote {count} finding(s) to {args.write_baseline}", file=sys.stderr
-        )
+        _write_baseline(args.write_baseline, result.findings)
         return EXIT_OK
-    sys.stdout.write(report.render(result.findings, args.format))
+    written = _emit(report.render(result.findings, args.format))
+    if written != EXIT_OK:
+        return written
     if args.statistics:
         s = result.stats
         print(
@@ -204,3 +218,63 @@ def run(args: argparse.Namespace) -> int:
         print(f"harness overrides: {path} is excluded by the configuration", file=sys.stderr)
     fail_on = Severity(fail_on_name)
     return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK
+
+
+def _write_baseline(path: str, findings: Sequence[Finding]) -> None:
+    """Write the baseline, saying how many entries of the one it replaces were dropped."""
+    from harness.overrides.baseline import key, keys, read, write
+
+    try:
+        before = keys(read(path))
+    except HarnessError:  # no usable baseline there yet
+        before = None
+    count = write(path, findings)
+    dropped = ""
+    if before is not None:
+        before.subtract(key(f) for f in findings)
+        dropped = f" ({sum(n for n in before.values() if n > 0)} stale entries dropped)"
+    print(f"harness overrides: wrote {count} finding(s) to {path}{dropped}", file=sys.stderr)
+
+
+def _emit(text: str) -> int:
+    """Write ``text`` to standard output. An output that cannot take it (a closed pipe, a
+    full disk) is an I/O error: one line on standard error, exit 2, no traceback.
+
+    File names that are not valid UTF-8 reach us as lone surrogates; they are written back
+    as the bytes they came from.
+    """
+    out = sys.stdout
+    try:
+        out.flush()
+        buffer = getattr(out, "buffer", None)
+        if buffer is None:
+            out.write(text)
+            out.flush()
+            return EXIT_OK
+        encoding = out.encoding or "utf-8"
+        try:
+            data = text.encode(encoding, "surrogateescape")
+        except UnicodeEncodeError:
+            data = text.encode(encoding, "backslashreplace")
+        view = memoryview(data)
+        while view:  # a pipe closed mid-write shows as a short write, then as EPIPE
+            written = buffer.write(view)
+            if not written:
+                raise OSError(errno.EIO, "the output accepts no more data")
+            view = view[written:]
+        buffer.flush()
+    except OSError as exc:
+        _discard_stdout()
+        reason = exc.strerror or type(exc).__name__
+        print(f"harness overrides: error: cannot write the report: {reason}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so that the interpreter's final flush of
+    what could not be written raises nothing more."""
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)

@@ -1,8 +1,10 @@
 """Compact, fast serialisation of :class:`FileSummary` for the cache and worker processes.
 
 Summaries are flattened to nested tuples of builtins and written with :mod:`marshal`
-(several times faster to load than pickling named tuples and enums). Loading rebuilds the
-named tuples with ``tuple.__new__`` and table lookups for enums.
+(several times faster to load than pickling named tuples and enums). A class's signatures
+and calls, and a module's calls, are marshalled separately and kept as bytes when a summary
+is loaded: they are decoded (with ``tuple.__new__`` and table lookups for enums) only when
+the analysis first asks for them (:class:`harness.overrides.summary.Deferred`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,17 @@ from harness.overrides.dispatch import (
     Wrapper,
 )
 from harness.overrides.signature import Param, ParamKind, Signature
-from harness.overrides.summary import ClassSummary, FileSummary, Import, ParseFailure
+from harness.overrides.summary import ClassSummary, Deferred, FileSummary, Import, ParseFailure
+
+EMPTY_DISPATCH = DispatchSummary((), (), (), (), ())
 
 _KINDS = {int(k): k for k in ParamKind}
 _RECEIVERS = {int(r): r for r in Receiver}
 _new: Any = getattr(tuple, "__new__")  # `Cls._make` without its per-object checks  # noqa: B009
+
+
+class CorruptSummary(Exception):
+    """A deferred part of a cached summary could not be decoded."""
 
 
 def _enc_sig(s: Signature) -> tuple[Any, ...]:
@@ -39,22 +47,23 @@ def _enc_sig(s: Signature) -> tuple[Any, ...]:
     )
 
 
-def _enc_call(c: CallSite) -> tuple[Any, ...]:
-    return (int(c.receiver), *c[1:])
+def _enc_calls(calls: tuple[CallSite, ...]) -> bytes:
+    return marshal.dumps(tuple((int(c.receiver), *c[1:]) for c in calls))
 
 
 def encode(summary: FileSummary) -> tuple[Any, ...]:
-    """Nested tuples of builtins."""
+    """Nested tuples of builtins, with the deferrable parts as marshalled bytes."""
     classes = tuple(
         (
             c.qualname,
             c.line,
             c.col,
             c.bases,
-            tuple(_enc_sig(m) for m in c.methods),
+            c.method_names,
             tuple(sorted(c.attributes)),
             tuple(sorted(c.instance_attributes)),
-            tuple(_enc_call(x) for x in c.calls),
+            marshal.dumps(tuple(_enc_sig(m) for m in c.methods)),
+            _enc_calls(c.calls),
         )
         for c in summary.classes
     )
@@ -64,8 +73,9 @@ def encode(summary: FileSummary) -> tuple[Any, ...]:
         summary.star_imports,
         summary.aliases,
         summary.ignores,
-        tuple(_enc_call(x) for x in summary.calls),
+        _enc_calls(summary.calls),
         tuple(tuple(f) for f in summary.parse_failures),
+        tuple(sorted(summary.called)),
         _enc_dispatch(summary.dispatch),
     )
 
@@ -97,6 +107,8 @@ def _enc_dispatch(d: DispatchSummary) -> tuple[Any, ...]:
 
 
 def _dec_dispatch(raw: Any) -> DispatchSummary:
+    if not raw[0] and not raw[1] and not raw[2] and not raw[3] and not raw[4]:
+        return EMPTY_DISPATCH
     classes, wrappers, foreign, guards, prefixes = raw
     out: DispatchSummary = _new(
         DispatchSummary,
@@ -134,69 +146,67 @@ def dumps(summary: FileSummary) -> bytes:
     return marshal.dumps(encode(summary))
 
 
-def _dec_sig(raw: Any, decorators: dict[tuple[str, ...], frozenset[str]]) -> Signature:
-    name, params, decos, is_async, line, col, async_generator = raw
-    frozen = decorators.get(decos)
-    if frozen is None:
-        frozen = decorators[decos] = frozenset(decos)
-    sig: Signature = _new(
-        Signature,
-        (
-            name,
-            tuple([_new(Param, (p[0], _KINDS[p[1]], p[2])) for p in params]),
-            frozen,
-            is_async,
-            line,
-            col,
-            async_generator,
-        ),
-    )
-    return sig
+def _signatures(blob: bytes) -> tuple[Signature, ...]:
+    """Decode a class's signatures (:class:`CorruptSummary` if they are not well formed)."""
+    decorators: dict[tuple[str, ...], frozenset[str]] = {}
+    out: list[Signature] = []
+    try:
+        for name, params, decos, is_async, line, col, async_generator in marshal.loads(blob):
+            frozen = decorators.get(decos)
+            if frozen is None:
+                frozen = decorators[decos] = frozenset(decos)
+            kinds = tuple([_new(Param, (p[0], _KINDS[p[1]], p[2])) for p in params])
+            sig = (name, kinds, frozen, is_async, line, col, async_generator)
+            out.append(_new(Signature, sig))
+    except Exception as exc:  # marshal and unpacking raise many types; all mean "corrupt"
+        raise CorruptSummary(str(exc)) from exc
+    return tuple(out)
 
 
-def _dec_call(raw: Any) -> CallSite:
-    call: CallSite = _new(CallSite, (_RECEIVERS[raw[0]], *raw[1:]))
-    return call
+def _calls(blob: bytes) -> tuple[CallSite, ...]:
+    """Decode call sites (:class:`CorruptSummary` if they are not well formed)."""
+    try:
+        calls = tuple([_new(CallSite, (_RECEIVERS[r[0]], *r[1:])) for r in marshal.loads(blob)])
+    except Exception as exc:  # marshal and unpacking raise many types; all mean "corrupt"
+        raise CorruptSummary(str(exc)) from exc
+    if any(len(c) != len(CallSite._fields) for c in calls):
+        raise CorruptSummary("call site of the wrong shape")
+    return calls
 
 
 def decode(raw: Any) -> FileSummary:
-    """Rebuild a summary from :func:`encode`'s output."""
-    decorators: dict[tuple[str, ...], frozenset[str]] = {}
-    classes, imports, stars, aliases, ignores, calls, failures, dispatch = raw
-    summary: FileSummary = _new(
-        FileSummary,
-        (
-            tuple(
-                [
-                    _new(
-                        ClassSummary,
-                        (
-                            c[0],
-                            c[1],
-                            c[2],
-                            c[3],
-                            tuple([_dec_sig(m, decorators) for m in c[4]]),
-                            frozenset(c[5]),
-                            frozenset(c[6]),
-                            tuple([_dec_call(x) for x in c[7]]),
-                        ),
-                    )
-                    for c in classes
-                ]
-            ),
-            tuple([_new(Import, i) for i in imports]),
-            stars,
-            aliases,
-            ignores,
-            tuple([_dec_call(x) for x in calls]),
-            tuple([_new(ParseFailure, f) for f in failures]),
-            _dec_dispatch(dispatch),
+    """Rebuild a summary from :func:`encode`'s output (signatures and calls deferred)."""
+    classes, imports, stars, aliases, ignores, calls, failures, called, dispatch = raw
+    return FileSummary(
+        tuple(
+            [
+                ClassSummary(
+                    c[0],
+                    c[1],
+                    c[2],
+                    c[3],
+                    Deferred(c[7], _signatures),
+                    frozenset(c[5]),
+                    frozenset(c[6]),
+                    Deferred(c[8], _calls),
+                    method_names=c[4],
+                )
+                for c in classes
+            ]
         ),
+        tuple([_new(Import, i) for i in imports]),
+        stars,
+        aliases,
+        ignores,
+        Deferred(calls, _calls),
+        tuple([_new(ParseFailure, f) for f in failures]),
+        frozenset(called),
+        _dec_dispatch(dispatch),
     )
-    return summary
 
 
 def loads(data: bytes) -> FileSummary:
     """Deserialise one summary (raises ``ValueError``, ``EOFError``, ``TypeError`` or
-    ``LookupError`` if corrupt)."""
+    ``LookupError`` if its outer structure is corrupt; :class:`CorruptSummary` later, when a
+    deferred part is)."""
     return decode(marshal.loads(data))

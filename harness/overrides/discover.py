@@ -18,11 +18,13 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from harness.errors import HarnessError
 from harness.overrides.config import DEFAULT_EXCLUDE, Excluder
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class SourceFile(NamedTuple):

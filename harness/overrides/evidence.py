@@ -66,49 +66,55 @@ class Forwarded(NamedTuple):
 
 
 class EvidenceIndex:
-    """Call sites of the whole project, indexed by called method name."""
+    """Call sites of the whole project (the tree and the modules read from outside it) by
+    called method name, gathered on first request from the files that call that name (other
+    files' calls stay encoded)."""
 
     def __init__(self, project: Project) -> None:
         self.project = project
-        self.by_method: dict[str, list[CallEntry]] = {}
-        for cls in project.all_classes():
-            for call in cls.summary.calls:
-                self.by_method.setdefault(call.method, []).append((call, cls, cls.module))
-        seen: set[int] = set()
-        for module in project.modules.values():
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
-            for call in module.summary.calls:
-                self.by_method.setdefault(call.method, []).append((call, None, module))
-        self.reach = Reach(project, self.by_method)
-        self.forwarded = self._forwarding()
+        self._by_method: dict[str, list[CallEntry]] = {}
+        self._forwarded: dict[str, list[Forwarded]] = {}
+        self.reach = Reach(project, self.calls)
 
-    def _forwarding(self) -> dict[str, list[Forwarded]]:
-        """Calls of ``g`` where ``K.g(self, *args, **kwargs)`` calls ``self.m(*args,
-        **kwargs)``, indexed by ``m``: the outer call's arguments are what ``m`` receives."""
-        out: dict[str, list[Forwarded]] = {}
-        for cls in self.project.all_classes():
-            for call in cls.summary.calls:
-                if not (
-                    call.receiver is Receiver.SELF
-                    and call.star
-                    and call.starstar
-                    and not call.n_positional
-                    and not call.keywords
-                ):
+    def calls(self, name: str) -> list[CallEntry]:
+        """Every call of a method ``name``: the call, its class (``None`` at module level) and
+        its module."""
+        found = self._by_method.get(name)
+        if found is None:
+            found = self._by_method[name] = []
+            for module in self.project.all_files():
+                if name not in module.summary.called:
                     continue
-                forwarder = cls.methods.get(call.caller)
-                if forwarder is None or not is_catch_all(forwarder):
-                    continue
-                for outer, site, module in self.by_method.get(call.caller, ()):
-                    if outer.star or outer.starstar or outer.receiver is Receiver.SUPER:
-                        continue  # unknown arguments, or a super() chain: not followed
-                    renamed = outer._replace(method=call.method)
-                    out.setdefault(call.method, []).append(
-                        Forwarded(renamed, site, module, cls, call.caller)
-                    )
-        return out
+                for cls in module.members:
+                    found.extend((c, cls, module) for c in cls.summary.calls if c.method == name)
+                found.extend((c, None, module) for c in module.summary.calls if c.method == name)
+        return found
+
+    def forwarded(self, name: str) -> list[Forwarded]:
+        """Calls of ``g`` where ``K.g(self, *args, **kwargs)`` calls ``self.<name>(*args,
+        **kwargs)``: the outer call's arguments are what ``name`` receives."""
+        found = self._forwarded.get(name)
+        if found is not None:
+            return found
+        found = self._forwarded[name] = []
+        for call, cls, _ in self.calls(name):
+            if cls is None or not (
+                call.receiver is Receiver.SELF
+                and call.star
+                and call.starstar
+                and not call.n_positional
+                and not call.keywords
+            ):
+                continue
+            forwarder = cls.methods.get(call.caller)
+            if forwarder is None or not is_catch_all(forwarder):
+                continue
+            for outer, site, module in self.calls(call.caller):
+                if outer.star or outer.starstar or outer.receiver is Receiver.SUPER:
+                    continue  # unknown arguments, or a super() chain: not followed
+                renamed = outer._replace(method=name)
+                found.append(Forwarded(renamed, site, module, cls, call.caller))
+        return found
 
     def proofs(
         self,
@@ -121,9 +127,11 @@ class EvidenceIndex:
         """Calls that reach ``cls``'s ``name`` and that its signature rejects (and ``base``'s
         accepts), best first; with ``within``, only calls on instances of that class or of
         its subclasses."""
-        calls = self.by_method.get(name, [])
-        forwarded = self.forwarded.get(name, [])
-        if (not calls and not forwarded) or override.is_property:
+        if override.is_property:
+            return []
+        calls = self.calls(name)
+        forwarded = self.forwarded(name)
+        if not calls and not forwarded:
             return []
         project = self.project
         qualname = f"{cls.qualname}.{name}"

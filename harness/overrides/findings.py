@@ -51,8 +51,33 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class Difference:
+    """One way an override's signature drifts from its base's, as one drift rule says it."""
+
+    code: str
+    symbol: str
+    message: str
+    params: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object: code, symbol, message, params."""
+        return {
+            "code": self.code,
+            "symbol": self.symbol,
+            "message": self.message,
+            "params": list(self.params),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
-    """One reported problem, located at the subclass's ``def`` line for drift."""
+    """One reported problem, located at the subclass's ``def`` line for drift.
+
+    Drift is reported once per override and call site: every difference the drift rules
+    find between the two signatures (``differences``, the first one giving ``code`` and
+    ``symbol``: the one the call's ``TypeError`` names, if any), with that call's evidence;
+    once per override when no call proves anything.
+    """
 
     path: str
     line: int
@@ -72,6 +97,7 @@ class Finding:
     signature: str | None = None
     base_signature: str | None = None
     evidence: Evidence | None = None
+    differences: tuple[Difference, ...] = ()
     extra_key: str = field(default="", compare=False)
     """Baseline key part for findings without a class (e.g. the ignore comment's codes)."""
 
@@ -98,4 +124,5 @@ class Finding:
             "signature": self.signature,
             "base_signature": self.base_signature,
             "evidence": None if self.evidence is None else self.evidence.to_json(),
+            "differences": [d.to_json() for d in self.differences],
         }

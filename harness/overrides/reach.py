@@ -22,12 +22,15 @@ through those calls.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.dispatch import ANY_NAME, GUARD_ISINSTANCE, ForeignCall, Guard
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 
 _MAX_DEPTH = 60
-CallIndex = dict[str, list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
+CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
+"""``calls(name)``: every call of a method of that name, with its class and module."""
 
 
 def _is_dunder(name: str) -> bool:
@@ -43,11 +46,7 @@ class Reach:
         self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
         self.guards: dict[tuple[int, int, int], Guard] = {}
         prefixes: set[str] = set()
-        seen: set[int] = set()
-        for module in project.modules.values():
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
+        for module in project.all_files():
             facts = module.summary.dispatch
             for call in facts.foreign:
                 self.foreign.setdefault(call.method, []).append((call, module))
@@ -154,7 +153,7 @@ class Reach:
         if project.definer(x, method) is owner and self._dispatched(x, owner, method):
             return True
         # super().method() in a class before `owner` in x's MRO that lands on owner's method.
-        for call, site, module in self.calls.get(method, ()):
+        for call, site, module in self.calls(method):
             if call.receiver is not Receiver.SUPER or site is None:
                 continue
             if not project.in_mro(site, x):
@@ -190,7 +189,7 @@ class Reach:
             if target is None or target is x:
                 return True
             internal += self._related(target, owner)
-        for call, site, module in self.calls.get(method, ()):
+        for call, site, module in self.calls(method):
             if call.receiver in (Receiver.SELF, Receiver.CLS) and site is not None:
                 if project.in_mro(site, x) and self._call_runs(x, call, site, module):
                     return True
@@ -239,7 +238,7 @@ class Reach:
         project = self.project
         callers: dict[str, str] = {}
         own = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
-        for call, site, module in self.calls.get(method, ()):
+        for call, site, module in self.calls(method):
             if site is None or call.receiver not in own or not project.in_mro(site, x):
                 continue
             name = f"{site.qualname}.{call.caller}()"

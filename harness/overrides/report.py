@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
 from harness import __version__
 from harness.overrides.findings import Finding, Severity
@@ -65,6 +66,16 @@ def github(finding: Finding) -> str:
     return f"::{level} {props}::{_escape_data(body)}"
 
 
+def artifact_location(path: str) -> dict[str, str]:
+    """A SARIF ``artifactLocation`` for a reported path: an RFC 3986 URI reference, every
+    byte outside the unreserved set and ``/`` percent-encoded (a file name that is not UTF-8
+    is encoded from its original bytes), relative to ``%SRCROOT%`` unless absolute."""
+    encoded = quote(path.encode("utf-8", "surrogateescape"), safe="/")
+    if path.startswith("/"):
+        return {"uri": f"file://{encoded}"}
+    return {"uri": encoded, "uriBaseId": "%SRCROOT%"}
+
+
 def _location(
     path: str, line: int, col: int | None = None, message: str | None = None
 ) -> dict[str, Any]:
@@ -72,10 +83,7 @@ def _location(
     if col is not None:
         region["startColumn"] = max(col, 1)
     location: dict[str, Any] = {
-        "physicalLocation": {
-            "artifactLocation": {"uri": path, "uriBaseId": "%SRCROOT%"},
-            "region": region,
-        }
+        "physicalLocation": {"artifactLocation": artifact_location(path), "region": region}
     }
     if message is not None:
         location["message"] = {"text": message}

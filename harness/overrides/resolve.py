@@ -43,6 +43,9 @@ class ModuleInfo:
     summary: FileSummary
     name: str
     classes: dict[str, ClassInfo] = field(default_factory=lambda: {})
+    """Top-level classes by name."""
+    members: list[ClassInfo] = field(default_factory=lambda: [])
+    """Every class statement of the module, nested ones included, in source order."""
     imports: dict[str, Import] = field(default_factory=lambda: {})
     aliases: dict[str, str] = field(default_factory=lambda: {})
     functions: dict[str, Wrapper] = field(default_factory=lambda: {})
@@ -86,8 +89,10 @@ class ClassInfo:
     facts: ClassFacts | None = None
     """Dispatch facts (escapes, dynamic dispatch, descriptors, decorators), if any."""
     opaque: set[str] = field(default_factory=lambda: set())
-    """Names whose ``def`` a decorator replaced by an object of another kind."""
+    """Names whose ``def`` a decorator replaced by an object of another kind (still bound by
+    the class, no longer compared as methods)."""
     _methods: dict[str, Signature] | None = None
+    _bound: frozenset[str] | None = None
 
     @property
     def qualname(self) -> str:
@@ -96,7 +101,7 @@ class ClassInfo:
 
     @property
     def methods(self) -> dict[str, Signature]:
-        """Effective ``def`` per method name."""
+        """Effective ``def`` per method name (decoded from the cache on first use)."""
         if self._methods is None:
             self._methods = {m.name: m for m in self.summary.methods}
         return self._methods
@@ -107,7 +112,9 @@ class ClassInfo:
 
     def defines(self, name: str) -> bool:
         """True if the class body binds ``name`` (by ``def`` or otherwise)."""
-        return name in self.methods or name in self.summary.attributes or name in self.opaque
+        if self._bound is None:
+            self._bound = frozenset(self.summary.method_names) | self.summary.attributes
+        return name in self._bound
 
 
 Target = ClassInfo | ModuleInfo | FunctionInfo
@@ -157,17 +164,21 @@ class Project:
         """Classes whose bases are resolved through a watched module name, found or not:
         the subclasses of what a deleted file defined."""
         self.modules: dict[str, ModuleInfo] = {}
+        """Modules by every name they may be imported as (the first file of a name wins)."""
+        self.files: list[ModuleInfo] = []
+        """One module per file of the tree, in the order given."""
+        self.external_files: list[ModuleInfo] = []
+        """Modules read from outside the tree to resolve bases, in the order loaded."""
         self.classes: list[ClassInfo] = []
         """Classes of the scanned tree (external ones are in :attr:`external_classes`)."""
         self.external_classes: list[ClassInfo] = []
         self._external = external
         self._missing: set[str] = set()
-        infos: list[ModuleInfo] = []
         for file, summary in modules:
             info = ModuleInfo(file, summary, file.module)
-            infos.append(info)
+            self.files.append(info)
             self.modules.setdefault(file.module, info)
-        for info in infos:
+        for info in self.files:
             for alias in info.file.aliases:
                 self.modules.setdefault(alias, info)
             self._index_module(info)
@@ -200,7 +211,7 @@ class Project:
         """Name -> the classes that assign ``self.name = ...``."""
         for cls in self.all_classes():
             self._apply_decorators(cls)
-            for name in (*cls.methods, *cls.summary.attributes, *cls.opaque):
+            for name in (*cls.summary.method_names, *cls.summary.attributes):
                 self._binders.setdefault(name, []).append(cls)
             for name in cls.summary.instance_attributes:
                 self._assigners.setdefault(name, []).append(cls)
@@ -208,6 +219,10 @@ class Project:
     def all_classes(self) -> list[ClassInfo]:
         """Classes of the tree, then those of external modules loaded to resolve bases."""
         return [*self.classes, *self.external_classes]
+
+    def all_files(self) -> list[ModuleInfo]:
+        """Modules of the tree, then those loaded from outside it."""
+        return [*self.files, *self.external_files]
 
     # -- indexing --------------------------------------------------------------------------
 
@@ -229,6 +244,7 @@ class Project:
             if cls_summary.qualname in by_qualname:
                 cls.key = f"{cls.key}@{cls_summary.line}"
             (self.external_classes if info.external else self.classes).append(cls)
+            info.members.append(cls)
             previous = by_qualname.get(cls_summary.qualname)
             by_qualname[cls_summary.qualname] = cls
             outer, _, name = cls_summary.qualname.rpartition(".")
@@ -286,6 +302,7 @@ class Project:
         file, summary = loaded
         info = ModuleInfo(file, summary, name, external=True)
         self.modules[name] = info
+        self.external_files.append(info)
         self._index_module(info)
         return info
 
@@ -566,8 +583,9 @@ class Project:
             cls.bases.clear()
             cls.nested.clear()
             cls.previous = None
-        for module in self.modules.values():
+        for module in self.all_files():
             module.classes.clear()
+            module.members.clear()
         for table in (self.children, self._memo, self._up, self._full, self._binders):
             table.clear()
         self._assigners.clear()

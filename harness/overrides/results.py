@@ -14,16 +14,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.overrides.cache import digest, read_framed, write_framed
-from harness.overrides.findings import Evidence, Finding, Severity
+from harness.overrides.findings import Difference, Evidence, Finding, Severity
 
-SCHEMA = 3
+SCHEMA = 4
 _FILE = "results.bin"
 _MAX_RUNS = 32
 _HEADER = ("harness-overrides-results", SCHEMA)
 
 
-def fingerprint(entries: Sequence[tuple[str, str]], extra: Sequence[str]) -> bytes:
-    """Digest of ``(path, content hash)`` of every file plus other run-relevant strings."""
+def fingerprint(entries: Sequence[tuple[str, ...]], extra: Sequence[str]) -> bytes:
+    """Digest of ``(path, content hash, module names...)`` of every file plus other
+    run-relevant strings."""
     return hashlib.blake2b(marshal.dumps((tuple(entries), tuple(extra))), digest_size=20).digest()
 
 
@@ -39,33 +40,59 @@ def _encode(f: Finding) -> tuple[Any, ...]:
         if ev is None
         else (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver, ev.unreached, ev.via)
     )
+    differences = tuple((d.code, d.symbol, d.message, d.params) for d in f.differences)
     return (
         f.path, f.line, f.col, f.code, f.symbol, f.severity.value, f.message, f.class_name,
         f.method, f.base_class, f.base_path, f.base_line, f.params, f.signature,
-        f.base_signature, evidence, f.extra_key,
+        f.base_signature, evidence, differences, f.extra_key,
     )  # fmt: skip
 
 
+_S, _I, _NS, _NI = str, int, (str, type(None)), (int, type(None))
+_FINDING = (_S, _I, _I, _S, _S, _S, _S, _NS, _NS, _NS, _NS, _NI, tuple, _NS, _NS, object, tuple, _S)
+_EVIDENCE = (_S, _I, _I, _S, _S, _S, _NS, _NS)
+_DIFFERENCE = (_S, _S, _S, tuple)
+
+
+def _shaped(raw: Any, shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``raw`` if it is a tuple whose items have these types; ``ValueError`` otherwise."""
+    if not isinstance(raw, tuple) or len(raw) != len(shape):  # pyright: ignore[reportUnknownArgumentType]
+        raise ValueError("stored finding of the wrong shape")
+    if not all(isinstance(v, t) for v, t in zip(raw, shape, strict=True)):  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        raise ValueError("stored finding of the wrong shape")
+    return raw  # pyright: ignore[reportUnknownVariableType]
+
+
+def _names(raw: tuple[Any, ...]) -> tuple[str, ...]:
+    return _shaped(raw, (_S,) * len(raw))
+
+
 def _decode(raw: Any) -> Finding:
-    ev = raw[15]
+    """A stored finding, every field type-checked (``ValueError`` if anything is off)."""
+    r = _shaped(raw, _FINDING)
+    ev = None if r[15] is None else Evidence(*_shaped(r[15], _EVIDENCE))
+    differences = tuple(
+        Difference(d[0], d[1], d[2], _names(d[3])) for d in (_shaped(x, _DIFFERENCE) for x in r[16])
+    )
     return Finding(
-        path=raw[0],
-        line=raw[1],
-        col=raw[2],
-        code=raw[3],
-        symbol=raw[4],
-        severity=Severity(raw[5]),
-        message=raw[6],
-        class_name=raw[7],
-        method=raw[8],
-        base_class=raw[9],
-        base_path=raw[10],
-        base_line=raw[11],
-        params=tuple(raw[12]),
-        signature=raw[13],
-        base_signature=raw[14],
-        evidence=None if ev is None else Evidence(*ev),
-        extra_key=raw[16],
+        path=r[0],
+        line=r[1],
+        col=r[2],
+        code=r[3],
+        symbol=r[4],
+        severity=Severity(r[5]),
+        message=r[6],
+        class_name=r[7],
+        method=r[8],
+        base_class=r[9],
+        base_path=r[10],
+        base_line=r[11],
+        params=_names(r[12]),
+        signature=r[13],
+        base_signature=r[14],
+        evidence=ev,
+        differences=differences,
+        extra_key=r[17],
     )
 
 

@@ -12,9 +12,9 @@ import ast
 import gc
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from io import StringIO
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from harness.overrides import callsites, grammar
 from harness.overrides import dispatch as dispatch_facts
@@ -37,22 +37,101 @@ class Import(NamedTuple):
     line: int
 
 
-class ClassSummary(NamedTuple):
-    """A class statement: where it is, its bases, its methods and the calls inside them."""
+T = TypeVar("T")
 
-    qualname: str
-    """Name inside the module, dotted for nested classes (``Outer.Inner``)."""
-    line: int
-    col: int
-    bases: tuple[str | None, ...]
-    """Dotted base expressions with subscripts stripped; ``None`` when not a name."""
-    methods: tuple[Signature, ...]
-    """The effective ``def`` per name (overload stubs dropped when implemented)."""
-    attributes: frozenset[str]
-    """Names bound in the class body by anything other than ``def``."""
-    instance_attributes: frozenset[str]
-    """Names assigned as ``self.name = ...`` anywhere in the class (they shadow methods)."""
-    calls: tuple[CallSite, ...]
+
+class Deferred(Generic[T]):
+    """A value kept encoded until first needed: ``load(blob)`` makes it."""
+
+    __slots__ = ("blob", "load")
+
+    def __init__(self, blob: bytes, load: Callable[[bytes], T]) -> None:
+        self.blob = blob
+        self.load = load
+
+
+class ClassSummary:
+    """A class statement: where it is, its bases, its methods and the calls inside them.
+
+    A summary read back from the cache keeps its signatures and calls encoded
+    (:class:`Deferred`) until first asked for: most runs need the details of few classes.
+    """
+
+    __slots__ = (
+        "_calls",
+        "_methods",
+        "attributes",
+        "bases",
+        "col",
+        "instance_attributes",
+        "line",
+        "method_names",
+        "qualname",
+    )
+
+    def __init__(
+        self,
+        qualname: str,
+        line: int,
+        col: int,
+        bases: tuple[str | None, ...],
+        methods: tuple[Signature, ...] | Deferred[tuple[Signature, ...]],
+        attributes: frozenset[str],
+        instance_attributes: frozenset[str],
+        calls: tuple[CallSite, ...] | Deferred[tuple[CallSite, ...]],
+        method_names: tuple[str, ...] | None = None,
+    ) -> None:
+        self.qualname = qualname
+        """Name inside the module, dotted for nested classes (``Outer.Inner``)."""
+        self.line = line
+        self.col = col
+        self.bases = bases
+        """Dotted base expressions with subscripts stripped; ``None`` when not a name."""
+        self.attributes = attributes
+        """Names bound in the class body by anything other than ``def``."""
+        self.instance_attributes = instance_attributes
+        """Names assigned as ``self.name = ...`` anywhere in the class (they shadow methods)."""
+        self._methods = methods
+        self._calls = calls
+        if method_names is None:
+            assert not isinstance(methods, Deferred)
+            method_names = tuple(m.name for m in methods)
+        self.method_names = method_names
+        """The names of :attr:`methods`, in order (known without decoding them)."""
+
+    @property
+    def methods(self) -> tuple[Signature, ...]:
+        """The effective ``def`` per name (overload stubs dropped when implemented)."""
+        if isinstance(self._methods, Deferred):
+            self._methods = self._methods.load(self._methods.blob)
+        return self._methods
+
+    @property
+    def calls(self) -> tuple[CallSite, ...]:
+        """Method calls inside the class's methods."""
+        if isinstance(self._calls, Deferred):
+            self._calls = self._calls.load(self._calls.blob)
+        return self._calls
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.qualname,
+            self.line,
+            self.col,
+            self.bases,
+            self.methods,
+            self.attributes,
+            self.instance_attributes,
+            self.calls,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ClassSummary) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable caches inside: compared, not hashed
+
+    def __repr__(self) -> str:
+        return f"ClassSummary{self._key()!r}"
 
 
 class ParseFailure(NamedTuple):
@@ -63,23 +142,81 @@ class ParseFailure(NamedTuple):
     reason: str
 
 
-class FileSummary(NamedTuple):
-    """Everything the checker knows about one file."""
+class FileSummary:
+    """Everything the checker knows about one file (module-level calls may stay encoded)."""
 
-    classes: tuple[ClassSummary, ...]
-    imports: tuple[Import, ...]
-    star_imports: tuple[tuple[str, int], ...]
-    """``(module, level)`` of each ``from m import *``."""
-    aliases: tuple[tuple[str, str, int], ...]
-    """``(name, dotted target, line)`` of module-level ``Name = dotted.name`` assignments
-    (class aliases; ``a = b = C`` binds both names)."""
-    ignores: tuple[tuple[int, tuple[str, ...]], ...]
-    """``(line, codes)`` of each ``# harness: ignore[...]`` comment; empty codes = bare."""
-    calls: tuple[CallSite, ...]
-    """Call sites in module-level functions."""
-    parse_failures: tuple[ParseFailure, ...]
-    dispatch: DispatchSummary = dispatch_facts.EMPTY
-    """Guards, foreign calls, escapes, decorators: see :mod:`harness.overrides.dispatch`."""
+    __slots__ = (
+        "_calls",
+        "aliases",
+        "called",
+        "classes",
+        "dispatch",
+        "ignores",
+        "imports",
+        "parse_failures",
+        "star_imports",
+    )
+
+    def __init__(
+        self,
+        classes: tuple[ClassSummary, ...],
+        imports: tuple[Import, ...],
+        star_imports: tuple[tuple[str, int], ...],
+        aliases: tuple[tuple[str, str, int], ...],
+        ignores: tuple[tuple[int, tuple[str, ...]], ...],
+        calls: tuple[CallSite, ...] | Deferred[tuple[CallSite, ...]],
+        parse_failures: tuple[ParseFailure, ...],
+        called: frozenset[str] | None = None,
+        dispatch: DispatchSummary = dispatch_facts.EMPTY,
+    ) -> None:
+        self.classes = classes
+        self.imports = imports
+        self.star_imports = star_imports
+        """``(module, level)`` of each ``from m import *``."""
+        self.aliases = aliases
+        """``(name, dotted target, line)`` of module-level ``Name = dotted.name`` assignments
+        (class aliases; ``a = b = C`` binds both names)."""
+        self.ignores = ignores
+        """``(line, codes)`` of each ``# harness: ignore[...]`` comment; empty codes = bare."""
+        self.parse_failures = parse_failures
+        self._calls = calls
+        if called is None:
+            assert not isinstance(calls, Deferred)
+            called = frozenset(
+                [*(c.method for c in calls), *(c.method for k in classes for c in k.calls)]
+            )
+        self.called = called
+        """Every method name called in the file (to find proofs without decoding calls)."""
+        self.dispatch = dispatch
+        """Guards, foreign calls, escapes, decorators: see :mod:`harness.overrides.dispatch`."""
+
+    @property
+    def calls(self) -> tuple[CallSite, ...]:
+        """Call sites in module-level functions."""
+        if isinstance(self._calls, Deferred):
+            self._calls = self._calls.load(self._calls.blob)
+        return self._calls
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.classes,
+            self.imports,
+            self.star_imports,
+            self.aliases,
+            self.ignores,
+            self.calls,
+            self.parse_failures,
+            self.called,
+            self.dispatch,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FileSummary) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable caches inside: compared, not hashed
+
+    def __repr__(self) -> str:
+        return f"FileSummary{self._key()!r}"
 
 
 IGNORE_RE = re.compile(r"#\s*harness:\s*ignore\b(?:\[([^\]]*)\])?")
@@ -87,7 +224,7 @@ _PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, Overflo
 
 
 def _empty(failure: ParseFailure | None = None) -> FileSummary:
-    return FileSummary((), (), (), (), (), (), (failure,) if failure else (), dispatch_facts.EMPTY)
+    return FileSummary((), (), (), (), (), (), (failure,) if failure else ())
 
 
 def decode(data: bytes) -> str | ParseFailure:

@@ -5,6 +5,9 @@ Follows vLLM 0.9.0 ``vllm/v1/core/kv_cache_utils.get_kv_cache_config``: layers a
 over the layers: ``num_blocks = available_memory // page_size // num_layers``. One difference:
 vLLM 0.9.0 lets layers of different groups share tensors; here every layer owns its tensor, which
 uses the same bytes for a uniform model and keeps the runner simple.
+
+Tools that need a KV cache of an exact size (scenarios, the scaling detector, tests) ask for it
+with :func:`kv_cache_config_for_num_blocks` instead of computing a memory figure that divides back.
 """
 
 from __future__ import annotations
@@ -72,14 +75,38 @@ def get_kv_cache_config(
 ) -> KVCacheConfig:
     """Size and lay out the KV cache of the layers in ``kv_cache_spec`` in ``available_memory``."""
     check_enough_kv_cache_memory(vllm_config, kv_cache_spec, available_memory)
+    page_size = _page_size(kv_cache_spec)
+    num_layers = max(len(kv_cache_spec), 1)
+    num_blocks = max(int(available_memory // page_size // num_layers), 0)
+    return _kv_cache_config(kv_cache_spec, page_size, num_blocks)
+
+
+def kv_cache_config_for_num_blocks(
+    vllm_config: VllmConfig, kv_cache_spec: dict[str, KVCacheSpec], num_blocks: int
+) -> KVCacheConfig:
+    """The layout :func:`get_kv_cache_config` would give, with exactly ``num_blocks`` blocks.
+
+    The same check applies: the blocks must hold one request of ``max_model_len`` tokens.
+    """
+    page_size = _page_size(kv_cache_spec)
+    check_enough_kv_cache_memory(
+        vllm_config, kv_cache_spec, num_blocks * page_size * len(kv_cache_spec)
+    )
+    return _kv_cache_config(kv_cache_spec, page_size, num_blocks)
+
+
+def _page_size(kv_cache_spec: dict[str, KVCacheSpec]) -> int:
     page_sizes = {spec.page_size_bytes for spec in kv_cache_spec.values()}
     if len(page_sizes) > 1:
         raise NotImplementedError(
             f"KV cache groups with different page sizes are not supported: {sorted(page_sizes)}"
         )
-    page_size = page_sizes.pop() if page_sizes else 1
-    num_layers = max(len(kv_cache_spec), 1)
-    num_blocks = max(int(available_memory // page_size // num_layers), 0)
+    return page_sizes.pop() if page_sizes else 1
+
+
+def _kv_cache_config(
+    kv_cache_spec: dict[str, KVCacheSpec], page_size: int, num_blocks: int
+) -> KVCacheConfig:
     return KVCacheConfig(
         num_blocks=num_blocks,
         tensors={name: KVCacheTensor(size=page_size * num_blocks) for name in kv_cache_spec},

@@ -34,8 +34,9 @@ class DenseAttentionMetadata:
 DENSE = DenseAttentionMetadata()
 
 _META_NOTE = """On ``meta``, norms and rotary embeddings return fresh tensors of the right shape (the
-allocation the real op makes) without computing: torch runs elementwise meta kernels in Python at
-about a millisecond each, which made an 8B forward take seconds for no information."""
+allocation the real op makes) without computing: torch runs elementwise meta kernels in Python,
+which dominated an 8B forward for no information (``scripts/bench_simulate.py`` times the
+simulation)."""
 
 
 class Linear(nn.Module):

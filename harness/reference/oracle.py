@@ -108,6 +108,48 @@ def _attend(
     return out, lse.transpose(0, 1)
 
 
+DECODE_BATCH = 32
+"""Decodes (one query token each) attended in one batch of at most this many requests, which
+bounds the padded K/V copy (the result equals attending them one by one)."""
+
+
+def _attend_decodes(
+    query: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    seq_lens: list[int],
+    *,
+    scale: float,
+    sliding_window: int | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_attend`` for requests with one query token each (at position ``seq_len - 1``, which sees
+    every earlier key whether or not the pass is causal), batched over padded K/V.
+
+    ``query`` is ``(num_reqs, num_heads, head_size)``, ``block_table`` the requests' rows. Keys
+    past a request's length are masked and their values zeroed (unwritten slots may hold NaN).
+    """
+    num_reqs, num_heads, _ = query.shape
+    block_size, num_kv_heads = key_cache.shape[1], key_cache.shape[2]
+    max_len = max(seq_lens)
+    blocks = block_table[:, : -(-max_len // block_size)].long()
+    lens = torch.tensor(seq_lens).unsqueeze(1)
+    k_pos = torch.arange(max_len).unsqueeze(0)
+    visible = k_pos < lens
+    if sliding_window is not None:
+        visible &= lens - 1 - k_pos < sliding_window
+    visible = visible.to(query.device)
+    k = key_cache[blocks].flatten(1, 2)[:, :max_len].float()
+    v = value_cache[blocks].flatten(1, 2)[:, :max_len].float()
+    v = v.masked_fill(~visible[:, :, None, None], 0.0)
+    q = query.float().view(num_reqs, num_kv_heads, num_heads // num_kv_heads, -1)
+    scores = torch.einsum("rkgd,rlkd->rkgl", q, k) * scale
+    scores = scores.masked_fill(~visible[:, None, None, :], float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)
+    out = torch.einsum("rkgl,rlkd->rkgd", torch.softmax(scores, dim=-1), v)
+    return out.reshape(num_reqs, num_heads, -1), lse.reshape(num_reqs, num_heads)
+
+
 def paged_attention(
     query: torch.Tensor,
     key_cache: torch.Tensor,
@@ -128,13 +170,34 @@ def paged_attention(
     head_size[_v])``. Returns the output ``(num_tokens, num_heads, head_size_v)`` in the query's
     dtype (rows no request owns stay zero) and the float32 log-sum-exp ``(num_tokens, num_heads)``
     (``-inf`` on those rows), which :func:`merge_attn_states` needs for cascade attention.
+    Requests are attended one by one, except decodes, which go in batches of
+    :data:`DECODE_BATCH` (:func:`_attend_decodes`).
     """
     num_tokens, num_heads, _ = query.shape
     block_size = key_cache.shape[1]
     out = query.new_zeros(num_tokens, num_heads, value_cache.shape[-1])
     lse = torch.full((num_tokens, num_heads), float("-inf"), device=query.device)
     starts = to_int_list(query_start_loc)
-    for i, seq_len in enumerate(to_int_list(seq_lens)):
+    lens = to_int_list(seq_lens)
+    decodes = [i for i, n in enumerate(lens) if starts[i + 1] - starts[i] == 1 and n > 0]
+    for first in range(0, len(decodes), DECODE_BATCH):
+        chunk = decodes[first : first + DECODE_BATCH]
+        rows = torch.tensor([starts[i] for i in chunk], device=query.device)
+        o, s = _attend_decodes(
+            query[rows],
+            key_cache,
+            value_cache,
+            block_table[torch.tensor(chunk, device=block_table.device)],
+            [lens[i] for i in chunk],
+            scale=scale,
+            sliding_window=sliding_window,
+        )
+        out[rows] = o.to(out.dtype)
+        lse[rows] = s
+    batched = set(decodes)
+    for i, seq_len in enumerate(lens):
+        if i in batched:
+            continue
         start, end = starts[i], starts[i + 1]
         num_blocks = -(-seq_len // block_size)
         blocks = block_table[i, :num_blocks].long()

@@ -6,6 +6,10 @@ Only the fields the reference runner reads are kept; names are vLLM's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.reference.step_trace import StepTrace
 
 
 @dataclass
@@ -59,6 +63,8 @@ class ModelRunnerOutput:
     req_id_to_index: dict[str, int]
     sampled_token_ids: list[list[int]]
     """Empty for a request still in (chunked) prefill: its sample is discarded."""
+    trace: StepTrace | None = None
+    """What the step did, when ``execute_model(..., trace=True)`` asked (not a vLLM field)."""
 
 
 EMPTY_MODEL_RUNNER_OUTPUT = ModelRunnerOutput(req_ids=[], req_id_to_index={}, sampled_token_ids=[])

@@ -11,7 +11,14 @@
    tensor per layer in the backend's shape.
 4. ``execute_model(scheduler_output)``: update the persistent batch, let group 0's builder reorder
    it, compute positions and every group's slot mapping with numpy, build each group's metadata
-   once and map each of its layers to that one object, run the model, sample greedily.
+   once and map each of its layers to that one object, run the model, sample greedily. With
+   ``trace=True`` the output carries a :class:`~harness.reference.step_trace.StepTrace` of the
+   step; nothing else about a step is kept on the runner.
+
+Two more interfaces serve tools that measure the runner without reaching into it:
+:meth:`ModelRunner.persistent_device_tensors` (what stays on the device from construction on, for
+KV cache sizing) and :meth:`ModelRunner.wrap_decoder_layers` (instrument every decoder layer, for
+layer replay).
 
 Every data-dependent shape comes from CPU numpy; device tensors exist only where vLLM has them, so
 the same code drives Llama-3.1-8B's shape on the ``meta`` device (where samples are token 0).
@@ -19,11 +26,13 @@ the same code drives Llama-3.1-8B's shape on the ``meta`` device (where samples 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
+from torch import nn
 
 from harness.errors import HarnessError
 from harness.reference.backends import get_attn_backend
@@ -47,6 +56,7 @@ from harness.reference.kv_cache_interface import (
 from harness.reference.model import LlamaForCausalLM, build_model
 from harness.reference.oracle import PAD_SLOT_ID
 from harness.reference.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput, SchedulerOutput
+from harness.reference.step_trace import GroupTrace, StepTrace
 
 
 class ModelRunner:
@@ -115,10 +125,6 @@ class ModelRunner:
             max(self.max_num_reqs + 1, self.max_model_len, self.max_num_tokens), dtype=np.int64
         )
 
-        # The last step, kept for inspection (demo, golden tests, the dense oracle).
-        self.attn_metadata: dict[str, object] = {}
-        self.hidden_states: torch.Tensor | None = None
-
     def _make_input_batch(self, block_sizes: list[int]) -> InputBatch:
         return InputBatch(
             max_num_reqs=self.max_num_reqs,
@@ -128,6 +134,41 @@ class ModelRunner:
             pin_memory=self.pin_memory,
             block_sizes=block_sizes,
         )
+
+    # What tools may ask of the runner ---------------------------------------------------------
+
+    def get_model(self) -> LlamaForCausalLM:
+        """The model (vLLM's ``get_model``), e.g. for the dense oracle's forward."""
+        return self.model
+
+    def persistent_device_tensors(self) -> dict[str, list[torch.Tensor]]:
+        """The device tensors that exist from construction on and stay, by what they are.
+
+        ``"weights"``: the model's parameters and buffers (vLLM's ``load_model``). ``"runner
+        buffers"``: ``input_ids``, ``positions``, ``query_start_loc``, ``seq_lens`` and each KV
+        cache group's device block table and slot mapping (the runner's constructor). vLLM
+        allocates both before profiling, so the KV cache sizing counts them first. The KV caches
+        are not among them: :meth:`initialize_kv_cache` allocates those later.
+        """
+        buffers = [self.input_ids, self.positions, self.query_start_loc, self.seq_lens]
+        for block_table in self.input_batch.block_table.block_tables:
+            buffers += [block_table.get_device_tensor(), block_table.slot_mapping]
+        return {
+            "weights": [*self.model.parameters(), *self.model.buffers()],
+            "runner buffers": buffers,
+        }
+
+    def wrap_decoder_layers(self, wrap: Callable[[nn.Module], nn.Module]) -> None:
+        """Replace every decoder layer ``layer`` of the model with ``wrap(layer)``.
+
+        The wrapper is called as the layer is, ``(positions, hidden_states, kv_caches,
+        attn_metadata) -> hidden_states``, and must return what the layer would. It is the one
+        sanctioned way to instrument layers (``harness.memory.replay`` replays their allocations);
+        weights and KV caches stay where they are. Wrapping again wraps the wrappers.
+        """
+        layers = self.model.model.layers
+        for i, layer in enumerate(layers):
+            layers[i] = wrap(layer)
 
     # KV cache set-up -----------------------------------------------------------------------
 
@@ -393,32 +434,32 @@ class ModelRunner:
 
     @torch.inference_mode()
     def execute_model(
-        self, scheduler_output: SchedulerOutput, *, run_model: bool = True
+        self, scheduler_output: SchedulerOutput, *, run_model: bool = True, trace: bool = False
     ) -> ModelRunnerOutput:
-        """One step. ``run_model=False`` builds all metadata but skips the forward (samples are 0)."""
+        """One step. ``run_model=False`` builds all metadata but skips the forward (samples are
+        0); ``trace=True`` attaches a :class:`StepTrace` (``None`` when nothing was scheduled)."""
         if self.kv_cache_config is None:
             raise RuntimeError("execute_model needs initialize_kv_cache first")
         self._update_states(scheduler_output)
         if scheduler_output.total_num_scheduled_tokens == 0:
             return EMPTY_MODEL_RUNNER_OUTPUT
         attn_metadata, logits_indices = self._prepare_inputs(scheduler_output)
-        self.attn_metadata = attn_metadata
         batch = self.input_batch
         num_reqs = batch.num_reqs
         total = scheduler_output.total_num_scheduled_tokens
         sampled = np.zeros(num_reqs, dtype=np.int64)
-        self.hidden_states = None
+        hidden_states: torch.Tensor | None = None
         if run_model:
             hidden_states = self.model.forward(
                 self.input_ids[:total], self.positions[:total], self.kv_caches, attn_metadata
             )
-            self.hidden_states = hidden_states
             logits = self.model.compute_logits(
                 hidden_states[torch.as_tensor(logits_indices).to(self.device)]
             )
             token_ids = logits.argmax(dim=-1)
             if not token_ids.is_meta:  # on meta there is no data: every sample is token 0
                 sampled = token_ids.cpu().numpy()
+        step_trace = self._trace(scheduler_output, attn_metadata, hidden_states) if trace else None
 
         # A request still in (chunked) prefill discards its sample.
         seq_lens = self.seq_lens_np[:num_reqs]
@@ -436,4 +477,50 @@ class ModelRunner:
             req_ids=req_ids,
             req_id_to_index=dict(batch.req_id_to_index),
             sampled_token_ids=sampled_token_ids,
+            trace=step_trace,
+        )
+
+    def _trace(
+        self,
+        scheduler_output: SchedulerOutput,
+        attn_metadata: dict[str, object],
+        hidden_states: torch.Tensor | None,
+    ) -> StepTrace:
+        """Copy out what the step did (called before sampling appends to the batch)."""
+        assert self.kv_cache_config is not None
+        batch = self.input_batch
+        num_reqs = batch.num_reqs
+        total = scheduler_output.total_num_scheduled_tokens
+        computed = batch.num_computed_tokens_cpu[:num_reqs].tolist()
+        scheduled = [scheduler_output.num_scheduled_tokens[r] for r in batch.req_ids]
+        groups: list[GroupTrace] = []
+        for g, group in enumerate(self.kv_cache_config.kv_cache_groups):
+            table = batch.block_table[g]
+            groups.append(
+                GroupTrace(
+                    group_id=g,
+                    kv_cache_spec=group.kv_cache_spec,
+                    layer_names=list(group.layer_names),
+                    block_table=[
+                        table.block_table_np[i, : table.num_blocks_per_row[i]].tolist()
+                        for i in range(num_reqs)
+                    ],
+                    slot_mapping=table.slot_mapping_np[:total].tolist(),
+                    metadata=attn_metadata[group.layer_names[0]],
+                )
+            )
+        return StepTrace(
+            req_ids=list(batch.req_ids),
+            num_computed_tokens=computed,
+            num_scheduled_tokens=scheduled,
+            query_start_loc=self.query_start_loc_np[: num_reqs + 1].tolist(),
+            input_ids=self.input_ids_np[:total].tolist(),
+            positions=self.positions_np[:total].tolist(),
+            token_ids=[
+                np.array(batch.token_ids_cpu[i, : computed[i] + scheduled[i]], dtype=np.int32)
+                for i in range(num_reqs)
+            ],
+            groups=groups,
+            attn_metadata=dict(attn_metadata),
+            hidden_states=hidden_states,
         )

@@ -1,9 +1,10 @@
 """Named scenarios: small models and fixed requests driven through scheduler, runner and oracle.
 
-Each step of a scenario records, per KV cache group, the block table rows, the slot mapping and a
-summary of the metadata the group's builder built, and checks the step against the oracle: the
-hidden states the runner computed through paged attention must equal a dense forward of each
-request's whole sequence (no KV cache) within :data:`ORACLE_TOLERANCE`. The demo prints these
+Each step runs with ``execute_model(..., trace=True)``; its :class:`StepTrace` gives, per KV cache
+group, the block table rows, the slot mapping and the metadata the group's builder built, which
+the step's record summarises, and the step is checked against the oracle: the hidden states the
+runner computed through paged attention must equal a dense forward of each request's whole
+sequence (no KV cache) within :data:`ORACLE_TOLERANCE`. The demo prints these
 records; the golden tests snapshot them (metadata only: it depends on lengths and block ids, never
 on sampled token values, so it is the same on every machine).
 """
@@ -26,10 +27,12 @@ from harness.reference.config import (
     VllmConfig,
     get_model_config,
 )
-from harness.reference.kv_cache_utils import get_kv_cache_config
+from harness.reference.kv_cache_utils import kv_cache_config_for_num_blocks
+from harness.reference.model import LlamaForCausalLM
 from harness.reference.outputs import CachedRequestData, NewRequestData, SchedulerOutput
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
+from harness.reference.step_trace import StepTrace
 
 ORACLE_TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
 """Paged vs dense final hidden states in float32. Each attention layer agrees to 1e-5
@@ -168,70 +171,56 @@ def summarize_metadata(metadata: object) -> dict[str, object]:
     return summary
 
 
-def dense_check(runner: ModelRunner, scheduler_output: SchedulerOutput) -> float:
-    """Max |paged - dense| of the step ``runner`` just executed, request by request.
+def dense_check(model: LlamaForCausalLM, trace: StepTrace) -> float:
+    """Max |paged - dense| of the traced step, request by request.
 
-    The dense side runs the model over each request's whole sequence so far (prompt and outputs,
+    The dense side runs ``model`` over each request's whole sequence so far (prompt and outputs,
     no KV cache) and keeps the rows of this step's tokens.
     """
-    hidden_states = runner.hidden_states
+    hidden_states = trace.hidden_states
     if hidden_states is None:
         raise ValueError("dense_check needs a step executed with run_model=True")
-    batch = runner.input_batch
-    qsl = runner.query_start_loc_np
+    qsl = trace.query_start_loc
     err = 0.0
-    for i, req_id in enumerate(batch.req_ids):
-        computed = int(batch.num_computed_tokens_cpu[i])
-        n = scheduler_output.num_scheduled_tokens[req_id]
-        tokens = torch.as_tensor(batch.token_ids_cpu[i, : computed + n].astype(np.int64))
-        dense = runner.model.dense_forward(tokens.to(runner.device))[computed:]
-        paged = hidden_states[int(qsl[i]) : int(qsl[i + 1])]
+    for i, tokens in enumerate(trace.token_ids):
+        token_ids = torch.as_tensor(tokens.astype(np.int64)).to(hidden_states.device)
+        dense = model.dense_forward(token_ids)[trace.num_computed_tokens[i] :]
+        paged = hidden_states[qsl[i] : qsl[i + 1]]
         err = max(err, float((dense.float() - paged.float()).abs().max()))
     return err
 
 
-def _within_tolerance(runner: ModelRunner, scheduler_output: SchedulerOutput, err: float) -> bool:
-    hidden_states = runner.hidden_states
+def oracle_tolerance(trace: StepTrace) -> float:
+    """:data:`ORACLE_TOLERANCE` for the traced step's hidden states (absolute + relative)."""
+    hidden_states = trace.hidden_states
     assert hidden_states is not None
     scale = float(hidden_states.float().abs().max()) if hidden_states.numel() else 0.0
-    return err <= ORACLE_TOLERANCE["atol"] + ORACLE_TOLERANCE["rtol"] * scale
+    return ORACLE_TOLERANCE["atol"] + ORACLE_TOLERANCE["rtol"] * scale
 
 
-def record_step(
-    runner: ModelRunner, scheduler_output: SchedulerOutput, step: int, check: bool = True
-) -> StepRecord:
-    """What the runner did in the step it just executed, per group, plus the oracle verdict."""
-    assert runner.kv_cache_config is not None
-    batch = runner.input_batch
-    num_reqs = batch.num_reqs
-    total = scheduler_output.total_num_scheduled_tokens
-    groups: list[GroupRecord] = []
-    for g, group in enumerate(runner.kv_cache_config.kv_cache_groups):
-        block_table = batch.block_table[g]
-        rows = [
-            block_table.block_table_np[i, : block_table.num_blocks_per_row[i]].tolist()
-            for i in range(num_reqs)
-        ]
-        groups.append(
-            GroupRecord(
-                group_id=g,
-                kv_cache_spec=type(group.kv_cache_spec).__name__,
-                block_size=group.kv_cache_spec.block_size,
-                layer_names=list(group.layer_names),
-                block_table=rows,
-                slot_mapping=block_table.slot_mapping_np[:total].tolist(),
-                metadata=summarize_metadata(runner.attn_metadata[group.layer_names[0]]),
-            )
+def record_step(trace: StepTrace, step: int, model: LlamaForCausalLM | None = None) -> StepRecord:
+    """What the traced step did, per group; with ``model``, also the dense oracle's verdict."""
+    groups = [
+        GroupRecord(
+            group_id=group.group_id,
+            kv_cache_spec=type(group.kv_cache_spec).__name__,
+            block_size=group.kv_cache_spec.block_size,
+            layer_names=group.layer_names,
+            block_table=group.block_table,
+            slot_mapping=group.slot_mapping,
+            metadata=summarize_metadata(group.metadata),
         )
-    err = dense_check(runner, scheduler_output) if check else None
+        for group in trace.groups
+    ]
+    err = None if model is None else dense_check(model, trace)
     return StepRecord(
         step=step,
-        req_ids=list(batch.req_ids),
-        num_computed_tokens=batch.num_computed_tokens_cpu[:num_reqs].tolist(),
-        num_scheduled_tokens=[scheduler_output.num_scheduled_tokens[r] for r in batch.req_ids],
+        req_ids=trace.req_ids,
+        num_computed_tokens=trace.num_computed_tokens,
+        num_scheduled_tokens=trace.num_scheduled_tokens,
         groups=groups,
         max_abs_err=err,
-        oracle_ok=err is None or _within_tolerance(runner, scheduler_output, err),
+        oracle_ok=err is None or err <= oracle_tolerance(trace),
     )
 
 
@@ -242,12 +231,9 @@ def build_runner(
     config = scenario.vllm_config
     runner = ModelRunner(config, "cpu", attn_backend or scenario.backend, seed=scenario.seed)
     runner.profile_run()
-    spec = runner.get_kv_cache_spec()
-    page_size = max(s.page_size_bytes for s in spec.values())
-    kv_cache_config = get_kv_cache_config(
-        config, spec, scenario.num_gpu_blocks * page_size * len(spec)
+    runner.initialize_kv_cache(
+        kv_cache_config_for_num_blocks(config, runner.get_kv_cache_spec(), scenario.num_gpu_blocks)
     )
-    runner.initialize_kv_cache(kv_cache_config)
     return runner
 
 
@@ -261,10 +247,12 @@ def run_scenario(
     result = ScenarioResult(scenario)
     rng = np.random.default_rng(scenario.seed)
     vocab_size = scenario.model_config.vocab_size
+    model = runner.get_model()
     if scenario.script is not None:
         for step, scheduler_output in enumerate(scenario.script(rng, vocab_size)):
-            runner.execute_model(scheduler_output)
-            result.steps.append(record_step(runner, scheduler_output, step))
+            trace = runner.execute_model(scheduler_output, trace=True).trace
+            assert trace is not None, "a scripted step schedules tokens"
+            result.steps.append(record_step(trace, step, model))
         return result
 
     assert runner.kv_cache_config is not None
@@ -279,9 +267,9 @@ def run_scenario(
             prompt = rng.integers(0, vocab_size, spec.prompt_len).tolist()
             scheduler.add_request(Request(f"req-{i}", prompt, spec.max_tokens))
         scheduler_output = scheduler.schedule()
-        model_runner_output = runner.execute_model(scheduler_output)
-        if scheduler_output.total_num_scheduled_tokens:
-            result.steps.append(record_step(runner, scheduler_output, step))
+        model_runner_output = runner.execute_model(scheduler_output, trace=True)
+        if model_runner_output.trace is not None:
+            result.steps.append(record_step(model_runner_output.trace, step, model))
         scheduler.update_from_output(scheduler_output, model_runner_output)
         step += 1
     result.num_preemptions = scheduler.num_preemptions

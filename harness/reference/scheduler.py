@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from harness.reference.config import SchedulerConfig
@@ -29,7 +30,22 @@ class RequestStatus(enum.Enum):
     WAITING = enum.auto()
     RUNNING = enum.auto()
     PREEMPTED = enum.auto()
+    FINISHED_STOPPED = enum.auto()
     FINISHED_LENGTH_CAPPED = enum.auto()
+    FINISHED_ABORTED = enum.auto()
+
+    @staticmethod
+    def is_finished(status: RequestStatus) -> bool:
+        return status in _FINISHED
+
+
+_FINISHED = frozenset(
+    {
+        RequestStatus.FINISHED_STOPPED,
+        RequestStatus.FINISHED_LENGTH_CAPPED,
+        RequestStatus.FINISHED_ABORTED,
+    }
+)
 
 
 @dataclass
@@ -53,7 +69,7 @@ class Request:
 
     @property
     def is_finished(self) -> bool:
-        return self.status == RequestStatus.FINISHED_LENGTH_CAPPED
+        return RequestStatus.is_finished(self.status)
 
 
 class Scheduler:
@@ -189,6 +205,26 @@ class Scheduler:
             self.requests[req_id].num_computed_tokens += num_tokens
         self.finished_req_ids = set()
         return scheduler_output
+
+    def finish_requests(self, request_ids: Iterable[str], finished_status: RequestStatus) -> None:
+        """Finish requests from outside (vLLM: a stop string or EOS seen by the caller, an abort).
+
+        Unknown or already finished ids are ignored. Their blocks are freed now; the runner hears
+        of them in the next step's ``finished_req_ids``.
+        """
+        assert RequestStatus.is_finished(finished_status)
+        for req_id in set(request_ids):
+            request = self.requests.get(req_id)
+            if request is None:
+                continue
+            if request.status == RequestStatus.RUNNING:
+                self.running.remove(request)
+            else:
+                self.waiting.remove(request)
+            request.status = finished_status
+            self.kv_cache_manager.free(req_id)
+            del self.requests[req_id]
+            self.finished_req_ids.add(req_id)
 
     def _preempt(self, request: Request) -> None:
         self.kv_cache_manager.free(request.request_id)

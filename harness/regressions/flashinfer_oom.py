@@ -11,24 +11,26 @@ and 73.7k blocks of 64 KiB), so the failing allocation scaled with ``num_blocks`
 memory that the attention path allocates per step is never measured: it has to fit in the
 ``1 - gpu_memory_utilization`` headroom, and anything proportional to the KV cache does not.
 
-How this variant reproduces it. FlashInfer's kernels can take the paged cache in ``HND`` layout,
-``(num_blocks, 2, num_kv_heads, block_size, head_size)``, while the reference allocates ``NHD``,
-``(num_blocks, 2, block_size, num_kv_heads, head_size)``. The variant's builder converts the cache
-when it plans the step (the ``_plan`` seam): a contiguous clone of ``kv_cache.permute(0, 1, 3, 2,
-4)`` for every layer of its group, kept in ``paged_kv_cache_hnd`` for the wrappers. Each copy is one layer's
-whole KV cache, ``num_blocks * page_size`` bytes, allocated per step and never seen by the profiling
-run. vLLM 0.9.0's builders held the model runner and could reach its KV caches; ours get no runner,
-so the variant declares ``bind_kv_caches`` and ``ModelRunner.initialize_kv_cache`` hands it them
+What this variant is: a reconstruction of that failure class, not of vLLM's code. It is an
+attention-path allocation that scales with ``num_blocks`` and escapes profiling, calibrated so
+that each allocation is one layer's KV cache, the size vLLM reported. Which line of vLLM
+allocated it is not known here; the mechanism below is our hypothesis. FlashInfer's kernels can
+take the paged cache in ``HND`` layout, ``(num_blocks, 2, num_kv_heads, block_size, head_size)``,
+while the reference allocates ``NHD``, ``(num_blocks, 2, block_size, num_kv_heads, head_size)``.
+The variant's builder converts the cache when it plans the step (the ``_plan`` seam): a contiguous
+clone of ``kv_cache.permute(0, 1, 3, 2, 4)`` for every layer of its group, kept in
+``paged_kv_cache_hnd`` for the wrappers. Each copy is one layer's whole KV cache, ``num_blocks *
+page_size`` bytes, allocated per step and never seen by the profiling run. vLLM 0.9.0's builders
+held the model runner and could reach its KV caches; ours get no runner, so the variant declares
+``bind_kv_caches`` and ``ModelRunner.initialize_kv_cache`` hands it them
 (:class:`harness.reference.backends.abstract.KVCacheAware`).
 
-The numbers. ``harness memory simulate --model llama-3.1-8b --device h100-95 --workload gsm8k
---regression flashinfer-oom`` sizes 34,757 blocks (profile peak 17.11 GiB + 0.50 GiB non-torch,
-``95.00 GiB x 0.9`` available) and fails in step 0 on the sixth copy: "Tried to allocate 2.12 GiB.
-GPU 0 has a total capacity of 95.00 GiB of which 980.00 MiB is free", naming the ``aten.clone``
-line below (vLLM: 2.12 GiB, 1.01 GiB free). On a ``b200`` (178.35 GiB, 73,165 blocks) the fifth copy
-asks for 4.47 GiB (vLLM: 4.50 GiB). ``harness memory scaling --model tiny --regression
-flashinfer-oom`` flags the same line on the tiny CPU model: it scales with ``num_blocks`` at
-``page_size_bytes`` per block.
+How to see it. ``harness memory simulate --model llama-3.1-8b --device h100-95 --workload gsm8k
+--regression flashinfer-oom`` sizes the KV cache as vLLM does and runs out of memory in the first
+serving step, on one of these copies, with torch's message and the ``aten.clone`` line below; on a
+``b200`` the failing copy is that card's layer size. ``harness memory scaling --model tiny
+--regression flashinfer-oom`` flags the same line on the tiny model: it scales with
+``num_blocks`` at ``page_size_bytes`` per block.
 """
 
 from __future__ import annotations

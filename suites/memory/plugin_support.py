@@ -14,9 +14,11 @@ def _import_lazy_torch_modules() -> None:
     A dispatch mode imports parts of torch lazily (torch._dynamo, torch._inductor); in-process
     pytester runs drop modules imported during a run, and importing those twice fails.
     """
+    from harness.memory.ledger import Ledger
     from harness.memory.sim_allocator import SimulatedDevice
+    from harness.memory.tracker import MemoryTracker
 
-    with SimulatedDevice("h100-95").tracker(devices=("cpu", "meta")):
+    with MemoryTracker(Ledger(capacity=SimulatedDevice("h100-95")), devices=("cpu", "meta")):
         torch.ones(2, 2).t().contiguous()
 
 

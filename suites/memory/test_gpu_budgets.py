@@ -19,8 +19,10 @@ from plugin_support import _import_lazy_torch_modules  # noqa: F401  # pyright: 
 
 from harness.memory.cuda_probe import CudaPeak, cuda_unavailable_reason, probe
 from harness.memory.devices import DeviceProfile
+from harness.memory.ledger import Ledger
 from harness.memory.sim_allocator import SimulatedDevice, SimulatedOutOfMemoryError
 from harness.memory.sizes import GiB, format_size
+from harness.memory.tracker import MemoryTracker
 
 REASON = cuda_unavailable_reason()
 pytestmark = [
@@ -86,7 +88,7 @@ def test_real_out_of_memory_message_has_the_shape_we_simulate() -> None:
     profile = DeviceProfile("this-gpu", stats.total_bytes, non_torch_bytes=0)
     with (
         pytest.raises(SimulatedOutOfMemoryError) as simulated,
-        SimulatedDevice(profile).tracker(),
+        MemoryTracker(Ledger(capacity=SimulatedDevice(profile)), devices=("meta",)),
     ):
         torch.empty(too_big, dtype=torch.uint8, device="meta")
     shape = re.compile(

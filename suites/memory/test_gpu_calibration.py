@@ -13,6 +13,7 @@ from budget_scenarios import SCENARIOS
 
 from harness.memory.cuda_probe import CudaPeak, cuda_unavailable_reason, probe
 from harness.memory.devices import DeviceProfile
+from harness.memory.ledger import Ledger
 from harness.memory.sim_allocator import SimulatedDevice
 from harness.memory.tracker import MemoryTracker
 
@@ -32,12 +33,12 @@ def test_predicted_peak_matches_measured(
     meta_state = scenario.setup("meta")
     with MemoryTracker(devices=("meta",)) as tracker:
         scenario.body(meta_state)
-    predicted = tracker.peak_bytes
+    predicted = tracker.ledger.peak_bytes
 
     simulated = SimulatedDevice(DeviceProfile("this-gpu", probe().total_bytes, non_torch_bytes=0))
-    with simulated.tracker(devices=("meta",)):
+    with MemoryTracker(Ledger(capacity=simulated), devices=("meta",)) as blocks:
         scenario.body(meta_state)
-    predicted_blocks = simulated.peak_allocated_bytes  # 512-byte rounded, as torch counts
+    predicted_blocks = blocks.ledger.peak_bytes  # 512-byte rounded, as torch counts
 
     cuda_state = scenario.setup("cuda")
     scenario.body(cuda_state)  # warm-up: cuBLAS workspaces are allocated once, before measuring

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from harness.errors import HarnessError
+from harness.memory.allocation import Allocation, SourceLine
 from harness.memory.marks import (
     BudgetDevice,
     Measurement,
@@ -14,14 +15,12 @@ from harness.memory.marks import (
     memory_budget,
     parse_budget_device,
 )
-from harness.memory.tracker import Allocation, SourceLine
 
 CPU = BudgetDevice("cpu")
 
 
 def _allocation(nbytes: int, line: int) -> Allocation:
     return Allocation(
-        seq=1,
         op="aten.clone.default",
         nbytes=nbytes,
         shape=(nbytes // 4,),

@@ -4,6 +4,7 @@ named test_memory_cli.py because suites/overrides/test_cli.py takes the module n
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -71,13 +72,17 @@ def test_scaling_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["ok"] is True and data["num_blocks"] == [64, 128]
 
 
-def test_devices_and_regressions_listings(capsys: pytest.CaptureFixture[str]) -> None:
+def test_devices_listing(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "devices")
     assert code == 0 and "h100-95" in out and "95.00 GiB" in out and "178.35 GiB" in out
-    code, out, _ = run(capsys, "regressions")
-    assert code == 0 and out.startswith("flashinfer-oom: ")
-    code, out, _ = run(capsys, "regressions", "flashinfer-oom")
-    assert code == 0 and "2.12 GiB" in out and "4.50 GiB" in out
+
+
+def test_regressions_listing_is_a_top_level_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["regressions"]) == 0
+    assert capsys.readouterr().out.startswith("flashinfer-oom: ")
+    assert main(["regressions", "flashinfer-oom"]) == 0
+    out = capsys.readouterr().out
+    assert "2.12 GiB" in out and "4.50 GiB" in out
 
 
 @pytest.mark.parametrize(
@@ -95,9 +100,21 @@ def test_devices_and_regressions_listings(capsys: pytest.CaptureFixture[str]) ->
         (["simulate", "--max-steps", "0"], "--max-steps must be positive"),
         (["simulate", "--gpu-memory-utilization", "2"], "gpu_memory_utilization"),
         (["scaling", "--num-blocks", "4", "4"], "num_blocks"),
-        (["regressions", "nope"], "unknown regression 'nope'"),
+        (["scaling", "--regression", "nope"], "unknown regression 'nope'"),
         (["simulate", "--model", "tiny"], "workload 'gsm8k' does not fit model 'tiny'"),
         (["scaling", "--workload", "gsm8k"], "workload 'gsm8k' does not fit"),
+        (["simulate", "--non-torch", "200 GiB"], "non-torch memory must be at least 0 and less"),
+        (["simulate", "--non-torch", "95 GiB"], "non-torch memory must be at least 0 and less"),
+        (["simulate", "--non-torch", "-1 GiB"], "invalid size '-1 GiB'"),
+        (["simulate", "--top", "-3"], "--top must be positive"),
+        (["simulate", "--gpu-memory-utilization", "-0.5"], "gpu_memory_utilization"),
+        (["scaling", "--num-blocks", "64", "1000000000"], "num_blocks must be at most"),
+        (["scaling", "--num-blocks", "-64", "128"], "num_blocks must be two different positive"),
+        (
+            ["scaling", "--device", "cpu", "--num-blocks", "64", "2000000"],
+            "num_blocks must be at most",
+        ),
+        (["scaling", "--max-steps", "-1"], "--max-steps must be positive"),
     ],
 )
 def test_usage_errors_exit_2_without_traceback(
@@ -110,9 +127,45 @@ def test_usage_errors_exit_2_without_traceback(
     assert out == ""
 
 
-def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "kind", ["missing directory", "parent is a file", "a directory", "read-only directory"]
+)
+def test_unwritable_plot_path_is_refused_before_any_simulation_work(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+) -> None:
+    import harness.memory.simulate
+
+    def must_not_run(**kwargs: object) -> None:
+        raise AssertionError("simulate ran before the plot path was checked")
+
+    monkeypatch.setattr(harness.memory.simulate, "simulate", must_not_run)
+    target = tmp_path / "run.png"
+    if kind == "missing directory":
+        target = tmp_path / "missing" / "run.png"
+    elif kind == "a directory":
+        target.mkdir()
+    elif kind == "parent is a file":
+        (tmp_path / "file").write_text("")
+        target = tmp_path / "file" / "run.png"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only directories")
+        tmp_path.chmod(0o500)
+    code, out, err = run(capsys, "simulate", "--model=tiny", "--workload=tiny", f"--plot={target}")
+    assert code == 2 and out == ""
+    assert err.startswith("harness: error: cannot write ") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv", [["simulate", "--max-steps", "many"], ["scaling", "--num-blocks", "1e9", "64"]]
+)
+def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["memory", "simulate", "--max-steps", "many"])
+        main(["memory", *argv])
     assert exc.value.code == 2
     assert "invalid int value" in capsys.readouterr().err
 

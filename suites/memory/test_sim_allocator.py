@@ -7,7 +7,9 @@ import inspect
 import pytest
 import torch
 
+from harness.errors import HarnessError
 from harness.memory.devices import DeviceProfile
+from harness.memory.ledger import Ledger
 from harness.memory.sim_allocator import (
     SimulatedDevice,
     SimulatedOutOfMemoryError,
@@ -16,6 +18,7 @@ from harness.memory.sim_allocator import (
     torch_oom_message,
 )
 from harness.memory.sizes import GiB, MiB
+from harness.memory.tracker import MemoryTracker
 
 BF16 = torch.bfloat16
 
@@ -24,6 +27,10 @@ def _next_line() -> int:
     frame = inspect.currentframe()
     assert frame is not None and frame.f_back is not None
     return frame.f_back.f_lineno + 1
+
+
+def _tracker(device: SimulatedDevice, devices: tuple[str, ...] = ("meta",)) -> MemoryTracker:
+    return MemoryTracker(Ledger(capacity=device), devices=devices, all_threads=False)
 
 
 def _meta(nbytes: int) -> torch.Tensor:
@@ -75,7 +82,7 @@ def test_message_is_character_for_character_torchs() -> None:
 
 def test_out_of_memory_names_size_capacity_free_op_and_source() -> None:
     device = SimulatedDevice("h100-95", non_torch_bytes=GiB // 2)
-    with device.tracker() as tracker:
+    with _tracker(device) as tracker:
         weights = _meta(93 * GiB)
         with pytest.raises(SimulatedOutOfMemoryError) as info:
             line = _next_line()
@@ -99,31 +106,31 @@ def test_out_of_memory_names_size_capacity_free_op_and_source() -> None:
     record = error.to_dict()
     assert record["op"] == "aten.empty.memory_format" and record["message"] == error.torch_message
     # the refused allocation was never counted
-    assert tracker.current_bytes == 93 * GiB
-    assert device.allocated_bytes == 93 * GiB
+    assert tracker.ledger.current_bytes == 93 * GiB
     del weights
-    assert device.allocated_bytes == 0 and device.reserved_bytes == 0
-    assert device.peak_allocated_bytes == 93 * GiB
+    assert tracker.ledger.current_bytes == 0 and device.reserved_bytes == 0
+    assert tracker.ledger.peak_bytes == 93 * GiB
+    assert device.peak_reserved_bytes == 93 * GiB
 
 
 def test_small_requests_report_the_segment_torch_would_ask_for() -> None:
     profile = DeviceProfile("tiny", 64 * MiB, non_torch_bytes=0)
     device = SimulatedDevice(profile)
-    with device.tracker() as tracker:
+    with _tracker(device) as tracker:
         big = _meta(63 * MiB)
         with pytest.raises(SimulatedOutOfMemoryError, match=r"Tried to allocate 2\.00 MiB"):
             _meta(100)
         with pytest.raises(SimulatedOutOfMemoryError, match=r"Tried to allocate 20\.00 MiB"):
             _meta(3 * MiB)
-    assert tracker.current_bytes == 63 * MiB
+    assert tracker.ledger.current_bytes == 63 * MiB
     del big
 
 
 def test_small_blocks_share_segments() -> None:
     device = SimulatedDevice(DeviceProfile("tiny", 64 * MiB, non_torch_bytes=0))
-    with device.tracker():
+    with _tracker(device) as tracker:
         blocks = [_meta(1000) for _ in range(10)]
-        assert device.allocated_bytes == 10 * 1024
+        assert tracker.ledger.current_bytes == 10 * 1024
         assert device.reserved_bytes == 2 * MiB
         mediums = [_meta(3 * MiB) for _ in range(3)]
         assert device.reserved_bytes == 2 * MiB + 20 * MiB
@@ -137,36 +144,42 @@ def test_small_blocks_share_segments() -> None:
 
 def test_non_torch_bytes_reduce_free_memory() -> None:
     profile = DeviceProfile("tiny", 64 * MiB, non_torch_bytes=40 * MiB)
-    with SimulatedDevice(profile).tracker(), pytest.raises(SimulatedOutOfMemoryError):
+    with _tracker(SimulatedDevice(profile)), pytest.raises(SimulatedOutOfMemoryError):
         _meta(30 * MiB)
-    with SimulatedDevice(profile, non_torch_bytes=0).tracker():
+    with _tracker(SimulatedDevice(profile, non_torch_bytes=0)):
         ok = _meta(30 * MiB)
     assert ok.numel() == 30 * MiB
 
 
 def test_growing_resize_needs_old_and_new_buffer_at_once() -> None:
     device = SimulatedDevice(DeviceProfile("tiny", 64 * MiB, non_torch_bytes=0))
-    with device.tracker() as tracker:
+    with _tracker(device) as tracker:
         t = _meta(30 * MiB)
         t.resize_(32 * MiB)  # 30 + 32 MiB fit together
-        assert device.allocated_bytes == 32 * MiB
+        assert tracker.ledger.current_bytes == 32 * MiB
         with pytest.raises(SimulatedOutOfMemoryError, match=r"Tried to allocate 34\.00 MiB"):
             t.resize_(34 * MiB)  # 32 + 34 MiB do not
-    assert tracker.current_bytes == 32 * MiB
+    assert tracker.ledger.current_bytes == 32 * MiB
     del t
 
 
 def test_cpu_tensors_can_be_simulated_too() -> None:
     device = SimulatedDevice(DeviceProfile("tiny", 4 * MiB, non_torch_bytes=0))
-    with device.tracker(devices=("cpu",)), pytest.raises(torch.OutOfMemoryError):
+    with _tracker(device, ("cpu",)), pytest.raises(torch.OutOfMemoryError):
         torch.ones(2 * MiB)  # 8 MiB of float32
 
 
 def test_weights_registered_before_the_run_must_fit_too() -> None:
     device = SimulatedDevice("h100-95")
-    tracker = device.tracker()
+    tracker = _tracker(device)
     weights = [_meta(60 * GiB), _meta(40 * GiB)]
     with pytest.raises(SimulatedOutOfMemoryError, match=r"Tried to allocate 40\.00 GiB") as info:
         tracker.account_existing(weights, "model weights")
     assert info.value.op == "model weights"
-    assert tracker.current_bytes == 60 * GiB == device.allocated_bytes
+    assert tracker.ledger.current_bytes == 60 * GiB
+
+
+@pytest.mark.parametrize("non_torch", [95 * GiB, 200 * GiB, -1])
+def test_non_torch_memory_must_leave_room_on_the_device(non_torch: int) -> None:
+    with pytest.raises(HarnessError, match="non-torch memory must be at least 0 and less than"):
+        SimulatedDevice("h100-95", non_torch_bytes=non_torch)

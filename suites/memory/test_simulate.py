@@ -7,9 +7,13 @@ import json
 import pytest
 
 from harness.errors import HarnessError
-from harness.memory.simulate import AllocationSite, SimulationResult, simulate
+from harness.memory.ledger import OTHER_SITES, AllocationSite
+from harness.memory.simulate import SimulationResult, simulate
 from harness.memory.sizes import GiB
 from harness.memory.workload import Workload, gsm8k, tiny
+from harness.reference.config import get_model_config
+from harness.reference.model import build_model, weight_bytes
+from harness.regressions.flashinfer_oom import FlashInferOOMBackend
 
 JSON_KEYS = {
     "device",
@@ -36,6 +40,7 @@ def oom_runs() -> dict[str, SimulationResult]:
             model="llama-3.1-8b",
             device=device,
             workload=gsm8k(),
+            backend=FlashInferOOMBackend,
             regression="flashinfer-oom",
             max_steps=2,
         )
@@ -73,6 +78,18 @@ def test_flashinfer_oom_reproduces_vllms_failure(
     (copies,) = [s for s in result.top_sites if s.source and "flashinfer_oom.py" in s.source]
     assert copies.count >= 4 and copies.largest == sizing.kv_cache_bytes_per_layer
     assert "flashinfer_oom.py" in result.format()
+    # ...and the rows account for every byte live at that moment, weights included.
+    assert sum(site.nbytes for site in result.top_sites) == oom.allocated_bytes
+    (weights,) = [s for s in result.top_sites if s.op == "weights"]
+    parameters = weight_bytes_of_llama_8b()  # plus rotary buffers, in 512-byte blocks
+    assert parameters <= weights.nbytes < parameters + 1024 * 1024
+    # The plot's story: the failing step, event by event, ends with the copies stacked up.
+    assert result.focus is not None and result.focus.step == 0
+    assert result.focus.events[-1].live_bytes == oom.allocated_bytes
+
+
+def weight_bytes_of_llama_8b() -> int:
+    return weight_bytes(build_model(get_model_config("llama-3.1-8b"), "meta"))
 
 
 def test_oom_json_names_op_and_source(oom_runs: dict[str, SimulationResult]) -> None:
@@ -92,7 +109,7 @@ def test_layer_replay_keeps_the_regression_exact(oom_runs: dict[str, SimulationR
         model="llama-3.1-8b",
         device="h100-95",
         workload=gsm8k(),
-        regression="flashinfer-oom",
+        backend=FlashInferOOMBackend,
         memoize=False,
         max_steps=2,
     )
@@ -157,14 +174,21 @@ def test_layer_replay_exact_at_full_scale() -> None:
 
 
 def test_json_has_the_documented_keys() -> None:
-    result = simulate(model="tiny", device="h100-95", workload=tiny(), max_steps=3)
+    result = simulate(model="tiny", device="a100-40", workload=tiny(), max_steps=3, top_k=3)
     data = json.loads(json.dumps(result.to_dict()))
     assert data.keys() >= JSON_KEYS
     assert data["oom"] is None
-    assert data["device"] == "h100-95"
+    assert data["device"] == "a100-40"
     assert data["steps"] == 3
     assert data["top_allocations"][0]["op"] == "aten.zeros.default"  # a KV cache tensor
     assert data["num_blocks"] > 0
+    # Live bytes at the peak by source line: 3 rows, an "other" row, all of the peak.
+    sites = data["top_sites"]
+    assert len(sites) == 4 and sites[-1]["op"] == OTHER_SITES
+    assert sum(site["nbytes"] for site in sites) == data["peak_bytes"]
+    assert result.focus is not None and result.focus.peak_bytes == max(
+        step.peak_bytes for step in result.steps
+    )
 
 
 def test_no_headroom_means_the_lazy_flashinfer_workspace_does_not_fit() -> None:

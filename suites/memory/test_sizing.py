@@ -8,12 +8,8 @@ from harness.memory.devices import DeviceProfile
 from harness.memory.ledger import Ledger
 from harness.memory.sim_allocator import SimulatedDevice
 from harness.memory.sizes import GiB, MiB
-from harness.memory.sizing import (
-    KVCacheSizing,
-    determine_available_memory,
-    runner_device_tensors,
-    size_kv_cache,
-)
+from harness.memory.sizing import KVCacheSizing, determine_available_memory, size_kv_cache
+from harness.memory.tracker import MemoryTracker
 from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
 from harness.reference.model import weight_bytes
 from harness.reference.runner import ModelRunner
@@ -35,20 +31,24 @@ def _runner(utilization: float = 0.9) -> ModelRunner:
     return ModelRunner(config, "meta", "FLASHINFER")
 
 
-def _device(total: int, non_torch: int) -> SimulatedDevice:
-    return SimulatedDevice(DeviceProfile("test", total, non_torch_bytes=non_torch))
+def _tracker(total: int, non_torch: int) -> MemoryTracker:
+    device = SimulatedDevice(DeviceProfile("test", total, non_torch_bytes=non_torch))
+    return MemoryTracker(Ledger(capacity=device), devices=("meta",), all_threads=False)
 
 
 def test_sizing_follows_vllms_order_and_arithmetic() -> None:
     runner = _runner()
-    device = _device(64 * MiB, 4 * MiB)
-    ledger = Ledger(device)
-    with ledger, torch.inference_mode():
-        sizing = size_kv_cache(runner, ledger, capacity_bytes=64 * MiB, non_torch_bytes=4 * MiB)
+    tracker = _tracker(64 * MiB, 4 * MiB)
+    ledger = tracker.ledger
+    with tracker, torch.inference_mode():
+        sizing = size_kv_cache(runner, tracker, capacity_bytes=64 * MiB, non_torch_bytes=4 * MiB)
         kv_live = sum(t.untyped_storage().nbytes() for t in runner.kv_caches.values())
     # 1. weights and runner buffers first, 2. profile_run, 3./4. the formula, 5./6. the caches.
     assert [r.name for r in ledger.regions] == ["load_model", "profile_run", "initialize_kv_cache"]
-    assert sizing.weights_bytes >= weight_bytes(runner.model)
+    assert sizing.weights_bytes >= weight_bytes(runner.get_model())
+    load = ledger.regions[0]
+    assert load.end_bytes == sizing.weights_bytes  # weights and runner buffers, nothing else
+    assert {a.op for a in ledger.live_allocations()} >= {"weights", "runner buffers"}
     assert sizing.profile_torch_peak_bytes > sizing.weights_bytes  # the dummy forward allocated
     assert sizing.profile_peak_bytes == sizing.profile_torch_peak_bytes + 4 * MiB
     assert sizing.available_kv_cache_bytes == int(64 * MiB * 0.9 - sizing.profile_peak_bytes)
@@ -61,14 +61,13 @@ def test_sizing_follows_vllms_order_and_arithmetic() -> None:
     assert sizing.kv_cache_bytes_per_layer == sizing.num_blocks * spec.page_size_bytes
 
 
-def test_profile_run_builds_no_attention_metadata() -> None:
+def test_profile_run_frees_everything_it_allocates() -> None:
     runner = _runner()
-    ledger = Ledger(_device(64 * MiB, 0))
-    with ledger, torch.inference_mode():
-        size_kv_cache(runner, ledger, capacity_bytes=64 * MiB, non_torch_bytes=0)
-    # The profiling forward ran before any builder existed: nothing was built, nothing cached.
-    assert runner.attn_metadata == {}
-    profile = next(r for r in ledger.regions if r.name == "profile_run")
+    tracker = _tracker(64 * MiB, 0)
+    with tracker, torch.inference_mode():
+        size_kv_cache(runner, tracker, capacity_bytes=64 * MiB, non_torch_bytes=0)
+    # The profiling forward ran before any builder existed: nothing was built, nothing kept.
+    profile = tracker.ledger.region_stats("profile_run")
     assert profile.end_bytes == profile.start_bytes  # every profiling tensor was freed
 
 
@@ -76,17 +75,8 @@ def test_lower_utilization_gives_fewer_blocks() -> None:
     sizes: list[KVCacheSizing] = []
     for utilization in (0.9, 0.5):
         runner = _runner(utilization)
-        ledger = Ledger(_device(64 * MiB, 0))
-        with ledger, torch.inference_mode():
-            sizes.append(size_kv_cache(runner, ledger, capacity_bytes=64 * MiB, non_torch_bytes=0))
+        tracker = _tracker(64 * MiB, 0)
+        with tracker, torch.inference_mode():
+            sizes.append(size_kv_cache(runner, tracker, capacity_bytes=64 * MiB, non_torch_bytes=0))
     assert sizes[1].num_blocks < sizes[0].num_blocks
     assert sizes[0].profile_torch_peak_bytes == sizes[1].profile_torch_peak_bytes
-
-
-def test_runner_device_tensors_include_weights_and_persistent_buffers() -> None:
-    runner = _runner()
-    tensors = list(runner_device_tensors(runner))
-    ids = {id(t) for t in tensors}
-    assert id(runner.input_ids) in ids and id(runner.positions) in ids
-    assert id(runner.input_batch.block_table[0].block_table) in ids
-    assert all(t.device == runner.device for t in tensors)

@@ -57,10 +57,10 @@ def test_meta_body_allocates_on_meta_by_default() -> None:
 
 def _peak_record(tracker: MemoryTracker) -> dict[str, Any]:
     return {
-        "peak_bytes": tracker.peak_bytes,
+        "peak_bytes": tracker.ledger.peak_bytes,
         "peak_allocations": [
             {"op": a.op, "nbytes": a.nbytes, "shape": list(a.shape), "dtype": str(a.dtype)}
-            for a in tracker.peak_allocations(5)
+            for a in tracker.ledger.peak_allocations(5)
         ],
     }
 

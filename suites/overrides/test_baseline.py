@@ -1,4 +1,5 @@
-"""baseline: keys never contain positions; counts matter; bad files are usage errors."""
+"""baseline: keys never contain positions but do contain severity; counts matter; stale
+entries are found with their lines; bad files are usage errors."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.overrides.baseline import filter_new, key, read, write
+from harness.overrides.baseline import StaleEntry, filter_new, key, keys, read, stale, write
 from harness.overrides.findings import Finding, Severity
 
 DRIFT = Finding("a.py", 10, 5, "HO101", "renamed-parameter", Severity.WARNING, "m",
@@ -18,20 +19,40 @@ DRIFT = Finding("a.py", 10, 5, "HO101", "renamed-parameter", Severity.WARNING, "
 
 def test_key_ignores_position_but_not_parameters() -> None:
     moved = dataclasses.replace(DRIFT, line=99, col=1, message="other text")
-    assert key(moved) == key(DRIFT) == "HO101:pkg.a.B.f:x,y"
+    assert key(moved) == key(DRIFT) == "HO101:warning:pkg.a.B.f:x,y"
     assert key(dataclasses.replace(DRIFT, params=("z", "zz"))) != key(DRIFT)
+    assert key(dataclasses.replace(DRIFT, severity=Severity.ERROR)) != key(DRIFT)  # escalation
 
 
 def test_round_trip_and_counts(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     assert write(path, [DRIFT]) == 1
-    assert read(path) == Counter({key(DRIFT): 1})
-    assert filter_new([DRIFT], read(path)) == []
-    assert filter_new([DRIFT, DRIFT], read(path)) == [DRIFT]
+    assert keys(read(path)) == Counter({key(DRIFT): 1})
+    assert filter_new([DRIFT], keys(read(path))) == []
+    assert filter_new([DRIFT, DRIFT], keys(read(path))) == [DRIFT]
+
+
+def test_stale_entries_with_their_lines(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    other = dataclasses.replace(DRIFT, params=("z", "zz"))
+    write(path, [DRIFT, DRIFT, other])
+    entries = read(path)
+    lines = path.read_text().splitlines()
+    assert all(key(DRIFT) in lines[e.line - 1] or key(other) in lines[e.line - 1] for e in entries)
+    assert stale("b.json", entries, [DRIFT, other]) == [
+        StaleEntry("b.json", entries[1].line, key(DRIFT))  # the second copy is unused
+    ]
+    assert stale("b.json", entries, [DRIFT, DRIFT, other]) == []
 
 
 @pytest.mark.parametrize(
-    "content", ["not json", '{"version": 9}', '{"version": 1, "findings": [1]}']
+    "content",
+    [
+        "not json",
+        '{"version": 9}',
+        '{"version": 2, "findings": [1]}',
+        '{"version": 1, "findings": []}',
+    ],
 )
 def test_bad_baseline_is_a_usage_error(tmp_path: Path, content: str) -> None:
     path = tmp_path / "b.json"

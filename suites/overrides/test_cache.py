@@ -101,7 +101,7 @@ def test_byte_flips_never_lose_the_finding(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     assert run(root, str(cache)) == [CRASH]
     pristine = {p: p.read_bytes() for p in _cache_files(cache)}
-    assert len(pristine) == 2  # summaries and results
+    assert len(pristine) == 2  # recent summaries and results
     rng = random.Random(12)
     for _ in range(60):
         for path, data in pristine.items():
@@ -116,10 +116,11 @@ def test_byte_flips_never_lose_the_finding(tmp_path: Path) -> None:
     ("name", "header", "payload"),
     [
         ("summaries.bin", None, {"0" * 32: b"\x00garbage"}),
+        ("summaries-new.bin", None, {"0" * 32: b"\x00garbage"}),
         ("summaries.bin", None, {"0" * 32: 7}),
         ("summaries.bin", None, ["not", "a", "table"]),
-        ("results.bin", ("harness-overrides-results", 2), {b"k": (b"p", ((1, 2, 3),))}),
-        ("results.bin", ("harness-overrides-results", 2), {b"k": "nonsense"}),
+        ("results.bin", ("harness-overrides-results", 3), {b"k": (b"p", ((1, 2, 3),))}),
+        ("results.bin", ("harness-overrides-results", 3), {b"k": "nonsense"}),
     ],
 )
 def test_well_formed_cache_of_the_wrong_shape_is_empty(
@@ -131,7 +132,7 @@ def test_well_formed_cache_of_the_wrong_shape_is_empty(
     cache = tmp_path / "cache"
     if header is None:
         header = cache_mod._header()  # pyright: ignore[reportPrivateUsage]
-    if name == "summaries.bin":  # every file's real hash maps to the junk blob
+    if name.startswith("summaries"):  # every file's real hash maps to the junk blob
         sources, _ = read_sources(discover([str(root)], cwd=str(root))[0])
         if isinstance(payload, dict):
             payload = {s.hash: next(iter(payload.values())) for s in sources}
@@ -259,3 +260,45 @@ def test_random_edits_with_restored_mtimes(tmp_path: Path) -> None:
             set_mtime(path, stamp)  # every version of every file looks the same
         cached, uncached = run(root, cache), run(root, None)
         assert cached == uncached, f"step {step}"
+
+
+def test_parser_processes_are_capped_at_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--jobs 1000`` used to fork 1,000 workers (issue 12)."""
+    import concurrent.futures
+
+    from harness.overrides import cache as cache_mod
+
+    asked: list[int] = []
+
+    class Pool(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, max_workers: int) -> None:
+            asked.append(max_workers)
+            super().__init__(max_workers)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(cache_mod, "cpu_count", lambda: 3)
+    blobs = [b"class C:\n    def f(self): ...\n"] * 60
+    assert cache_mod._summarize_all(blobs, 1000) == [cache_mod._summarize_one(blobs[0])] * 60  # pyright: ignore[reportPrivateUsage]
+    assert asked == [3]
+
+
+def test_corrupt_deferred_parts_are_re_derived(tmp_path: Path) -> None:
+    """Signatures and calls are decoded only when needed; broken ones then mean no cache."""
+    import marshal
+
+    from harness.overrides import cache as cache_mod
+
+    root = project(tmp_path / "p", STALE)
+    cache = tmp_path / "cache"
+    assert run(root, str(cache)) == [CRASH]
+    blobs = Cache(str(cache)).blobs
+    broken = {}
+    for h, blob in blobs.items():
+        raw = list(marshal.loads(blob))
+        raw[0] = tuple((*c[:7], b"junk", b"\x00") for c in raw[0])  # every class's details
+        broken[h] = marshal.dumps(tuple(raw))
+    for name in ("summaries.bin", "summaries-new.bin"):  # the bulk and the recent entries
+        write_framed(str(cache), name, cache_mod._header(), broken)  # pyright: ignore[reportPrivateUsage]
+    (cache / "overrides" / "results.bin").unlink()
+    assert run(root, str(cache)) == [CRASH]
+    assert run(root, str(cache)) == [CRASH]

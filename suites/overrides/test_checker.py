@@ -110,7 +110,8 @@ def test_baseline_hides_known_drift_only(tmp_path: Path) -> None:
         "class A:\n    def f(self, x, z): ...\nclass B(A):\n    def f(self, x, zz): ...\n"
     )
     new = check([str(root)], options=with_baseline).findings
-    assert [(f.code, f.params) for f in new] == [("HO101", ("z", "zz"))]
+    assert [(f.code, f.params) for f in new] == [("HO303", ()), ("HO101", ("z", "zz"))]
+    assert new[0].path == "baseline.json"  # the old entry for (x, y) is stale
 
 
 def test_optional_rules(tmp_path: Path) -> None:
@@ -227,3 +228,18 @@ def test_deleted_changed_module_behind_a_star_import(tmp_path: Path) -> None:
         ("app.py", 3, "HO101", "error")
     ]
     assert run(root, [str(root / "pkg" / "unrelated.py")], cache_dir=None) == []
+
+
+def test_a_symlink_added_after_a_cached_run_is_seen(tmp_path: Path) -> None:
+    """The stored result is keyed on module names too: a new symlink adds an import name."""
+    files = {
+        **PKG,
+        "app.py": "from shim import Builder\nclass App(Builder):\n    def build(self, block_table, seq_lens): ...\n",
+    }
+    root = _tree(tmp_path / "tree", files)
+    cache = str(tmp_path / "cache")
+    assert run(root, cache_dir=cache) == PKG_CRASH
+    (root / "shim.py").symlink_to("pkg/base.py")
+    want = [("app.py", 3, "HO101", "error"), *PKG_CRASH]
+    assert run(root, cache_dir=None) == want
+    assert run(root, cache_dir=cache) == want

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -12,7 +15,8 @@ from typing import Any
 import pytest
 
 DRIFT_CODES = [f"HO{n}" for n in range(101, 111)]
-ALL_CODES = [*DRIFT_CODES, "HO201", "HO202", "HO301", "HO302", "HO401", "HO402", "HO403", "HO404"]
+ALL_CODES = [*DRIFT_CODES, "HO201", "HO202", "HO301", "HO302", "HO303"]
+ALL_CODES += ["HO401", "HO402", "HO403", "HO404"]
 # The fixed documentation sections of every rule (ruff's rule docs shape).
 SECTIONS = ["what it does", "why", "example", "use instead", "limitations", "references"]
 
@@ -92,6 +96,9 @@ def test_exit_codes(
         (["--fail-on", "sometimes", "."], "sometimes"),
         (["--format", "xml", "."], "xml"),
         (["--baseline", "no-such-baseline.json", "."], "no-such-baseline.json"),
+        (["--jobs", "x", "."], "--jobs"),
+        (["--jobs", "0", "."], "--jobs"),
+        (["--write-baseline", "b.json", "--changed", "ok.py"], "--write-baseline"),
     ],
 )
 def test_usage_errors_exit_2_with_a_clean_message(
@@ -101,6 +108,7 @@ def test_usage_errors_exit_2_with_a_clean_message(
     run = overrides(*args)
     assert run.exit_code == 2, run.out
     assert "error:" in run.err and mentions in run.err, run.err
+    assert len(run.err.strip().splitlines()) == 1, run.err  # one line, no usage text
 
 
 # --explain
@@ -246,7 +254,9 @@ def test_baseline_keys_on_the_drifted_parameter(
     )
     run = overrides("--format", "json", "--baseline", baseline, ".")
     assert run.exit_code == 0  # a warning now: `b` is accepted again, `a` was renamed
-    assert [(f["class"], f["code"]) for f in run.json()] == [("repro.B", "HO101")]
+    assert sorted((f["class"], f["code"]) for f in run.json() if f["code"] != "HO303") == [
+        ("repro.B", "HO101")
+    ]
 
 
 # Inline suppression
@@ -307,3 +317,102 @@ def test_own_pre_commit_config_runs_the_checker_from_the_venv() -> None:
     entry = shlex.split(hooks["strict-overrides"]["entry"])
     assert (REPO_ROOT / entry[0]).is_file() and entry[1:3] == ["-m", "harness.overrides"]
     assert entry[-1] == "--changed" and hooks["strict-overrides"]["pass_filenames"]
+
+
+def test_baseline_escalation_is_new(project: Path, overrides: Any, tmp_path: Path) -> None:
+    """A baselined warning that a new call proves to crash is reported (issue 12)."""
+    uncalled = REPRO.format(ignore="").replace("return self.func(a, b=b)", "return 0")
+    _write(project, {"repro.py": uncalled})
+    baseline = tmp_path / "baseline.json"
+    assert overrides("--write-baseline", baseline, ".").exit_code == 0
+    assert overrides("--fail-on", "warning", "--baseline", baseline, ".").exit_code == 0
+    _write(project, {"repro.py": REPRO.format(ignore="")})  # now a call proves the crash
+    run = overrides("--format", "json", "--baseline", baseline, ".")
+    assert run.exit_code == 1
+    assert sorted((f["code"], f["severity"]) for f in run.json()) == [
+        ("HO101", "error"),
+        ("HO303", "warning"),  # the warning's entry is stale now
+    ]
+
+
+def test_stale_baseline_entries_are_reported_and_pruned(
+    project: Path, overrides: Any, tmp_path: Path
+) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore=""), "swapped.py": WARNING_ONLY})
+    baseline = tmp_path / "baseline.json"
+    assert overrides("--write-baseline", baseline, ".").exit_code == 0
+    _write(project, {"swapped.py": "class Base: ...\n"})  # the warning is fixed
+    run = overrides("--format", "json", "--baseline", baseline, ".")
+    assert run.exit_code == 0  # a stale entry is a warning
+    (stale,) = run.json()
+    assert (stale["code"], stale["symbol"]) == ("HO303", "stale-baseline-entry")
+    lines = baseline.read_text().splitlines()
+    assert stale["path"] == str(baseline) and "swapped.Swapped.forward" in lines[stale["line"] - 1]
+    assert overrides("--fail-on", "warning", "--baseline", baseline, ".").exit_code == 1
+    assert overrides.json("--baseline", baseline, "--changed", "repro.py") == []  # no scope
+    rewritten = overrides("--write-baseline", baseline, ".")
+    assert "1 stale entries dropped" in rewritten.err
+    assert overrides("--fail-on", "warning", "--baseline", baseline, ".").exit_code == 0
+
+
+def test_version_1_baselines_ask_to_be_written_again(
+    project: Path, overrides: Any, tmp_path: Path
+) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore="")})
+    old = tmp_path / "old.json"
+    old.write_text('{"version": 1, "tool": "harness overrides", "findings": []}')
+    run = overrides("--baseline", old, ".")
+    assert run.exit_code == 2 and "--write-baseline" in run.err
+
+
+# Output that cannot be written: one line, exit 2 (issue 12)
+
+
+def _subprocess(*args: str, cwd: Path, stdout: Any) -> subprocess.Popen[bytes]:
+    exe = Path(sys.executable).with_name("harness")
+    return subprocess.Popen(
+        [str(exe), "overrides", "--no-cache", *args], cwd=cwd, stdout=stdout, stderr=subprocess.PIPE
+    )
+
+
+def test_closed_pipe_is_one_line_and_exit_2(project: Path) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore="")})
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read
+    try:
+        proc = _subprocess(".", cwd=project, stdout=write_end)
+    finally:
+        os.close(write_end)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    assert err.decode().strip().splitlines() == [
+        "harness overrides: error: cannot write the report: Broken pipe"
+    ]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_full_disk_is_one_line_and_exit_2(project: Path) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore="")})
+    with open("/dev/full", "wb") as full:
+        proc = _subprocess(".", cwd=project, stdout=full)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    (line,) = err.decode().strip().splitlines()
+    assert "No space left on device" in line
+
+
+def test_non_utf8_and_odd_file_names_in_every_format(project: Path, overrides: Any) -> None:
+    names = ["with space.py", "100%.py", "issue#12.py", "café.py"]
+    _write(project, {name: REPRO.format(ignore="") for name in names})
+    fd = os.open(os.path.join(os.fsencode(project), b"bad\xff.py"), os.O_WRONLY | os.O_CREAT)
+    os.write(fd, REPRO.format(ignore="").encode())
+    os.close(fd)
+    sarif = json.loads(overrides("--format", "sarif", ".").out)
+    results = sarif["runs"][0]["results"]
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
+    assert uris == {"with%20space.py", "100%25.py", "issue%2312.py", "caf%C3%A9.py", "bad%FF.py"}
+    for fmt in ("text", "github"):  # the file's own bytes come back, as a terminal shows them
+        proc = _subprocess("--format", fmt, ".", cwd=project, stdout=subprocess.PIPE)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1 and b"Traceback" not in err, err
+        assert b"bad\xff.py" in out and "café.py".encode() in out

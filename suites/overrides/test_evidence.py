@@ -97,14 +97,45 @@ def test_a_call_the_override_accepts_is_no_evidence(tmp_path: Path) -> None:
     assert f.severity is Severity.WARNING and f.evidence is None
 
 
-def test_evidence_goes_to_the_finding_it_explains(tmp_path: Path) -> None:
+def test_one_finding_per_call_lists_every_difference(tmp_path: Path) -> None:
     base = (
         "class Base:\n    def f(self, a, b, c=1): ...\n    def run(self): return self.f(1, b=2)\n"
     )
     sub = "from base import Base\nclass Sub(Base):\n    def f(self, a, bb, c): ...\n"
-    found = {f.code: f for f in findings(tmp_path, {"base.py": base, "sub.py": sub})}
-    assert found["HO101"].severity is Severity.ERROR
-    assert found["HO106"].severity is Severity.WARNING and found["HO106"].evidence is None
+    f = only(findings(tmp_path, {"base.py": base, "sub.py": sub}))
+    assert (f.code, f.severity) == ("HO101", Severity.ERROR)  # the difference the call hits
+    assert [(d.code, d.params) for d in f.differences] == [
+        ("HO101", ("b", "bb")),
+        ("HO106", ("c",)),
+    ]
+    assert f.params == ("b", "bb", "c")
+    assert "removes the default of parameter 'c'" in f.message
+    assert f.message.endswith("raises TypeError: Sub.f() got an unexpected keyword argument 'b'")
+
+
+def test_a_positional_call_to_a_re_signed_method_is_one_finding(tmp_path: Path) -> None:
+    """vLLM 0.33.0 gave six errors for one call to a re-signed ``multiply`` (issue 12)."""
+    base = (
+        "class Op:\n    def multiply(self, x, y, z, w, out=None): ...\n"
+        "    def run(self): return self.multiply(1, 2, 3, 4, None)\n"
+    )
+    sub = "from base import Op\nclass Mine(Op):\n    def multiply(self, a, b, /, *, c): ...\n"
+    f = only(findings(tmp_path, {"base.py": base, "sub.py": sub}))
+    assert f.severity is Severity.ERROR and len(f.differences) >= 4
+    assert f.evidence is not None
+    assert f.evidence.error == (
+        "TypeError: Mine.multiply() takes 3 positional arguments but 6 were given"
+    )
+
+
+def test_each_call_site_is_its_own_finding(tmp_path: Path) -> None:
+    base = BASE + "    def again(self):\n        return self.f(a=1, b=2)\n"
+    sub = "from base import Base\nclass Sub(Base):\n    def f(self, a, bb): ...\n"
+    found = findings(tmp_path, {"base.py": base, "sub.py": sub})
+    assert [(f.severity, f.evidence and f.evidence.line) for f in found] == [
+        (Severity.ERROR, 6),
+        (Severity.ERROR, 8),
+    ]
 
 
 def test_instance_attribute_shadowing_the_method_is_no_proof(tmp_path: Path) -> None:

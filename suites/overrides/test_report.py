@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+from urllib.parse import unquote_to_bytes
+
+import pytest
 
 from harness.overrides.findings import Evidence, Finding, Severity
-from harness.overrides.report import github, list_rules, render, sarif, text
+from harness.overrides.report import artifact_location, github, list_rules, render, sarif, text
 
 FINDING = Finding(
     path="pkg/rocm_aiter_mla.py",
@@ -98,3 +102,44 @@ def test_list_rules_marks_optional_rules() -> None:
         "off",
         "off",
     ]
+
+
+# SARIF URIs are RFC 3986 URI references (issue 12: spaces, %, #, non-ASCII, non-UTF-8).
+
+_UNRESERVED = r"[A-Za-z0-9\-._~]"
+_PCT = r"%[0-9A-F]{2}"
+_SUB = r"[!$&'()*+,;=]"
+_PCHAR = rf"(?:{_UNRESERVED}|{_PCT}|{_SUB}|[:@])"
+_SEGMENT = rf"{_PCHAR}*"
+_NZ = rf"{_PCHAR}+"
+_NZ_NC = rf"(?:{_UNRESERVED}|{_PCT}|{_SUB}|@)+"
+_AUTHORITY = rf"(?:{_UNRESERVED}|{_PCT}|{_SUB}|[:@])*"
+_TAIL = rf"(?:\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?"
+_URI = rf"[A-Za-z][A-Za-z0-9+.\-]*:(?://{_AUTHORITY}(?:/{_SEGMENT})*|/(?:{_NZ}(?:/{_SEGMENT})*)?|{_NZ}(?:/{_SEGMENT})*|){_TAIL}"
+_RELATIVE = rf"(?://{_AUTHORITY}(?:/{_SEGMENT})*|/(?:{_NZ}(?:/{_SEGMENT})*)?|{_NZ_NC}(?:/{_SEGMENT})*|){_TAIL}"
+URI_REFERENCE = re.compile(rf"(?:{_URI}|{_RELATIVE})")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "pkg/plain.py",
+        "my dir/with space.py",
+        "100%/done.py",
+        "issue#12/a?b.py",
+        "c:colon/first.py",
+        "café/naïve.py",
+        "bad\udcff/name.py",  # a non-UTF-8 byte, as os.fsdecode gives it
+        "/abs/path with space.py",
+    ],
+)
+def test_sarif_uris_are_rfc_3986_uri_references(path: str) -> None:
+    location = artifact_location(path)
+    uri = location["uri"]
+    assert URI_REFERENCE.fullmatch(uri), uri
+    relative = not path.startswith("/")
+    assert ("uriBaseId" in location) is relative
+    encoded = uri if relative else uri.removeprefix("file://")
+    assert unquote_to_bytes(encoded) == path.encode("utf-8", "surrogateescape")
+    if relative:
+        assert ":" not in uri.split("/")[0]  # never read as a scheme

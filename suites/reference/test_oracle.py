@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.reference.oracle import (
+    DECODE_BATCH,
     FP32_ATOL,
     FP32_RTOL,
     PAD_SLOT_ID,
@@ -202,3 +203,26 @@ def test_merge_attn_states_of_disjoint_key_sets_equals_full_attention(split: int
 def test_sliding_window_of_one_sees_only_itself() -> None:
     q, k, v = torch.randn(4, 1, 2), torch.randn(4, 1, 2), torch.randn(4, 1, 2)
     torch.testing.assert_close(dense_attention(q, k, v, scale=1.0, sliding_window=1), v)
+
+
+@pytest.mark.parametrize("sliding_window", [None, 5])
+def test_decodes_batched_past_decode_batch_equal_dense(sliding_window: int | None) -> None:
+    # More decodes than one batch holds, of different lengths, next to a prefill; unwritten slots
+    # hold NaN, so a padded key or value that leaked into the batch would show.
+    num_decodes = DECODE_BATCH + 7
+    query_lens = [1] * num_decodes + [3]
+    context_lens = [1 + (7 * i) % 23 for i in range(num_decodes)] + [4]
+    query, kc, vc, qsl, seq_lens, bt = _random_paged_batch(5, query_lens, context_lens, 4, 4, 2)
+    out, lse = paged_attention(
+        query,
+        kc,
+        vc,
+        query_start_loc=qsl,
+        seq_lens=seq_lens,
+        block_table=bt,
+        scale=0.5,
+        sliding_window=sliding_window,
+    )
+    expected = _dense_from_cache(query, kc, vc, qsl, seq_lens, bt, 0.5, sliding_window)
+    torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
+    assert torch.isfinite(lse).all()

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+import torch
 
 from harness.errors import HarnessError
 from harness.reference.backends import get_attn_backend
@@ -24,16 +25,12 @@ from harness.reference.backends.flashinfer import FlashInferBackend, FlashInferM
 from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
 from harness.reference.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
-from harness.reference.kv_cache_utils import get_kv_cache_config
+from harness.reference.kv_cache_utils import get_kv_cache_config, kv_cache_config_for_num_blocks
 from harness.reference.outputs import NewRequestData, SchedulerOutput
 from harness.reference.runner import ModelRunner
-from harness.reference.scenarios import (
-    ORACLE_TOLERANCE,
-    Scenario,
-    build_runner,
-    dense_check,
-)
+from harness.reference.scenarios import Scenario, build_runner, dense_check, oracle_tolerance
 from harness.reference.scheduler import Request, Scheduler
+from harness.reference.step_trace import StepTrace
 
 TINY = get_model_config("tiny")
 HYBRID = get_model_config("tiny-hybrid")
@@ -48,14 +45,24 @@ def _scenario(model: str = "full", backend: str = "FLASH_ATTN", **kw: Any) -> Sc
     return Scenario(name="test", description="", model_config=config, backend=backend, **kw)
 
 
-def _drive(runner: ModelRunner, scheduler: Scheduler, max_steps: int = 200) -> list[float]:
-    errors: list[float] = []
+def _execute(runner: ModelRunner, so: SchedulerOutput) -> StepTrace:
+    trace = runner.execute_model(so, trace=True).trace
+    assert trace is not None
+    return trace
+
+
+def _drive(
+    runner: ModelRunner, scheduler: Scheduler, max_steps: int = 200
+) -> list[tuple[float, float]]:
+    """(max |paged - dense|, the oracle's tolerance) of every step until all requests finish."""
+    errors: list[tuple[float, float]] = []
     for _ in range(max_steps):
         if not scheduler.has_unfinished_requests():
             return errors
         so = scheduler.schedule()
-        out = runner.execute_model(so)
-        errors.append(dense_check(runner, so))
+        out = runner.execute_model(so, trace=True)
+        assert out.trace is not None
+        errors.append((dense_check(runner.get_model(), out.trace), oracle_tolerance(out.trace)))
         scheduler.update_from_output(so, out)
     raise AssertionError("requests did not finish")
 
@@ -65,14 +72,6 @@ def _add_random_requests(scheduler: Scheduler, seed: int, n: int, vocab: int) ->
     for i in range(n):
         prompt = rng.integers(0, vocab, int(rng.integers(1, 21))).tolist()
         scheduler.add_request(Request(f"r{i}", prompt, int(rng.integers(1, 9))))
-
-
-def _tolerance(runner: ModelRunner) -> float:
-    """ORACLE_TOLERANCE for the last step's hidden states (RMS-normalised, so |h| stays small)."""
-    assert runner.hidden_states is not None
-    scale = float(runner.hidden_states.abs().max())
-    assert scale < 10.0
-    return ORACLE_TOLERANCE["atol"] + ORACLE_TOLERANCE["rtol"] * scale
 
 
 # The slot-mapping vector through the runner path -------------------------------------------
@@ -96,18 +95,19 @@ def test_slot_mapping_vector_through_runner() -> None:
         total_num_scheduled_tokens=8,
         num_common_prefix_blocks=[0],
     )
-    runner.execute_model(so)
-    table = runner.input_batch.block_table[0]
-    assert table.block_table_np[:2].tolist() == [[7, 3, 0, 0], [5, 0, 0, 0]]
+    trace = _execute(runner, so)
+    (group,) = trace.groups
+    assert group.block_table == [[7, 3], [5]]
     expected = [30, 31, 12, 13, 14, 20, 21, 22]
-    assert table.slot_mapping_np[:8].tolist() == expected
-    md = runner.attn_metadata["model.layers.0.self_attn.attn"]
-    assert isinstance(md, FlashAttentionMetadata)
+    assert group.slot_mapping == expected
+    md = trace.attn_metadata["model.layers.0.self_attn.attn"]
+    assert isinstance(md, FlashAttentionMetadata) and md is group.metadata
     assert md.slot_mapping.tolist() == expected
     assert md.seq_lens.tolist() == [7, 3]
-    assert md.query_start_loc.tolist() == [0, 5, 8]
-    assert runner.positions[:8].tolist() == [2, 3, 4, 5, 6, 0, 1, 2]
-    assert runner.input_ids[:8].tolist() == [3, 4, 5, 6, 7, 9, 8, 7]
+    assert md.query_start_loc.tolist() == trace.query_start_loc == [0, 5, 8]
+    assert trace.positions == [2, 3, 4, 5, 6, 0, 1, 2]
+    assert trace.input_ids == [3, 4, 5, 6, 7, 9, 8, 7]
+    assert [t.tolist() for t in trace.token_ids] == [[1, 2, 3, 4, 5, 6, 7], [9, 8, 7]]
 
 
 # Paged attention through the built metadata == dense forward ---------------------------------
@@ -129,7 +129,7 @@ def test_paged_equals_dense_end_to_end(model: str, backend: str, seed: int) -> N
     scheduler = Scheduler(scenario.vllm_config.scheduler_config, runner.kv_cache_config)
     _add_random_requests(scheduler, seed, n=7, vocab=TINY.vocab_size)
     errors = _drive(runner, scheduler)
-    assert max(errors) <= _tolerance(runner), errors
+    assert all(err <= tolerance for err, tolerance in errors), errors
 
 
 class _ShiftedSlotsBuilder(FlashAttentionMetadataBuilder):
@@ -153,7 +153,7 @@ def test_dense_oracle_catches_a_broken_builder() -> None:
     assert runner.kv_cache_config is not None
     scheduler = Scheduler(_scenario().vllm_config.scheduler_config, runner.kv_cache_config)
     _add_random_requests(scheduler, 0, n=3, vocab=TINY.vocab_size)
-    assert max(_drive(runner, scheduler)) > 100 * _tolerance(runner)
+    assert max(err / tolerance for err, tolerance in _drive(runner, scheduler)) > 100
 
 
 # One metadata object per group, built once; only group 0 reorders ------------------------------
@@ -183,11 +183,12 @@ def test_every_layer_of_a_group_shares_one_metadata_object() -> None:
     scheduler = Scheduler(scenario.vllm_config.scheduler_config, runner.kv_cache_config)
     _add_random_requests(scheduler, 3, n=3, vocab=TINY.vocab_size)
     so = scheduler.schedule()
-    runner.execute_model(so)
-    per_group = [{id(runner.attn_metadata[name]) for name in g.layer_names} for g in groups]
+    trace = _execute(runner, so)
+    per_group = [{id(trace.attn_metadata[name]) for name in g.layer_names} for g in groups]
     assert all(len(ids) == 1 for ids in per_group)
     assert per_group[0] != per_group[1]
-    assert sorted(runner.attn_metadata) == sorted(n for g in groups for n in g.layer_names)
+    assert sorted(trace.attn_metadata) == sorted(n for g in groups for n in g.layer_names)
+    assert [{id(g.metadata)} for g in trace.groups] == per_group
     # One build per group per step, by that group's own builder.
     assert _CountingBuilder.builds == [id(b) for b in runner.attn_metadata_builders]
 
@@ -265,11 +266,9 @@ def test_group_0_reorders_decode_first_for_every_group() -> None:
     scheduler.update_from_output(so, runner.execute_model(so))
     assert runner_rows == {"a": 0, "b": 1}
     so = scheduler.schedule()  # b decodes, c prefills (its prompt is done: it decodes too)
-    runner.execute_model(so)
-    assert dense_check(runner, so) <= _tolerance(runner)
-    ids = runner.input_batch.req_ids
-    lens = [so.num_scheduled_tokens[r] for r in ids]
-    assert lens == sorted(lens)
+    trace = _execute(runner, so)
+    assert dense_check(runner.get_model(), trace) <= oracle_tolerance(trace)
+    assert trace.num_scheduled_tokens == sorted(trace.num_scheduled_tokens)
 
 
 # Profiling builds no metadata and writes nothing -----------------------------------------------
@@ -281,8 +280,7 @@ def test_profile_run_builds_no_metadata_and_writes_nothing() -> None:
     runner = ModelRunner(scenario.vllm_config, "cpu", _CountingBackend)
     runner.profile_run()  # before the KV cache exists, as in vLLM
     spec = runner.get_kv_cache_spec()
-    page = max(s.page_size_bytes for s in spec.values())
-    runner.initialize_kv_cache(get_kv_cache_config(runner.vllm_config, spec, 32 * page * len(spec)))
+    runner.initialize_kv_cache(kv_cache_config_for_num_blocks(runner.vllm_config, spec, 32))
     runner.profile_run()  # and after: still no builder call, no KV write
     assert _CountingBuilder.builds == []
     assert all(not bool(t.any()) for t in runner.kv_caches.values())
@@ -348,11 +346,12 @@ def test_llama_8b_on_meta_runs_a_couple_of_steps(backend: str) -> None:
         scheduler.add_request(Request(f"r{i}", list(range(100 + 50 * i)), 2))
     for _ in range(2):
         so = scheduler.schedule()
-        out = runner.execute_model(so)
+        out = runner.execute_model(so, trace=True)
         scheduler.update_from_output(so, out)
-        assert runner.hidden_states is not None and runner.hidden_states.is_meta
+        assert out.trace is not None and out.trace.hidden_states is not None
+        assert out.trace.hidden_states.is_meta
     # Step 1 decoded the 3 requests: metadata shapes came from the CPU side.
-    md = runner.attn_metadata["model.layers.31.self_attn.attn"]
+    md = out.trace.attn_metadata["model.layers.31.self_attn.attn"]
     assert md.slot_mapping.shape == (3,)  # type: ignore[attr-defined]
     assert out.sampled_token_ids == [[0], [0], [0]]
     assert not scheduler.has_unfinished_requests()
@@ -364,6 +363,53 @@ def test_run_model_false_builds_metadata_without_a_forward() -> None:
     scheduler = Scheduler(_scenario().vllm_config.scheduler_config, runner.kv_cache_config)
     scheduler.add_request(Request("a", [1, 2, 3], 2))
     so = scheduler.schedule()
-    out = runner.execute_model(so, run_model=False)
-    assert runner.hidden_states is None and out.sampled_token_ids == [[0]]
-    assert runner.attn_metadata and all(not bool(t.any()) for t in runner.kv_caches.values())
+    out = runner.execute_model(so, run_model=False, trace=True)
+    assert out.trace is not None and out.trace.hidden_states is None
+    assert out.sampled_token_ids == [[0]]
+    assert out.trace.attn_metadata and all(not bool(t.any()) for t in runner.kv_caches.values())
+
+
+def test_no_trace_unless_asked_and_no_step_state_on_the_runner() -> None:
+    runner = build_runner(_scenario())
+    assert runner.kv_cache_config is not None
+    scheduler = Scheduler(_scenario().vllm_config.scheduler_config, runner.kv_cache_config)
+    scheduler.add_request(Request("a", [1, 2, 3], 2))
+    out = runner.execute_model(scheduler.schedule())
+    assert out.trace is None
+    assert not hasattr(runner, "attn_metadata") and not hasattr(runner, "hidden_states")
+
+
+def test_persistent_device_tensors_are_the_weights_and_the_runner_buffers() -> None:
+    runner = ModelRunner(_scenario("hybrid").vllm_config, "meta", "FLASHINFER")
+    tensors = runner.persistent_device_tensors()
+    assert sorted(tensors) == ["runner buffers", "weights"]
+    model = runner.get_model()
+    assert len(tensors["weights"]) == len([*model.parameters(), *model.buffers()])
+    buffers = {id(t) for t in tensors["runner buffers"]}
+    assert id(runner.input_ids) in buffers and id(runner.positions) in buffers
+    for table in runner.input_batch.block_table.block_tables:  # one per group
+        assert id(table.block_table) in buffers and id(table.slot_mapping) in buffers
+    assert all(t.device.type == "meta" for ts in tensors.values() for t in ts)
+
+
+def test_wrapped_decoder_layers_are_called_in_order() -> None:
+    runner = build_runner(_scenario())
+    calls: list[int] = []
+
+    class Spy(torch.nn.Module):
+        def __init__(self, layer: torch.nn.Module, index: int) -> None:
+            super().__init__()
+            self.layer, self.index = layer, index
+
+        def forward(self, *args: Any) -> Any:
+            calls.append(self.index)
+            return self.layer(*args)
+
+    count = iter(range(100))
+    runner.wrap_decoder_layers(lambda layer: Spy(layer, next(count)))
+    assert runner.kv_cache_config is not None
+    scheduler = Scheduler(_scenario().vllm_config.scheduler_config, runner.kv_cache_config)
+    scheduler.add_request(Request("a", [1, 2, 3], 1))
+    trace = _execute(runner, scheduler.schedule())
+    assert calls == list(range(TINY.num_hidden_layers))
+    assert dense_check(runner.get_model(), trace) <= oracle_tolerance(trace)  # same outputs

@@ -262,3 +262,20 @@ def test_a_gsm8k_sized_workload_runs_to_completion() -> None:
         _step(scheduler)
         steps += 1
     assert steps < 200 and not scheduler.requests
+
+
+def test_finish_requests_frees_running_and_waiting_requests() -> None:
+    # A caller that saw a stop string or EOS finishes requests from outside (vLLM's abort path).
+    scheduler = _scheduler(num_blocks=64, max_num_seqs=1, budget=16)
+    pool = scheduler.kv_cache_manager.block_pool
+    free_before = pool.get_num_free_blocks()
+    running, waiting = Request("run", [1] * 5, 10), Request("wait", [2] * 5, 10)
+    scheduler.add_request(running)
+    scheduler.add_request(waiting)
+    _step(scheduler)  # max_num_seqs=1: "run" runs, "wait" waits
+    assert running.status == RequestStatus.RUNNING and waiting.status == RequestStatus.WAITING
+    scheduler.finish_requests(["run", "wait", "unknown"], RequestStatus.FINISHED_ABORTED)
+    assert running.is_finished and waiting.is_finished
+    assert not scheduler.has_unfinished_requests()
+    assert pool.get_num_free_blocks() == free_before
+    assert scheduler.schedule().finished_req_ids == {"run", "wait"}  # the runner hears of both

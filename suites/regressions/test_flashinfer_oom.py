@@ -7,7 +7,7 @@ import torch
 
 from harness.memory.tracker import MemoryTracker
 from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
-from harness.reference.kv_cache_utils import get_kv_cache_config
+from harness.reference.kv_cache_utils import kv_cache_config_for_num_blocks
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request, Scheduler
 from harness.regressions.flashinfer_oom import FlashInferOOMBackend, FlashInferOOMMetadataBuilder
@@ -20,9 +20,7 @@ def _runner(num_blocks: int) -> tuple[ModelRunner, Scheduler]:
         scheduler_config=SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=64),
     )
     runner = ModelRunner(config, "cpu", FlashInferOOMBackend)
-    spec = runner.get_kv_cache_spec()
-    page = next(iter(spec.values())).page_size_bytes
-    kv_cache_config = get_kv_cache_config(config, spec, num_blocks * page * len(spec))
+    kv_cache_config = kv_cache_config_for_num_blocks(config, runner.get_kv_cache_spec(), num_blocks)
     runner.initialize_kv_cache(kv_cache_config)
     return runner, Scheduler(config.scheduler_config, kv_cache_config)
 
@@ -47,7 +45,7 @@ def test_each_step_copies_every_layer_cache(num_blocks: int) -> None:
     # The tracker sees the copies: one layer's KV cache each, from the regression's source line.
     sizes = [
         a.nbytes
-        for a in tracker.live_allocations()
+        for a in tracker.ledger.live_allocations()
         if a.source and "flashinfer_oom" in a.source.path
     ]
     assert sizes == [num_blocks * 2048] * len(copies)
@@ -61,9 +59,7 @@ def test_initialize_kv_cache_binds_each_group_its_own_caches() -> None:
         scheduler_config=SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=64),
     )
     runner = ModelRunner(config, "cpu", FlashInferOOMBackend)
-    spec = runner.get_kv_cache_spec()
-    page = next(iter(spec.values())).page_size_bytes
-    kv_cache_config = get_kv_cache_config(config, spec, 40 * page * len(spec))
+    kv_cache_config = kv_cache_config_for_num_blocks(config, runner.get_kv_cache_spec(), 40)
     runner.initialize_kv_cache(kv_cache_config)
     groups = kv_cache_config.kv_cache_groups
     assert len(groups) > 1

@@ -3,9 +3,11 @@
 Each rule module defines ``CODE``, ``SYMBOL``, ``MESSAGE`` (a ``str.format`` template),
 ``DESCRIPTION`` (one line), ``ENABLED_BY_DEFAULT``, ``SUBJECT`` (the type of fact it inspects,
 see :mod:`harness.overrides.rules._facts`) and ``check(subject) -> list[Issue]``, its
-detection, and optionally ``NEEDS_EVIDENCE = True`` (report only with a call that proves the
-problem, or would if dispatch were certain); its module docstring is the documentation ``harness overrides --explain CODE``
-prints. Nothing outside a rule's module names its code.
+detection; rules on a :class:`Pair` also say whether they find signature ``DRIFT`` (the
+differences of one override are reported together, once per call site), and a rule may set
+``NEEDS_EVIDENCE = True`` (reported only with a call that the override rejects). Its module
+docstring is the documentation ``harness overrides --explain CODE`` prints. Nothing outside
+a rule's module names its code.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from harness.overrides.rules import (
     ho202_override_without_base,
     ho301_unused_ignore,
     ho302_ignore_without_code,
+    ho303_stale_baseline_entry,
     ho401_unparsable_file,
     ho402_cyclic_inheritance,
     ho403_inconsistent_mro,
@@ -54,6 +57,8 @@ class Rule(NamedTuple):
     check: Callable[[Any], list[Issue]]
     needs_evidence: bool = False
     """Report an issue only with a call in the project that the override rejects."""
+    drift: bool = False
+    """A difference between an override's signature and its base's."""
 
     def format(self, fields: dict[str, str]) -> str:
         """The message for one finding."""
@@ -71,6 +76,7 @@ def _rule(module: ModuleType) -> Rule:
         subject=module.SUBJECT,
         check=module.check,
         needs_evidence=getattr(module, "NEEDS_EVIDENCE", False),
+        drift=getattr(module, "DRIFT", False),
     )
 
 
@@ -104,6 +110,7 @@ RULES: dict[str, Rule] = _registry(
         ho202_override_without_base,
         ho301_unused_ignore,
         ho302_ignore_without_code,
+        ho303_stale_baseline_entry,
         ho401_unparsable_file,
         ho402_cyclic_inheritance,
         ho403_inconsistent_mro,

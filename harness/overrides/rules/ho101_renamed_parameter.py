@@ -72,6 +72,7 @@ MESSAGE = "{override}() renames parameter '{old}' of {base}() to '{new}'"
 DESCRIPTION = "An override renames a parameter that callers can pass by keyword."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 
 def check(pair: Pair) -> list[Issue]:

@@ -45,6 +45,7 @@ MESSAGE = "{override}() reorders the parameters of {base}(): ({old}) became ({ne
 DESCRIPTION = "An override moves parameters to different positions."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 
 def check(pair: Pair) -> list[Issue]:

@@ -47,6 +47,7 @@ MESSAGE = "{override}() removes parameter '{name}' of {base}()"
 DESCRIPTION = "An override no longer accepts a parameter of the base method."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 
 def _absorbed(link: Link, star: bool, starstar: bool) -> bool:

@@ -49,6 +49,7 @@ MESSAGE = "{override}() adds required parameter '{name}' that callers of {base}(
 DESCRIPTION = "An override adds a parameter without a default."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 
 def check(pair: Pair) -> list[Issue]:

@@ -45,6 +45,7 @@ MESSAGE = "{override}() makes parameter '{name}' {new_kind}; it is {old_kind} in
 DESCRIPTION = "An override makes a positional-or-keyword parameter keyword-only or positional-only."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 _KIND_WORDS = {
     ParamKind.POSITIONAL_ONLY: "positional-only",

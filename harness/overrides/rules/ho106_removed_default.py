@@ -42,6 +42,7 @@ MESSAGE = "{override}() removes the default of parameter '{name}' that {base}() 
 DESCRIPTION = "An override removes a parameter's default value."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 
 def check(pair: Pair) -> list[Issue]:

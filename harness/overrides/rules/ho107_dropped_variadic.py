@@ -44,6 +44,7 @@ MESSAGE = "{override}() drops {variadic} of {base}()"
 DESCRIPTION = "An override drops the base method's *args or **kwargs."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 
 def check(pair: Pair) -> list[Issue]:

@@ -52,6 +52,7 @@ MESSAGE = "{override}() is {kind} but {base}() is {base_kind}"
 DESCRIPTION = "An override changes static/class/instance method kind."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 _KIND_WORDS = {
     MethodKind.STATIC: "a static method",

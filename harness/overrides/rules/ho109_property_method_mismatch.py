@@ -48,6 +48,7 @@ MESSAGE = "{override} is {kind} but {base} is {base_kind}"
 DESCRIPTION = "A property overrides a method or a method overrides a property."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 
 def _word(is_property: bool) -> str:

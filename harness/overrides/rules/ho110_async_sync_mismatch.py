@@ -46,6 +46,7 @@ MESSAGE = "{override}() is {kind} but {base}() is {base_kind}"
 DESCRIPTION = "An async method overrides a sync one or the other way round."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 
 
 def _word(is_async: bool) -> str:

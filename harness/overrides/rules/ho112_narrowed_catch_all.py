@@ -57,6 +57,7 @@ MESSAGE = "{override}() gives a fixed signature to {base}(*args, **kwargs) and c
 DESCRIPTION = "An override fixes the signature of a *args/**kwargs base that callers pass more to."
 ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
+DRIFT = True
 NEEDS_EVIDENCE = True
 
 

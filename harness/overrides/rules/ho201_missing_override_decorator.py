@@ -42,6 +42,7 @@ MESSAGE = "{override}() overrides {base}() without @override"
 DESCRIPTION = "An override is not decorated with @typing.override."
 ENABLED_BY_DEFAULT = False
 SUBJECT = Pair
+DRIFT = False
 
 
 def check(pair: Pair) -> list[Issue]:

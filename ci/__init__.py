@@ -1,0 +1,1 @@
+"""CI support code: the pytest plugin behind make test-gpu, and pipeline helpers."""

@@ -1,0 +1,92 @@
+"""lm-eval's own ``gsm8k`` task, pointed at local splits.
+
+The task configuration is the one lm-eval ships (``lm_eval/tasks/gsm8k/gsm8k.yaml``: the
+``"Question: {{question}}\\nAnswer:"`` template, ``until`` stop sequences, the ``strict-match``
+and ``flexible-extract`` filters, ``exact_match`` with its regexes, 5 shots from ``train``), read
+from lm-eval's index of that one directory, so a change upstream shows up here. Only where the
+documents come from changes: ``custom_dataset`` hands lm-eval the in-memory splits of
+:mod:`harness.eval.data` instead of ``datasets.load_dataset("openai/gsm8k")``.
+
+The task manager indexes only lm-eval's ``gsm8k`` directory (a handful of files) instead of all
+built-in tasks (thousands of YAML files, seconds).
+
+:func:`cached_templates` keeps lm-eval from compiling the same Jinja templates again for every
+document and every shot while it builds the requests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.eval.data import Gsm8kData
+
+TASK_NAME = "gsm8k"
+REQUIRED_FIELDS = ("doc_to_text", "doc_to_target", "generation_kwargs", "filter_list")
+
+
+def gsm8k_task_manager() -> Any:
+    """An lm-eval ``TaskManager`` over lm-eval's ``gsm8k`` directory alone."""
+    import lm_eval.tasks
+    from lm_eval.tasks import TaskManager
+
+    gsm8k_dir = Path(lm_eval.tasks.__file__).parent / TASK_NAME
+    return TaskManager(include_defaults=False, include_path=str(gsm8k_dir))
+
+
+def gsm8k_task_config(task_manager: Any, data: Gsm8kData) -> dict[str, Any]:
+    """lm-eval's gsm8k configuration with ``data`` as its documents (a spec for ``load``)."""
+    entry = task_manager.task_index.get(TASK_NAME)
+    if entry is None or entry.cfg is None:
+        raise HarnessError("the installed lm-eval has no gsm8k task configuration")
+    config: dict[str, Any] = copy.deepcopy(entry.cfg)
+    missing = [name for name in REQUIRED_FIELDS if name not in config]
+    if missing:
+        raise HarnessError(f"lm-eval's gsm8k configuration lacks {', '.join(missing)}")
+    config.update(
+        dataset_path=data.source,
+        dataset_name=None,
+        dataset_kwargs=None,
+        custom_dataset=data.dataset_dict,
+    )
+    return config
+
+
+@contextlib.contextmanager
+def cached_templates() -> Generator[None, None, None]:
+    """Within the block, lm-eval's Jinja environment compiles each template source once.
+
+    lm-eval 0.4.13's ``utils.apply_template`` calls ``env.from_string`` for every document, shot
+    and field, compiling the template anew each time (its known slow path,
+    EleutherAI/lm-evaluation-harness#1286); for 5-shot gsm8k that is 12 compilations per prompt.
+    Here compiled templates are kept by their source text for the block: the same templates,
+    rendered the same way, compiled once. The environment is restored afterwards.
+    """
+    import lm_eval.utils
+
+    env: Any = lm_eval.utils.env  # lm-eval ships no type information
+    attributes: dict[str, Any] = env.__dict__
+    own: Any = attributes.get("from_string")
+    compile_source = env.from_string
+    compiled: dict[str, Any] = {}
+
+    def from_string(source: Any, globals: Any = None, template_class: Any = None) -> Any:
+        if globals is not None or template_class is not None or not isinstance(source, str):
+            return compile_source(source, globals, template_class)
+        template = compiled.get(source)
+        if template is None:
+            template = compiled[source] = compile_source(source)
+        return template
+
+    env.from_string = from_string
+    try:
+        yield
+    finally:
+        if own is None:
+            del env.from_string
+        else:
+            env.from_string = own

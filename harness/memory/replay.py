@@ -1,0 +1,182 @@
+"""Layer replay: identical decoder layers of a step allocate the same, so account them without
+running them.
+
+Why. On ``meta`` a Llama-3.1-8B forward is about 2000 aten ops whose meta kernels run in Python,
+and the gsm8k workload has hundreds of steps with hundreds of distinct ``(num_tokens, num_reqs)``
+shapes, so memoising whole steps by shape would barely help. What repeats is *within* a step: the
+32 decoder layers (``scripts/bench_simulate.py`` measures what replay saves).
+
+How. :func:`install_layer_replay` wraps every decoder layer through the runner's
+:meth:`~harness.reference.runner.ModelRunner.wrap_decoder_layers`. The first layer of a step runs
+for real while the :class:`~harness.memory.ledger.Ledger` records its allocation events; every
+later layer whose key matches replays the recorded events instead of running. The key is (layer
+class, sliding window, impl class, shapes and dtypes of ``positions`` and ``hidden_states``, the
+layer's KV cache shape and dtype, and the identity of the layer's metadata object).
+
+Why that is sound. On ``meta`` nothing has data, so an op's allocations depend only on shapes,
+dtypes and Python-level values; two layers with equal keys run the same code on equal shapes with
+the *same* metadata object, hence allocate the same sizes in the same order. The memo lives for
+one forward only: it holds the forward's metadata objects, so their identities are not reused
+while it lives, and :meth:`LayerReplay.clear` must empty it right after each forward (later would
+keep the metadata alive longer than the engine does). A recording is replayed only if it is self-contained: it freed
+nothing allocated before it, and the only allocation still alive at its end is the layer's
+output. The replay issues the recorded events to the ledger (so the device check runs on each
+and a replayed allocation that does not fit raises the same error, with the recorded op and
+source line), then returns a fresh untracked ``meta`` tensor of the output's shape whose death
+frees the output's allocation, as the real output's death would. A layer that keeps memory alive
+past its forward (e.g. one that caches something on the metadata) is therefore never replayed
+and runs for real every time. ``simulate(..., memoize=False)`` runs every layer; the suite checks
+both modes account identically.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import (  # pyright: ignore[reportPrivateUsage]
+    _disable_current_modes,  # pyright: ignore[reportPrivateUsage]
+)
+
+from harness.memory.ledger import Ledger, LedgerEvent, Recording
+from harness.reference.model import LlamaDecoderLayer
+from harness.reference.runner import ModelRunner
+
+
+@dataclass(eq=False)
+class _Replayable:
+    events: list[LedgerEvent]
+    """The recorded events, the output's allocation included."""
+    output_index: int
+    shape: torch.Size
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+    keep: object
+    """The metadata object of the key, kept alive so its identity is not reused."""
+
+
+def _replayable(recording: Recording, out: object, keep: object) -> _Replayable | None:
+    if recording.external_free or not isinstance(out, torch.Tensor) or not out.is_meta:
+        return None
+    leftovers = list(recording.live.values())
+    if len(leftovers) != 1:
+        return None
+    index = leftovers[0]
+    allocation = recording.events[index].allocation
+    if allocation is None or allocation.nbytes != out.untyped_storage().nbytes():
+        return None
+    if tuple(allocation.shape) != tuple(out.shape):
+        return None
+    return _Replayable(
+        events=recording.events,
+        output_index=index,
+        shape=out.shape,
+        stride=out.stride(),
+        dtype=out.dtype,
+        keep=keep,
+    )
+
+
+class LayerReplay:
+    """The replaying wrappers of one runner's decoder layers and the memo they share."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.layers: list[_ReplayingLayer] = []
+        self._memo: dict[tuple[Any, ...], _Replayable | bool] = {}
+
+    @property
+    def num_replays(self) -> int:
+        """Layer forwards replayed instead of run, so far."""
+        return sum(layer.num_replays for layer in self.layers)
+
+    def clear(self) -> None:
+        """Forget every recording: call right after each forward (see the module docstring)."""
+        self._memo.clear()
+
+    def wrap(self, layer: nn.Module) -> nn.Module:
+        """The replaying stand-in for ``layer`` (a :class:`LlamaDecoderLayer`)."""
+        if not isinstance(layer, LlamaDecoderLayer):
+            raise TypeError(f"layer replay wraps LlamaDecoderLayer, got {type(layer).__name__}")
+        wrapper = _ReplayingLayer(layer, self.ledger, self._memo)
+        self.layers.append(wrapper)
+        return wrapper
+
+
+class _ReplayingLayer(nn.Module):
+    """A decoder layer that replays the allocations of an identical earlier layer."""
+
+    def __init__(
+        self,
+        layer: LlamaDecoderLayer,
+        ledger: Ledger,
+        memo: dict[tuple[Any, ...], _Replayable | bool],
+    ) -> None:
+        super().__init__()
+        self.layer = layer
+        self._ledger = ledger
+        self._memo = memo
+        self.num_replays = 0
+
+    def forward(
+        self,
+        positions: torch.Tensor,
+        hidden_states: torch.Tensor,
+        kv_caches: dict[str, torch.Tensor],
+        attn_metadata: dict[str, object] | None,
+    ) -> torch.Tensor:
+        attn = self.layer.self_attn.attn
+        name = attn.layer_name
+        metadata = None if attn_metadata is None else attn_metadata[name]
+        kv_cache = kv_caches.get(name)
+        key = (
+            type(self.layer),
+            attn.sliding_window,
+            type(attn.impl),
+            tuple(positions.shape),
+            positions.dtype,
+            tuple(hidden_states.shape),
+            hidden_states.dtype,
+            None if kv_cache is None else (tuple(kv_cache.shape), kv_cache.dtype),
+            id(metadata),
+        )
+        entry = self._memo.get(key)
+        if isinstance(entry, _Replayable):
+            self.num_replays += 1
+            return self._replay(entry)
+        with self._ledger.recording() as recording:
+            out: torch.Tensor = self.layer(positions, hidden_states, kv_caches, attn_metadata)
+        if entry is None:
+            self._memo[key] = _replayable(recording, out, metadata) or False
+        return out
+
+    def _replay(self, entry: _Replayable) -> torch.Tensor:
+        """Issue the recorded events; the output becomes a real (untracked) tensor we account."""
+        ledger = self._ledger
+        tokens: dict[int, int] = {}
+        try:
+            for is_alloc, index, allocation, _ in entry.events:
+                if not is_alloc:
+                    ledger.free(tokens.pop(index))
+                    continue
+                assert allocation is not None
+                tokens[index] = ledger.allocate(allocation)
+        except BaseException:
+            for token in tokens.values():
+                ledger.free(token)
+            raise
+        with _disable_current_modes():  # the tracker must not count it twice
+            out = torch.empty_strided(entry.shape, entry.stride, dtype=entry.dtype, device="meta")
+        weakref.finalize(out.untyped_storage(), ledger.free, tokens.pop(entry.output_index))
+        assert not tokens, "a replayable recording frees all but its output"
+        return out
+
+
+def install_layer_replay(runner: ModelRunner, ledger: Ledger) -> LayerReplay:
+    """Wrap every decoder layer of ``runner`` so that identical layers replay (module doc)."""
+    replay = LayerReplay(ledger)
+    runner.wrap_decoder_layers(replay.wrap)
+    return replay

@@ -1,0 +1,214 @@
+"""Threads: carry a tracker into every Python thread, and pin torch to one intra-op thread.
+
+``TorchDispatchMode`` is per thread: a mode pushed in one thread never sees another thread's ops,
+so an allocation made in a thread pool inside a budgeted test would pass unseen.
+:class:`ThreadCoverage` closes that gap for the lifetime of a tracker:
+
+- a thread started through :mod:`threading` while the tracker is active pushes a relay of it
+  before its ``run()`` (a ``threading.setprofile`` hook, chained to any existing one, that runs
+  once, in the new thread);
+- a thread that already exists (a pool's worker, say) pushes one the next time it runs Python
+  code: a one-shot profile hook is installed in each (``threading.setprofile_all_threads`` on
+  Python 3.12+; before that the C API function it is built on, ``_PyEval_SetProfile``, through
+  ctypes).
+
+A relay forwards every op to the tracker while the tracker is active and passes ops through after
+it exits; at exit another one-shot hook pops the relay in each thread where it is still the
+innermost mode. Not covered: threads that run no Python code (torch's own intra-op workers run
+kernels, not dispatched ops), a thread started with the low-level ``_thread`` module while a
+tracker is active, and memory a kernel allocates internally (no dispatch mode sees that; see
+:mod:`harness.memory.tracker`). A profiler set in another thread is replaced while a tracker
+covers it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import sys
+import threading
+from collections.abc import Callable, Generator
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+from torch.utils._python_dispatch import (  # pyright: ignore[reportPrivateUsage]
+    TorchDispatchMode,
+    _get_current_dispatch_mode,  # pyright: ignore[reportPrivateUsage]
+)
+
+if TYPE_CHECKING:
+    from _typeshed import ProfileFunction
+
+ProfileHook = Callable[[FrameType | None, str, Any], object]
+"""A profile function as ``sys.setprofile`` takes it (ours never look at the frame)."""
+
+
+class Dispatcher(Protocol):
+    """What a relay forwards to: the tracker."""
+
+    @property
+    def active(self) -> bool:
+        """Whether the tracker is entered (ops pass through otherwise)."""
+        ...
+
+    def dispatch(
+        self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> Any:
+        """Run ``func`` and account what it allocates."""
+        ...
+
+
+class _Relay(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """The tracker's stand-in in another thread."""
+
+    def __init__(self, tracker: Dispatcher) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # pyright: ignore[reportUnknownMemberType]
+        self.tracker = tracker
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # as MemoryTracker: no recursive dynamo-disable wrapper on every op
+
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        tracker = self.tracker
+        if tracker.active:
+            return tracker.dispatch(func, types, args, kwargs)
+        return func(*args, **(kwargs or {}))
+
+
+class ThreadCoverage:
+    """Relays of one tracker in every thread but its own, from :meth:`start` to :meth:`stop`.
+
+    Coverages nest: every thread reconciles its relays with all active coverages at once, so a
+    second tracker never takes a thread away from the first.
+    """
+
+    def __init__(self, tracker: Dispatcher) -> None:
+        self.tracker = tracker
+        self.owner = 0
+        """The thread whose own mode stack holds the tracker (it gets no relay)."""
+
+    def start(self) -> None:
+        """Cover threads started from now on, and every other thread that exists now."""
+        global _previous_new_thread_hook
+        self.owner = threading.get_ident()
+        if not _active:
+            _previous_new_thread_hook = threading.getprofile()
+            threading.setprofile(_on_new_thread)
+        _active.append(self)
+        set_profile_in_other_threads(_reconcile_once)
+
+    def stop(self) -> None:
+        """Stop covering; each thread pops its relay at its next Python event."""
+        _active.remove(self)
+        if not _active:
+            threading.setprofile(_previous_new_thread_hook)
+        set_profile_in_other_threads(_reconcile_once)
+
+
+_active: list[ThreadCoverage] = []
+"""Started and not stopped, outermost first."""
+_previous_new_thread_hook: ProfileFunction | None = None
+_local = threading.local()
+
+
+def _reconcile() -> None:
+    """In the calling thread: pop relays of stopped coverages, push relays of active ones."""
+    relays: list[tuple[ThreadCoverage, _Relay]] = _local.__dict__.setdefault("relays", [])
+    while relays and relays[-1][0] not in _active:
+        if _get_current_dispatch_mode() is not relays[-1][1]:
+            break  # another mode was pushed above it: it stays, passing ops through
+        relays.pop()[1].__exit__(None, None, None)  # type: ignore[no-untyped-call]
+    me = threading.get_ident()
+    covered = {id(coverage) for coverage, _ in relays}
+    for coverage in list(_active):
+        if coverage.owner != me and id(coverage) not in covered:
+            relay = _Relay(coverage.tracker)
+            relay.__enter__()  # type: ignore[no-untyped-call]
+            relays.append((coverage, relay))
+
+
+def _on_new_thread(frame: FrameType, event: Any, arg: Any) -> None:
+    previous = _previous_new_thread_hook
+    sys.setprofile(previous)
+    _reconcile()
+    if previous is not None:
+        previous(frame, event, arg)
+
+
+def _reconcile_once(frame: FrameType | None, event: str, arg: Any) -> None:
+    del frame, event, arg
+    sys.setprofile(None)
+    _reconcile()
+
+
+def set_profile_in_other_threads(hook: ProfileHook) -> None:
+    """``sys.setprofile(hook)`` in every live Python thread but the calling one."""
+    if sys.version_info >= (3, 12):
+        mine, new_threads = sys.getprofile(), threading.getprofile()
+        threading.setprofile_all_threads(hook)  # also sets these two: put them back
+        sys.setprofile(mine)
+        threading.setprofile(new_threads)
+        return
+    _set_profile_through_the_c_api(hook)
+
+
+_TraceFunc = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.py_object, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p
+)
+"""C's ``Py_tracefunc``: ``int (*)(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)``."""
+
+
+def _call_hook(hook: ProfileHook, frame: int | None, what: int, arg: int | None) -> int:
+    del frame, what, arg
+    with contextlib.suppress(Exception):  # a profile hook must not raise into unrelated code
+        hook(None, "call", None)
+    return 0
+
+
+_trampoline = _TraceFunc(_call_hook)
+"""Kept for the life of the process: installed hooks point at it."""
+
+
+def _set_profile_through_the_c_api(hook: ProfileHook) -> None:
+    """What Python 3.12's ``threading.setprofile_all_threads`` does, for 3.10 and 3.11."""
+    api = ctypes.pythonapi
+    interpreter = api["PyInterpreterState_Get"]
+    interpreter.restype, interpreter.argtypes = ctypes.c_void_p, []
+    head = api["PyInterpreterState_ThreadHead"]
+    head.restype, head.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    following = api["PyThreadState_Next"]
+    following.restype, following.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    thread_id = api["PyThreadState_GetID"]
+    thread_id.restype, thread_id.argtypes = ctypes.c_uint64, [ctypes.c_void_p]
+    set_profile = api["_PyEval_SetProfile"]
+    set_profile.restype = ctypes.c_int
+    set_profile.argtypes = [ctypes.c_void_p, _TraceFunc, ctypes.py_object]
+    me = threading.get_ident()
+    state = head(interpreter())
+    while state:
+        if thread_id(state) != me:
+            set_profile(state, _trampoline, hook)
+        state = following(state)
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Generator[None, None, None]:
+    """Pin torch to one intra-op thread inside the block.
+
+    The engine's CPU tensors are small and meta ops do no math, so extra threads only contend: on
+    a loaded machine they make run times swing several-fold.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -1,0 +1,47 @@
+"""HO303 stale-baseline-entry
+
+## What it does
+Reports an entry of the ``--baseline`` file that no current finding matches, at its line in
+that file. ``--write-baseline`` writes the file again without it.
+
+## Why it matters
+A stale entry is a standing permission: the next finding with the same key (the same rule,
+severity, class, method and parameters) is hidden without anyone deciding so. A baseline
+that accepted the ROCm ``AiterMLAMetadataBuilder._build_decode`` rename warning before vLLM
+PR #17483's keyword call made it a crash would, once the rename is fixed, silently accept it
+again if someone reintroduces it.
+
+## Example
+```json
+{"version": 2, "tool": "harness overrides",
+ "findings": ["HO101:warning:vllm.attention.backends.mla.rocm_aiter_mla.AiterMLAMetadataBuilder._build_decode:block_table_tensor,block_table"]}
+```
+
+## Use instead
+```console
+harness overrides --write-baseline overrides-baseline.json vllm
+```
+
+## Limitations
+Reported only by whole-tree runs: with ``--changed`` most entries are out of scope.
+
+## References
+- pylint's ``useless-suppression`` (I0021); mypy ``unused-ignore``
+"""
+
+from __future__ import annotations
+
+from harness.overrides.baseline import StaleEntry
+from harness.overrides.rules._facts import Issue
+
+CODE = "HO303"
+SYMBOL = "stale-baseline-entry"
+MESSAGE = "baseline entry '{key}' matches no finding (--write-baseline drops it)"
+DESCRIPTION = "A baseline entry that no current finding matches."
+ENABLED_BY_DEFAULT = True
+SUBJECT = StaleEntry
+
+
+def check(entry: StaleEntry) -> list[Issue]:
+    """Every unused entry is reported."""
+    return [Issue((), (("key", entry.key),), key=entry.key)]
