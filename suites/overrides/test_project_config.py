@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,3 +152,102 @@ def test_adversarial_patterns_and_paths_stay_fast() -> None:
     assert not glob_match("**/a*a*a*a*a*b.py", "x/" * 2000 + "a" * 5000 + ".py")
     assert not glob_match("**/**/**/**/z", "/".join(["y"] * 3000))
     assert time.perf_counter() - started < 2.0
+
+
+# --- through the command line ------------------------------------------------------------
+
+DRIFT = """\
+class Base:
+    def run(self, a, b=1):
+        return a, b
+
+    def go(self):
+        return self.run(1, b=2)
+
+
+class Sub(Base):
+    def run(self, a, bb=1):
+        return a, bb
+"""
+WARNING_ONLY = "from app.base import Base\n\n\nclass Other(Base):\n    def run(self, a, b):\n        return a\n"
+
+
+def _project(root: Path, config: str) -> Path:
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "app" / "base.py").write_text(DRIFT, encoding="utf-8")
+    (root / "app" / "modular_base.py").write_text(DRIFT, encoding="utf-8")
+    (root / "app" / "other.py").write_text(WARNING_ONLY, encoding="utf-8")
+    if config:
+        (root / "pyproject.toml").write_text(config, encoding="utf-8")
+    return root
+
+
+def _paths(run: Any) -> set[str]:
+    return {f["path"] for f in run.json()}
+
+
+def test_extend_exclude_and_ignore_from_the_project_file(
+    tmp_path: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path, '[tool.harness.overrides]\nextend-exclude = ["modular_*.py"]\n')
+    monkeypatch.chdir(tmp_path)
+    run = overrides("--format", "json", "app")
+    assert _paths(run) == {"app/base.py", "app/other.py"}
+    assert run.exit_code == 1
+    ignored = overrides("--format", "json", "--ignore", "removed-default", "app")
+    assert {f["code"] for f in ignored.json()} == {"HO101"}
+
+
+def test_command_line_globs_replace_or_extend(
+    tmp_path: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path, '[tool.harness.overrides]\nextend-exclude = ["modular_*.py"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert _paths(overrides("--format", "json", "--exclude", "other.py", "app")) == {
+        "app/base.py",
+        "app/modular_base.py",
+    }
+    extended = overrides("--format", "json", "--extend-exclude", "app/other.py", "app")
+    assert _paths(extended) == {"app/base.py"}
+
+
+def test_fail_on_and_baseline_come_from_the_project_file(
+    tmp_path: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "m.py").write_text(
+        "class Base:\n    def run(self, a):\n        return a\n\n\n"
+        "class Sub(Base):\n    def run(self, b):\n        return b\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.harness.overrides]\nfail-on = "warning"\n', encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert overrides("app").exit_code == 1  # a warning fails the run by configuration
+    assert overrides("--fail-on", "error", "app").exit_code == 0  # the flag wins
+    assert overrides("--write-baseline", "known.json", "app").exit_code == 0
+    with (tmp_path / "pyproject.toml").open("a", encoding="utf-8") as handle:
+        handle.write('baseline = "known.json"\n')
+    assert overrides("app").exit_code == 0  # the configured baseline accepts the warning
+
+
+def test_a_changed_file_the_configuration_excludes_is_said_and_skipped(
+    tmp_path: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path, '[tool.harness.overrides]\nextend-exclude = ["modular_*.py"]\n')
+    monkeypatch.chdir(tmp_path)
+    run = overrides("--format", "json", "--changed", "app/modular_base.py")
+    assert run.json() == []
+    assert "app/modular_base.py is excluded by the configuration" in run.err
+
+
+def test_bad_configuration_is_one_line_and_isolated_ignores_it(
+    tmp_path: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path, "[tool.harness.overrides]\nexlude = []\n")
+    monkeypatch.chdir(tmp_path)
+    run = overrides("app")
+    assert run.exit_code == 2 and "unknown key(s)" in run.err and run.out == ""
+    assert overrides("--isolated", "--format", "json", "app").exit_code == 1
