@@ -282,13 +282,22 @@ class Excluder:
 
     def __init__(self, patterns: Iterable[str], root: str) -> None:
         self._groups: list[tuple[str, list[list[_Token]], list[str]]] = []
+        self._literal: set[str] = set()
+        self._prefixes: list[str] = []
         self.patterns: tuple[str, ...] = ()
         self._add(patterns, root)
 
     def _add(self, patterns: Iterable[str], root: str) -> None:
         listed = tuple(patterns)
         self.patterns = (*self.patterns, *listed)
-        names = [_tokens(p.rstrip("/")) for p in listed if "/" not in p.rstrip("/")]
+        names: list[list[_Token]] = []
+        for pattern in (p.rstrip("/") for p in listed if "/" not in p.rstrip("/")):
+            if not any(c in pattern for c in "*?["):
+                self._literal.add(pattern)  # most patterns name a directory: a set lookup
+            elif pattern.endswith("*") and not any(c in pattern[:-1] for c in "*?["):
+                self._prefixes.append(pattern[:-1])
+            else:
+                names.append(_tokens(pattern))
         paths = [p for p in listed if "/" in p.rstrip("/")]
         self._groups.append((os.path.abspath(root), names, paths))
 
@@ -296,6 +305,8 @@ class Excluder:
         """A copy that also leaves out ``patterns`` (relative to ``root``)."""
         out = Excluder((), root)
         out._groups = [*self._groups]
+        out._literal = set(self._literal)
+        out._prefixes = list(self._prefixes)
         out.patterns = self.patterns
         out._add(patterns, root)
         return out
@@ -303,6 +314,8 @@ class Excluder:
     def excluded(self, path: str) -> bool:
         """True when ``path`` (absolute) is left out by its name or its relative path."""
         name = os.path.basename(path.rstrip(os.sep))
+        if name in self._literal or any(name.startswith(p) for p in self._prefixes):
+            return True
         for root, names, paths in self._groups:
             if any(_match_name(tokens, name) for tokens in names):
                 return True

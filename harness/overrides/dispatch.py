@@ -137,7 +137,7 @@ EMPTY = DispatchSummary((), (), (), (), ())
 
 _METHOD_CALL = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
 _SELF_TAIL = re.compile(r"(?<![\w.])(?:self|cls)$")
-_COMMENT = re.compile(r"(?:^|\s)#")
+_COMMENT_RUN = re.compile(r"#[^\n]*")
 _SUPER_TAIL = re.compile(r"\bsuper\([^()\n]*\)[ \t]*$")
 _AFTER_DOT_REF = r"[ \t]*\.[ \t]*([A-Za-z_]\w*)\b(?![ \t]*(?:\(|=(?!=)))"
 # A literal first character keeps these scans fast; the lookbehind then checks the word start.
@@ -552,105 +552,101 @@ _SELF_ATTR_CALL = re.compile(
 )
 
 
-def _text_facts(
-    text: str, classes_at: _Locator, n_classes: int
-) -> tuple[list[dict[str, str]], list[set[str]], list[list[str]], list[str]]:
-    """Per class: typed ``self.attr``, escapes, dynamic prefixes; and file-wide prefixes."""
-    attr_counts: list[dict[str, int]] = [{} for _ in range(n_classes)]
-    attr_ctor: list[dict[str, str]] = [{} for _ in range(n_classes)]
-    escapes: list[set[str]] = [set() for _ in range(n_classes)]
-    dynamic: list[list[str]] = [[] for _ in range(n_classes)]
-    prefixes: list[str] = []
-    if n_classes and "self" in text:
-        for match in _ATTR_ASSIGN.finditer(text):
-            owner = classes_at.owner(classes_at.line(match.start()))
-            if owner is None:
-                continue
-            name = match.group(1)
-            attr_counts[owner][name] = attr_counts[owner].get(name, 0) + 1
-            ctor = match.group(2)
-            if ctor is not None:
-                callee = ctor.rstrip(" \t(")
-                if callee.rpartition(".")[2][:1].isupper():
-                    attr_ctor[owner][name] = callee
-        for pattern in (_SELF_REF, _CLS_REF):
-            for match in pattern.finditer(text):
-                owner = classes_at.owner(classes_at.line(match.start()))
-                if owner is not None:
-                    escapes[owner].add(match.group(1))
-    if "getattr(" in text:
-        for match in _GETATTR.finditer(text):
-            argument = text[match.end() : match.end() + 120]
-            constant = _constant_name(argument)
-            if match.group(1) in ("self", "cls"):
-                owner = classes_at.owner(classes_at.line(match.start()))
-                if owner is None:
-                    continue
-                if constant is not None:
-                    escapes[owner].add(constant)
-                else:
-                    dynamic[owner].append(_string_prefix(argument) or ANY_NAME)
-            elif constant is None:
-                prefix = _string_prefix(argument)
-                if prefix and len(prefix.strip("_")) >= _MIN_PREFIX:
-                    prefixes.append(prefix)
-    typed = [
-        {a: c for a, c in attr_ctor[i].items() if attr_counts[i].get(a) == 1}
-        for i in range(n_classes)
-    ]
-    return typed, escapes, dynamic, prefixes
-
-
-def _uncommented(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
-    """Matches of ``pattern`` that are not inside a ``#`` comment, judged from the text of
-    their line before them. Linear: each stretch of text is searched for ``#`` once."""
+def _blank_comments(text: str) -> str:
+    """``text`` with every ``#`` comment (a ``#`` at a line start or after a space) replaced by
+    spaces: same length and lines, so offsets and line numbers still hold. A ``#`` inside a
+    string is blanked too; strings are no code to scan anyway."""
     if "#" not in text:
-        yield from pattern.finditer(text)
-        return
-    scanned = 0  # text[:scanned] has been looked at for newlines and comment marks
-    commented = False
-    for match in pattern.finditer(text):
+        return text
+
+    def blank(match: re.Match[str]) -> str:
         start = match.start()
-        newline = text.rfind("\n", scanned, start)
-        if newline != -1:
-            scanned, commented = newline + 1, False
-        if not commented and _COMMENT.search(text, max(scanned - 1, 0), start) is not None:
-            commented = True
-        scanned = max(scanned, start)
-        if not commented:
-            yield match
+        if start and not text[start - 1].isspace():
+            return match.group(0)  # `a#b`: not a comment start
+        return " " * (match.end() - start)
+
+    return _COMMENT_RUN.sub(blank, text)
 
 
-def _code_matches(pattern: re.Pattern[str], text: str) -> list[str]:
-    """Group 1 of each match of ``pattern`` outside comments."""
-    if "#" not in text:
-        return pattern.findall(text)
-    return [m.group(1) for m in _uncommented(pattern, text)]
+def _text_facts(
+    code_lines: list[str], class_nodes: Sequence[tuple[ast.ClassDef, str]]
+) -> tuple[list[dict[str, str]], list[set[str]], list[list[str]]]:
+    """Per class, from its body's text: typed ``self.attr``, escapes, dynamic prefixes. A
+    nested class's text is part of its outer class's too (more escapes: more reach)."""
+    typed: list[dict[str, str]] = []
+    escapes: list[set[str]] = []
+    dynamic: list[list[str]] = []
+    for node, _ in class_nodes:
+        body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
+        found: set[str] = set()
+        prefixes: list[str] = []
+        attrs: dict[str, str] = {}
+        if "self" in body or "cls" in body:
+            found.update(_SELF_REF.findall(body))
+            found.update(_CLS_REF.findall(body))
+            assigns = _ATTR_ASSIGN.findall(body)
+            counts = Counter(attr for attr, _ in assigns)
+            for attr, ctor in assigns:
+                callee = ctor.rstrip(" \t(")
+                if callee and counts[attr] == 1 and callee.rpartition(".")[2][:1].isupper():
+                    attrs[attr] = callee
+        if "getattr(" in body:
+            for match in _GETATTR.finditer(body):
+                if match.group(1) not in ("self", "cls"):
+                    continue
+                argument = body[match.end() : match.end() + 120]
+                constant = _constant_name(argument)
+                if constant is not None:
+                    found.add(constant)
+                else:
+                    prefixes.append(_string_prefix(argument) or ANY_NAME)
+        typed.append(attrs)
+        escapes.append(found)
+        dynamic.append(prefixes)
+    return typed, escapes, dynamic
+
+
+def _global_prefixes(code: str) -> list[str]:
+    """Name prefixes of ``getattr(obj, "prefix" + name)`` on receivers other than self/cls."""
+    out: list[str] = []
+    if "getattr(" not in code:
+        return out
+    for match in _GETATTR.finditer(code):
+        if match.group(1) in ("self", "cls"):
+            continue
+        argument = code[match.end() : match.end() + 120]
+        if _constant_name(argument) is None:
+            prefix = _string_prefix(argument)
+            if prefix and len(prefix.strip("_")) >= _MIN_PREFIX:
+                out.append(prefix)
+    return out
 
 
 def _foreign_calls(
-    text: str,
-    lines: list[str],
-    classes_at: _Locator,
+    code: str,
+    code_lines: list[str],
+    class_nodes: Sequence[tuple[ast.ClassDef, str]],
     typed: list[dict[str, str]],
     functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
     functions_at: _Locator,
 ) -> set[ForeignCall]:
     """Calls on receivers other than ``self``/``cls``/``super()``, counted by name: every
     ``.name(`` minus the ``self.name(``/``cls.name(``/``super().name(`` ones."""
-    counts = Counter(_code_matches(_METHOD_CALL, text))
-    counts.subtract(_code_matches(_SELF_CALL, text))
-    counts.subtract(_code_matches(_CLS_CALL, text))
-    counts.subtract(_code_matches(_SUPER_CALL, text))
+    counts = Counter(_METHOD_CALL.findall(code))
+    counts.subtract(_SELF_CALL.findall(code))
+    counts.subtract(_CLS_CALL.findall(code))
+    counts.subtract(_SUPER_CALL.findall(code))
     out: set[ForeignCall] = set()
-    if any(typed):
-        for match in _SELF_ATTR_CALL.finditer(text):
-            owner = classes_at.owner(classes_at.line(match.start()))
-            cls = None if owner is None else typed[owner].get(match.group(1))
+    for (node, _), attrs in zip(class_nodes, typed, strict=True):
+        if not attrs:
+            continue
+        body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
+        for attr, method in _SELF_ATTR_CALL.findall(body):
+            cls = attrs.get(attr)
             if cls is not None:
-                out.add(ForeignCall(match.group(2), cls, ()))
-                counts[match.group(2)] -= 1
-    guarded = "isinstance(" in text and "raise" in text
+                out.add(ForeignCall(method, cls, ()))
+                counts[method] -= 1
+    guarded = "isinstance(" in code and "raise" in code
     for method, count in counts.items():
         if count <= 0:
             continue
@@ -659,15 +655,15 @@ def _foreign_calls(
             continue
         # A private method called on another object: note what the caller rejects.
         pattern = re.compile(r"\.[ \t]*" + re.escape(method) + r"[ \t]*\(")
-        for match in _uncommented(pattern, text):
-            tail = text[max(0, match.start() - 60) : match.start()].rstrip()
+        for match in pattern.finditer(code):
+            tail = code[max(0, match.start() - 60) : match.start()].rstrip()
             if _SELF_TAIL.search(tail) or _SUPER_TAIL.search(tail):
                 continue
             where = functions_at.owner(functions_at.line(match.start()))
             rejected: tuple[str, ...] = ()
             if where is not None:
                 func = functions[where]
-                body = "\n".join(lines[func.lineno - 1 : func.end_lineno or func.lineno])
+                body = "\n".join(code_lines[func.lineno - 1 : func.end_lineno or func.lineno])
                 if all(w in body for w in _RAISE_GUARD):
                     rejected = _rejected(func)
             out.add(ForeignCall(method, None, rejected))
@@ -683,15 +679,17 @@ def extract(
     """The dispatch facts of one parsed file, given its class statements and summaries."""
     class_nodes = [(node, summary.qualname) for node, summary in classes]
     lines = text.split("\n")
-    classes_at = _Locator(text, [(n.lineno, n.end_lineno or n.lineno) for n, _ in class_nodes])
+    code = _blank_comments(text)
+    code_lines = lines if code is text else code.split("\n")
     functions = [
         stmt
         for stmt in [*(s for node, _ in class_nodes for s in node.body), *tree.body]
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
     ]
-    functions_at = _Locator(text, [(f.lineno, f.end_lineno or f.lineno) for f in functions])
-    typed, escapes, dynamic, prefixes = _text_facts(text, classes_at, len(class_nodes))
-    foreign = _foreign_calls(text, lines, classes_at, typed, functions, functions_at)
+    functions_at = _Locator(code, [(f.lineno, f.end_lineno or f.lineno) for f in functions])
+    typed, escapes, dynamic = _text_facts(code_lines, class_nodes)
+    prefixes = _global_prefixes(code)
+    foreign = _foreign_calls(code, code_lines, class_nodes, typed, functions, functions_at)
 
     # Guards of recorded self calls, decorators the checker does not know, descriptors.
     guards: list[Guard] = []

@@ -24,6 +24,10 @@ from harness.overrides.cache import Cache, digest, summary_of
 from harness.overrides.discover import SourceFile
 from harness.overrides.summary import FileSummary
 
+_NOT_READ = frozenset({"typing", "typing_extensions"})
+"""Modules whose classes (``Generic``, ``Protocol``...) shape types, not methods: reading
+them (the largest of the standard library) would add nothing to a check."""
+
 
 class InstalledModules:
     """Reads modules that are not in the scanned tree; see the module docstring."""
@@ -47,7 +51,8 @@ class InstalledModules:
 
     def module(self, name: str) -> tuple[SourceFile, FileSummary] | None:
         """The file and summary of module ``name``, or ``None``."""
-        if not name or name.partition(".")[0] in self.tree:
+        top = name.partition(".")[0]
+        if not name or top in self.tree or top in _NOT_READ:
             return None
         found = self._source(name)
         if found is None:

@@ -33,6 +33,7 @@ from harness.overrides.signature import PROPERTY, Signature
 from harness.overrides.summary import ClassSummary, FileSummary, Import
 
 _MAX_DEPTH = 40
+_TYPING_FORMS = frozenset({"Generic", "Protocol", "NamedTuple", "TypedDict"})
 
 
 @dataclass(eq=False)
@@ -183,6 +184,7 @@ class Project:
                 self.modules.setdefault(alias, info)
             self._index_module(info)
         self._memo: dict[tuple[int, str], Target | None] = {}
+        self._bindings_memo: dict[tuple[int, Binding], tuple[Target | None, bool]] = {}
         pending = list(self.classes)
         while pending:  # resolving a base may load external modules, and so more classes
             loaded = len(self.external_classes)
@@ -388,10 +390,24 @@ class Project:
                 target = cls.previous or self._resolve_shadowed(cls.module, base) or cls
             if isinstance(target, ClassInfo):
                 cls.bases.append(target)
-            elif base not in (None, "object"):
+            elif base not in (None, "object") and not self._typing_form(cls.module, base):
                 cls.unresolved_bases = True
         if self._touched:
             self.affected.append(cls)
+
+    def _typing_form(self, module: ModuleInfo, dotted: str) -> bool:
+        """``Generic``, ``Protocol``, ``NamedTuple``, ``TypedDict`` (from ``typing`` or
+        ``typing_extensions``): bases that add no method a subclass overrides, so a class
+        built on them is not missing a base."""
+        head, _, rest = dotted.partition(".")
+        name = rest or head
+        if name not in _TYPING_FORMS:
+            return False
+        imp = module.imports.get(head)
+        if imp is None:
+            return False
+        source = imp.module if imp.attr is None else f"{imp.module}.{imp.attr}"
+        return source.partition(".")[0] in ("typing", "typing_extensions")
 
     def _at_definition(self, cls: ClassInfo, dotted: str) -> Target | None:
         """What ``dotted`` named when ``cls``'s statement ran: for a nested class, a class
@@ -419,6 +435,19 @@ class Project:
     def _binding_target(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
         if binding.cls is not None:
             return binding.cls
+        key = (id(module), binding)
+        known = self._bindings_memo.get(key)
+        if known is not None:
+            target, touched = known
+            self._touched = self._touched or touched
+            return target
+        outer, self._touched = self._touched, False
+        target = self._bound_to(module, binding, depth)
+        self._bindings_memo[key] = (target, self._touched)
+        self._touched = outer or self._touched
+        return target
+
+    def _bound_to(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
         if binding.imp is not None:
             return self._resolve_import(module, binding.imp, depth + 1)
         if binding.alias is None or depth > _MAX_DEPTH:
