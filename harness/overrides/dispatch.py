@@ -413,18 +413,26 @@ def _unknown_decorators(
     return tuple(out)
 
 
-def _descriptor_kind(node: ast.ClassDef, lines: list[str]) -> int:
-    """Whether the class body defines ``__get__`` (also under ``if``), and how it returns."""
-    bodies = [
-        "\n".join(lines[f.lineno - 1 : f.end_lineno or f.lineno])
-        for f in _class_functions(node)
-        if f.name == "__get__"
-    ]
-    if not bodies:
+def _descriptor_kind(node: ast.ClassDef) -> int:
+    """Whether the class body defines ``__get__`` (also under ``if``), and how it returns:
+    binding the function (``fn.__get__(obj)``, ``MethodType(fn, obj)``, ``partial(fn, obj)``)
+    reads as a method, anything else as a value."""
+    gets = [f for f in _class_functions(node) if f.name == "__get__"]
+    if not gets:
         return DESCRIPTOR_NONE
-    text = "\n".join(bodies)
-    binds = ".__get__(" in text or "MethodType(" in text or "partial(" in text
-    return DESCRIPTOR_METHOD if binds else DESCRIPTOR_VALUE
+    for get in gets:
+        for inner in ast.walk(get):
+            if not isinstance(inner, ast.Call):
+                continue
+            callee = dotted_name(inner.func) if not isinstance(inner.func, ast.Call) else None
+            if callee is None:
+                continue
+            last = callee.rpartition(".")[2]
+            if last in ("__get__", "MethodType", "partial"):
+                return DESCRIPTOR_METHOD
+            if isinstance(inner.func, ast.Attribute) and inner.func.attr == "__get__":
+                return DESCRIPTOR_METHOD
+    return DESCRIPTOR_VALUE
 
 
 def _returned_function(
@@ -700,7 +708,7 @@ def extract(
         first, last = node.lineno, node.end_lineno or node.lineno
         class_text = "\n".join(lines[first - 1 : last])
         if "__get__" in class_text:
-            descriptor[i] = _descriptor_kind(node, lines)
+            descriptor[i] = _descriptor_kind(node)
         has_guards = any(w in class_text for w in _GUARD_WORDS)
         for stmt in _class_functions(node):
             sig = effective.get((stmt.lineno, stmt.name))
