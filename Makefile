@@ -9,7 +9,7 @@ REPORTS := reports
 BENCH ?= $(sort $(wildcard scripts/bench_*.py))
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-gpu lint typecheck golden-update bench clean fidelity repro-gpu
+.PHONY: help install run test test-gpu lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -54,6 +54,12 @@ repro-gpu: ## Real vLLM on a GPU: gsm8k with FlashInfer + the num_blocks scaling
 
 golden-update: $(STAMP) ## Regenerate golden files on purpose (never in CI)
 	$(BIN)/python -m pytest -p no:xdist suites --update-golden
+
+primer: $(STAMP) ## Run the override checker on pinned large projects; diff against golden/primer (needs the package index)
+	$(BIN)/python scripts/primer_overrides.py $(PRIMER_ARGS)
+
+primer-update: $(STAMP) ## Rewrite golden/primer on purpose (never in CI)
+	$(BIN)/python scripts/primer_overrides.py --update $(PRIMER_ARGS)
 
 bench: $(STAMP) ## Run the benchmarks in scripts/ (BENCH=scripts/bench_x.py for one); they print ratios
 	@set -e; for script in $(BENCH); do echo "== $$script"; $(BIN)/python $$script; done

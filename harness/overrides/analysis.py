@@ -16,8 +16,8 @@ from harness.overrides.compare import align, is_exempt_method
 from harness.overrides.discover import SourceFile, Unreadable
 from harness.overrides.evidence import EvidenceIndex, Proof
 from harness.overrides.findings import Difference, Evidence, Finding, Severity
-from harness.overrides.resolve import ClassInfo, Project
-from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet
+from harness.overrides.resolve import ClassInfo, ExternalModules, Project
+from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet, Sibling
 from harness.overrides.signature import Signature
 from harness.overrides.summary import FileSummary
 
@@ -39,14 +39,18 @@ def analyze(
     changed: set[str] | None,
     select: frozenset[str],
     deleted: frozenset[str] = frozenset(),
+    external: ExternalModules | None = None,
 ) -> tuple[list[Finding], int, int]:
     """Findings (suppressed ones removed), number of classes, number checked.
 
     ``summaries`` maps display paths to summaries; ``changed`` holds display paths and
-    ``deleted`` the module names of changed files that no longer exist.
+    ``deleted`` the module names of changed files that no longer exist; ``external``
+    supplies modules from outside the tree (installed packages, the standard library).
     """
     by_display = {f.display: f for f in files}
-    project = Project(((by_display[d], s) for d, s in summaries.items()), watch=deleted)
+    project = Project(
+        ((by_display[d], s) for d, s in summaries.items()), watch=deleted, external=external
+    )
     rules = RuleSet(select)
     try:
         findings, classes, checked = _analyze(project, summaries, changed, rules)
@@ -83,6 +87,7 @@ def _analyze(
     evidence = EvidenceIndex(project)
     for cls in scope:
         findings.extend(_check_class(project, cls, rules, evidence))
+        findings.extend(_check_siblings(project, cls, rules, evidence))
     ignores = {d: s.ignores for d, s in summaries.items() if s.ignores}
     findings, comments = suppress.apply(findings, ignores)
     for comment in comments:
@@ -141,9 +146,11 @@ def _check_class(
             if not rule.drift:
                 out.append(_drift_finding(cls, base_cls, sig, base, [(rule, issue)], None))
         if drift:
-            proofs: list[Proof | None] = [*evidence.proofs(cls, name, sig)]
+            proofs: list[Proof | None] = [*evidence.proofs(cls, name, sig, base)]
             for proof in proofs or [None]:  # one finding per call site, or one without
-                out.append(_drift_finding(cls, base_cls, sig, base, drift, proof))
+                shown = [(r, i) for r, i in drift if proof is not None or not r.needs_evidence]
+                if shown:
+                    out.append(_drift_finding(cls, base_cls, sig, base, shown, proof))
     return out
 
 
@@ -182,25 +189,8 @@ def _drift_finding(
         )
         for rule, issue in ordered
     )
-    message = "; ".join(d.message for d in differences)
-    severity = Severity.WARNING
-    ev: Evidence | None = None
-    if proof is not None:
-        ev = Evidence(
-            path=proof.module.file.display,
-            line=proof.call.line,
-            col=proof.call.col,
-            text=proof.call.text,
-            error=f"TypeError: {proof.error}",
-            receiver=_RECEIVER_WORDS[proof.call.receiver],
-        )
-        if proof.certain:
-            severity = Severity.ERROR
-            message += f"; the call at {ev.path}:{ev.line} raises {ev.error}"
-        else:
-            message += (
-                f"; a caller typed as a base class at {ev.path}:{ev.line} would raise {ev.error}"
-            )
+    severity, said, ev = _evidence(proof, cls)
+    message = "; ".join(d.message for d in differences) + said
     primary = differences[0]
     return Finding(
         path=cls.module.file.display,
@@ -221,6 +211,116 @@ def _drift_finding(
         evidence=ev,
         differences=differences,
     )
+
+
+def _evidence(proof: Proof | None, cls: ClassInfo) -> tuple[Severity, str, Evidence | None]:
+    """Severity, message tail and evidence of a finding backed by ``proof`` (if any)."""
+    if proof is None:
+        return Severity.WARNING, "", None
+    ev = Evidence(
+        path=proof.module.file.display,
+        line=proof.call.line,
+        col=proof.call.col,
+        text=proof.call.text,
+        error=f"TypeError: {proof.error}",
+        receiver=_RECEIVER_WORDS[proof.call.receiver],
+        unreached=proof.unreached,
+        via=proof.via,
+    )
+    where = f"{ev.path}:{ev.line}" + (f" (through {proof.via})" if proof.via else "")
+    if proof.certain:
+        return Severity.ERROR, f"; the call at {where} raises {ev.error}", ev
+    if proof.unreached is not None:
+        said = (
+            f"; the call at {where} would raise {ev.error}, "
+            f"but it cannot run for {cls.qualname}: {proof.unreached}"
+        )
+        return Severity.WARNING, said, ev
+    return (
+        Severity.WARNING,
+        f"; a caller typed as a base class at {where} would raise {ev.error}",
+        ev,
+    )
+
+
+def _check_siblings(
+    project: Project, cls: ClassInfo, rules: RuleSet, evidence: EvidenceIndex
+) -> list[Finding]:
+    """Methods that two unrelated bases of ``cls`` define, where ``cls``'s MRO makes one
+    override the other (reported where the two first meet, not in every subclass)."""
+    if len(cls.bases) < 2 or not rules.inspect(Sibling):
+        return []
+    definers: dict[str, list[ClassInfo]] = {}
+    for member in project.mro(cls)[1:]:
+        for name in member.methods:
+            definers.setdefault(name, []).append(member)
+    out: list[Finding] = []
+    for name, owners in definers.items():
+        if len(owners) < 2 or name in cls.methods or is_exempt_method(name):
+            continue
+        winner_cls = project.definer(cls, name)
+        if winner_cls is None or winner_cls is not owners[0]:
+            continue  # an attribute of the class, or of an earlier class, hides them
+        # The sibling whose definition the winner displaces: the next one in the MRO that is
+        # not the winner's own ancestor (those further on are that sibling's own bases).
+        loser_cls = next((c for c in owners[1:] if not project.in_mro(c, winner_cls)), None)
+        if loser_cls is None or any(
+            project.in_mro(winner_cls, b) and project.in_mro(loser_cls, b) for b in cls.bases
+        ):
+            continue  # ordinary overrides only, or a conflict a base already has
+        out.extend(_sibling_findings(project, cls, name, winner_cls, loser_cls, rules, evidence))
+    return out
+
+
+def _sibling_findings(
+    project: Project,
+    cls: ClassInfo,
+    name: str,
+    winner_cls: ClassInfo,
+    loser_cls: ClassInfo,
+    rules: RuleSet,
+    evidence: EvidenceIndex,
+) -> list[Finding]:
+    winner, loser = winner_cls.methods[name], loser_cls.methods[name]
+    if winner.is_overload or loser.is_overload:
+        return []
+    names = {"override": f"{winner_cls.qualname}.{name}", "base": f"{loser_cls.qualname}.{name}"}
+    pair = Pair(loser, winner, align(loser, winner), _is_protocol(loser_cls))
+    differences = tuple(
+        f"{rule.symbol}: {rule.format({**dict(issue.fields), **names})}"
+        for rule, issue in rules.check(pair)
+        if not rule.needs_evidence
+    )
+    out: list[Finding] = []
+    for rule, issue in rules.check(Sibling(winner, loser, differences)):
+        proofs = evidence.proofs(winner_cls, name, winner, loser, within=cls)
+        severity, said, ev = _evidence(proofs[0] if proofs else None, cls)
+        fields = {
+            **dict(issue.fields),
+            "cls": cls.qualname,
+            "winner": names["override"],
+            "loser": names["base"],
+        }
+        out.append(
+            Finding(
+                path=cls.module.file.display,
+                line=cls.summary.line,
+                col=cls.summary.col,
+                code=rule.code,
+                symbol=rule.symbol,
+                severity=severity,
+                message=rule.format(fields) + said,
+                class_name=cls.key,
+                method=name,
+                base_class=loser_cls.key,
+                base_path=loser_cls.module.file.display,
+                base_line=loser.line,
+                signature=winner.render(f"{winner_cls.qualname}.{name}"),
+                base_signature=loser.render(f"{loser_cls.qualname}.{name}"),
+                evidence=ev,
+            )
+        )
+    return out
 
 
 def _method_finding(cls: ClassInfo, sig: Signature, rule: Rule, issue: Issue) -> Finding:

@@ -219,6 +219,20 @@ def _decode(blob: bytes) -> FileSummary | None:
         return None
 
 
+def summary_of(data: bytes, cache: Cache) -> FileSummary | None:
+    """The summary of ``data``: from ``cache`` by content hash, else made and stored there."""
+    hashed = digest(data)
+    cache.used.add(hashed)
+    blob = cache.blobs.get(hashed)
+    summary = None if blob is None else _decode(blob)
+    if summary is None:
+        blob = _summarize_one(data)
+        cache.blobs[hashed] = blob
+        cache.dirty = True
+        summary = _decode(blob)
+    return summary
+
+
 class Source(NamedTuple):
     """A file's bytes, read once per run, and their content hash."""
 

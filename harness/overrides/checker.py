@@ -11,11 +11,12 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from harness import __version__
 from harness.overrides.cache import SCHEMA, Source, code_version, locate, read_sources
+from harness.overrides.config import Excluder
 from harness.overrides.discover import (
     SourceFile,
     Unreadable,
@@ -45,6 +46,16 @@ class CheckOptions:
     """Baseline file: findings it lists are not reported."""
     cwd: str | None = None
     """Directory reported paths are relative to (default: the working directory)."""
+    excluder: Excluder | None = None
+    """What the walk leaves out (default: the built-in exclusions); also applied to the
+    ``changed`` files."""
+    ignore: frozenset[str] = frozenset()
+    """Codes whose findings are not reported."""
+    external: bool = True
+    """Resolve bases outside the tree from the interpreter's installed packages and
+    standard library (:mod:`harness.overrides.external`)."""
+    roots: tuple[str, ...] = ()
+    """Set by :func:`check`: the scanned paths (never searched as installed packages)."""
 
 
 @dataclass
@@ -58,6 +69,10 @@ class Stats:
     seconds: float = 0.0
     reused: bool = False
     """True when the stored result of an identical run on an unchanged tree was reused."""
+    excluded: tuple[str, ...] = ()
+    """Changed files left out because the configuration excludes them."""
+    external: tuple[tuple[str, str], ...] = ()
+    """``(path, content hash)`` of the files read from outside the tree."""
 
 
 @dataclass
@@ -95,7 +110,12 @@ def _check(
     cwd = os.path.abspath(options.cwd or os.getcwd())
     roots = list(paths) or ["."]
     present = [p for p in changed or () if os.path.lexists(p)]
-    files, unreadable = discover([*roots, *present], cwd)
+    excluded: tuple[str, ...] = ()
+    if options.excluder is not None and present:
+        kept = [p for p in present if not options.excluder.excluded_below(p, _top(p, roots))]
+        excluded = tuple(p for p in present if p not in kept)
+        present = kept
+    files, unreadable = discover([*roots, *present], cwd, options.excluder)
     changed_paths = None if changed is None else sorted(_changed_files(files, present))
     deleted = frozenset(
         name for p in changed or () if not os.path.lexists(p) for name in module_names(p, roots)
@@ -114,6 +134,8 @@ def _check(
             None if changed_paths is None else "\0".join(changed_paths),
             "\0".join(sorted(deleted)),
             ",".join(sorted(options.select)),
+            None if options.excluder is None else "\0".join(options.excluder.patterns),
+            str(options.external),
         ]
     )
     print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
@@ -122,10 +144,11 @@ def _check(
     )
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)
-    stats = Stats(files=len(files), reused=findings is not None)
+    stats = Stats(files=len(files), reused=findings is not None, excluded=excluded)
     if findings is None:
+        options = replace(options, roots=tuple(roots))
         findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)
-        store.put(key, print_, findings)
+        store.put(key, print_, findings, stats.external)
     if options.baseline is not None:
         from harness.overrides import baseline as baseline_mod
 
@@ -137,6 +160,8 @@ def _check(
         )
         findings = baseline_mod.filter_new(findings, baseline_mod.keys(entries))
         findings.extend(_stale_findings(stale, options.select))
+    if options.ignore:
+        findings = [f for f in findings if f.code not in options.ignore]
     findings.sort(key=Finding.sort_key)
     stats.seconds = time.perf_counter() - started
     return CheckResult(findings, stats)
@@ -154,23 +179,45 @@ def _analyze(
     from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, load
     from harness.overrides.codec import CorruptSummary
+    from harness.overrides.external import InstalledModules
 
     cache = Cache(cache_dir)
     summaries, stats.parsed = load(sources, cache, options.jobs)
-    cache.save()
+    files = [s.file for s in sources]
+    external = None
+    if options.external:
+        tree = {name.partition(".")[0] for f in files for name in (f.module, *f.aliases)}
+        local = [*options.roots, options.cwd or os.getcwd()]
+        external = InstalledModules(cache, sorted(tree), local)
     try:
         findings, stats.classes, stats.checked_classes = analyze(
-            [s.file for s in sources],
+            files,
             summaries,
             unreadable,
             changed=None if changed is None else set(changed),
             select=options.select,
             deleted=deleted,
+            external=external,
         )
     except CorruptSummary:  # a cached part decoded only now is broken: start again without
         Cache(cache_dir).clear()
         return _analyze(sources, unreadable, changed, deleted, None, options, stats)
+    cache.save()
+    if external is not None:
+        stats.external = tuple(sorted(set(external.used)))
     return findings
+
+
+def _top(path: str, roots: Sequence[str]) -> str:
+    """The scanned root holding ``path`` (the longest), else its own directory: where the
+    judging of its parent directories against the exclusions stops."""
+    absolute = os.path.abspath(path)
+    holding = [
+        os.path.abspath(r)
+        for r in roots
+        if absolute.startswith(os.path.abspath(r).rstrip(os.sep) + os.sep)
+    ]
+    return max(holding, key=len) if holding else os.path.dirname(absolute)
 
 
 def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[str]:

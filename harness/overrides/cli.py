@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
+    from harness.overrides.checker import CheckOptions
     from harness.overrides.findings import Finding
 
 EXIT_OK = 0
@@ -64,8 +65,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--fail-on",
         choices=("error", "warning"),
-        default="error",
-        help="exit 1 when a finding at or above this severity remains (default: error)",
+        help="exit 1 when a finding at or above this severity remains (default: fail-on in "
+        "the configuration, else error)",
     )
     parser.add_argument(
         "--select",
@@ -76,6 +77,35 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="CODE",
         help="enable an optional rule (see --list-rules); repeat or comma-separate",
     )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="do not report this rule's findings; repeat or comma-separate",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="leave out matching files and directories instead of the configured and default "
+        "exclusions (a name like 'build' or 'modular_*.py', or a path like 'src/gen/*.py'); "
+        "repeat for several",
+    )
+    parser.add_argument(
+        "--extend-exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out matching files and directories as well; repeat for several",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read settings from this file (default: the nearest pyproject.toml above the "
+        "scanned paths with a [tool.harness.overrides] table)",
+    )
+    parser.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     parser.add_argument(
         "--baseline", metavar="FILE", help="report only findings not in this baseline"
     )
@@ -117,6 +147,32 @@ def _codes(values: list[str]) -> frozenset[str]:
     return frozenset(codes)
 
 
+def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
+    """The run's options: command-line flags over the project's configuration file."""
+    from harness.overrides.checker import CheckOptions
+    from harness.overrides.config import Excluder, discover_config
+
+    cwd = os.getcwd()
+    config = discover_config(
+        [*args.paths, *(args.changed or ())], cwd, explicit=args.config, isolated=args.isolated
+    )
+    excluder = config.excluder
+    if args.exclude is not None:
+        excluder = Excluder(args.exclude, cwd)
+    if args.extend_exclude:
+        excluder = excluder.extended(args.extend_exclude, cwd)
+    baseline = args.baseline or config.baseline
+    options = CheckOptions(
+        select=_codes([*config.select, *args.select]),
+        cache_dir=None if args.no_cache else (args.cache_dir or ""),
+        jobs=args.jobs,
+        baseline=None if args.write_baseline else baseline,
+        excluder=excluder,
+        ignore=_codes([*config.ignore, *args.ignore]),
+    )
+    return options, args.fail_on or config.fail_on or "error"
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``harness overrides``; returns the exit code."""
     from harness.overrides import report
@@ -132,15 +188,10 @@ def run(args: argparse.Namespace) -> int:
     if args.write_baseline and args.changed:
         raise HarnessError("--write-baseline needs a whole-tree run (without --changed)")
 
-    from harness.overrides.checker import CheckOptions, check
+    from harness.overrides.checker import check
     from harness.overrides.findings import Severity
 
-    options = CheckOptions(
-        select=_codes(args.select),
-        cache_dir=None if args.no_cache else (args.cache_dir or ""),
-        jobs=args.jobs,
-        baseline=None if args.write_baseline else args.baseline,
-    )
+    options, fail_on_name = _options(args)
     try:
         result = check(args.paths, changed=args.changed, options=options)
     except HarnessError:
@@ -163,7 +214,9 @@ def run(args: argparse.Namespace) -> int:
             + (" (stored result of an identical run reused)" if s.reused else ""),
             file=sys.stderr,
         )
-    fail_on = Severity(args.fail_on)
+    for path in result.stats.excluded:
+        print(f"harness overrides: {path} is excluded by the configuration", file=sys.stderr)
+    fail_on = Severity(fail_on_name)
     return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK
 
 

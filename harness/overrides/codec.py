@@ -13,8 +13,18 @@ import marshal
 from typing import Any
 
 from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.dispatch import (
+    Atom,
+    ClassFacts,
+    DispatchSummary,
+    ForeignCall,
+    Guard,
+    Wrapper,
+)
 from harness.overrides.signature import Param, ParamKind, Signature
 from harness.overrides.summary import ClassSummary, Deferred, FileSummary, Import, ParseFailure
+
+EMPTY_DISPATCH = DispatchSummary((), (), (), (), ())
 
 _KINDS = {int(k): k for k in ParamKind}
 _RECEIVERS = {int(r): r for r in Receiver}
@@ -66,7 +76,69 @@ def encode(summary: FileSummary) -> tuple[Any, ...]:
         _enc_calls(summary.calls),
         tuple(tuple(f) for f in summary.parse_failures),
         tuple(sorted(summary.called)),
+        _enc_dispatch(summary.dispatch),
     )
+
+
+def _enc_params(params: tuple[Param, ...]) -> tuple[Any, ...]:
+    return tuple((p.name, int(p.kind), p.has_default) for p in params)
+
+
+def _enc_dispatch(d: DispatchSummary) -> tuple[Any, ...]:
+    return (
+        tuple(
+            (
+                c.qualname,
+                tuple(sorted(c.escapes)),
+                c.dynamic,
+                c.attr_types,
+                c.descriptor,
+                c.decorators,
+            )
+            for c in d.classes
+        ),
+        tuple(
+            (w.name, w.line, _enc_params(w.params), w.factory, w.passthrough) for w in d.wrappers
+        ),
+        tuple(tuple(f) for f in d.foreign),
+        tuple((g.line, g.col, tuple(tuple(a) for a in g.atoms)) for g in d.guards),
+        d.prefixes,
+    )
+
+
+def _dec_dispatch(raw: Any) -> DispatchSummary:
+    if not raw[0] and not raw[1] and not raw[2] and not raw[3] and not raw[4]:
+        return EMPTY_DISPATCH
+    classes, wrappers, foreign, guards, prefixes = raw
+    out: DispatchSummary = _new(
+        DispatchSummary,
+        (
+            tuple(
+                [_new(ClassFacts, (c[0], frozenset(c[1]), c[2], c[3], c[4], c[5])) for c in classes]
+            ),
+            tuple(
+                [
+                    _new(
+                        Wrapper,
+                        (
+                            w[0],
+                            w[1],
+                            tuple([_new(Param, (p[0], _KINDS[p[1]], p[2])) for p in w[2]]),
+                            w[3],
+                            w[4],
+                        ),
+                    )
+                    for w in wrappers
+                ]
+            ),
+            tuple([_new(ForeignCall, f) for f in foreign]),
+            tuple(
+                [_new(Guard, (g[0], g[1], tuple([_new(Atom, a) for a in g[2]]))) for g in guards]
+            ),
+            prefixes,
+        ),
+    )
+    return out
 
 
 def dumps(summary: FileSummary) -> bytes:
@@ -104,7 +176,7 @@ def _calls(blob: bytes) -> tuple[CallSite, ...]:
 
 def decode(raw: Any) -> FileSummary:
     """Rebuild a summary from :func:`encode`'s output (signatures and calls deferred)."""
-    classes, imports, stars, aliases, ignores, calls, failures, called = raw
+    classes, imports, stars, aliases, ignores, calls, failures, called, dispatch = raw
     return FileSummary(
         tuple(
             [
@@ -129,6 +201,7 @@ def decode(raw: Any) -> FileSummary:
         Deferred(calls, _calls),
         tuple([_new(ParseFailure, f) for f in failures]),
         frozenset(called),
+        _dec_dispatch(dispatch),
     )
 
 

@@ -221,11 +221,16 @@ def align(base: Signature, override: Signature) -> Alignment | None:
             matched.add(partner.name)
         same_name = partner is not None and partner.name == b.name
         links.append(Link(b, partner, moved=same_name and b.name in moved))
-    # Keyword-only base parameters: the same name, else the next new keyword-only name.
+    # Keyword-only base parameters: the same name, else the next new keyword-only name. An
+    # override with **kwargs receives an unknown keyword there instead (no rename to pair).
+    absorbs_keywords = any(p.kind is ParamKind.VAR_KEYWORD for p in o_params)
     spare = [
         p
         for p in o_params
-        if p.kind is ParamKind.KEYWORD_ONLY and p.name not in base_names and p.name not in matched
+        if p.kind is ParamKind.KEYWORD_ONLY
+        and p.name not in base_names
+        and p.name not in matched
+        and not absorbs_keywords
     ]
     for b in (p for p in b_params if p.kind is ParamKind.KEYWORD_ONLY):
         partner = by_name.get(b.name) or (spare.pop(0) if spare else None)

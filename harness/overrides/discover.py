@@ -21,14 +21,10 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from harness.errors import HarnessError
+from harness.overrides.config import DEFAULT_EXCLUDE, Excluder
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-SKIP_DIRS = frozenset(
-    {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
-)
-"""Directory names never descended into (besides hidden ``.*`` directories)."""
 
 
 class SourceFile(NamedTuple):
@@ -89,6 +85,8 @@ class _Walker:
         self.seen_dirs: set[str] = set()
         self.linked: list[tuple[str, str, str]] = []
         """Symlinked directories ``(path, real path, root)``, walked after every real one."""
+        self.excluder = Excluder(DEFAULT_EXCLUDE, cwd)
+        """What walks leave out."""
 
     def _is_package(self, directory: str) -> bool:
         known = self.has_init.get(directory)
@@ -199,7 +197,7 @@ class _Walker:
             return
         canonical = os.path.realpath(entry.path) if link else os.path.join(parent, name)
         if is_dir:
-            if name.startswith(".") or name in SKIP_DIRS:
+            if self.excluder.excluded(entry.path):
                 return
             if link and (parent == canonical or parent.startswith(canonical + os.sep)):
                 self.unreadable.append(Unreadable(self.display(entry.path), "symlink loop"))
@@ -209,7 +207,7 @@ class _Walker:
             else:
                 subdirs.append((entry.path, canonical))
         elif is_file:
-            if _is_source(name):
+            if _is_source(name) and not self.excluder.excluded(entry.path):
                 self.add(entry.path, root, canonical, linked or link)
         elif link:
             reason = _symlink_reason(entry.path)
@@ -222,13 +220,18 @@ def _is_source(name: str) -> bool:
 
 
 def discover(
-    paths: Iterable[str], cwd: str | None = None
+    paths: Iterable[str], cwd: str | None = None, excluder: Excluder | None = None
 ) -> tuple[list[SourceFile], list[Unreadable]]:
     """All ``.py`` files under ``paths`` (files or directories), each once, in sorted order.
 
-    Raises :class:`HarnessError` for a path given explicitly that does not exist.
+    A walk leaves out what ``excluder`` excludes (default: hidden entries, caches, virtual
+    environments and builds; see :data:`harness.overrides.config.DEFAULT_EXCLUDE`); a file
+    named in ``paths`` is always taken. Raises :class:`HarnessError` for a path given
+    explicitly that does not exist.
     """
-    walker = _Walker(os.path.abspath(cwd or os.getcwd()))
+    base = os.path.abspath(cwd or os.getcwd())
+    walker = _Walker(base)
+    walker.excluder = excluder or Excluder(DEFAULT_EXCLUDE, base)
     for given in paths:
         absolute = os.path.abspath(given)
         if not os.path.lexists(absolute):

@@ -32,6 +32,10 @@ class Evidence:
     """``TypeError: C.m() got an unexpected keyword argument 'x'``."""
     receiver: str
     """``self``, ``super()``, ``constructed`` or ``annotated``."""
+    unreached: str | None = None
+    """Why the call cannot run for the class holding the override (then not an error)."""
+    via: str | None = None
+    """The ``*args, **kwargs`` method that forwards the call's arguments, if any."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of the shared contract plus the TypeError text."""
@@ -41,6 +45,8 @@ class Evidence:
             "text": self.text,
             "error": self.error,
             "receiver": self.receiver,
+            "unreached": self.unreached,
+            "via": self.via,
         }
 
 

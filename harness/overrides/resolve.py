@@ -2,21 +2,38 @@
 
 Resolution follows what the source says: classes defined in a module, module-level aliases
 (``X = Y``), imports (absolute, relative, ``as`` aliases, re-exports through ``__init__``),
-submodules and star imports. Anything else (third-party and builtin classes, computed bases)
-is unresolvable and silently skipped. All walks are iterative or depth-bounded.
+submodules and star imports. A base class is resolved as Python does when the ``class``
+statement runs: the binding of its name in force at that line (an import above it, not a
+class of the same name defined further down), and for a nested class the enclosing class
+body first. Anything else (computed bases, classes of modules outside the tree that no
+:class:`ExternalModules` provides) is unresolvable and silently skipped.
+
+Methods are taken as their decorators leave them: a decorator that resolves to a descriptor
+class reading as a value (``__get__`` calls the function, like ``functools.cached_property``)
+makes a property; one that resolves to a function returning an inner function of its own
+signature (``def deco(fn): def wrap(dialect, conn, **kw): ...; return wrap``) makes that
+signature the method's. All walks are iterative or depth-bounded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from harness.overrides.discover import SourceFile
-from harness.overrides.signature import Signature
+from harness.overrides.dispatch import (
+    DESCRIPTOR_METHOD,
+    DESCRIPTOR_NONE,
+    DESCRIPTOR_VALUE,
+    ClassFacts,
+    Wrapper,
+)
+from harness.overrides.signature import PROPERTY, Signature
 from harness.overrides.summary import ClassSummary, FileSummary, Import
 
 _MAX_DEPTH = 40
+_TYPING_FORMS = frozenset({"Generic", "Protocol", "NamedTuple", "TypedDict"})
 
 
 @dataclass(eq=False)
@@ -32,6 +49,29 @@ class ModuleInfo:
     """Every class statement of the module, nested ones included, in source order."""
     imports: dict[str, Import] = field(default_factory=lambda: {})
     aliases: dict[str, str] = field(default_factory=lambda: {})
+    functions: dict[str, Wrapper] = field(default_factory=lambda: {})
+    """Module-level functions that return an inner function (decorators)."""
+    bindings: dict[str, list[Binding]] = field(default_factory=lambda: {})
+    """Every top-level binding of a name, in source order (for definition-time lookup)."""
+    external: bool = False
+    """Read from outside the scanned tree (standard library, installed packages)."""
+
+
+class Binding(NamedTuple):
+    """One top-level statement binding a name: a class, an import or an alias."""
+
+    line: int
+    cls: ClassInfo | None = None
+    imp: Import | None = None
+    alias: str | None = None
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    """A module-level decorator function (see :class:`harness.overrides.dispatch.Wrapper`)."""
+
+    module: ModuleInfo
+    wrapper: Wrapper
 
 
 @dataclass(eq=False)
@@ -47,6 +87,11 @@ class ClassInfo:
     unresolved_bases: bool = False
     previous: ClassInfo | None = None
     """An earlier class of the same name in the same scope (``class A(A)`` refers to it)."""
+    facts: ClassFacts | None = None
+    """Dispatch facts (escapes, dynamic dispatch, descriptors, decorators), if any."""
+    opaque: set[str] = field(default_factory=lambda: set())
+    """Names whose ``def`` a decorator replaced by an object of another kind (still bound by
+    the class, no longer compared as methods)."""
     _methods: dict[str, Signature] | None = None
     _bound: frozenset[str] | None = None
 
@@ -62,6 +107,10 @@ class ClassInfo:
             self._methods = {m.name: m for m in self.summary.methods}
         return self._methods
 
+    def replace_methods(self, methods: dict[str, Signature]) -> None:
+        """Set the effective ``def`` per name (after decorators were applied)."""
+        self._methods = methods
+
     def defines(self, name: str) -> bool:
         """True if the class body binds ``name`` (by ``def`` or otherwise)."""
         if self._bound is None:
@@ -69,7 +118,15 @@ class ClassInfo:
         return name in self._bound
 
 
-Target = ClassInfo | ModuleInfo
+Target = ClassInfo | ModuleInfo | FunctionInfo
+
+
+class ExternalModules(Protocol):
+    """Supplies modules from outside the scanned tree, by absolute name, on demand."""
+
+    def module(self, name: str) -> tuple[SourceFile, FileSummary] | None:
+        """The file and summary of module ``name``, or ``None`` if it has no readable source."""
+        ...
 
 
 class InheritanceCycle(NamedTuple):
@@ -95,7 +152,10 @@ class Project:
     """The whole scanned tree: modules, classes, bases, MROs and subclasses."""
 
     def __init__(
-        self, modules: Iterable[tuple[SourceFile, FileSummary]], watch: Iterable[str] = ()
+        self,
+        modules: Iterable[tuple[SourceFile, FileSummary]],
+        watch: Iterable[str] = (),
+        external: ExternalModules | None = None,
     ) -> None:
         self._watch = frozenset(watch)
         """Module names (of deleted files) whose lookups mark the looking class as affected."""
@@ -107,8 +167,14 @@ class Project:
         self.modules: dict[str, ModuleInfo] = {}
         """Modules by every name they may be imported as (the first file of a name wins)."""
         self.files: list[ModuleInfo] = []
-        """One module per file, in the order given."""
+        """One module per file of the tree, in the order given."""
+        self.external_files: list[ModuleInfo] = []
+        """Modules read from outside the tree to resolve bases, in the order loaded."""
         self.classes: list[ClassInfo] = []
+        """Classes of the scanned tree (external ones are in :attr:`external_classes`)."""
+        self.external_classes: list[ClassInfo] = []
+        self._external = external
+        self._missing: set[str] = set()
         for file, summary in modules:
             info = ModuleInfo(file, summary, file.module)
             self.files.append(info)
@@ -118,8 +184,13 @@ class Project:
                 self.modules.setdefault(alias, info)
             self._index_module(info)
         self._memo: dict[tuple[int, str], Target | None] = {}
-        for cls in self.classes:
-            self._resolve_bases(cls)
+        self._bindings_memo: dict[tuple[int, Binding], tuple[Target | None, bool]] = {}
+        pending = list(self.classes)
+        while pending:  # resolving a base may load external modules, and so more classes
+            loaded = len(self.external_classes)
+            for cls in pending:
+                self._resolve_bases(cls)
+            pending = self.external_classes[loaded:]
         self._up: dict[int, ClassInfo] = {}
         """A class with one usable base: that base (its MRO is the class, then the base's)."""
         self._full: dict[int, tuple[ClassInfo, ...]] = {}
@@ -127,39 +198,54 @@ class Project:
         self._broken_ids: set[int] = set()
         self.problems: list[MroProblem] = []
         self._compute_mros()
+        self._tin: dict[int, int] = {}
+        self._tout: dict[int, int] = {}
+        self._root: dict[int, ClassInfo] = {}
+        self._label_chains()
+        self._resolved: dict[int, bool] = {}
         self.children: dict[int, list[ClassInfo]] = {}
-        for cls in self.classes:
+        for cls in self.all_classes():
             for base in cls.bases:
                 self.children.setdefault(id(base), []).append(cls)
         self._binders: dict[str, list[ClassInfo]] = {}
         """Name -> the classes whose body binds it (methods and other class attributes)."""
         self._assigners: dict[str, list[ClassInfo]] = {}
         """Name -> the classes that assign ``self.name = ...``."""
-        for cls in self.classes:
+        for cls in self.all_classes():
+            self._apply_decorators(cls)
             for name in (*cls.summary.method_names, *cls.summary.attributes):
                 self._binders.setdefault(name, []).append(cls)
             for name in cls.summary.instance_attributes:
                 self._assigners.setdefault(name, []).append(cls)
-        self._tin: dict[int, int] = {}
-        self._tout: dict[int, int] = {}
-        self._root: dict[int, ClassInfo] = {}
-        self._label_chains()
-        self._resolved: dict[int, bool] = {}
+
+    def all_classes(self) -> list[ClassInfo]:
+        """Classes of the tree, then those of external modules loaded to resolve bases."""
+        return [*self.classes, *self.external_classes]
+
+    def all_files(self) -> list[ModuleInfo]:
+        """Modules of the tree, then those loaded from outside it."""
+        return [*self.files, *self.external_files]
 
     # -- indexing --------------------------------------------------------------------------
 
     def _index_module(self, info: ModuleInfo) -> None:
         summary = info.summary
+        bindings: list[tuple[str, Binding]] = []
         for imp in summary.imports:
             info.imports[imp.name] = imp
-        for name, target in summary.aliases:
+            bindings.append((imp.name, Binding(imp.line, imp=imp)))
+        for name, target, line in summary.aliases:
             info.aliases[name] = target
+            bindings.append((name, Binding(line, alias=target)))
+        info.functions = {w.name: w for w in summary.dispatch.wrappers}
+        facts = {f.qualname: f for f in summary.dispatch.classes}
         by_qualname: dict[str, ClassInfo] = {}
         for cls_summary in summary.classes:
             cls = ClassInfo(f"{info.name}.{cls_summary.qualname}", info, cls_summary)
+            cls.facts = facts.get(cls_summary.qualname)
             if cls_summary.qualname in by_qualname:
                 cls.key = f"{cls.key}@{cls_summary.line}"
-            self.classes.append(cls)
+            (self.external_classes if info.external else self.classes).append(cls)
             info.members.append(cls)
             previous = by_qualname.get(cls_summary.qualname)
             by_qualname[cls_summary.qualname] = cls
@@ -167,9 +253,13 @@ class Project:
             if not outer:
                 info.classes[name] = cls
                 info.aliases.pop(name, None)
+                bindings.append((name, Binding(cls_summary.line, cls=cls)))
             elif outer in by_qualname:
                 by_qualname[outer].nested[name] = cls
             cls.previous = previous
+        bindings.sort(key=lambda item: item[1].line)
+        for name, binding in bindings:
+            info.bindings.setdefault(name, []).append(binding)
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -200,10 +290,23 @@ class Project:
         return result
 
     def _module(self, name: str) -> ModuleInfo | None:
-        """The module of that name; notes a lookup of a watched name (see ``affected``)."""
+        """The module of that name, else one the external provider can read (loaded once);
+        notes a lookup of a watched name (see ``affected``)."""
         if self._watch and any(name == w or name.startswith(w + ".") for w in self._watch):
             self._touched = True
-        return self.modules.get(name)
+        found = self.modules.get(name)
+        if found is not None or self._external is None or not name or name in self._missing:
+            return found
+        loaded = self._external.module(name)
+        if loaded is None:
+            self._missing.add(name)
+            return None
+        file, summary = loaded
+        info = ModuleInfo(file, summary, name, external=True)
+        self.modules[name] = info
+        self.external_files.append(info)
+        self._index_module(info)
+        return info
 
     def resolve_class(self, module: ModuleInfo, dotted: str) -> ClassInfo | None:
         """Like :meth:`resolve`, but only classes."""
@@ -212,14 +315,17 @@ class Project:
 
     def _resolve_dotted(self, module: ModuleInfo, dotted: str, depth: int) -> Target | None:
         head, *rest = dotted.split(".")
-        target = self._lookup(module, head, depth)
-        for part in rest:
-            if target is None:
-                return None
+        return self._follow(self._lookup(module, head, depth), rest, depth)
+
+    def _follow(self, target: Target | None, parts: Iterable[str], depth: int) -> Target | None:
+        """Follow attribute names from ``target``: nested classes, module members."""
+        for part in parts:
             if isinstance(target, ClassInfo):
                 target = target.nested.get(part)
-            else:
+            elif isinstance(target, ModuleInfo):
                 target = self._lookup(target, part, depth + 1)
+            else:
+                return None
         return target
 
     def _lookup(self, module: ModuleInfo, name: str, depth: int) -> Target | None:
@@ -228,6 +334,9 @@ class Project:
         cls = module.classes.get(name)
         if cls is not None:
             return cls
+        function = module.functions.get(name)
+        if function is not None:
+            return FunctionInfo(module, function)
         alias = module.aliases.get(name)
         if alias is not None and alias != name:
             return self._resolve_dotted(module, alias, depth + 1)
@@ -265,31 +374,146 @@ class Project:
         imp = module.imports.get(head)
         if imp is None:
             return None
-        target = self._resolve_import(module, imp, 1)
-        for part in rest.split(".") if rest else ():
-            if target is None:
-                return None
-            target = (
-                target.nested.get(part)
-                if isinstance(target, ClassInfo)
-                else self._lookup(target, part, 1)
-            )
-        return target
+        return self._follow(
+            self._resolve_import(module, imp, 1), rest.split(".") if rest else (), 1
+        )
 
     def _resolve_bases(self, cls: ClassInfo) -> None:
         self._touched = False
         for base in cls.summary.bases:
-            target = None if base is None else self.resolve(cls.module, base)
+            target = None if base is None else self._at_definition(cls, base)
+            if target is None and base is not None:
+                target = self.resolve(cls.module, base)
             if target is cls and base is not None:
                 # `class A(A)` refers to whatever `A` was bound to before: an earlier class
                 # of that name, or an import (`from .llama import A` then `class A(A)`).
                 target = cls.previous or self._resolve_shadowed(cls.module, base) or cls
             if isinstance(target, ClassInfo):
                 cls.bases.append(target)
-            elif base not in (None, "object"):
+            elif base not in (None, "object") and not self._typing_form(cls.module, base):
                 cls.unresolved_bases = True
         if self._touched:
             self.affected.append(cls)
+
+    def _typing_form(self, module: ModuleInfo, dotted: str) -> bool:
+        """``Generic``, ``Protocol``, ``NamedTuple``, ``TypedDict`` (from ``typing`` or
+        ``typing_extensions``): bases that add no method a subclass overrides, so a class
+        built on them is not missing a base."""
+        head, _, rest = dotted.partition(".")
+        name = rest or head
+        if name not in _TYPING_FORMS:
+            return False
+        imp = module.imports.get(head)
+        if imp is None:
+            return False
+        source = imp.module if imp.attr is None else f"{imp.module}.{imp.attr}"
+        return source.partition(".")[0] in ("typing", "typing_extensions")
+
+    def _at_definition(self, cls: ClassInfo, dotted: str) -> Target | None:
+        """What ``dotted`` named when ``cls``'s statement ran: for a nested class, a class
+        bound earlier in the enclosing class body; else the latest top-level binding above
+        the outermost enclosing statement that resolves. ``None`` when no such binding
+        exists (star imports, names bound later by a function): use :meth:`resolve`."""
+        head, *rest = dotted.split(".")
+        qualname = cls.summary.qualname
+        outer = qualname.rpartition(".")[0]
+        if outer:
+            enclosing = self._class_at(cls.module, outer)
+            inner = None if enclosing is None else enclosing.nested.get(head)
+            if inner is not None and inner.summary.line < cls.summary.line:
+                return self._follow(inner, rest, 0)
+        top = self._class_at(cls.module, qualname.partition(".")[0])
+        line = cls.summary.line if top is None else top.summary.line
+        for binding in reversed(cls.module.bindings.get(head, ())):
+            if binding.line >= line:
+                continue
+            target = self._binding_target(cls.module, binding, 0)
+            if target is not None and target is not cls:
+                return self._follow(target, rest, 0)
+        return None
+
+    def _binding_target(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
+        if binding.cls is not None:
+            return binding.cls
+        key = (id(module), binding)
+        known = self._bindings_memo.get(key)
+        if known is not None:
+            target, touched = known
+            self._touched = self._touched or touched
+            return target
+        outer, self._touched = self._touched, False
+        target = self._bound_to(module, binding, depth)
+        self._bindings_memo[key] = (target, self._touched)
+        self._touched = outer or self._touched
+        return target
+
+    def _bound_to(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
+        if binding.imp is not None:
+            return self._resolve_import(module, binding.imp, depth + 1)
+        if binding.alias is None or depth > _MAX_DEPTH:
+            return None
+        head, *rest = binding.alias.split(".")
+        for earlier in reversed(module.bindings.get(head, ())):
+            if earlier.line < binding.line:
+                found = self._binding_target(module, earlier, depth + 1)
+                if found is not None:
+                    return self._follow(found, rest, depth)
+        return self._resolve_dotted(module, binding.alias, depth + 1)
+
+    def _class_at(self, module: ModuleInfo, qualname: str) -> ClassInfo | None:
+        head, *rest = qualname.split(".")
+        found: ClassInfo | None = module.classes.get(head)
+        for part in rest:
+            found = None if found is None else found.nested.get(part)
+        return found
+
+    # -- decorators ------------------------------------------------------------------------
+
+    def descriptor_kind(self, cls: ClassInfo) -> int:
+        """How instances of ``cls`` behave as class attributes (``DESCRIPTOR_*``)."""
+        for member in self.mro(cls):
+            if member.facts is not None and member.facts.descriptor != DESCRIPTOR_NONE:
+                return member.facts.descriptor
+            if "property" in member.summary.bases or "builtins.property" in member.summary.bases:
+                return DESCRIPTOR_VALUE  # class cached(property)
+        return DESCRIPTOR_NONE
+
+    def _apply_decorators(self, cls: ClassInfo) -> None:
+        """Rewrite methods whose decorators the project defines (see the module docstring)."""
+        if cls.facts is None or not cls.facts.decorators:
+            return
+        by_line = dict(cls.facts.decorators)
+        methods: dict[str, Signature] = {}
+        for name, sig in cls.methods.items():
+            decorators = by_line.get(sig.line)
+            effective = self._decorated(cls, sig, decorators) if decorators else sig
+            if effective is None:
+                cls.opaque.add(name)
+            else:
+                methods[name] = effective
+        cls.replace_methods(methods)
+
+    def _decorated(
+        self, cls: ClassInfo, sig: Signature, decorators: tuple[str, ...]
+    ) -> Signature | None:
+        """The signature the decorators leave, or ``None`` when the name no longer binds a
+        function (a non-descriptor object replaces it: its calls are not the ``def``'s)."""
+        for written in reversed(decorators):  # the innermost decorator applies first
+            called = written.endswith("()")
+            target = self.resolve(cls.module, written.removesuffix("()"))
+            if isinstance(target, ClassInfo) and not called:
+                kind = self.descriptor_kind(target)
+                if kind == DESCRIPTOR_VALUE:
+                    sig = sig._replace(decorators=sig.decorators | {PROPERTY})
+                elif kind != DESCRIPTOR_METHOD:
+                    return None  # an instance of the class replaces the function
+            elif (
+                isinstance(target, FunctionInfo)
+                and target.wrapper.factory == called
+                and not target.wrapper.passthrough
+            ):
+                sig = sig._replace(params=target.wrapper.params)
+        return sig
 
     # -- MRO -------------------------------------------------------------------------------
 
@@ -314,7 +538,7 @@ class Project:
     def _compute_mros(self) -> None:
         """Post-order over the base graph (iterative), detecting cycles on the way."""
         state: dict[int, int] = {}  # 1 = on stack, 2 = done
-        for start in self.classes:
+        for start in self.all_classes():
             if id(start) in state:
                 continue
             stack: list[tuple[ClassInfo, Iterator[ClassInfo]]] = [(start, iter(start.bases))]
@@ -360,12 +584,13 @@ class Project:
         """Number the single-base chains depth first (``_tin``/``_tout``), so that "is ``c`` on
         ``x``'s chain" is two comparisons; ``_root`` is where each chain ends."""
         below: dict[int, list[ClassInfo]] = {}
-        for cls in self.classes:
+        classes = self.all_classes()
+        for cls in classes:
             up = self._up.get(id(cls))
             if up is not None:
                 below.setdefault(id(up), []).append(cls)
         clock = 0
-        for root in self.classes:
+        for root in classes:
             if id(root) in self._up:
                 continue
             stack: list[tuple[ClassInfo, bool]] = [(root, False)]
@@ -383,11 +608,11 @@ class Project:
     def release(self) -> None:
         """Break the class <-> module reference cycles so memory is freed at once by reference
         counting, without a cyclic garbage collection pass over the whole tree."""
-        for cls in self.classes:
+        for cls in self.all_classes():
             cls.bases.clear()
             cls.nested.clear()
             cls.previous = None
-        for module in self.files:
+        for module in self.all_files():
             module.classes.clear()
             module.members.clear()
         for table in (self.children, self._memo, self._up, self._full, self._binders):

@@ -13,10 +13,10 @@ import marshal
 from collections.abc import Sequence
 from typing import Any
 
-from harness.overrides.cache import read_framed, write_framed
+from harness.overrides.cache import digest, read_framed, write_framed
 from harness.overrides.findings import Difference, Evidence, Finding, Severity
 
-SCHEMA = 3
+SCHEMA = 4
 _FILE = "results.bin"
 _MAX_RUNS = 32
 _HEADER = ("harness-overrides-results", SCHEMA)
@@ -35,7 +35,11 @@ def run_key(parts: Sequence[str | None]) -> bytes:
 
 def _encode(f: Finding) -> tuple[Any, ...]:
     ev = f.evidence
-    evidence = None if ev is None else (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver)
+    evidence = (
+        None
+        if ev is None
+        else (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver, ev.unreached, ev.via)
+    )
     differences = tuple((d.code, d.symbol, d.message, d.params) for d in f.differences)
     return (
         f.path, f.line, f.col, f.code, f.symbol, f.severity.value, f.message, f.class_name,
@@ -46,7 +50,7 @@ def _encode(f: Finding) -> tuple[Any, ...]:
 
 _S, _I, _NS, _NI = str, int, (str, type(None)), (int, type(None))
 _FINDING = (_S, _I, _I, _S, _S, _S, _S, _NS, _NS, _NS, _NS, _NI, tuple, _NS, _NS, object, tuple, _S)
-_EVIDENCE = (_S, _I, _I, _S, _S, _S)
+_EVIDENCE = (_S, _I, _I, _S, _S, _S, _NS, _NS)
 _DIFFERENCE = (_S, _S, _S, tuple)
 
 
@@ -94,9 +98,17 @@ def _decode(raw: Any) -> Finding:
 
 def _is_run_table(payload: Any) -> bool:
     return isinstance(payload, dict) and all(
-        isinstance(k, bytes) and isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes)  # pyright: ignore[reportUnknownArgumentType]
+        isinstance(k, bytes) and isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], bytes)  # pyright: ignore[reportUnknownArgumentType]
         for k, v in payload.items()  # pyright: ignore[reportUnknownVariableType]
     )
+
+
+def _unchanged(path: str, hashed: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return digest(handle.read()) == hashed
+    except OSError:
+        return False
 
 
 class ResultStore:
@@ -104,28 +116,38 @@ class ResultStore:
 
     def __init__(self, directory: str | None) -> None:
         self.directory = directory
-        self.runs: dict[bytes, tuple[bytes, Any]] = {}
+        self.runs: dict[bytes, tuple[bytes, Any, Any]] = {}
         if directory is not None:
             payload = read_framed(directory, _FILE, _HEADER, _is_run_table)
             if payload is not None:
                 self.runs = payload
 
     def get(self, key: bytes, print_: bytes) -> list[Finding] | None:
-        """The stored findings of ``key`` if its fingerprint is ``print_``."""
+        """The stored findings of ``key`` if its fingerprint is ``print_`` and the files it
+        read from outside the tree still have the content they had."""
         entry = self.runs.get(key)
         if entry is None or entry[0] != print_:
             return None
         try:
+            if not all(_unchanged(path, hashed) for path, hashed in entry[2]):
+                return None
             return [_decode(raw) for raw in entry[1]]
         except Exception:  # a stored entry of the wrong shape is a miss, whatever it raises
             return None
 
-    def put(self, key: bytes, print_: bytes, findings: Sequence[Finding]) -> None:
-        """Store a run's findings (atomically; write failures are ignored)."""
+    def put(
+        self,
+        key: bytes,
+        print_: bytes,
+        findings: Sequence[Finding],
+        outside: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """Store a run's findings (atomically; write failures are ignored), with the
+        ``(path, content hash)`` of the files it read from outside the tree."""
         if self.directory is None:
             return
         self.runs.pop(key, None)
-        self.runs[key] = (print_, tuple(_encode(f) for f in findings))
+        self.runs[key] = (print_, tuple(_encode(f) for f in findings), tuple(outside))
         while len(self.runs) > _MAX_RUNS:
             del self.runs[next(iter(self.runs))]
         write_framed(self.directory, _FILE, _HEADER, self.runs)

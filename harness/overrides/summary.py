@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator
 from io import StringIO
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from harness.overrides import callsites
+from harness.overrides import callsites, grammar
+from harness.overrides import dispatch as dispatch_facts
 from harness.overrides.callsites import CallSite, FileHits
+from harness.overrides.dispatch import DispatchSummary
 from harness.overrides.signature import MethodKind, Signature, dotted_name, from_function
 
 
@@ -148,6 +150,7 @@ class FileSummary:
         "aliases",
         "called",
         "classes",
+        "dispatch",
         "ignores",
         "imports",
         "parse_failures",
@@ -159,18 +162,20 @@ class FileSummary:
         classes: tuple[ClassSummary, ...],
         imports: tuple[Import, ...],
         star_imports: tuple[tuple[str, int], ...],
-        aliases: tuple[tuple[str, str], ...],
+        aliases: tuple[tuple[str, str, int], ...],
         ignores: tuple[tuple[int, tuple[str, ...]], ...],
         calls: tuple[CallSite, ...] | Deferred[tuple[CallSite, ...]],
         parse_failures: tuple[ParseFailure, ...],
         called: frozenset[str] | None = None,
+        dispatch: DispatchSummary = dispatch_facts.EMPTY,
     ) -> None:
         self.classes = classes
         self.imports = imports
         self.star_imports = star_imports
         """``(module, level)`` of each ``from m import *``."""
         self.aliases = aliases
-        """Module-level ``Name = dotted.name`` assignments (class aliases)."""
+        """``(name, dotted target, line)`` of module-level ``Name = dotted.name`` assignments
+        (class aliases; ``a = b = C`` binds both names)."""
         self.ignores = ignores
         """``(line, codes)`` of each ``# harness: ignore[...]`` comment; empty codes = bare."""
         self.parse_failures = parse_failures
@@ -182,6 +187,8 @@ class FileSummary:
             )
         self.called = called
         """Every method name called in the file (to find proofs without decoding calls)."""
+        self.dispatch = dispatch
+        """Guards, foreign calls, escapes, decorators: see :mod:`harness.overrides.dispatch`."""
 
     @property
     def calls(self) -> tuple[CallSite, ...]:
@@ -200,6 +207,7 @@ class FileSummary:
             self.calls,
             self.parse_failures,
             self.called,
+            self.dispatch,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -425,14 +433,17 @@ def summarize(data: bytes) -> FileSummary:
     try:
         return _summarize_text(text)
     except _PARSE_FAILURES as exc:
-        return _empty(_parse_failure(exc))
+        return _empty(_parse_failure(exc, text))
     finally:
         if enabled:
             gc.enable()
 
 
-def _parse_failure(exc: BaseException) -> ParseFailure:
+def _parse_failure(exc: BaseException, text: str = "") -> ParseFailure:
     if isinstance(exc, SyntaxError):
+        newer = grammar.newer_syntax(text) if text else None
+        if newer is not None:
+            return ParseFailure(newer.line, 1, newer.describe())
         return ParseFailure(exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
     if isinstance(exc, (RecursionError, MemoryError)):
         return ParseFailure(1, 1, "file is nested too deeply to parse")
@@ -443,27 +454,24 @@ def _summarize_text(text: str) -> FileSummary:
     tree = ast.parse(text)
     imports: list[Import] = []
     stars: list[tuple[str, int]] = []
-    aliases_out: list[tuple[str, str]] = []
+    aliases_out: list[tuple[str, str, int]] = []
     top = list(_flatten(tree.body))
     for stmt in top:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.extend(_imports_of(stmt))
             if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
                 stars.append((stmt.module or "", stmt.level))
-        elif (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-        ):
+        elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
             target = dotted_name(stmt.value)
             if target is not None:
-                aliases_out.append((stmt.targets[0].id, target))
+                aliases_out.extend(
+                    (t.id, target, stmt.lineno) for t in stmt.targets if isinstance(t, ast.Name)
+                )
     aliases = _import_aliases(imports)
     external = frozenset(
         name for name, target in aliases.items() if target.partition(".")[0] in callsites.EXTERNAL
     )
     hits = FileHits(text, external)
-    classes: list[ClassSummary] = []
     calls: list[CallSite] = []
     pending: list[tuple[ast.ClassDef, str]] = []
     for stmt in top:
@@ -471,12 +479,14 @@ def _summarize_text(text: str) -> FileSummary:
             pending.append((stmt, stmt.name))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             calls.extend(callsites.collect(stmt, hits, caller="", self_name=None))
+    statements: list[tuple[ast.ClassDef, ClassSummary]] = []
     while pending:
         nested: list[tuple[ast.ClassDef, str]] = []
         for node, qualname in pending:
-            classes.append(_class(node, qualname, aliases, hits, nested))
+            statements.append((node, _class(node, qualname, aliases, hits, nested)))
         pending = nested
-    classes.sort(key=lambda c: c.line)
+    statements.sort(key=lambda pair: pair[1].line)
+    classes = [summary for _, summary in statements]
     return FileSummary(
         classes=tuple(classes),
         imports=tuple(imports),
@@ -485,4 +495,5 @@ def _summarize_text(text: str) -> FileSummary:
         ignores=_ignores(text),
         calls=tuple(calls),
         parse_failures=(),
+        dispatch=dispatch_facts.extract(text, tree, statements, aliases),
     )

@@ -6,7 +6,14 @@ Fixture annotations (see ``fixtures/``):
   (several, comma-separated); the severity defaults to ``warning``;
 - ``# evidence: HO101`` at the end of the line of the call a finding must show as its evidence;
 - ``# fixture-args: --flag ...`` on the first line of a fixture module (or of a package's
-  ``__init__.py``): extra command-line arguments for that fixture.
+  ``__init__.py``): extra command-line arguments for that fixture;
+- ``# fixture-python-path: DIR`` there: ``DIR`` (under ``fixtures/``) is put on ``sys.path``,
+  standing for an installed package the fixture's bases come from;
+- ``# fixture-max-python: 3.11`` there: the fixture is skipped on newer interpreters (its
+  findings depend on what the running parser can read).
+
+Evidence found outside the fixtures (the standard library) is compared through the golden
+record only, with its location made portable (``<outside>/file.py``, no line numbers).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +37,9 @@ _CODE = r"HO\d{3}"
 _EXPECT = re.compile(rf"#\s*expect:\s*(?P<items>{_CODE}(?:\s+\w+)?(?:\s*,\s*{_CODE}(?:\s+\w+)?)*)")
 _EVIDENCE = re.compile(rf"#\s*evidence:\s*(?P<items>{_CODE}(?:\s*,\s*{_CODE})*)")
 _ARGS = re.compile(r"^#\s*fixture-args:(?P<args>.*)$")
+_RUNNING = re.compile(r"runs on Python \d+\.\d+")
+_HEADER = re.compile(r"^#\s*fixture-(?P<key>[a-z-]+):\s*(?P<value>.*)$")
+_OUTSIDE = re.compile(r"(?<![\w.<>])/(?:[^\s:()'\"]+/)*(?P<name>[^\s:/()'\"]+\.pyi?)(?::\d+)?")
 
 
 @dataclass(frozen=True, order=True)
@@ -96,6 +107,36 @@ def fixture_args(root: Path) -> list[str]:
     return shlex.split(match["args"]) if match else []
 
 
+def fixture_header(root: Path, key: str) -> str | None:
+    """The value of a ``# fixture-<key>:`` line among the first three lines of a fixture."""
+    head = root if root.is_file() else root / "__init__.py"
+    if not head.exists():
+        return None
+    for line in head.read_text(encoding="utf-8").splitlines()[:3]:
+        match = _HEADER.match(line)
+        if match and match["key"] == key:
+            return match["value"].strip()
+    return None
+
+
+def portable(value: Any) -> Any:
+    """``value`` with paths outside the fixtures (absolute ones) and their line numbers
+    replaced, so a golden record does not depend on where Python is installed."""
+    if isinstance(value, dict):
+        out = {k: portable(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+        for path_key, line_key in (("path", "line"), ("base_path", "base_line")):
+            path = out.get(path_key)
+            if isinstance(path, str) and path.startswith("<outside>/") and line_key in out:
+                out[line_key] = None
+        return out
+    if isinstance(value, list):
+        return [portable(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, str):
+        value = _RUNNING.sub("runs on Python <running>", value)
+        return _OUTSIDE.sub(lambda m: f"<outside>/{m['name']}", value)
+    return value
+
+
 def observed(findings: list[dict[str, Any]]) -> set[Expected]:
     """The JSON findings in the shape of :class:`Expected`."""
     return {Expected(f["path"], f["line"], f["code"], f["severity"]) for f in findings}
@@ -105,7 +146,7 @@ def observed_evidence(findings: list[dict[str, Any]]) -> set[tuple[str, int, str
     return {
         (f["evidence"]["path"], f["evidence"]["line"], f["code"])
         for f in findings
-        if f["evidence"] is not None
+        if f["evidence"] is not None and not f["evidence"]["path"].startswith("/")
     }
 
 
@@ -156,6 +197,7 @@ class Corpus:
     evidence = staticmethod(expected_evidence)
     args = staticmethod(fixture_args)
     observed = staticmethod(observed)
+    portable = staticmethod(portable)
     observed_evidence = staticmethod(observed_evidence)
 
 
@@ -163,6 +205,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrise every test that takes ``fixture_name`` over the fixture corpus."""
     if "fixture_name" in metafunc.fixturenames:
         metafunc.parametrize("fixture_name", fixture_names())
+
+
+@pytest.fixture(autouse=True)
+def _fixture_environment(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Apply a parametrised fixture's ``python-path`` and ``max-python`` headers."""
+    if "fixture_name" not in request.fixturenames:
+        return
+    root = FIXTURES / str(request.getfixturevalue("fixture_name"))
+    newest = fixture_header(root, "max-python")
+    if newest is not None:
+        major, minor = (int(p) for p in newest.split("."))
+        if sys.version_info[:2] > (major, minor):
+            pytest.skip(f"written for Python <= {newest} (the parser reads it on this one)")
+    extra = fixture_header(root, "python-path")
+    if extra is not None:
+        monkeypatch.syspath_prepend(str(FIXTURES / extra))
 
 
 @pytest.fixture

@@ -143,15 +143,15 @@ def test_well_formed_cache_of_the_wrong_shape_is_empty(
 
 
 def test_stored_results_of_the_wrong_shape_are_a_miss(tmp_path: Path) -> None:
-    from harness.overrides.results import ResultStore
+    from harness.overrides.results import SCHEMA, ResultStore
 
     root = project(tmp_path / "p", STALE)
     cache = tmp_path / "cache"
     assert run(root, str(cache)) == [CRASH]
     store = ResultStore(str(cache))
-    for key, (print_, _) in list(store.runs.items()):
-        store.runs[key] = (print_, (("a.py", "not a line", 1),))
-    write_framed(str(cache), "results.bin", ("harness-overrides-results", 3), store.runs)
+    for key, (print_, *_) in list(store.runs.items()):
+        store.runs[key] = (print_, (("a.py", "not a line", 1),), ())
+    write_framed(str(cache), "results.bin", ("harness-overrides-results", SCHEMA), store.runs)
     assert run(root, str(cache)) == [CRASH]
 
 

@@ -38,7 +38,7 @@ class Builder(Base[int], pkg.Mixin, make()):
         ("VllmConfig", "config", 2, "VllmConfig"),
         ("Impl", "fast", 0, "Impl"),
     }
-    assert ("Alias", "Base") in summary.aliases
+    assert ("Alias", "Base", 11) in summary.aliases
     builder, inner = summary.classes
     assert builder.qualname == "Builder" and inner.qualname == "Builder.Inner"
     assert builder.bases == ("Base", "pkg.Mixin", None)

@@ -4,7 +4,8 @@ Each rule module defines ``CODE``, ``SYMBOL``, ``MESSAGE`` (a ``str.format`` tem
 ``DESCRIPTION`` (one line), ``ENABLED_BY_DEFAULT``, ``SUBJECT`` (the type of fact it inspects,
 see :mod:`harness.overrides.rules._facts`) and ``check(subject) -> list[Issue]``, its
 detection; rules on a :class:`Pair` also say whether they find signature ``DRIFT`` (the
-differences of one override are reported together, once per call site). Its module
+differences of one override are reported together, once per call site), and a rule may set
+``NEEDS_EVIDENCE = True`` (reported only with a call that the override rejects). Its module
 docstring is the documentation ``harness overrides --explain CODE`` prints. Nothing outside
 a rule's module names its code.
 """
@@ -27,6 +28,8 @@ from harness.overrides.rules import (
     ho108_method_kind_mismatch,
     ho109_property_method_mismatch,
     ho110_async_sync_mismatch,
+    ho111_mro_sibling_conflict,
+    ho112_narrowed_catch_all,
     ho201_missing_override_decorator,
     ho202_override_without_base,
     ho301_unused_ignore,
@@ -37,7 +40,7 @@ from harness.overrides.rules import (
     ho403_inconsistent_mro,
     ho404_unreadable_path,
 )
-from harness.overrides.rules._facts import Issue, NoBase, Pair
+from harness.overrides.rules._facts import Issue, NoBase, Pair, Sibling
 
 
 class Rule(NamedTuple):
@@ -52,6 +55,8 @@ class Rule(NamedTuple):
     subject: type
     """The type of fact ``check`` inspects."""
     check: Callable[[Any], list[Issue]]
+    needs_evidence: bool = False
+    """Report an issue only with a call in the project that the override rejects."""
     drift: bool = False
     """A difference between an override's signature and its base's."""
 
@@ -70,6 +75,7 @@ def _rule(module: ModuleType) -> Rule:
         enabled_by_default=module.ENABLED_BY_DEFAULT,
         subject=module.SUBJECT,
         check=module.check,
+        needs_evidence=getattr(module, "NEEDS_EVIDENCE", False),
         drift=getattr(module, "DRIFT", False),
     )
 
@@ -98,6 +104,8 @@ RULES: dict[str, Rule] = _registry(
         ho108_method_kind_mismatch,
         ho109_property_method_mismatch,
         ho110_async_sync_mismatch,
+        ho111_mro_sibling_conflict,
+        ho112_narrowed_catch_all,
         ho201_missing_override_decorator,
         ho202_override_without_base,
         ho301_unused_ignore,
@@ -145,4 +153,4 @@ class RuleSet:
         return [(rule, issue) for rule in rules for issue in rule.check(subject)]
 
 
-__all__ = ["RULES", "Issue", "NoBase", "Pair", "Rule", "RuleSet", "get"]
+__all__ = ["RULES", "Issue", "NoBase", "Pair", "Rule", "RuleSet", "Sibling", "get"]

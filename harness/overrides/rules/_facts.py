@@ -1,7 +1,8 @@
 """What rules look at and what they return.
 
 A rule inspects one kind of fact (its module's ``SUBJECT``): a :class:`Pair` of a base method
-and its override, a :class:`NoBase` method, a file that cannot be parsed or read, a class
+and its override, a :class:`Sibling` pair that multiple inheritance puts in the same MRO, a
+:class:`NoBase` method, a file that cannot be parsed or read, a class
 whose MRO is broken, an ignore comment. It returns :class:`Issue` objects; the analysis turns
 them into located findings with the rule's code and message.
 """
@@ -34,6 +35,19 @@ class Pair(NamedTuple):
     """:func:`harness.overrides.compare.align` of the two; ``None`` if not comparable."""
     base_is_protocol: bool = False
     """The base method belongs to a ``typing.Protocol`` class."""
+
+
+class Sibling(NamedTuple):
+    """A method two unrelated bases of a class both define, the class's MRO picking one.
+
+    For an instance of the class, calls written against ``loser`` (in methods of the base
+    that defines it) dispatch to ``winner``, as if ``winner`` overrode it.
+    """
+
+    winner: Signature
+    loser: Signature
+    differences: tuple[str, ...]
+    """What the method-pair rules report about ``winner`` as an override of ``loser``."""
 
 
 class NoBase(NamedTuple):

@@ -28,6 +28,8 @@ class Sub(Base):
 
 ## Limitations
 Only the order of positional parameters is compared; keyword-only order is irrelevant.
+An ``error`` needs a call that can run for the class (guards and unreached callers leave a
+warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 ## References
 - vLLM PR #17483; pylint ``arguments-differ`` (W0221)

@@ -28,6 +28,8 @@ class Sub(Base):
 
 ## Limitations
 A removal at a position where the override has a new name is reported as a rename (HO101).
+An ``error`` needs a call that can run for the class (guards and unreached callers leave a
+warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 ## References
 - vLLM PR #17483; pylint ``arguments-differ`` (W0221)

@@ -31,6 +31,8 @@ If the base accepts ``*args``/``**kwargs``, extra parameters are covered by HO10
 Members of ``typing.Protocol`` classes are not checked by this rule: vLLM's ``SupportsPP``
 declares ``forward(self, *, intermediate_tensors)`` and every model adds its own positional
 inputs (171 findings on vLLM 0.9.0, none a crash).
+An ``error`` needs a call that can run for the class (guards and unreached callers leave a
+warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 ## References
 - vLLM PR #17483; pylint ``arguments-differ`` (W0221)

@@ -27,6 +27,8 @@ class Sub(Base):
 
 ## Limitations
 Operator dunders are treated as positional-only on both sides.
+An ``error`` needs a call that can run for the class (guards and unreached callers leave a
+warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 ## References
 - PEP 3102 (keyword-only arguments), PEP 570 (positional-only parameters)

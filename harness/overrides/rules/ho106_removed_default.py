@@ -25,6 +25,8 @@ class Sub(Base):
 
 ## Limitations
 The default values themselves are not compared.
+An ``error`` needs a call that can run for the class (guards and unreached callers leave a
+warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 ## References
 - pylint ``arguments-differ`` (W0221); mypy ``[override]``

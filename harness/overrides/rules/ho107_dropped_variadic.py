@@ -26,6 +26,8 @@ class Sub(Base):
 
 ## Limitations
 Extra parameters of the override that the base's variadics covered are not reported again.
+An ``error`` needs a call that can run for the class (guards and unreached callers leave a
+warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 ## References
 - pylint ``arguments-differ`` (W0221)

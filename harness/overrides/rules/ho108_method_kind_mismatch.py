@@ -33,6 +33,8 @@ class MyBackend(AttentionBackend):
 
 ## Limitations
 Parameters are not compared when the kinds differ (they are misaligned by construction).
+An ``error`` needs a call that can run for the class (guards and unreached callers leave a
+warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 ## References
 - Python data model, "staticmethod" and "classmethod"; pyright ``reportIncompatibleMethodOverride``

@@ -1,8 +1,11 @@
 """HO109 property-method-mismatch
 
 ## What it does
-Reports a property (``@property`` or ``@functools.cached_property``) overridden by a plain
-method, or a method overridden by a property.
+Reports a property (``@property``, ``@functools.cached_property``, or a project descriptor
+class whose ``__get__`` returns what the function computes, like SQLAlchemy's
+``memoized_property`` or Django's ``cached_property``) overridden by a plain method, or a
+method overridden by a property. A descriptor whose ``__get__`` binds the function
+(``fn.__get__(obj)``, like SQLAlchemy's ``hybridmethod``) reads as a method.
 
 ## Why it matters
 ``obj.x()`` on a property calls the property's value; ``obj.x`` on a method returns a bound
@@ -28,7 +31,8 @@ class Sub(Base):
 ```
 
 ## Limitations
-A class attribute overriding a method is not reported.
+A class attribute overriding a method is not reported, nor a method that a decorator replaces
+by an object of a non-descriptor class (its calls are not the ``def``'s).
 
 ## References
 - Python ``property`` and ``functools.cached_property``

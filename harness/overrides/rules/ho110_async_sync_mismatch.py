@@ -29,6 +29,8 @@ class Sub(Base):
 A sync method returning an awaitable is still reported. An ``async def`` that yields (an
 async generator, called without ``await``) may override a plain ``def`` returning an
 ``AsyncGenerator`` and vice versa: vLLM's ``EngineClient.generate`` is declared that way.
+An ``error`` needs a call that can run for the class (guards and unreached callers leave a
+warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 ## References
 - PEP 492 (coroutines with async and await syntax)

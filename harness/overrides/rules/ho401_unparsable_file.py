@@ -17,6 +17,11 @@ class Broken(
 ## Use instead
 Fix the file, or exclude it from the paths passed to ``harness overrides``.
 
+A file the running interpreter cannot parse because it uses a newer grammar (``def f[T]()``
+and ``type X = ...`` need 3.12, ``class C[T = int]`` 3.13, ``except A, B:`` and ``t"..."``
+3.14) is reported as such: the message names the Python version it needs, the construct and
+its line, and the version the checker runs on. Run the checker with that Python.
+
 ## Limitations
 Reported at warning severity where the parser stopped (the syntax error, the NUL byte, the
 undecodable byte; line 1 when nesting is too deep to say); fails the run only with

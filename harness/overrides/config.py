@@ -1,0 +1,341 @@
+"""Project configuration: the ``[tool.harness.overrides]`` table of ``pyproject.toml``.
+
+Found the way ruff finds its own settings: the nearest ``pyproject.toml`` that has the table,
+walking up from the directory the scanned paths have in common (the working directory when
+no path is given).
+A ``pyproject.toml`` without the table is passed over. ``--config FILE`` names the file;
+``--isolated`` ignores every file. Command-line options win over the file::
+
+    [tool.harness.overrides]
+    extend-exclude = ["**/modular_*.py"]   # generated templates, never imported
+    select = ["missing-override-decorator"]  # optional rules to enable (code or symbol)
+    ignore = ["removed-default"]           # rules whose findings are not reported
+    fail-on = "warning"                    # exit 1 on warnings too (default: "error")
+    baseline = "overrides-baseline.json"   # relative to this pyproject.toml
+
+``exclude`` replaces the default exclusions (:data:`DEFAULT_EXCLUDE`); ``extend-exclude`` adds
+to them. A pattern without ``/`` matches the name of any file or directory met while walking
+(``build``, ``modular_*.py``); a pattern with ``/`` matches the path relative to the directory
+holding the configuration file (``src/gen/*.py``, ``**/legacy/**``).
+
+Reading TOML uses :mod:`tomllib` (Python 3.11+) or, on Python 3.10, the ``tomli`` package the
+base install requires there (pure Python, a few hundred lines).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+FILENAME = "pyproject.toml"
+TABLE = ("tool", "harness", "overrides")
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    ".*",
+    "__pycache__",
+    "node_modules",
+    "site-packages",
+    "build",
+    "dist",
+    "venv",
+    "env",
+)
+"""Names never walked into by default: hidden entries, caches, virtual environments, builds."""
+
+FAIL_ON = ("error", "warning")
+_KEYS = frozenset({"exclude", "extend-exclude", "select", "ignore", "fail-on", "baseline"})
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings of one project; defaults when no file was found."""
+
+    path: str | None = None
+    """The ``pyproject.toml`` the settings came from (``None``: built-in defaults)."""
+    root: str = "."
+    """Directory that path patterns and ``baseline`` are relative to."""
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    select: frozenset[str] = frozenset()
+    """Rule codes or symbols, as written (the CLI resolves and validates them)."""
+    ignore: frozenset[str] = frozenset()
+    fail_on: str | None = None
+    baseline: str | None = None
+    """Absolute path of the baseline file, if the file names one."""
+    excluder: Excluder = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "excluder", Excluder((*self.exclude, *self.extend_exclude), self.root)
+        )
+
+
+def find(paths: Sequence[str], cwd: str) -> Path | None:
+    """The nearest ``pyproject.toml`` with a ``[tool.harness.overrides]`` table, walking up
+    from the directory the scanned ``paths`` have in common (``cwd`` when none is given)."""
+    dirs = [
+        p if os.path.isdir(p) else os.path.dirname(p)
+        for p in (os.path.abspath(os.path.join(cwd, given)) for given in paths or ["."])
+    ]
+    try:
+        start = Path(os.path.commonpath(dirs))
+    except ValueError:  # nothing in common (other drives)
+        start = Path(dirs[0])
+    for directory in (start, *start.parents):
+        candidate = directory / FILENAME
+        if candidate.is_file() and _table(_read(candidate), candidate) is not None:
+            return candidate
+    return None
+
+
+def load(path: str | Path | None) -> Config:
+    """Settings from ``path`` (built-in defaults for ``None``). Raises :class:`HarnessError`
+    for unreadable TOML, unknown keys and values of the wrong type."""
+    if path is None:
+        return Config()
+    file = Path(os.path.abspath(path))
+    data = _read(file)
+    table = _table(data, file)
+    if table is None:
+        if file.name == FILENAME:
+            return Config(path=str(file), root=str(file.parent))
+        table = dict(data)  # a dedicated file (``--config overrides.toml``) holds the keys bare
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise HarnessError(
+            f"{file}: unknown key(s) in [tool.harness.overrides]: {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(_KEYS))}"
+        )
+    root = str(file.parent)
+    fail_on = table.get("fail-on")
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise HarnessError(f"{file}: fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+    baseline = table.get("baseline")
+    if baseline is not None and not isinstance(baseline, str):
+        raise HarnessError(f"{file}: baseline must be a string (a path)")
+    exclude = _strings(table, "exclude", file)
+    return Config(
+        path=str(file),
+        root=root,
+        exclude=DEFAULT_EXCLUDE if exclude is None else exclude,
+        extend_exclude=_strings(table, "extend-exclude", file) or (),
+        select=frozenset(_strings(table, "select", file) or ()),
+        ignore=frozenset(_strings(table, "ignore", file) or ()),
+        fail_on=fail_on,
+        baseline=None if baseline is None else os.path.join(root, baseline),
+    )
+
+
+def discover_config(
+    paths: Sequence[str], cwd: str, *, explicit: str | None = None, isolated: bool = False
+) -> Config:
+    """The configuration of a run: ``explicit`` (``--config``), else the nearest file."""
+    if isolated:
+        return Config()
+    if explicit is not None:
+        if not os.path.isfile(explicit):
+            raise HarnessError(f"configuration file not found: {explicit}")
+        return load(explicit)
+    return load(find(paths, cwd))
+
+
+def _read(path: Path) -> Mapping[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            data: dict[str, Any] = tomllib.load(handle)
+            return data
+    except OSError as exc:
+        raise HarnessError(f"cannot read {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise HarnessError(f"{path} is not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise HarnessError(f"{path} is not UTF-8: {exc.reason}") from exc
+
+
+def _table(data: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
+    node: object = data
+    for key in TABLE:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(node, dict):
+        raise HarnessError(f"{path}: [tool.harness.overrides] must be a table")
+    return {str(k): v for k, v in node.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
+def _strings(table: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...] | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):  # pyright: ignore[reportUnknownVariableType]
+        raise HarnessError(f"{path}: {key} must be a list of strings")
+    return tuple(str(v) for v in value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
+# --- globs --------------------------------------------------------------------------------
+
+_Token = tuple[str, str]
+"""``("*", "")``, ``("?", "")``, ``("lit", "c")`` or ``("[", "class body")``."""
+
+
+def _tokens(component: str) -> list[_Token]:
+    out: list[_Token] = []
+    i = 0
+    while i < len(component):
+        c = component[i]
+        if c in "*?":
+            if not (c == "*" and out and out[-1][0] == "*"):
+                out.append((c, ""))
+            i += 1
+            continue
+        if c == "[":
+            end = component.find("]", i + 2 if component.startswith("[!", i) else i + 1)
+            if end != -1:
+                out.append(("[", component[i + 1 : end]))
+                i = end + 1
+                continue
+        out.append(("lit", c))
+        i += 1
+    return out
+
+
+def _in_class(body: str, c: str) -> bool:
+    negate = body.startswith("!")
+    if negate:
+        body = body[1:]
+    found = False
+    i = 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            found |= body[i] <= c <= body[i + 2]
+            i += 3
+        else:
+            found |= body[i] == c
+            i += 1
+    return found != negate
+
+
+def _one(token: _Token, c: str) -> bool:
+    kind, value = token
+    return kind == "?" or (kind == "lit" and value == c) or (kind == "[" and _in_class(value, c))
+
+
+def _match_name(tokens: list[_Token], name: str) -> bool:
+    """Wildcard match of one path component; ``*`` never crosses ``/``. Iterative with one
+    backtrack point (the last ``*``), so time is O(len(tokens) * len(name)), never exponential."""
+    t = n = 0
+    star_t, star_n = -1, 0
+    while n < len(name):
+        if t < len(tokens) and tokens[t][0] != "*" and _one(tokens[t], name[n]):
+            t += 1
+            n += 1
+        elif t < len(tokens) and tokens[t][0] == "*":
+            star_t, star_n = t, n
+            t += 1
+        elif star_t != -1:
+            star_n += 1
+            t, n = star_t + 1, star_n
+        else:
+            return False
+    return all(kind == "*" for kind, _ in tokens[t:])
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Whether the ``/``-separated ``path`` matches ``pattern``: ``*`` and ``?`` stay within one
+    component, ``**`` as a whole component spans any number of them, ``[...]`` is a class.
+    Components are matched the way names are, with ``**`` as the backtrack point."""
+    parts = [p for p in pattern.strip("/").split("/") if p]
+    names = path.strip("/").split("/")
+    compiled = [None if p == "**" else _tokens(p) for p in parts]
+    t = n = 0
+    star_t, star_n = -1, 0
+    while n < len(names):
+        tokens = compiled[t] if t < len(compiled) else None
+        if tokens is not None and _match_name(tokens, names[n]):
+            t += 1
+            n += 1
+        elif t < len(compiled) and tokens is None:
+            star_t, star_n = t, n
+            t += 1
+        elif star_t != -1:
+            star_n += 1
+            t, n = star_t + 1, star_n
+        else:
+            return False
+    return all(c is None for c in compiled[t:])
+
+
+class Excluder:
+    """Decides which files and directories a walk leaves out: groups of patterns, each
+    relative to its own root (the configuration file's directory, or the working directory
+    for command-line patterns)."""
+
+    def __init__(self, patterns: Iterable[str], root: str) -> None:
+        self._groups: list[tuple[str, list[list[_Token]], list[str]]] = []
+        self._literal: set[str] = set()
+        self._prefixes: list[str] = []
+        self.patterns: tuple[str, ...] = ()
+        self._add(patterns, root)
+
+    def _add(self, patterns: Iterable[str], root: str) -> None:
+        listed = tuple(patterns)
+        self.patterns = (*self.patterns, *listed)
+        names: list[list[_Token]] = []
+        for pattern in (p.rstrip("/") for p in listed if "/" not in p.rstrip("/")):
+            if not any(c in pattern for c in "*?["):
+                self._literal.add(pattern)  # most patterns name a directory: a set lookup
+            elif pattern.endswith("*") and not any(c in pattern[:-1] for c in "*?["):
+                self._prefixes.append(pattern[:-1])
+            else:
+                names.append(_tokens(pattern))
+        paths = [p for p in listed if "/" in p.rstrip("/")]
+        self._groups.append((os.path.abspath(root), names, paths))
+
+    def extended(self, patterns: Iterable[str], root: str) -> Excluder:
+        """A copy that also leaves out ``patterns`` (relative to ``root``)."""
+        out = Excluder((), root)
+        out._groups = [*self._groups]
+        out._literal = set(self._literal)
+        out._prefixes = list(self._prefixes)
+        out.patterns = self.patterns
+        out._add(patterns, root)
+        return out
+
+    def excluded(self, path: str) -> bool:
+        """True when ``path`` (absolute) is left out by its name or its relative path."""
+        name = os.path.basename(path.rstrip(os.sep))
+        if name in self._literal or any(name.startswith(p) for p in self._prefixes):
+            return True
+        for root, names, paths in self._groups:
+            if any(_match_name(tokens, name) for tokens in names):
+                return True
+            if paths and _is_under(path, root):
+                relative = os.path.relpath(path, root).replace(os.sep, "/")
+                if any(glob_match(p, relative) for p in paths):
+                    return True
+        return False
+
+    def excluded_below(self, path: str, top: str) -> bool:
+        """Whether ``path`` or a directory between ``top`` (exclusive) and it is excluded:
+        for a file named on the command line, whose parents no walk has judged."""
+        current = os.path.abspath(path)
+        top = os.path.abspath(top)
+        while current != top and _is_under(current, top):
+            if self.excluded(current):
+                return True
+            current = os.path.dirname(current)
+        return False
+
+
+def _is_under(path: str, directory: str) -> bool:
+    return path.startswith(directory.rstrip(os.sep) + os.sep)

@@ -1,0 +1,265 @@
+"""Whether a call inside a method can run for an instance of a given class.
+
+A call ``self.m(...)`` in ``A.f`` proves a crash for a subclass ``X`` only if ``A.f`` can run
+with ``self`` an ``X``. :meth:`Reach.why_not` answers with ``None`` (it can, as far as the
+source shows) or a sentence saying why it cannot:
+
+* a **guard** around the call excludes ``X``: ``isinstance(self, C)`` where ``C`` is (not) in
+  ``X``'s MRO, or ``"p" in inspect.signature(self.m).parameters`` where ``X``'s ``m`` has
+  (lacks) ``p``;
+* ``A.f`` is **not reached** for ``X``: ``X`` overrides ``f`` (and nothing in ``X``'s MRO
+  calls ``super().f()`` on the way), and every call of ``f`` in the tree is itself on a path
+  that does not run for ``X``.
+
+A method counts as reached from outside, and so always runs, when it is a dunder (Python
+calls it), when its name escapes (``self.f`` used without a call, ``getattr(self, "f")``,
+``getattr(self, prefix + name)`` matching it), when some class in ``X``'s MRO could not be
+resolved (an unseen base may call it), when some call of ``f`` on an untyped object does not
+exclude ``X``, or when nothing in the tree calls it at all (an entry point for the project's
+users). The call graph is the tree's: a method the tree calls is taken to be reached only
+through those calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.dispatch import ANY_NAME, GUARD_ISINSTANCE, ForeignCall, Guard
+from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
+
+_MAX_DEPTH = 60
+CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
+"""``calls(name)``: every call of a method of that name, with its class and module."""
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+class Reach:
+    """Reachability of methods for instances of a class, over the tree's call sites."""
+
+    def __init__(self, project: Project, calls: CallIndex) -> None:
+        self.project = project
+        self.calls = calls
+        self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
+        self.guards: dict[tuple[int, int, int], Guard] = {}
+        prefixes: set[str] = set()
+        for module in project.all_files():
+            facts = module.summary.dispatch
+            for call in facts.foreign:
+                self.foreign.setdefault(call.method, []).append((call, module))
+            for guard in facts.guards:
+                self.guards[(id(module), guard.line, guard.col)] = guard
+            prefixes.update(facts.prefixes)
+        self.prefixes = tuple(sorted(prefixes))
+        self._escaping: dict[str, list[ClassInfo]] = {}
+        """Method name -> classes in which ``self.<name>`` escapes."""
+        self._dynamic: list[tuple[ClassInfo, tuple[str, ...]]] = []
+        for cls in project.all_classes():
+            if cls.facts is None:
+                continue
+            for name in cls.facts.escapes:
+                self._escaping.setdefault(name, []).append(cls)
+            if cls.facts.dynamic:
+                self._dynamic.append((cls, cls.facts.dynamic))
+        self._memo: dict[tuple[int, int, str], bool] = {}
+        self._active: set[tuple[int, int, str]] = set()
+        self._tainted = False
+
+    # -- the question ----------------------------------------------------------------------
+
+    def why_not(
+        self, x: ClassInfo, call: CallSite, owner: ClassInfo, module: ModuleInfo
+    ) -> str | None:
+        """Why ``call`` (written in ``owner.<call.caller>``) cannot run with ``self`` an
+        instance of ``x``; ``None`` when it can."""
+        guarded = self.guard_excludes(x, call, module)
+        if guarded is not None:
+            return guarded
+        if self.runs(x, owner, call.caller):
+            return None
+        return self._unreached_reason(x, owner, call.caller)
+
+    def guard_excludes(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
+        """A guard around ``call`` that is false for instances of ``x``, described."""
+        guard = self.guards.get((id(module), call.line, call.col))
+        if guard is None:
+            return None
+        project = self.project
+        for atom in guard.atoms:
+            where = f"{module.file.display}:{atom.line}"
+            if atom.kind == GUARD_ISINSTANCE:
+                targets = [project.resolve_class(module, n) for n in atom.names]
+                if any(t is None for t in targets):
+                    continue
+                holds = any(t is not None and project.in_mro(t, x) for t in targets)
+                if not holds and not project.fully_resolved(x):
+                    continue  # an unresolved base might be one of them
+                if holds == atom.negated:
+                    names = ", ".join(atom.names)
+                    test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
+                    wanted = "false" if atom.negated else "true"
+                    return (
+                        f"it runs only when {test} is {wanted} (at {where}), "
+                        f"which it is not for {x.qualname}"
+                    )
+            else:
+                method, param = atom.names
+                definer = project.definer(x, method)
+                if definer is None or method not in definer.methods:
+                    continue
+                sig = definer.methods[method]
+                has = any(p.name == param for p in sig.params)
+                if has == atom.negated:
+                    state = "lacks" if atom.negated else "has"
+                    actual = "has" if has else "lacks"
+                    return (
+                        f"it runs only when {method}() {state} a parameter '{param}' (tested at "
+                        f"{where}), and {definer.qualname}.{method}() {actual} one"
+                    )
+        return None
+
+    # -- reachability ----------------------------------------------------------------------
+
+    def runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
+        """Whether ``owner.method`` can run with ``self`` an instance of ``x``."""
+        if not method:
+            return True  # a module-level function: anyone may call it
+        key = (id(x), id(owner), method)
+        known = self._memo.get(key)
+        if known is not None:
+            return known
+        if key in self._active or len(self._active) > _MAX_DEPTH:
+            self._tainted = True  # no new reach along a cycle; do not memoise what used this
+            return len(self._active) > _MAX_DEPTH
+        outer_taint = self._tainted
+        self._tainted = False
+        self._active.add(key)
+        try:
+            result = self._runs(x, owner, method)
+        finally:
+            self._active.discard(key)
+        if result or not self._tainted:
+            self._memo[key] = result
+        self._tainted = self._tainted or outer_taint
+        return result
+
+    def _runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
+        project = self.project
+        if not project.in_mro(owner, x):
+            return False
+        if project.definer(x, method) is owner and self._dispatched(x, owner, method):
+            return True
+        # super().method() in a class before `owner` in x's MRO that lands on owner's method.
+        for call, site, module in self.calls(method):
+            if call.receiver is not Receiver.SUPER or site is None:
+                continue
+            if not project.in_mro(site, x):
+                continue
+            start = site
+            if call.receiver_class is not None:
+                start = project.resolve_class(module, call.receiver_class) or site
+            if project.definer(x, method, after=start) is owner and self._call_runs(
+                x, call, site, module
+            ):
+                return True
+        return False
+
+    def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
+        """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
+
+        A method that the tree never calls on an object of ``owner``'s hierarchy is an entry
+        point (its callers are the project's users); one that the tree does call there is
+        taken to be reached only through those calls."""
+        project = self.project
+        if _is_dunder(method) or self._escapes(method, x):
+            return True
+        if not project.fully_resolved(x):
+            return True
+        internal = 0
+        for other, module in self.foreign.get(method, ()):
+            if other.receiver_class is None:
+                if not self._rejects(other.rejected, module, x):
+                    return True
+                internal += 1
+                continue
+            target = project.resolve_class(module, other.receiver_class)
+            if target is None or target is x:
+                return True
+            internal += self._related(target, owner)
+        for call, site, module in self.calls(method):
+            if call.receiver in (Receiver.SELF, Receiver.CLS) and site is not None:
+                if project.in_mro(site, x) and self._call_runs(x, call, site, module):
+                    return True
+                internal += self._related(site, owner)
+            elif call.receiver in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
+                target = (
+                    None
+                    if call.receiver_class is None
+                    else project.resolve_class(module, call.receiver_class)
+                )
+                exact = call.receiver is Receiver.CONSTRUCTED
+                if target is None or target is x or (not exact and project.in_mro(target, x)):
+                    return True
+                internal += self._related(target, owner)
+        return internal == 0
+
+    def _related(self, a: ClassInfo, b: ClassInfo) -> bool:
+        return self.project.in_mro(b, a) or self.project.in_mro(a, b)
+
+    def _call_runs(self, x: ClassInfo, call: CallSite, site: ClassInfo, module: ModuleInfo) -> bool:
+        return self.guard_excludes(x, call, module) is None and self.runs(x, site, call.caller)
+
+    def _escapes(self, method: str, x: ClassInfo) -> bool:
+        """Whether ``method`` can be called from outside the call graph for an ``x``."""
+        if any(method.startswith(prefix) for prefix in self.prefixes):
+            return True
+        in_mro = self.project.in_mro
+        if any(in_mro(cls, x) for cls in self._escaping.get(method, ())):
+            return True
+        return any(
+            in_mro(cls, x) and any(p == ANY_NAME or method.startswith(p) for p in prefixes)
+            for cls, prefixes in self._dynamic
+        )
+
+    def _rejects(self, rejected: tuple[str, ...], module: ModuleInfo, x: ClassInfo) -> bool:
+        for name in rejected:
+            target = self.project.resolve_class(module, name)
+            if target is not None and self.project.in_mro(target, x):
+                return True
+        return False
+
+    # -- explanation -------------------------------------------------------------------------
+
+    def _unreached_reason(self, x: ClassInfo, owner: ClassInfo, method: str) -> str:
+        """Name the callers of ``owner.method`` and why each does not run for ``x``."""
+        project = self.project
+        callers: dict[str, str] = {}
+        own = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
+        for call, site, module in self.calls(method):
+            if site is None or call.receiver not in own or not project.in_mro(site, x):
+                continue
+            name = f"{site.qualname}.{call.caller}()"
+            if name in callers:
+                continue
+            definer = project.definer(x, call.caller)
+            if self.guard_excludes(x, call, module) is not None:
+                callers[name] = f"{name} (only under a guard that excludes it)"
+            elif definer is not None and definer is not site:
+                callers[name] = (
+                    f"{name}, which {definer.qualname} overrides without calling super()"
+                )
+            else:
+                callers[name] = f"{name}, which is itself not reached"
+        rejected = any(other.rejected for other, _ in self.foreign.get(method, ()))
+        target = f"{owner.qualname}.{method}()"
+        if not callers:
+            if rejected:
+                return f"{target} is called only on objects checked not to be a {x.qualname}"
+            return f"{target} is not called for a {x.qualname}"
+        shown = sorted(callers.values())[:3]
+        more = "" if len(callers) <= 3 else f" and {len(callers) - 3} more"
+        tail = "; other callers check the object is not one" if rejected else ""
+        return f"{target} runs only from {'; '.join(shown)}{more}{tail}"

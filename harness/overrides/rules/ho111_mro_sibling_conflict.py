@@ -1,0 +1,74 @@
+"""HO111 mro-sibling-conflict
+
+## What it does
+Reports a class with several bases whose method resolution order puts one base's method
+ahead of a *sibling* base's method of the same name with a different signature: the two
+bases do not inherit from one another, so no override relation between them was ever
+checked, but for an instance of this class the methods of the second base that call
+``self.name(...)`` reach the first base's definition. An ``error`` when such a call in the
+project is rejected by the method the MRO picks (the ``TypeError`` is certain for this class),
+else a warning listing the differences.
+
+## Why it matters
+vLLM PR #17483 renamed ``_build_decode``'s ``block_table`` to ``block_table_tensor`` and a
+subclass that kept the old name crashed on ``self._build_decode(block_table_tensor=...)``.
+The same rename crashes with no override in sight when a class combines a base that calls
+``self._build_decode(block_table_tensor=...)`` with a mixin that defines its own
+``_build_decode(self, block_table, ...)``: ``class Builder(DecodeMixin, MLACommonBuilder)``
+makes the mixin's method the one that runs. Type checkers report the incompatible bases;
+this rule adds the call that proves the crash.
+
+## Example
+```python
+class MLACommonBuilder:
+    def _build_decode(self, block_table_tensor, seq_lens): ...
+    def build(self, meta):
+        return self._build_decode(block_table_tensor=meta.block_table, seq_lens=meta.seq_lens)
+
+class DecodeMixin:
+    def _build_decode(self, block_table, seq_lens): ...
+
+class Builder(DecodeMixin, MLACommonBuilder):  # build() now reaches DecodeMixin._build_decode
+    pass
+```
+
+## Use instead
+Give the sibling methods the same signature, or override the method in the class that
+combines them and call each base explicitly:
+```python
+class Builder(DecodeMixin, MLACommonBuilder):
+    def _build_decode(self, block_table_tensor, seq_lens):
+        return MLACommonBuilder._build_decode(self, block_table_tensor, seq_lens)
+```
+
+## Limitations
+Reported once, at the first class whose bases bring the two definitions together (its
+subclasses inherit the conflict). A class that defines the method itself is checked against
+its first base's definition only (HO101-HO110).
+
+## References
+- Python's C3 method resolution order (``__mro__``)
+- pyright ``reportIncompatibleMethodOverride`` on multiple inheritance; mypy "Definition of
+  ... in base class ... is incompatible with definition in base class ..."
+"""
+
+from __future__ import annotations
+
+from harness.overrides.rules._facts import Issue, Sibling
+
+CODE = "HO111"
+SYMBOL = "mro-sibling-conflict"
+MESSAGE = (
+    "{cls}'s method resolution order makes {winner}() override {loser}() of a sibling "
+    "base: {differences}"
+)
+DESCRIPTION = "Multiple inheritance puts a base's method ahead of a sibling's of another signature."
+ENABLED_BY_DEFAULT = True
+SUBJECT = Sibling
+
+
+def check(sibling: Sibling) -> list[Issue]:
+    """One issue listing every difference the method-pair rules found, if any."""
+    if not sibling.differences:
+        return []
+    return [Issue((), (("differences", "; ".join(sibling.differences)),))]

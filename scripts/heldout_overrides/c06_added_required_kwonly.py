@@ -1,0 +1,8 @@
+class Tokenizer:
+    def encode(self, text):
+        return text
+
+
+class ChatTokenizer(Tokenizer):
+    def encode(self, text, *, template):  # drift
+        return text, template

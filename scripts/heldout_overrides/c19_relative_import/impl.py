@@ -1,0 +1,6 @@
+from .base import Backend
+
+
+class TritonBackend(Backend):
+    def plan(self, batch, tokens):  # drift
+        return batch, tokens

@@ -1,0 +1,3 @@
+class Platform:
+    def device_count(self, visible_only=True):
+        return visible_only

@@ -1,0 +1,6 @@
+import logging
+
+
+class ListHandler(logging.Handler):
+    def emit(self):  # drift
+        return None

@@ -1,0 +1,117 @@
+"""external: bases from installed packages and the standard library, read without importing."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.overrides.checker import CheckOptions, check
+from harness.overrides.findings import Finding, Severity
+
+SUB = """\
+from trap.engine import Engine
+
+
+class Mine(Engine):
+    def step(self, batch, *, tokens):
+        return batch
+"""
+
+
+def _site(root: Path, init: str = "", engine: str = "") -> Path:
+    package = root / "site" / "trap"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(init, encoding="utf-8")
+    (package / "engine.py").write_text(
+        engine
+        or (
+            "class Engine:\n"
+            "    def step(self, batch, *, num_tokens):\n        return batch\n\n"
+            "    def run(self):\n        return self.step([], num_tokens=1)\n"
+        ),
+        encoding="utf-8",
+    )
+    return root / "site"
+
+
+def _run(tree: Path, **options: object) -> list[Finding]:
+    opts = CheckOptions(cwd=str(tree), **options)  # type: ignore[arg-type]
+    return check([str(tree / "app")], options=opts).findings
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "mine.py").write_text(SUB, encoding="utf-8")
+    return tmp_path
+
+
+def test_an_installed_base_is_read_not_imported(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = _site(tree, init="raise RuntimeError('imported!')\n")
+    monkeypatch.syspath_prepend(str(site))
+    (finding,) = _run(tree, cache_dir=None)
+    assert (finding.code, finding.severity) == ("HO101", Severity.ERROR)
+    assert finding.evidence is not None and finding.evidence.path.endswith("trap/engine.py")
+    assert "trap" not in sys.modules and "trap.engine" not in sys.modules
+
+
+def test_without_the_package_the_base_is_unresolved(tree: Path) -> None:
+    assert _run(tree, cache_dir=None) == []
+
+
+def test_external_bases_can_be_turned_off(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(_site(tree)))
+    assert _run(tree, cache_dir=None, external=False) == []
+
+
+def test_a_stored_result_is_not_reused_once_the_installed_base_changes(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = _site(tree)
+    monkeypatch.syspath_prepend(str(site))
+    cache = str(tree / "cache")
+    assert [f.severity for f in _run(tree, cache_dir=cache)] == [Severity.ERROR]
+    # The package is upgraded: its base now takes `tokens`. The tree itself did not change.
+    engine = site / "trap" / "engine.py"
+    engine.write_text(engine.read_text().replace("num_tokens", "tokens"), encoding="utf-8")
+    assert _run(tree, cache_dir=cache) == []
+
+
+def test_a_module_without_source_is_read_from_its_stub(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tree / "site" / "native"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (package / f"_core{suffix}").write_bytes(b"not a real extension: never loaded")
+    (package / "_core.pyi").write_text(
+        "class Tokenizer:\n    def encode(self, text: str, *, add_special: bool = ...) -> list[int]: ...\n",
+        encoding="utf-8",
+    )
+    (tree / "app" / "mine.py").write_text(
+        "from native._core import Tokenizer\n\n\nclass Fast(Tokenizer):\n"
+        "    def encode(self, text, *, special=True):\n        return []\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tree / "site"))
+    (finding,) = _run(tree, cache_dir=None)
+    assert finding.code == "HO101"
+    assert finding.base_path is not None and finding.base_path.endswith("_core.pyi")
+
+
+def test_the_scanned_tree_is_never_searched_as_installed(tree: Path) -> None:
+    # A module of the tree's own top-level package that does not exist is not looked up
+    # outside (the working directory and the scanned roots are not "installed").
+    (tree / "app" / "mine.py").write_text(
+        "from app.missing import Base\n\n\nclass Sub(Base):\n    def f(self): ...\n",
+        encoding="utf-8",
+    )
+    os.makedirs(tree / "elsewhere" / "app", exist_ok=True)
+    assert _run(tree, cache_dir=None) == []
