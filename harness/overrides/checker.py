@@ -118,7 +118,10 @@ def _check(
     files, unreadable = discover([*roots, *present], cwd, options.excluder)
     changed_paths = None if changed is None else sorted(_changed_files(files, present))
     deleted = frozenset(
-        name for p in changed or () if not os.path.lexists(p) for name in module_names(p, roots)
+        name
+        for p in changed or ()
+        if not os.path.lexists(p)
+        for name in module_names(p, roots, cwd)
     )
     cache_dir = locate(options.cache_dir, roots, cwd)
     sources, unread = read_sources(files)

@@ -1,16 +1,21 @@
 """Find the Python files under the given paths and name their modules.
 
 A file's primary module name follows its ``__init__.py`` chain (``vllm/v1/attention/...``
--> ``vllm.v1.attention...``). Files outside regular packages (namespace packages, scripts,
-``src/`` layouts) also get the dotted name relative to each scanned root, so absolute
-imports between them resolve. Walking is iterative and reports loops and unreadable entries
-instead of failing.
+-> ``vllm.v1.attention...``). Files outside regular packages (PEP 420 namespace packages,
+scripts, ``src/`` layouts) are named by their path from an import root, as ``python -m``
+would import them: the working directory when it holds the file, else the project root
+(:func:`project_root`), else the scanned root they were found under. Every file also gets,
+as aliases, the dotted names relative to each of those roots (and their suffixes), so an
+absolute import between files resolves whichever sub-path the user passed
+(``harness overrides pkg`` or ``pkg/base.py pkg/sub.py`` as well as ``.``). Walking is
+iterative and reports loops and unreadable entries instead of failing.
 
 Symlinks never change what is found: a file is known by its real path's place under the
 scanned roots. Every real directory is walked before any symlinked one, and a file reached
 both directly and through a symlink (``docs/examples/base.py -> ../../pkg/base.py``, or
-``aaa -> pkg``) is the direct one, once; a symlink whose target lies outside the roots is
-walked as if its contents were there.
+``aaa -> pkg``) is the direct one, once, with the names of the symlinked paths as aliases
+(``aaa.base``); a symlink whose target lies outside the roots is walked as if its contents
+were there.
 """
 
 from __future__ import annotations
@@ -75,8 +80,11 @@ class _Displayer:
 class _Walker:
     """Collects files; knows which directories hold an ``__init__.py``."""
 
-    def __init__(self, cwd: str) -> None:
+    def __init__(self, cwd: str, anchors: Sequence[str] = ()) -> None:
         self.display = _Displayer(cwd)
+        self.anchors = tuple(anchors)
+        """Import roots every file is also named from, preferred first (see
+        :func:`import_roots`); the scanned root a file was found under comes last."""
         self.by_real: dict[str, tuple[bool, SourceFile]] = {}
         """Real path -> (reached through a symlink, the file as found)."""
         self.unreadable: list[Unreadable] = []
@@ -119,20 +127,27 @@ class _Walker:
         package = self.package_parts(directory)
         parts = package if is_package else (*package, stem)
         primary = ".".join(parts) or stem
-        names: list[str] = []  # longest first: the dotted path from the root, then suffixes
-        prefix = root.rstrip(os.sep) + os.sep
-        if directory.startswith(prefix):
-            rel_parts = directory[len(prefix) :].split(os.sep)
-            tail = () if is_package else (stem,)
-            for i in range(len(rel_parts)):
-                name = ".".join((*rel_parts[i:], *tail))
-                if all(p.isidentifier() for p in name.split(".")):
-                    names.append(name)
-        if not package and names:
-            # Outside regular packages (namespace packages, scripts): the path from the root
-            # is the best name, and the one relative imports must be resolved against.
+        tail = () if is_package else (stem,)
+        names: list[str] = []  # per import root, longest first: the path from it, then suffixes
+        preferred: str | None = None
+        for anchor in dict.fromkeys((*self.anchors, root)):
+            rel = _below(directory, anchor)
+            if rel is None:
+                continue
+            found = [
+                name
+                for name in (".".join((*rel[i:], *tail)) for i in range(len(rel)))
+                if all(p.isidentifier() for p in name.split("."))
+            ]
+            if preferred is None:  # the first import root holding the file names it
+                preferred = found[0] if found else primary
+            names.extend(found)
+        if not package and preferred is not None and preferred != primary:
+            # Outside regular packages (namespace packages, scripts): the path from the
+            # preferred import root is the best name, and the one relative imports must be
+            # resolved against.
             names.append(primary)
-            primary = names.pop(0)
+            primary = preferred
         return primary, is_package, tuple(n for n in dict.fromkeys(names) if n != primary)
 
     def add(self, path: str, root: str, real: str, linked: bool) -> None:
@@ -157,6 +172,8 @@ class _Walker:
         while stack:
             directory, canonical = stack.pop()
             if canonical in self.seen_dirs:
+                if linked:  # reached directly too: its files exist once, named both ways
+                    self.walk_aliases(directory, canonical, root)
                 continue
             self.seen_dirs.add(canonical)
             try:
@@ -173,10 +190,45 @@ class _Walker:
             stack.extend(reversed(subdirs))
 
     def walk_linked(self) -> None:
-        """Walk the queued symlinked directories whose targets no walk has reached."""
+        """Walk the queued symlinked directories (those whose targets a walk has reached
+        only for their names, :meth:`walk_aliases`)."""
         while self.linked:
             path, real, root = self.linked.pop(0)
             self.walk(path, real, root, linked=True)
+
+    def walk_aliases(self, start: str, real: str, root: str) -> None:
+        """Add the names the files under ``start`` have through this symlinked path
+        (``aaa -> pkg``: ``aaa.base``) to the files already found under ``real``. Symlinked
+        directories inside are not followed from here (each is queued where it is found), so
+        symlinks that point at each other cannot make this loop; unreadable entries were
+        reported where they are."""
+        stack = [(start, real)]
+        seen: set[str] = set()
+        while stack:
+            directory, canonical = stack.pop()
+            if canonical in seen:
+                continue
+            seen.add(canonical)
+            try:
+                with os.scandir(directory) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            self.has_init[directory] = any(e.name == "__init__.py" for e in entries)
+            for entry in entries:
+                try:
+                    link = entry.is_symlink()
+                    is_dir = entry.is_dir()
+                    is_file = not is_dir and entry.is_file()
+                except OSError:
+                    continue
+                if self.excluder.excluded(entry.path) or (is_dir and link):
+                    continue
+                target = os.path.join(canonical, entry.name)
+                if is_dir:
+                    stack.append((entry.path, target))
+                elif is_file and _is_source(entry.name):
+                    self.add(entry.path, root, os.path.realpath(target) if link else target, True)
 
     def _entry(
         self,
@@ -230,7 +282,8 @@ def discover(
     explicitly that does not exist.
     """
     base = os.path.abspath(cwd or os.getcwd())
-    walker = _Walker(base)
+    paths = list(paths)
+    walker = _Walker(base, import_roots(paths, base))
     walker.excluder = excluder or Excluder(DEFAULT_EXCLUDE, base)
     for given in paths:
         absolute = os.path.abspath(given)
@@ -251,13 +304,15 @@ def discover(
     return ordered, walker.unreadable
 
 
-def module_names(path: str, roots: Sequence[str]) -> tuple[str, ...]:
+def module_names(path: str, roots: Sequence[str], cwd: str | None = None) -> tuple[str, ...]:
     """The dotted names a file (or a package directory) at ``path`` would be imported by,
-    whether or not it exists: how a deleted file is still recognised."""
+    whether or not it exists: how a deleted file is still recognised. Named as
+    :func:`discover` names the files of a walk of ``roots`` from ``cwd``."""
     absolute = os.path.abspath(path)
     if not absolute.endswith((".py", ".pyi")):
         absolute = os.path.join(absolute, "__init__.py")
-    walker = _Walker(os.path.dirname(absolute))
+    base = os.path.abspath(cwd or os.getcwd())
+    walker = _Walker(os.path.dirname(absolute), import_roots(roots, base))
     within = [os.path.abspath(r) for r in roots]
     root = max(
         (r for r in within if absolute.startswith(r.rstrip(os.sep) + os.sep)),
@@ -266,6 +321,24 @@ def module_names(path: str, roots: Sequence[str]) -> tuple[str, ...]:
     )
     primary, _, aliases = walker.names(absolute, root)
     return (primary, *aliases)
+
+
+def import_roots(paths: Sequence[str], cwd: str) -> tuple[str, ...]:
+    """Directories files are named from, preferred first, before the scanned root each was
+    found under: ``cwd`` (``python -m`` imports from there), then the project root of
+    ``paths``. Neither depends on which sub-path of the project was passed."""
+    return tuple(dict.fromkeys((cwd, project_root(list(paths) or [cwd]))))
+
+
+def _below(directory: str, anchor: str) -> list[str] | None:
+    """The parts of ``directory`` below ``anchor`` (``[]`` for ``anchor`` itself), or
+    ``None`` when it is not under it."""
+    if directory == anchor:
+        return []
+    prefix = anchor.rstrip(os.sep) + os.sep
+    if not directory.startswith(prefix):
+        return None
+    return directory[len(prefix) :].split(os.sep)
 
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", ".hg")

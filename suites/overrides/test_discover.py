@@ -101,6 +101,7 @@ def test_direct_paths_win_over_symlinked_duplicates(tmp_path: Path) -> None:
         ("pkg/base.py", "pkg.base"),
     ]
     assert "docs.examples.base" in files[2].aliases
+    assert "aaa.base" in files[2].aliases and "aaa" in files[1].aliases  # the link's names too
 
 
 def test_a_symlink_to_outside_the_roots_is_walked_where_it_is(tmp_path: Path) -> None:
@@ -122,3 +123,29 @@ def test_module_names_of_a_path_that_does_not_exist(tmp_path: Path) -> None:
     write(tmp_path, {"pkg/__init__.py": ""})
     assert module_names(str(tmp_path / "pkg" / "gone.py"), [str(tmp_path)])[0] == "pkg.gone"
     assert module_names(str(tmp_path / "pkg" / "sub"), [str(tmp_path)])[0] == "pkg.sub"
+
+
+def test_namespace_files_are_named_from_the_working_directory(tmp_path: Path) -> None:
+    """``pkg`` has no ``__init__.py``: scanned as ``pkg`` or file by file from its parent,
+    its modules are ``pkg.base`` and ``pkg.sub``, as ``python -m`` there would import them."""
+    write(tmp_path, {"pkg/base.py": "", "pkg/sub.py": ""})
+    for given in ([tmp_path / "pkg"], [tmp_path / "pkg" / "base.py", tmp_path / "pkg" / "sub.py"]):
+        files, _ = discover([str(p) for p in given], cwd=str(tmp_path))
+        assert [(f.module, "base" in f.aliases or "sub" in f.aliases) for f in files] == [
+            ("pkg.base", True),
+            ("pkg.sub", True),
+        ]
+    gone = module_names(str(tmp_path / "pkg" / "gone.py"), [str(tmp_path / "pkg")], str(tmp_path))
+    assert gone[0] == "pkg.gone"
+
+
+def test_symlinked_directories_inside_a_symlinked_walk_terminate(tmp_path: Path) -> None:
+    """``a/to_b -> b`` and ``b/to_a -> a``: each file once, each link's names added once."""
+    write(tmp_path, {"a/__init__.py": "", "a/x.py": "", "b/__init__.py": "", "b/y.py": ""})
+    (tmp_path / "a" / "to_b").symlink_to(tmp_path / "b", target_is_directory=True)
+    (tmp_path / "b" / "to_a").symlink_to(tmp_path / "a", target_is_directory=True)
+    files, unreadable = discover([str(tmp_path)], cwd=str(tmp_path))
+    assert unreadable == []
+    by_module = {f.module: f for f in files}
+    assert sorted(by_module) == ["a", "a.x", "b", "b.y"]
+    assert "a.to_b.y" in by_module["b.y"].aliases and "b.to_a.x" in by_module["a.x"].aliases
