@@ -78,7 +78,8 @@ def _analyze(
                 for rule, issue in rules.check(failure):
                     findings.append(located(rule, issue, display, failure.line, failure.col))
     in_scope = {id(c) for c in scope}
-    for problem in project.problems:
+    misrooted = [p for c in scope if c.unresolved for p in project.misrooted(c)]
+    for problem in [*project.problems, *misrooted]:
         if id(problem.cls) in in_scope:
             cls = problem.cls
             for rule, issue in rules.check(problem):

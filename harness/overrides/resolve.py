@@ -17,6 +17,7 @@ signature the method's. All walks are iterative or depth-bounded.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
@@ -85,6 +86,8 @@ class ClassInfo:
     bases: list[ClassInfo] = field(default_factory=lambda: [])
     nested: dict[str, ClassInfo] = field(default_factory=lambda: {})
     unresolved_bases: bool = False
+    unresolved: list[str] = field(default_factory=lambda: [])
+    """The bases as written that resolve to no class (``MLACommonMetadataBuilder``)."""
     previous: ClassInfo | None = None
     """An earlier class of the same name in the same scope (``class A(A)`` refers to it)."""
     facts: ClassFacts | None = None
@@ -148,6 +151,21 @@ MroProblem = InheritanceCycle | NoLinearization
 """A class whose MRO could not be computed (its MRO is then the class alone)."""
 
 
+class MisrootedBase(NamedTuple):
+    """A base imported from a module name that no module of the tree has, while a file of
+    the tree would have that name if another directory were an import root."""
+
+    cls: ClassInfo
+    base: str
+    """The base as written."""
+    module: str
+    """The absolute module name it is imported from (``pkg.base``)."""
+    file: SourceFile
+    """The file of the tree that would be ``module``."""
+    root: str
+    """The directory that would make it so."""
+
+
 class Project:
     """The whole scanned tree: modules, classes, bases, MROs and subclasses."""
 
@@ -184,6 +202,7 @@ class Project:
                 self.modules.setdefault(alias, info)
             self._index_module(info)
         self._memo: dict[tuple[int, str], Target | None] = {}
+        self._by_stem: dict[str, list[tuple[SourceFile, str]]] | None = None
         self._bindings_memo: dict[tuple[int, Binding], tuple[Target | None, bool]] = {}
         pending = list(self.classes)
         while pending:  # resolving a base may load external modules, and so more classes
@@ -392,6 +411,7 @@ class Project:
                 cls.bases.append(target)
             elif base not in (None, "object") and not self._typing_form(cls.module, base):
                 cls.unresolved_bases = True
+                cls.unresolved.append(base)
         if self._touched:
             self.affected.append(cls)
 
@@ -408,6 +428,50 @@ class Project:
             return False
         source = imp.module if imp.attr is None else f"{imp.module}.{imp.attr}"
         return source.partition(".")[0] in ("typing", "typing_extensions")
+
+    def misrooted(self, cls: ClassInfo) -> list[MisrootedBase]:
+        """The unresolved bases of ``cls`` imported from a dotted module name (``pkg.base``)
+        that no module of the tree (or outside it) has, while a file of the tree sits at
+        that path below some other directory: the scan started below the import root the
+        code is written for, and the base's methods went unchecked."""
+        out: list[MisrootedBase] = []
+        for base in cls.unresolved:
+            head, *rest = base.split(".")
+            imp = cls.module.imports.get(head)
+            if imp is None:
+                continue
+            module = self.absolute_module(cls.module, imp.module, imp.level)
+            dotted = [*module.split("."), *([imp.attr] if imp.attr else []), *rest]
+            for end in range(len(dotted), 1, -1):  # the longest module name first
+                name = ".".join(dotted[:end])
+                if name in self.modules:
+                    break
+                found = self._file_at(dotted[:end])
+                if found is not None:
+                    out.append(MisrootedBase(cls, base, name, *found))
+                    break
+        return out
+
+    def _file_at(self, parts: list[str]) -> tuple[SourceFile, str] | None:
+        """A file of the tree whose path ends with ``parts`` (``pkg/base.py`` or
+        ``pkg/base/__init__.py``), and the directory above those parts."""
+        if self._by_stem is None:
+            self._by_stem = {}
+            for info in self.files:
+                directory, filename = os.path.split(info.file.path)
+                stem = filename.rpartition(".")[0]
+                if stem == "__init__":
+                    directory, stem = os.path.split(directory)
+                self._by_stem.setdefault(stem, []).append((info.file, directory))
+        for file, directory in self._by_stem.get(parts[-1], ()):
+            above = directory
+            for part in reversed(parts[:-1]):
+                above, name = os.path.split(above)
+                if name != part:
+                    break
+            else:
+                return file, above
+        return None
 
     def _at_definition(self, cls: ClassInfo, dotted: str) -> Target | None:
         """What ``dotted`` named when ``cls``'s statement ran: for a nested class, a class

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from harness.overrides import baseline
 from harness.overrides.checker import CheckOptions, check
@@ -195,6 +198,16 @@ def test_symlinked_package_neither_hides_nor_doubles(tmp_path: Path) -> None:
     assert run(root, [str(root / "aaa" / "base.py")], cache_dir=None) == PKG_CRASH
 
 
+def test_imports_through_a_symlinked_package_resolve(tmp_path: Path) -> None:
+    """``aaa -> pkg``, walked after ``pkg/``: ``aaa.base`` names ``pkg/base.py`` too."""
+    app = "from aaa.base import Builder\nclass App(Builder):\n    def build(self, block_table, seq_lens): ...\n"
+    root = _tree(tmp_path, {**PKG, "zzz/app.py": app})
+    (root / "aaa").symlink_to("pkg", target_is_directory=True)
+    want = [*PKG_CRASH, ("zzz/app.py", 3, "HO101", "error")]
+    assert run(root, cache_dir=None) == want
+    assert run(root, [str(root / "aaa" / "base.py")], cache_dir=None) == want
+
+
 def test_changed_directory_means_every_file_under_it(tmp_path: Path) -> None:
     files = {
         "lib/__init__.py": "",
@@ -243,3 +256,60 @@ def test_a_symlink_added_after_a_cached_run_is_seen(tmp_path: Path) -> None:
     want = [("app.py", 3, "HO101", "error"), *PKG_CRASH]
     assert run(root, cache_dir=None) == want
     assert run(root, cache_dir=cache) == want
+
+
+# Import names never depend on which sub-path of the project is passed: ``pkg`` below has no
+# ``__init__.py`` (a PEP 420 namespace package) unless the case says so.
+
+NAMESPACE = {"proj/pkg/base.py": PKG["pkg/base.py"], "proj/pkg/sub.py": PKG["pkg/sub.py"]}
+
+
+@pytest.mark.parametrize("regular", [False, True], ids=["namespace", "regular"])
+@pytest.mark.parametrize(
+    "given",
+    [["."], ["pkg"], ["pkg/base.py", "pkg/sub.py"], ["--changed", "pkg/base.py"]],
+    ids=["dot", "pkg", "files", "changed"],
+)
+def test_namespace_package_names_do_not_depend_on_the_sub_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overrides: Any, given: list[str], regular: bool
+) -> None:
+    root = _tree(tmp_path, {**NAMESPACE, **({"proj/pkg/__init__.py": ""} if regular else {})})
+    monkeypatch.chdir(root / "proj")
+    run = overrides("--format", "json", *given, cache=False)
+    assert run.exit_code == 1, run
+    (finding,) = run.json()
+    assert (finding["path"], finding["line"], finding["severity"]) == ("pkg/sub.py", 3, "error")
+    assert finding["class"] == "pkg.sub.Sub"  # the baseline key is the same whatever was passed
+
+
+def test_namespace_package_named_from_the_project_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overrides: Any
+) -> None:
+    """Run from outside the project: ``pkg.base`` is named from the ``pyproject.toml`` root."""
+    root = _tree(tmp_path, {**NAMESPACE, "proj/pyproject.toml": "", "elsewhere/x.txt": ""})
+    monkeypatch.chdir(root / "elsewhere")
+    for given in (["../proj/pkg"], ["../proj/pkg/base.py", "../proj/pkg/sub.py"]):
+        run = overrides("--format", "json", *given, cache=False)
+        assert run.exit_code == 1, run
+        assert [f["severity"] for f in run.json()] == ["error"]
+
+
+def test_a_base_module_named_from_another_root_is_a_warning_not_silence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overrides: Any
+) -> None:
+    """From inside ``pkg`` with no project marker, ``pkg.base`` cannot be named: HO405."""
+    root = _tree(tmp_path, NAMESPACE)
+    monkeypatch.chdir(root / "proj" / "pkg")
+    run = overrides("--format", "json", ".", cache=False)
+    assert run.exit_code == 0, run
+    (finding,) = run.json()
+    assert (finding["code"], finding["path"], finding["line"]) == ("HO405", "sub.py", 2)
+    assert "'pkg.base'" in finding["message"] and str(root / "proj") in finding["message"]
+    assert overrides(".", "--fail-on", "warning", cache=False).exit_code == 1
+
+
+def test_a_missing_module_that_no_file_would_be_is_no_warning(tmp_path: Path) -> None:
+    files = {
+        "app.py": "from notinstalled.base import Builder\nclass App(Builder):\n    def build(self, x): ...\n"
+    }
+    assert run(_tree(tmp_path, files), cache_dir=None) == []

@@ -39,6 +39,7 @@ from harness.overrides.rules import (
     ho402_cyclic_inheritance,
     ho403_inconsistent_mro,
     ho404_unreadable_path,
+    ho405_misrooted_import,
 )
 from harness.overrides.rules._facts import Issue, NoBase, Pair, Sibling
 
@@ -115,6 +116,7 @@ RULES: dict[str, Rule] = _registry(
         ho402_cyclic_inheritance,
         ho403_inconsistent_mro,
         ho404_unreadable_path,
+        ho405_misrooted_import,
     ]
 )
 """Every rule by code, in code order."""
