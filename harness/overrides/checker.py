@@ -71,6 +71,9 @@ class Stats:
     """True when the stored result of an identical run on an unchanged tree was reused."""
     excluded: tuple[str, ...] = ()
     """Changed files left out because the configuration excludes them."""
+    missing: tuple[str, ...] = ()
+    """Changed paths that do not exist, as given: taken as deleted files (their subclasses
+    are re-checked), and named on standard error in case they are typing mistakes."""
     external: tuple[tuple[str, str], ...] = ()
     """``(path, content hash)`` of the files read from outside the tree."""
 
@@ -110,6 +113,8 @@ def _check(
     cwd = os.path.abspath(options.cwd or os.getcwd())
     roots = list(paths) or ["."]
     present = [p for p in changed or () if os.path.lexists(p)]
+    found = set(present)
+    missing = tuple(p for p in changed or () if p not in found)
     excluded: tuple[str, ...] = ()
     if options.excluder is not None and present:
         kept = [p for p in present if not options.excluder.excluded_below(p, _top(p, roots))]
@@ -117,12 +122,7 @@ def _check(
         present = kept
     files, unreadable = discover([*roots, *present], cwd, options.excluder)
     changed_paths = None if changed is None else sorted(_changed_files(files, present))
-    deleted = frozenset(
-        name
-        for p in changed or ()
-        if not os.path.lexists(p)
-        for name in module_names(p, roots, cwd)
-    )
+    deleted = frozenset(name for p in missing for name in module_names(p, roots, cwd))
     cache_dir = locate(options.cache_dir, roots, cwd)
     sources, unread = read_sources(files)
     unreadable = [*unreadable, *unread]
@@ -147,7 +147,7 @@ def _check(
     )
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)
-    stats = Stats(files=len(files), reused=findings is not None, excluded=excluded)
+    stats = Stats(len(files), reused=findings is not None, excluded=excluded, missing=missing)
     if findings is None:
         options = replace(options, roots=tuple(roots))
         findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)

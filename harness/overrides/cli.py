@@ -54,10 +54,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--changed",
-        nargs="+",
+        nargs="*",
         metavar="PATH",
         help="check only the classes of these files (a directory: every file under it; a "
-        "deleted file: the classes that imported from it) and all their subclasses in the tree",
+        "deleted file: the classes that imported from it) and all their subclasses in the tree; "
+        "with no PATH of its own, the positional paths are the changed files and the tree is "
+        "the working directory (how the pre-commit hook passes them, after any args:)",
     )
     parser.add_argument(
         "--format", choices=_FORMATS, default="text", help="output format (default: text)"
@@ -147,6 +149,14 @@ def _codes(values: list[str]) -> frozenset[str]:
     return frozenset(codes)
 
 
+def _targets(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
+    """The tree's paths and the changed files (``None``: a whole-tree run). ``--changed``
+    with no path of its own takes the positional paths as the changed files."""
+    if args.changed == []:
+        return [], list(args.paths)
+    return list(args.paths), args.changed
+
+
 def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
     """The run's options: command-line flags over the project's configuration file."""
     from harness.overrides.checker import CheckOptions
@@ -185,15 +195,16 @@ def run(args: argparse.Namespace) -> int:
         return _emit(f"{get(args.explain).doc}\n")  # the doc opens with "CODE symbol"
     if args.jobs is not None and args.jobs < 1:
         raise HarnessError("--jobs must be at least 1")
-    if args.write_baseline and args.changed:
+    if args.write_baseline and args.changed is not None:
         raise HarnessError("--write-baseline needs a whole-tree run (without --changed)")
 
     from harness.overrides.checker import check
     from harness.overrides.findings import Severity
 
     options, fail_on_name = _options(args)
+    paths, changed = _targets(args)
     try:
-        result = check(args.paths, changed=args.changed, options=options)
+        result = check(paths, changed=changed, options=options)
     except HarnessError:
         raise
     except Exception:  # a bug in the checker: report it, but never as "findings" (exit 1)
@@ -216,6 +227,9 @@ def run(args: argparse.Namespace) -> int:
         )
     for path in result.stats.excluded:
         print(f"harness overrides: {path} is excluded by the configuration", file=sys.stderr)
+    if result.stats.missing:
+        missing = ", ".join(result.stats.missing)
+        print(f"harness overrides: not found; treated as deleted: {missing}", file=sys.stderr)
     fail_on = Severity(fail_on_name)
     return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK
 

@@ -16,7 +16,7 @@ import pytest
 
 DRIFT_CODES = [f"HO{n}" for n in range(101, 111)]
 ALL_CODES = [*DRIFT_CODES, "HO201", "HO202", "HO301", "HO302", "HO303"]
-ALL_CODES += ["HO401", "HO402", "HO403", "HO404"]
+ALL_CODES += ["HO401", "HO402", "HO403", "HO404", "HO405"]
 # The fixed documentation sections of every rule (ruff's rule docs shape).
 SECTIONS = ["what it does", "why", "example", "use instead", "limitations", "references"]
 
@@ -306,6 +306,50 @@ def test_pre_commit_hook_runs_as_declared(
     assert run.exit_code == 1, run.out + run.err
     assert "changed_files/stale.py" in run.out and "changed_files/leaf.py" in run.out
     assert "unrelated.py" not in run.out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--format", "github"], ["--fail-on", "warning"], ["--no-cache"], ["--select", "HO201"]],
+)
+def test_pre_commit_hook_takes_args(
+    args: list[str], overrides: Any, corpus: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pre-commit runs ``entry + args + files``: ``--changed`` then takes no path of its own
+    and the staged files are the positional paths."""
+    from pre_commit.clientlib import load_manifest
+
+    (hook,) = load_manifest(REPO_ROOT / ".pre-commit-hooks.yaml")
+    options = shlex.split(hook["entry"])[2:]
+    monkeypatch.chdir(corpus.root)
+    run = overrides(*options, *args, "changed_files/base.py", "changed_files/unrelated.py")
+    assert run.exit_code == 1, run.out + run.err
+    assert "changed_files/stale.py" in run.out and "changed_files/leaf.py" in run.out
+    if args[:1] == ["--format"]:
+        assert run.out.startswith("::")
+
+
+def test_pre_commit_hook_takes_a_baseline_arg(
+    project: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(project, {"repro.py": REPRO.format(ignore="")})
+    assert overrides("--write-baseline", "baseline.json", ".").exit_code == 0
+    from pre_commit.clientlib import load_manifest
+
+    (hook,) = load_manifest(REPO_ROOT / ".pre-commit-hooks.yaml")
+    options = shlex.split(hook["entry"])[2:]
+    assert overrides(*options, "repro.py").exit_code == 1
+    run = overrides(*options, "--baseline", "baseline.json", "repro.py")
+    assert (run.exit_code, run.out) == (0, ""), run.out + run.err
+
+
+def test_changed_paths_that_do_not_exist_are_named(project: Path, overrides: Any) -> None:
+    """A mistyped ``--changed`` path is a deletion (its subclasses are re-checked), said once."""
+    _write(project, {"base.py": REPRO.format(ignore="")})
+    run = overrides("--changed", "bsae.py", "base.py", "gone/")
+    assert run.exit_code == 1, run.out + run.err
+    assert run.err.count("not found; treated as deleted: bsae.py, gone/") == 1, run.err
+    assert "treated as deleted" not in overrides("--changed", "base.py").err
 
 
 def test_own_pre_commit_config_runs_the_checker_from_the_venv() -> None:
