@@ -104,6 +104,11 @@ def user_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text(f"#!/bin/sh\nexec {shlex.join(command)}\n")
     hook.chmod(0o755)
+    # What a user writes to pass `args:` (run by hand in the test; the git hook is try-repo's).
+    (repo / ".git" / "with-args.yaml").write_text(
+        f"repos:\n  - repo: {snapshot}\n    rev: {rev}\n    hooks:\n"
+        "      - id: strict-overrides\n        args: [--format, github]\n"
+    )
     return repo
 
 
@@ -135,3 +140,16 @@ def test_the_hook_passes_a_clean_commit_and_rejects_a_keyword_rename(user_repo: 
     assert common.read_text() == renamed
     staged = _git("diff", "--cached", "--name-only", cwd=user_repo).stdout.split()
     assert staged == ["pkg/common.py"]
+
+    # The same hook with `args:` from a user's configuration: entry, args, then the files.
+    pre_commit = Path(sys.executable).parent / "pre-commit"
+    config = user_repo / ".git" / "with-args.yaml"
+    out = subprocess.run(
+        [str(pre_commit), "run", "--config", str(config), "--files", "pkg/common.py"],
+        cwd=user_repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "::error file=pkg/rocm.py" in out.stdout, out.stdout
