@@ -13,18 +13,26 @@ project root found from the scanned paths (:func:`harness.overrides.discover.pro
 The directory gets a ``.gitignore`` holding ``*`` and a ``CACHEDIR.TAG``; the checker's files
 live in its ``overrides/`` subdirectory.
 
+Summaries of files read from outside the tree (the standard library, installed packages) are
+the same for every project, so they are kept once per machine, by content hash like the
+tree's, one small file each (:class:`InstalledCache`): in
+``$XDG_CACHE_HOME/harness/installed/<key>`` (``~/.cache`` when the variable is unset), one
+directory per interpreter and checker version (:func:`installed_directory`). Every run still
+reads and hashes each such file it uses; ``--no-cache`` reads and writes neither cache.
+
 Cold runs summarise new files in a process pool when there are enough of them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import marshal
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from harness.overrides.discover import SourceFile, Unreadable, project_root
 
@@ -51,8 +59,10 @@ _CACHEDIR_TAG = (
 )
 
 
+@functools.cache
 def code_version() -> str:
-    """Fingerprint of the checker's own source files (name, size, mtime).
+    """Fingerprint of the checker's own source files (name, size, mtime), taken once per
+    process.
 
     Part of every cache header, so editing the checker never reuses stale summaries or
     results; ``SCHEMA`` still documents deliberate format changes.
@@ -90,6 +100,52 @@ def locate(option: str | None, paths: Sequence[str], cwd: str) -> str | None:
         name = f"{os.path.basename(root) or 'root'}-{digest(os.fsencode(root))[:12]}"
         return os.path.join(xdg, "harness", name)
     return os.path.join(root, DIRECTORY_NAME)
+
+
+_INSTALLED = "installed"
+_INSTALLED_KEEP = 8
+"""Directories of other interpreter or checker versions kept beside the current one."""
+
+
+def installed_directory() -> str | None:
+    """The machine-wide cache of summaries of installed and standard-library files for this
+    interpreter and checker version, or ``None`` when there is no usable home directory."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec says to ignore relative values
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    key = digest(f"{sys.version}\0{code_version()}".encode())[:16]
+    return os.path.join(base, "harness", _INSTALLED, key)
+
+
+def _prune_installed(directory: str) -> None:
+    """Remove the oldest sibling directories of ``directory`` that the checker made (a
+    16-digit key holding a ``CACHEDIR.TAG``), keeping ``_INSTALLED_KEEP`` of them."""
+    parent, own = os.path.split(directory)
+    try:
+        entries = [
+            e
+            for e in os.scandir(parent)
+            if e.name != own
+            and len(e.name) == 16
+            and all(c in "0123456789abcdef" for c in e.name)
+            and e.is_dir(follow_symlinks=False)
+            and os.path.isfile(os.path.join(e.path, "CACHEDIR.TAG"))
+        ]
+        entries.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime, reverse=True)
+    except OSError:
+        return
+    for entry in entries[_INSTALLED_KEEP:]:
+        for root, dirs, files in os.walk(entry.path, topdown=False):
+            with contextlib.suppress(OSError):
+                for name in files:
+                    os.unlink(os.path.join(root, name))
+                for name in dirs:
+                    os.rmdir(os.path.join(root, name))
+        with contextlib.suppress(OSError):
+            os.rmdir(entry.path)
 
 
 def _data_dir(directory: str) -> str:
@@ -191,6 +247,11 @@ class Cache:
         self.dirty = True
         self.save(compact=True)
 
+    def get(self, key: str) -> bytes | None:
+        """The entry of ``key`` (noted as used, so a compaction keeps it)."""
+        self.used.add(key)
+        return self.blobs.get(key)
+
     def save(self, compact: bool = False) -> None:
         """Write what changed; failures to write are ignored."""
         if self.directory is None or not self.dirty:
@@ -219,16 +280,53 @@ def _decode(blob: bytes) -> FileSummary | None:
         return None
 
 
-def summary_of(data: bytes, cache: Cache) -> FileSummary | None:
-    """The summary of ``data``: from ``cache`` by content hash, else made and stored there."""
+class InstalledCache:
+    """Summaries of installed and standard-library files, one framed file per content hash
+    under :func:`installed_directory`: a run opens only the entries it needs, and writes
+    each new one at once (atomically), however many projects share the directory."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.directory = installed_directory() if enabled else None
+        self._pruned = False
+
+    def get(self, key: str) -> bytes | None:
+        """The stored blob of ``key``, or ``None`` (missing, corrupt, another version)."""
+        if self.directory is None:
+            return None
+        blob = read_framed(self.directory, f"{key}.bin", _header(), lambda b: isinstance(b, bytes))
+        return blob if isinstance(blob, bytes) else None
+
+    def add(self, key: str, blob: bytes) -> None:
+        """Store ``blob`` for ``key``; write failures are ignored."""
+        if self.directory is None:
+            return
+        if not self._pruned:
+            self._pruned = True
+            if not os.path.isdir(self.directory):  # a new interpreter or checker version
+                _prune_installed(self.directory)
+        write_framed(self.directory, f"{key}.bin", _header(), blob)
+
+    def clear(self) -> None:
+        """Stop using the directory for the rest of the run."""
+        self.directory = None
+
+
+class BlobStore(Protocol):
+    """Encoded summaries by content hash: :class:`Cache` or :class:`InstalledCache`."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def add(self, key: str, blob: bytes) -> None: ...
+
+
+def summary_of(data: bytes, store: BlobStore) -> FileSummary | None:
+    """The summary of ``data``: from ``store`` by content hash, else made and stored there."""
     hashed = digest(data)
-    cache.used.add(hashed)
-    blob = cache.blobs.get(hashed)
+    blob = store.get(hashed)
     summary = None if blob is None else _decode(blob)
     if summary is None:
         blob = _summarize_one(data)
-        cache.blobs[hashed] = blob
-        cache.dirty = True
+        store.add(hashed, blob)
         summary = _decode(blob)
     return summary
 

@@ -180,7 +180,7 @@ def _analyze(
     stats: Stats,
 ) -> list[Finding]:
     from harness.overrides.analysis import analyze
-    from harness.overrides.cache import Cache, load
+    from harness.overrides.cache import Cache, InstalledCache, load
     from harness.overrides.codec import CorruptSummary
     from harness.overrides.external import InstalledModules
 
@@ -188,10 +188,11 @@ def _analyze(
     summaries, stats.parsed = load(sources, cache, options.jobs)
     files = [s.file for s in sources]
     external = None
+    installed = InstalledCache(options.external and cache_dir is not None)
     if options.external:
         tree = {name.partition(".")[0] for f in files for name in (f.module, *f.aliases)}
         local = [*options.roots, options.cwd or os.getcwd()]
-        external = InstalledModules(cache, sorted(tree), local)
+        external = InstalledModules(installed, sorted(tree), local)
     try:
         findings, stats.classes, stats.checked_classes = analyze(
             files,
@@ -204,6 +205,7 @@ def _analyze(
         )
     except CorruptSummary:  # a cached part decoded only now is broken: start again without
         Cache(cache_dir).clear()
+        installed.clear()
         return _analyze(sources, unreadable, changed, deleted, None, options, stats)
     cache.save()
     if external is not None:

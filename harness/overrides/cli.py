@@ -122,9 +122,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--cache-dir",
         metavar="DIR",
         help="cache directory (default: $XDG_CACHE_HOME/harness/<project> if set, else "
-        ".harness_cache in the project root of the scanned paths)",
+        ".harness_cache in the project root of the scanned paths); summaries of installed "
+        "packages are shared by all projects in $XDG_CACHE_HOME/harness/installed "
+        "(~/.cache when unset)",
     )
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write either cache")
     parser.add_argument(
         "--jobs",
         type=int,

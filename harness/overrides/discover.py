@@ -95,6 +95,7 @@ class _Walker:
         """Symlinked directories ``(path, real path, root)``, walked after every real one."""
         self.excluder = Excluder(DEFAULT_EXCLUDE, cwd)
         """What walks leave out."""
+        self.directory_names: dict[tuple[str, str], list[list[str]]] = {}
 
     def _is_package(self, directory: str) -> bool:
         known = self.has_init.get(directory)
@@ -125,20 +126,14 @@ class _Walker:
         stem = filename.rpartition(".")[0] or filename
         is_package = stem == "__init__"
         package = self.package_parts(directory)
-        parts = package if is_package else (*package, stem)
-        primary = ".".join(parts) or stem
-        tail = () if is_package else (stem,)
+        primary = ".".join(package if is_package else (*package, stem)) or stem
+        named = is_package or stem.isidentifier()
         names: list[str] = []  # per import root, longest first: the path from it, then suffixes
         preferred: str | None = None
-        for anchor in dict.fromkeys((*self.anchors, root)):
-            rel = _below(directory, anchor)
-            if rel is None:
-                continue
-            found = [
-                name
-                for name in (".".join((*rel[i:], *tail)) for i in range(len(rel)))
-                if all(p.isidentifier() for p in name.split("."))
-            ]
+        for prefixes in self._directory_names(directory, root):
+            found = (
+                [] if not named else prefixes if is_package else [f"{d}.{stem}" for d in prefixes]
+            )
             if preferred is None:  # the first import root holding the file names it
                 preferred = found[0] if found else primary
             names.extend(found)
@@ -149,6 +144,22 @@ class _Walker:
             names.append(primary)
             primary = preferred
         return primary, is_package, tuple(n for n in dict.fromkeys(names) if n != primary)
+
+    def _directory_names(self, directory: str, root: str) -> list[list[str]]:
+        """Per import root holding ``directory`` (preferred first, ``root`` last): the dotted
+        names of the directory from it, longest first, made of identifiers only (empty for
+        the root itself). Memoised: files of one directory share them."""
+        key = (directory, root)
+        known = self.directory_names.get(key)
+        if known is None:
+            known = list[list[str]]()
+            for anchor in dict.fromkeys((*self.anchors, root)):
+                rel = _below(directory, anchor)
+                if rel is not None:
+                    valid = [p.isidentifier() for p in rel]
+                    known.append([".".join(rel[i:]) for i in range(len(rel)) if all(valid[i:])])
+            self.directory_names[key] = known
+        return known
 
     def add(self, path: str, root: str, real: str, linked: bool) -> None:
         """Record one file, once per real path: the first direct path found, else the first

@@ -4,9 +4,10 @@ the source files the running interpreter would import, without importing anythin
 A base class such as ``threading.Thread`` or ``torch.nn.Module`` is resolved by finding its
 module the way ``import`` would, but only with :class:`importlib.machinery.PathFinder` over
 ``sys.path``, one dotted component at a time: no package ``__init__`` runs, no meta-path
-hook is consulted. The module's ``.py`` file is summarised like a file of the tree (and
-cached by content hash the same way). A module with no Python source (a C extension, a
-built-in module) is read from a type stub instead, when one exists: ``name.pyi`` beside it,
+hook is consulted. The module's ``.py`` file is summarised like a file of the tree, and
+cached by content hash the same way, once per machine
+(:class:`~harness.overrides.cache.InstalledCache`). A module with no Python source (a C
+extension, a built-in module) is read from a type stub instead, when one exists: ``name.pyi`` beside it,
 a ``<package>-stubs`` distribution, or the standard-library stubs of an installed typeshed
 (mypy ships one). Classes of such modules are never checked themselves; they provide bases,
 signatures and call sites. Every file read is recorded (:attr:`InstalledModules.used`), so
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec, PathFinder
 
-from harness.overrides.cache import Cache, digest, summary_of
+from harness.overrides.cache import BlobStore, digest, summary_of
 from harness.overrides.discover import SourceFile
 from harness.overrides.summary import FileSummary
 
@@ -32,7 +33,7 @@ them (the largest of the standard library) would add nothing to a check."""
 class InstalledModules:
     """Reads modules that are not in the scanned tree; see the module docstring."""
 
-    def __init__(self, cache: Cache, tree: Sequence[str], local: Sequence[str] = ()) -> None:
+    def __init__(self, cache: BlobStore, tree: Sequence[str], local: Sequence[str] = ()) -> None:
         """``tree``: top-level module names the scanned tree defines (never looked up
         outside it). ``local``: directories whose modules are not "installed" (the scanned
         roots and the working directory), left out of the search path."""

@@ -33,6 +33,16 @@ from harness.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+
+@pytest.fixture(autouse=True)
+def _private_cache_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test gets its own ``XDG_CACHE_HOME``: the machine-wide cache of installed-file
+    summaries is never the user's, and no test sees another's entries."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
 _CODE = r"HO\d{3}"
 _EXPECT = re.compile(rf"#\s*expect:\s*(?P<items>{_CODE}(?:\s+\w+)?(?:\s*,\s*{_CODE}(?:\s+\w+)?)*)")
 _EVIDENCE = re.compile(rf"#\s*evidence:\s*(?P<items>{_CODE}(?:\s*,\s*{_CODE})*)")

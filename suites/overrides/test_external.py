@@ -115,3 +115,42 @@ def test_the_scanned_tree_is_never_searched_as_installed(tree: Path) -> None:
     )
     os.makedirs(tree / "elsewhere" / "app", exist_ok=True)
     assert _run(tree, cache_dir=None) == []
+
+
+# Summaries of installed files are kept once per machine, by content hash.
+
+
+def _installed_entries(xdg: Path) -> list[Path]:
+    return sorted((xdg / "harness" / "installed").glob("*/overrides/*.bin"))
+
+
+def test_installed_summaries_are_shared_by_projects_and_follow_content(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.overrides import cache as cache_mod
+
+    xdg = tree / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    site = _site(tree)
+    monkeypatch.syspath_prepend(str(site))
+    made: list[int] = []
+    summarize = cache_mod._summarize_one  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(cache_mod, "_summarize_one", lambda d: made.append(len(d)) or summarize(d))
+    assert [f.severity for f in _run(tree, cache_dir=str(tree / "one"))] == [Severity.ERROR]
+    first = len(made)  # the tree's file and trap/engine.py
+    assert first == 2 and len(_installed_entries(xdg)) == 1
+    # Another project (a fresh cache of its own) summarises only its own file.
+    assert [f.severity for f in _run(tree, cache_dir=str(tree / "two"))] == [Severity.ERROR]
+    assert len(made) == first + 1
+    # A corrupt entry is a miss, never a wrong summary; an upgraded package is read again.
+    for entry in _installed_entries(xdg):
+        entry.write_bytes(entry.read_bytes()[:-3] + b"\0\0\0")
+    assert [f.severity for f in _run(tree, cache_dir=str(tree / "three"))] == [Severity.ERROR]
+    engine = site / "trap" / "engine.py"
+    engine.write_text(engine.read_text().replace("num_tokens", "tokens"), encoding="utf-8")
+    assert _run(tree, cache_dir=str(tree / "four")) == []
+    # Without a cache, nothing is written there.
+    before = _installed_entries(xdg)
+    engine.write_text(engine.read_text() + "\n# 0.2\n", encoding="utf-8")
+    assert _run(tree, cache_dir=None) == []
+    assert _installed_entries(xdg) == before
