@@ -31,7 +31,7 @@ FP32_TOLERANCE = {"atol": FP32_ATOL, "rtol": FP32_RTOL}
 
 def to_int_list(t: torch.Tensor) -> list[int]:
     """A 1-D integer tensor's values as Python ints (one device-to-host copy)."""
-    values: list[int] = t.cpu().numpy().tolist()
+    values: list[int] = t.tolist()
     return values
 
 
@@ -108,9 +108,11 @@ def _attend(
     return out, lse.transpose(0, 1)
 
 
-DECODE_BATCH = 32
-"""Decodes (one query token each) attended in one batch of at most this many requests, which
-bounds the padded K/V copy (the result equals attending them one by one)."""
+DECODE_BATCH = 8
+"""Decodes (one query token each) attended in one batch of at most this many consecutive requests.
+
+It bounds the padded K/V copy, which then stays in the CPU's caches between the gather and the two
+products that read it; the result equals attending the requests one by one."""
 
 
 def _attend_decodes(
@@ -126,28 +128,51 @@ def _attend_decodes(
     """``_attend`` for requests with one query token each (at position ``seq_len - 1``, which sees
     every earlier key whether or not the pass is causal), batched over padded K/V.
 
-    ``query`` is ``(num_reqs, num_heads, head_size)``, ``block_table`` the requests' rows. Keys
-    past a request's length are masked and their values zeroed (unwritten slots may hold NaN).
+    ``query`` is ``(num_reqs, num_heads, head_size)``, ``block_table`` the requests' rows. Each
+    request's blocks are gathered whole (``index_select``, one copy), and each KV head's queries
+    are multiplied with its keys and values in place (``bmm`` reads the strided head directly).
+    Keys a request cannot see (past its length, outside its window) are masked and their values
+    zeroed: unwritten slots and the null block may hold NaN.
     """
     num_reqs, num_heads, _ = query.shape
     block_size, num_kv_heads = key_cache.shape[1], key_cache.shape[2]
-    max_len = max(seq_lens)
-    blocks = block_table[:, : -(-max_len // block_size)].long()
-    lens = torch.tensor(seq_lens).unsqueeze(1)
-    k_pos = torch.arange(max_len).unsqueeze(0)
-    visible = k_pos < lens
+    num_blocks = -(-max(seq_lens) // block_size)
+    padded_len = num_blocks * block_size
+    block_ids = block_table[:, :num_blocks].flatten()
+    k = key_cache.index_select(0, block_ids).float().view(num_reqs, padded_len, num_kv_heads, -1)
+    v = value_cache.index_select(0, block_ids).float()  # a fresh copy: zeroed in place below
+    lens = torch.tensor(seq_lens, device=query.device).unsqueeze(1)
+    k_pos = torch.arange(padded_len, device=query.device)
+    hidden = k_pos >= lens
     if sliding_window is not None:
-        visible &= lens - 1 - k_pos < sliding_window
-    visible = visible.to(query.device)
-    k = key_cache[blocks].flatten(1, 2)[:, :max_len].float()
-    v = value_cache[blocks].flatten(1, 2)[:, :max_len].float()
-    v = v.masked_fill(~visible[:, :, None, None], 0.0)
-    q = query.float().view(num_reqs, num_kv_heads, num_heads // num_kv_heads, -1)
-    scores = torch.einsum("rkgd,rlkd->rkgl", q, k) * scale
-    scores = scores.masked_fill(~visible[:, None, None, :], float("-inf"))
+        hidden |= lens - 1 - k_pos >= sliding_window
+    v.view(num_reqs * padded_len, -1).index_fill_(0, hidden.flatten().nonzero().squeeze(1), 0.0)
+    v = v.view(num_reqs, padded_len, num_kv_heads, -1)
+    q = query.float().reshape(num_reqs, num_kv_heads, num_heads // num_kv_heads, -1)
+    scores = torch.stack(
+        [torch.bmm(q[:, h], k[:, :, h].transpose(1, 2)) for h in range(num_kv_heads)], dim=1
+    )
+    scores = scores.mul_(scale).masked_fill_(hidden[:, None, None, :], float("-inf"))
     lse = torch.logsumexp(scores, dim=-1)
-    out = torch.einsum("rkgl,rlkd->rkgd", torch.softmax(scores, dim=-1), v)
-    return out.reshape(num_reqs, num_heads, -1), lse.reshape(num_reqs, num_heads)
+    probs = torch.softmax(scores, dim=-1)
+    out = torch.stack([torch.bmm(probs[:, h], v[:, :, h]) for h in range(num_kv_heads)], dim=1)
+    return out.view(num_reqs, num_heads, -1), lse.view(num_reqs, num_heads)
+
+
+def _decode_runs(starts: list[int], lens: list[int]) -> list[tuple[int, int]]:
+    """``(first, count)`` of each batch of at most :data:`DECODE_BATCH` consecutive decodes.
+
+    Consecutive decodes own consecutive query rows, so a batch is two slices, never a gather.
+    """
+    runs: list[tuple[int, int]] = []
+    for i, seq_len in enumerate(lens):
+        if starts[i + 1] - starts[i] != 1 or seq_len <= 0:
+            continue
+        if runs and runs[-1][0] + runs[-1][1] == i and runs[-1][1] < DECODE_BATCH:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((i, 1))
+    return runs
 
 
 def paged_attention(
@@ -170,8 +195,8 @@ def paged_attention(
     head_size[_v])``. Returns the output ``(num_tokens, num_heads, head_size_v)`` in the query's
     dtype (rows no request owns stay zero) and the float32 log-sum-exp ``(num_tokens, num_heads)``
     (``-inf`` on those rows), which :func:`merge_attn_states` needs for cascade attention.
-    Requests are attended one by one, except decodes, which go in batches of
-    :data:`DECODE_BATCH` (:func:`_attend_decodes`).
+    Requests are attended one by one, except runs of consecutive decodes, which go in batches of
+    up to :data:`DECODE_BATCH` (:func:`_attend_decodes`).
     """
     num_tokens, num_heads, _ = query.shape
     block_size = key_cache.shape[1]
@@ -179,22 +204,19 @@ def paged_attention(
     lse = torch.full((num_tokens, num_heads), float("-inf"), device=query.device)
     starts = to_int_list(query_start_loc)
     lens = to_int_list(seq_lens)
-    decodes = [i for i, n in enumerate(lens) if starts[i + 1] - starts[i] == 1 and n > 0]
-    for first in range(0, len(decodes), DECODE_BATCH):
-        chunk = decodes[first : first + DECODE_BATCH]
-        rows = torch.tensor([starts[i] for i in chunk], device=query.device)
-        o, s = _attend_decodes(
+    batched: set[int] = set()
+    for first, count in _decode_runs(starts, lens):
+        rows = slice(starts[first], starts[first] + count)
+        out[rows], lse[rows] = _attend_decodes(
             query[rows],
             key_cache,
             value_cache,
-            block_table[torch.tensor(chunk, device=block_table.device)],
-            [lens[i] for i in chunk],
+            block_table[first : first + count],
+            lens[first : first + count],
             scale=scale,
             sliding_window=sliding_window,
         )
-        out[rows] = o.to(out.dtype)
-        lse[rows] = s
-    batched = set(decodes)
+        batched.update(range(first, first + count))
     for i, seq_len in enumerate(lens):
         if i in batched:
             continue

@@ -226,3 +226,31 @@ def test_decodes_batched_past_decode_batch_equal_dense(sliding_window: int | Non
     expected = _dense_from_cache(query, kc, vc, qsl, seq_lens, bt, 0.5, sliding_window)
     torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
     assert torch.isfinite(lse).all()
+
+
+def test_decodes_ignore_blocks_that_slid_out_of_the_window() -> None:
+    """Blocks wholly outside a decode's window may be the null block (vLLM frees them): NaN there
+    must not reach the output, in batched decodes as in single ones."""
+    query_lens = [1, 1, 1]
+    context_lens = [20, 13, 17]
+    query, kc, vc, qsl, seq_lens, bt = _random_paged_batch(7, query_lens, context_lens, 4, 4, 2)
+    window = 5
+    expected = _dense_from_cache(query, kc, vc, qsl, seq_lens, bt, 0.5, window)
+    used = set(bt.flatten().tolist())
+    null_block = next(b for b in range(kc.shape[0]) if b not in used)  # one of 3 spare blocks
+    kc[null_block] = float("nan")
+    vc[null_block] = float("nan")
+    for i, n in enumerate(seq_lens.tolist()):
+        bt[i, : (n - window) // 4] = null_block  # every block before the window
+    out, lse = paged_attention(
+        query,
+        kc,
+        vc,
+        query_start_loc=qsl,
+        seq_lens=seq_lens,
+        block_table=bt,
+        scale=0.5,
+        sliding_window=window,
+    )
+    torch.testing.assert_close(out, expected, atol=FP32_ATOL, rtol=FP32_RTOL)
+    assert torch.isfinite(lse).all()

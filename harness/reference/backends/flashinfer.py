@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -468,16 +469,21 @@ def paged_kv_to_block_table(
     paged_kv_last_page_len: torch.Tensor,
     page_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Invert the CSR page description: a zero-padded block table and the sequence lengths."""
+    """Invert the CSR page description: a zero-padded block table and the sequence lengths.
+
+    Request ``i``'s pages ``paged_kv_indices[indptr[i]:indptr[i + 1]]`` fill the start of row
+    ``i``; all rows are filled by one masked assignment (row-major, the CSR order).
+    """
     indptr = to_int_list(paged_kv_indptr)
-    num_reqs = len(indptr) - 1
-    num_pages = [indptr[i + 1] - indptr[i] for i in range(num_reqs)]
-    block_table = torch.zeros(num_reqs, max(num_pages, default=0), dtype=torch.int32)
-    for i in range(num_reqs):
-        block_table[i, : num_pages[i]] = paged_kv_indices[indptr[i] : indptr[i + 1]]
-    last = paged_kv_last_page_len.cpu()
-    seq_lens = (torch.tensor(num_pages, dtype=torch.int32) - 1) * page_size + last
-    return block_table.to(paged_kv_indices.device), seq_lens
+    num_pages = [end - start for start, end in itertools.pairwise(indptr)]
+    device = paged_kv_indices.device
+    width = max(num_pages, default=0)
+    pages = torch.tensor(num_pages, dtype=torch.int32, device=device)
+    block_table = torch.zeros(len(num_pages), width, dtype=torch.int32, device=device)
+    filled = torch.arange(width, device=device) < pages.unsqueeze(1)
+    block_table[filled] = paged_kv_indices[indptr[0] : indptr[-1]].to(torch.int32)
+    seq_lens = (pages - 1) * page_size + paged_kv_last_page_len.to(device)
+    return block_table, seq_lens
 
 
 class FlashInferImpl(AttentionImpl[FlashInferMetadata]):

@@ -17,6 +17,7 @@ from harness.reference.backends.flashinfer import (
     FlashInferMetadata,
     FlashInferMetadataBuilder,
     get_per_layer_parameters,
+    paged_kv_to_block_table,
     plan_calls,
 )
 from harness.reference.config import (
@@ -154,6 +155,23 @@ def test_paged_kv_tensors_hand_computed() -> None:
         5,
     )
     assert all(t.dtype == torch.int32 for t in (md.paged_kv_indptr, md.paged_kv_indices))
+
+
+def test_paged_kv_to_block_table_inverts_the_csr_pages() -> None:
+    """Rows are zero-padded; an ``indptr`` that starts past 0 (the prefills' half) reads from there
+    on, and a request with no pages gets an all-zero row."""
+    indices = torch.tensor([7, 3, 9, 5, 2, 8], dtype=torch.int32)
+    prefill_half = torch.tensor([3, 4, 4, 6], dtype=torch.int32)
+    table, seq_lens = paged_kv_to_block_table(
+        prefill_half, indices, torch.tensor([2, 1, 4], dtype=torch.int32), page_size=4
+    )
+    assert table.tolist() == [[5, 0], [0, 0], [2, 8]]
+    assert table.dtype == torch.int32
+    assert seq_lens.tolist() == [2, -3, 8]  # (pages - 1) * page_size + last, as the kernels read
+    empty, lens = paged_kv_to_block_table(
+        torch.tensor([0], dtype=torch.int32), indices[:0], indices[:0], page_size=4
+    )
+    assert empty.shape == (0, 0) and lens.tolist() == []
 
 
 def test_cascade_moves_the_shared_prefix_out_of_each_request() -> None:
