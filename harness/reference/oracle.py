@@ -31,7 +31,7 @@ FP32_TOLERANCE = {"atol": FP32_ATOL, "rtol": FP32_RTOL}
 
 def to_int_list(t: torch.Tensor) -> list[int]:
     """A 1-D integer tensor's values as Python ints (one device-to-host copy)."""
-    values: list[int] = t.tolist()
+    values: list[int] = t.tolist()  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     return values
 
 
