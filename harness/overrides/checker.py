@@ -191,8 +191,16 @@ def _analyze(
     installed = InstalledCache(options.external and cache_dir is not None)
     if options.external:
         tree = {name.partition(".")[0] for f in files for name in (f.module, *f.aliases)}
-        local = [*options.roots, options.cwd or os.getcwd()]
-        external = InstalledModules(installed, sorted(tree), local)
+        cwd = options.cwd or os.getcwd()
+        local = [*options.roots, cwd]
+        external = InstalledModules(
+            installed,
+            sorted(tree),
+            local,
+            import_roots=_import_roots(sources),
+            local_cache=cache,
+            cwd=cwd,
+        )
     try:
         findings, stats.classes, stats.checked_classes = analyze(
             files,
@@ -211,6 +219,24 @@ def _analyze(
     if external is not None:
         stats.external = tuple(sorted(set(external.used)))
     return findings
+
+
+def _import_roots(sources: Sequence[Source]) -> list[str]:
+    """The directories that name the scanned files: each file's path less its dotted name
+    (``/p`` for ``/p/pkg/sub.py`` named ``pkg.sub``), most used first. Names that do not
+    spell the end of the path (aliases through symlinked directories) give none."""
+    counts: dict[str, int] = {}
+    for source in sources:
+        file = source.file
+        head, tail = os.path.split(file.path)
+        stem = tail.rpartition(".")[0]
+        parts = head.split(os.sep) if file.is_package else [*head.split(os.sep), stem]
+        for name in (file.module, *file.aliases):
+            dotted = name.split(".")
+            if parts[-len(dotted) :] == dotted:
+                root = os.sep.join(parts[: -len(dotted)]) or os.sep
+                counts[root] = counts.get(root, 0) + 1
+    return sorted(counts, key=lambda r: -counts[r])
 
 
 def _top(path: str, roots: Sequence[str]) -> str:

@@ -12,6 +12,12 @@ a ``<package>-stubs`` distribution, or the standard-library stubs of an installe
 (mypy ships one). Classes of such modules are never checked themselves; they provide bases,
 signatures and call sites. Every file read is recorded (:attr:`InstalledModules.used`), so
 that a stored result is reused only while those files are unchanged.
+
+A module of the tree's own top-level packages that the scanned paths leave out (``pkg.base``
+when only ``pkg/sub.py`` is passed, or ``vllm.attention.abstract`` when only ``vllm/v1`` is)
+is never looked up on ``sys.path``: it is read the same way from beside the tree, under the
+import roots that name the scanned files, so a base defined there still gives its signatures
+and call sites instead of silently leaving the subclass unchecked.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections.abc import Sequence
 from importlib.machinery import ModuleSpec, PathFinder
 
 from harness.overrides.cache import BlobStore, digest, summary_of
-from harness.overrides.discover import SourceFile
+from harness.overrides.discover import SourceFile, display_path
 from harness.overrides.summary import FileSummary
 
 _NOT_READ = frozenset({"typing", "typing_extensions"})
@@ -33,12 +39,27 @@ them (the largest of the standard library) would add nothing to a check."""
 class InstalledModules:
     """Reads modules that are not in the scanned tree; see the module docstring."""
 
-    def __init__(self, cache: BlobStore, tree: Sequence[str], local: Sequence[str] = ()) -> None:
-        """``tree``: top-level module names the scanned tree defines (never looked up
-        outside it). ``local``: directories whose modules are not "installed" (the scanned
-        roots and the working directory), left out of the search path."""
+    def __init__(
+        self,
+        cache: BlobStore,
+        tree: Sequence[str],
+        local: Sequence[str] = (),
+        *,
+        import_roots: Sequence[str] = (),
+        local_cache: BlobStore | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        """``tree``: top-level module names the scanned tree defines (never looked up on
+        ``sys.path``). ``local``: directories whose modules are not "installed" (the scanned
+        roots and the working directory), left out of the search path. ``import_roots``:
+        directories that name the scanned files, where modules of ``tree`` that were not
+        scanned are read from (summaries kept in ``local_cache``, else ``cache``; paths
+        shown relative to ``cwd``)."""
         self.cache = cache
         self.tree = frozenset(tree)
+        self.import_roots = list(dict.fromkeys(os.path.abspath(r) for r in import_roots))
+        self.local_cache = local_cache or cache
+        self.cwd = cwd
         skip = {os.path.realpath(p) for p in local}
         self.search = [
             p
@@ -53,9 +74,10 @@ class InstalledModules:
     def module(self, name: str) -> tuple[SourceFile, FileSummary] | None:
         """The file and summary of module ``name``, or ``None``."""
         top = name.partition(".")[0]
-        if not name or top in self.tree or top in _NOT_READ:
+        if not name or top in _NOT_READ:
             return None
-        found = self._source(name)
+        local = top in self.tree
+        found = self._beside_tree(name) if local else self._source(name)
         if found is None:
             return None
         path, is_package = found
@@ -65,11 +87,27 @@ class InstalledModules:
         except OSError:
             return None
         self.used.append((path, digest(data)))
-        summary = summary_of(data, self.cache)
+        summary = summary_of(data, self.local_cache if local else self.cache)
         if summary is None:
             return None
         real = os.path.realpath(path)
-        return SourceFile(path, path, name, is_package, (), real), summary
+        shown = display_path(path, self.cwd) if local else path
+        return SourceFile(path, shown, name, is_package, (), real), summary
+
+    def _beside_tree(self, name: str) -> tuple[str, bool] | None:
+        """``(path, is package)`` of module ``name`` under the first import root holding it
+        (a regular or namespace package's ``.py`` file, or a stub)."""
+        parts = name.split(".")
+        if not all(p.isidentifier() for p in parts):
+            return None
+        for root in self.import_roots:
+            base = os.path.join(root, *parts)
+            for suffix in (".py", ".pyi"):
+                if os.path.isfile(os.path.join(base, f"__init__{suffix}")):
+                    return os.path.join(base, f"__init__{suffix}"), True
+                if os.path.isfile(base + suffix):
+                    return base + suffix, False
+        return None
 
     # -- finding files -----------------------------------------------------------------------
 

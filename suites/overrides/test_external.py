@@ -154,3 +154,67 @@ def test_installed_summaries_are_shared_by_projects_and_follow_content(
     engine.write_text(engine.read_text() + "\n# 0.2\n", encoding="utf-8")
     assert _run(tree, cache_dir=None) == []
     assert _installed_entries(xdg) == before
+
+
+# Modules of the tree's own packages that the scanned paths leave out are read from beside it.
+
+BASE = """\
+class Builder:
+    def build(self, common_prefix_len, block_table_tensor):
+        return block_table_tensor
+
+    def run(self):
+        return self.build(0, block_table_tensor=None)
+"""
+
+RENAMED = """\
+from pkg.common import Builder
+
+
+class AiterBuilder(Builder):
+    def build(self, common_prefix_len, block_table):
+        return block_table
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n", encoding="utf-8")
+    (tmp_path / "pkg" / "backends").mkdir(parents=True)
+    (tmp_path / "pkg" / "common.py").write_text(BASE, encoding="utf-8")
+    (tmp_path / "pkg" / "backends" / "aiter.py").write_text(RENAMED, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("scanned", ["pkg/backends/aiter.py", "pkg/backends", "pkg"])
+def test_a_base_the_scanned_paths_leave_out_is_read_beside_them(
+    project: Path, scanned: str
+) -> None:
+    # Namespace packages (no __init__.py): the subclass alone, or its directory, still fails.
+    result = check([str(project / scanned)], options=CheckOptions(cwd=str(project)))
+    (finding,) = result.findings
+    assert (finding.code, finding.severity) == ("HO101", Severity.ERROR)
+    assert finding.path == "pkg/backends/aiter.py"
+    assert finding.evidence is not None and finding.evidence.path == "pkg/common.py"
+
+
+def test_a_base_beside_the_tree_in_a_regular_package(project: Path) -> None:
+    for directory in ("pkg", "pkg/backends"):
+        (project / directory / "__init__.py").write_text("", encoding="utf-8")
+    opts = CheckOptions(cwd=str(project / "pkg"), cache_dir=None)  # run from inside the package
+    (finding,) = check([str(project / "pkg/backends/aiter.py")], options=opts).findings
+    assert finding.severity == Severity.ERROR and finding.evidence is not None
+
+
+def test_a_stored_result_follows_a_base_read_beside_the_tree(project: Path) -> None:
+    opts = CheckOptions(cwd=str(project), cache_dir=str(project / "cache"))
+    paths = [str(project / "pkg" / "backends")]
+    assert [f.severity for f in check(paths, options=opts).findings] == [Severity.ERROR]
+    common = project / "pkg" / "common.py"
+    stat = common.stat()
+    # The base is fixed to the subclass's name, same size, modification time restored.
+    common.write_text(BASE.replace("block_table_tensor", "block_table_xxxxxx"), encoding="utf-8")
+    os.utime(common, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert [f.severity for f in check(paths, options=opts).findings] == [Severity.ERROR]
+    common.write_text(BASE.replace("block_table_tensor", "block_table"), encoding="utf-8")
+    assert check(paths, options=opts).findings == []
