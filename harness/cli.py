@@ -25,19 +25,24 @@ class _Register(Protocol):
     ) -> None: ...
 
 
-def _registrars() -> list[_Register]:
+def _registrars(command: str | None = None) -> list[_Register]:
     """Each area registers its own subcommands; listed explicitly, no import side effects.
 
-    Registration imports no torch (areas import it when a command runs), so ``harness overrides``
-    in pre-commit starts in a fraction of a second.
+    Registration imports no torch (areas import it when a command runs). ``harness overrides``
+    (the pre-commit hook) registers its own subcommand alone, so it imports the checker and
+    nothing else.
     """
+    from harness.overrides import cli as overrides_cli
+
+    if command == "overrides":
+        return [overrides_cli.register]
+
     from harness import demo
     from harness.bisect import cli as bisect_cli
     from harness.eval import cli as eval_cli
     from harness.fidelity import cli as fidelity_cli
     from harness.hunt import cli as hunt_cli
     from harness.memory import cli as memory_cli
-    from harness.overrides import cli as overrides_cli
     from harness.regressions import cli as regressions_cli
 
     return [
@@ -66,20 +71,22 @@ def _resolve_regression(spec: str) -> tuple[str, type[AttentionBackend]]:
     return resolve_labelled_backend(spec)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; with ``command``, one that knows that subcommand alone."""
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Regression hunting for the attention layer of vLLM-V1-style engines.",
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for register in _registrars():
+    for register in _registrars(command):
         register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser("overrides" if argv[:1] == ["overrides"] else None)
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if run is None:

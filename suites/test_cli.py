@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -15,6 +16,18 @@ def test_building_the_parser_imports_no_torch() -> None:
     code = "import sys, harness.cli; harness.cli.build_parser(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_harness_overrides_imports_the_checker_alone() -> None:
+    # The pre-commit hook's path: no other area's modules (their imports cost start-up time).
+    code = (
+        "import sys; from harness.cli import main; main(['overrides', '--list-rules']); "
+        "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('harness.')}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    areas = set(ast.literal_eval(out.stdout.strip().splitlines()[-1]))
+    assert areas <= {"cli", "errors", "extras", "overrides"}, areas
+    assert "overrides" in areas
 
 
 def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
