@@ -25,24 +25,18 @@ class _Register(Protocol):
     ) -> None: ...
 
 
-def _registrars(command: str | None = None) -> list[_Register]:
+def _registrars() -> list[_Register]:
     """Each area registers its own subcommands; listed explicitly, no import side effects.
 
-    Registration imports no torch (areas import it when a command runs). ``harness overrides``
-    (the pre-commit hook) registers its own subcommand alone, so it imports the checker and
-    nothing else.
+    Registration imports no torch (areas import it when a command runs).
     """
-    from harness.overrides import cli as overrides_cli
-
-    if command == "overrides":
-        return [overrides_cli.register]
-
     from harness import demo
     from harness.bisect import cli as bisect_cli
     from harness.eval import cli as eval_cli
     from harness.fidelity import cli as fidelity_cli
     from harness.hunt import cli as hunt_cli
     from harness.memory import cli as memory_cli
+    from harness.overrides import cli as overrides_cli
     from harness.regressions import cli as regressions_cli
 
     return [
@@ -72,14 +66,21 @@ def _resolve_regression(spec: str) -> tuple[str, type[AttentionBackend]]:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The CLI's parser; with ``command``, one that knows that subcommand alone."""
+    """The CLI's parser. With ``command="overrides"`` (the pre-commit hook's path), one that
+    knows that subcommand alone, so that only the checker is imported."""
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Regression hunting for the attention layer of vLLM-V1-style engines.",
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for register in _registrars(command):
+    if command == "overrides":
+        from harness.overrides import cli as overrides_cli
+
+        registrars: list[_Register] = [overrides_cli.register]
+    else:
+        registrars = _registrars()
+    for register in registrars:
         register(subparsers)
     return parser
 
