@@ -86,9 +86,12 @@ def _analyze(
                 where = (cls.module.file.display, cls.summary.line, cls.summary.col)
                 findings.append(located(rule, issue, *where, class_name=cls.key))
     evidence = EvidenceIndex(project)
-    for cls in scope:
-        findings.extend(_check_class(project, cls, rules, evidence))
-        findings.extend(_check_siblings(project, cls, rules, evidence))
+    try:
+        for cls in scope:
+            findings.extend(_check_class(project, cls, rules, evidence))
+            findings.extend(_check_siblings(project, cls, rules, evidence))
+    finally:
+        evidence.release()
     ignores = {d: s.ignores for d, s in summaries.items() if s.ignores}
     findings, comments = suppress.apply(findings, ignores)
     for comment in comments:

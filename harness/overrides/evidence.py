@@ -76,6 +76,14 @@ class EvidenceIndex:
         self._forwarded: dict[str, list[Forwarded]] = {}
         self.reach = Reach(project, self.calls)
 
+    def release(self) -> None:
+        """Drop the gathered call sites and break the index <-> reach reference cycle, so that
+        the project is freed at once by reference counting when the check ends (see
+        :meth:`Project.release`); the index is unusable afterwards."""
+        self._by_method.clear()
+        self._forwarded.clear()
+        self.reach.release()
+
     def calls(self, name: str) -> list[CallEntry]:
         """Every call of a method ``name``: the call, its class (``None`` at module level) and
         its module."""

@@ -33,6 +33,10 @@ CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
 """``calls(name)``: every call of a method of that name, with its class and module."""
 
 
+def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
+    raise RuntimeError("the reachability index was released")
+
+
 def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
@@ -67,6 +71,14 @@ class Reach:
         self._memo: dict[tuple[int, int, str], bool] = {}
         self._active: set[tuple[int, int, str]] = set()
         self._tainted = False
+
+    def release(self) -> None:
+        """Drop what was gathered, and the call index (a bound method of its owner: a
+        reference cycle); unusable afterwards."""
+        self.calls = _released
+        for table in (self.foreign, self.guards, self._escaping, self._memo):
+            table.clear()
+        self._dynamic.clear()
 
     # -- the question ----------------------------------------------------------------------
 

@@ -679,6 +679,7 @@ class Project:
         for module in self.all_files():
             module.classes.clear()
             module.members.clear()
+            module.bindings.clear()
         for table in (self.children, self._memo, self._up, self._full, self._binders):
             table.clear()
         self._assigners.clear()

@@ -313,3 +313,23 @@ def test_a_missing_module_that_no_file_would_be_is_no_warning(tmp_path: Path) ->
         "app.py": "from notinstalled.base import Builder\nclass App(Builder):\n    def build(self, x): ...\n"
     }
     assert run(_tree(tmp_path, files), cache_dir=None) == []
+
+
+@pytest.mark.parametrize("fixture", ["mla_drift", "evidence.py", "reachability.py"])
+def test_a_check_leaves_no_cyclic_garbage(fixture: str) -> None:
+    # The project's class/module graph and the evidence index are freed by reference counting
+    # when the check ends: a cyclic collection over the whole tree would cost a large
+    # tree tens of milliseconds on every run (`--changed` included).
+    import gc
+
+    root = Path(__file__).parent / "fixtures" / fixture
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        check([str(root)], options=CheckOptions(cache_dir=None, cwd=str(root.parent)))
+        gc.collect()
+        left = {type(o).__name__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert not left & {"ClassInfo", "ModuleInfo", "Project", "EvidenceIndex", "Reach"}, left
