@@ -197,7 +197,7 @@ def _analyze(
             installed,
             sorted(tree),
             local,
-            import_roots=_import_roots(sources),
+            import_roots=lambda: _naming_roots(sources),
             local_cache=cache,
             cwd=cwd,
         )
@@ -221,7 +221,7 @@ def _analyze(
     return findings
 
 
-def _import_roots(sources: Sequence[Source]) -> list[str]:
+def _naming_roots(sources: Sequence[Source]) -> list[str]:
     """The directories that name the scanned files: each file's path less its dotted name
     (``/p`` for ``/p/pkg/sub.py`` named ``pkg.sub``), most used first. Names that do not
     spell the end of the path (aliases through symlinked directories) give none."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec, PathFinder
 
 from harness.overrides.cache import BlobStore, digest, summary_of
@@ -45,19 +45,20 @@ class InstalledModules:
         tree: Sequence[str],
         local: Sequence[str] = (),
         *,
-        import_roots: Sequence[str] = (),
+        import_roots: Callable[[], Sequence[str]] = tuple,
         local_cache: BlobStore | None = None,
         cwd: str | None = None,
     ) -> None:
         """``tree``: top-level module names the scanned tree defines (never looked up on
         ``sys.path``). ``local``: directories whose modules are not "installed" (the scanned
         roots and the working directory), left out of the search path. ``import_roots``:
-        directories that name the scanned files, where modules of ``tree`` that were not
-        scanned are read from (summaries kept in ``local_cache``, else ``cache``; paths
-        shown relative to ``cwd``)."""
+        gives the directories that name the scanned files (asked once, on the first lookup
+        there), where modules of ``tree`` that were not scanned are read from (summaries
+        kept in ``local_cache``, else ``cache``; paths shown relative to ``cwd``)."""
         self.cache = cache
         self.tree = frozenset(tree)
-        self.import_roots = list(dict.fromkeys(os.path.abspath(r) for r in import_roots))
+        self._import_roots = import_roots
+        self._roots: list[str] | None = None
         self.local_cache = local_cache or cache
         self.cwd = cwd
         skip = {os.path.realpath(p) for p in local}
@@ -100,7 +101,9 @@ class InstalledModules:
         parts = name.split(".")
         if not all(p.isidentifier() for p in parts):
             return None
-        for root in self.import_roots:
+        if self._roots is None:
+            self._roots = list(dict.fromkeys(os.path.abspath(r) for r in self._import_roots()))
+        for root in self._roots:
             base = os.path.join(root, *parts)
             for suffix in (".py", ".pyi"):
                 if os.path.isfile(os.path.join(base, f"__init__{suffix}")):
