@@ -20,7 +20,7 @@ from torch import nn
 
 from harness.reference.backends.abstract import AttentionImpl
 from harness.reference.config import ModelConfig
-from harness.reference.oracle import dense_attention
+from harness.reference.oracle import as_dtype, dense_attention
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,9 @@ class RMSNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.is_meta:  # no data: the output's shape only (see ``_META_NOTE``)
             return torch.empty_like(x)
-        x32 = x.float()
+        x32 = as_dtype(x, torch.float32)
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
-        return (x32 * self.weight.float()).to(x.dtype)
+        return as_dtype(x32 * as_dtype(self.weight, torch.float32), x.dtype)
 
 
 class RotaryEmbedding(nn.Module):
@@ -93,15 +93,18 @@ class RotaryEmbedding(nn.Module):
         """``query``/``key`` are ``(num_tokens, heads, head_dim)``; returns them rotated."""
         if query.is_meta:  # no data: the outputs' shapes only (see ``_META_NOTE``)
             return torch.empty_like(query), torch.empty_like(key)
-        freqs = positions.float().unsqueeze(-1) * self.inv_freq.to(positions.device)
+        inv_freq = self.inv_freq
+        if inv_freq.device != positions.device:
+            inv_freq = inv_freq.to(positions.device)
+        freqs = as_dtype(positions, torch.float32).unsqueeze(-1) * inv_freq
         cos = freqs.cos().unsqueeze(1)
         sin = freqs.sin().unsqueeze(1)
         return _rotate(query, cos, sin), _rotate(key, cos, sin)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.float().chunk(2, dim=-1)
-    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).to(x.dtype)
+    x1, x2 = as_dtype(x, torch.float32).chunk(2, dim=-1)
+    return as_dtype(torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1), x.dtype)
 
 
 class Attention(nn.Module):

@@ -29,6 +29,12 @@ FP32_TOLERANCE = {"atol": FP32_ATOL, "rtol": FP32_RTOL}
 """Both, as keyword arguments for ``torch.testing.assert_close``."""
 
 
+def as_dtype(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``t`` in ``dtype``: ``t`` itself when it already is, without dispatching an op (under a
+    memory tracker every dispatched op costs as much as a small kernel), else a converted copy."""
+    return t if t.dtype == dtype else t.to(dtype)
+
+
 def to_int_list(t: torch.Tensor) -> list[int]:
     """A 1-D integer tensor's values as Python ints (one device-to-host copy)."""
     values: list[int] = t.tolist()  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
@@ -42,7 +48,7 @@ def _write_slots(x: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tenso
     valid = slot_mapping != PAD_SLOT_ID
     slots = slot_mapping[valid]
     # Index the (possibly strided) view in place: never flatten, which could copy.
-    cache[slots // block_size, slots % block_size] = x[:num_tokens][valid].to(cache.dtype)
+    cache[slots // block_size, slots % block_size] = as_dtype(x[:num_tokens][valid], cache.dtype)
 
 
 def reshape_and_cache(
@@ -139,8 +145,9 @@ def _attend_decodes(
     num_blocks = -(-max(seq_lens) // block_size)
     padded_len = num_blocks * block_size
     block_ids = block_table[:, :num_blocks].flatten()
-    k = key_cache.index_select(0, block_ids).float().view(num_reqs, padded_len, num_kv_heads, -1)
-    v = value_cache.index_select(0, block_ids).float()  # a fresh copy: zeroed in place below
+    k = as_dtype(key_cache.index_select(0, block_ids), torch.float32)
+    k = k.view(num_reqs, padded_len, num_kv_heads, -1)
+    v = as_dtype(value_cache.index_select(0, block_ids), torch.float32)  # fresh: zeroed below
     lens = torch.tensor(seq_lens, device=query.device).unsqueeze(1)
     k_pos = torch.arange(padded_len, device=query.device)
     hidden = k_pos >= lens
@@ -148,7 +155,9 @@ def _attend_decodes(
         hidden |= lens - 1 - k_pos >= sliding_window
     v.view(num_reqs * padded_len, -1).index_fill_(0, hidden.flatten().nonzero().squeeze(1), 0.0)
     v = v.view(num_reqs, padded_len, num_kv_heads, -1)
-    q = query.float().reshape(num_reqs, num_kv_heads, num_heads // num_kv_heads, -1)
+    q = as_dtype(query, torch.float32).reshape(
+        num_reqs, num_kv_heads, num_heads // num_kv_heads, -1
+    )
     scores = torch.stack(
         [torch.bmm(q[:, h], k[:, :, h].transpose(1, 2)) for h in range(num_kv_heads)], dim=1
     )
