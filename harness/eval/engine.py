@@ -32,6 +32,7 @@ import torch
 
 from harness.eval.report import MemoryReport
 from harness.eval.tokenizer import Tokenizer
+from harness.memory.threads import one_torch_thread
 from harness.memory.tracker import MemoryTracker
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.config import VllmConfig
@@ -181,7 +182,7 @@ class ReferenceEngine:
         stats.num_requests += len(prompts)
         preemptions_before = self.scheduler.num_preemptions
         progress = _progress(len(prompts), use_tqdm)
-        with self._tracking(), _one_thread(), progress as bar:
+        with self._tracking(), one_torch_thread(), progress as bar:
             while self.scheduler.has_unfinished_requests():
                 self._step(tracked, bar)
         stats.num_preemptions += self.scheduler.num_preemptions - preemptions_before
@@ -196,7 +197,7 @@ class ReferenceEngine:
         if not 0 < num_continuation < len(tokens):
             raise ValueError("the continuation must be non-empty and follow a non-empty context")
         model = self.runner.model
-        with self._tracking(), _one_thread(), torch.inference_mode():
+        with self._tracking(), one_torch_thread(), torch.inference_mode():
             inputs = torch.tensor(tokens[:-1], dtype=torch.int64)
             logits = model.compute_logits(model.dense_forward(inputs)[-num_continuation:])
             logprobs = torch.log_softmax(logits, dim=-1)
@@ -303,14 +304,3 @@ def _progress(total: int, enabled: bool) -> Generator[_Bar, None, None]:
         yield bar
     finally:
         bar.close()  # type: ignore[attr-defined]
-
-
-@contextlib.contextmanager
-def _one_thread() -> Generator[None, None, None]:
-    """One intra-op thread: the tiny model's ops are far too small for threads to pay."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

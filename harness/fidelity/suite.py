@@ -6,12 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from harness.errors import HarnessError
 from harness.fidelity.differential import Differential, DifferentialResult, run_differential
 from harness.fidelity.source import VllmSource
 from harness.fidelity.vllm import open_vllm
+from harness.memory.threads import one_torch_thread
 
 
 @dataclass(frozen=True)
@@ -54,12 +53,7 @@ def run_fidelity(
     """Load ``source``'s compared modules and run each differential on its random inputs."""
     if trials is not None and trials <= 0:
         raise HarnessError(f"--trials must be positive, got {trials}")
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: threads only add overhead
-    try:
-        modules = sorted({m for d in differentials for m in d.vllm_modules})
-        with open_vllm(source, modules) as vllm:
-            results = [run_differential(d, vllm, seed=seed, trials=trials) for d in differentials]
-    finally:
-        torch.set_num_threads(previous_threads)
+    modules = sorted({m for d in differentials for m in d.vllm_modules})
+    with one_torch_thread(), open_vllm(source, modules) as vllm:  # tiny tensors: one thread
+        results = [run_differential(d, vllm, seed=seed, trials=trials) for d in differentials]
     return FidelityReport(source, seed, results)
