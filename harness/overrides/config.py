@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.errors import HarnessError
 
@@ -186,6 +186,8 @@ def _strings(table: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...] 
 
 _Token = tuple[str, str]
 """``("*", "")``, ``("?", "")``, ``("lit", "c")`` or ``("[", "class body")``."""
+_P = TypeVar("_P")
+_S = TypeVar("_S")
 
 
 def _tokens(component: str) -> list[_Token]:
@@ -230,16 +232,22 @@ def _one(token: _Token, c: str) -> bool:
     return kind == "?" or (kind == "lit" and value == c) or (kind == "[" and _in_class(value, c))
 
 
-def _match_name(tokens: list[_Token], name: str) -> bool:
-    """Wildcard match of one path component; ``*`` never crosses ``/``. Iterative with one
-    backtrack point (the last ``*``), so time is O(len(tokens) * len(name)), never exponential."""
+def _wildcard(
+    pattern: Sequence[_P],
+    subject: Sequence[_S],
+    is_star: Callable[[_P], bool],
+    one: Callable[[_P, _S], bool],
+) -> bool:
+    """Whether ``subject`` matches ``pattern``, whose star items match any run of subject items
+    and whose other items match one each (``one``). Iterative with one backtrack point (the
+    last star), so time is O(len(pattern) * len(subject)), never exponential."""
     t = n = 0
     star_t, star_n = -1, 0
-    while n < len(name):
-        if t < len(tokens) and tokens[t][0] != "*" and _one(tokens[t], name[n]):
+    while n < len(subject):
+        if t < len(pattern) and not is_star(pattern[t]) and one(pattern[t], subject[n]):
             t += 1
             n += 1
-        elif t < len(tokens) and tokens[t][0] == "*":
+        elif t < len(pattern) and is_star(pattern[t]):
             star_t, star_n = t, n
             t += 1
         elif star_t != -1:
@@ -247,7 +255,12 @@ def _match_name(tokens: list[_Token], name: str) -> bool:
             t, n = star_t + 1, star_n
         else:
             return False
-    return all(kind == "*" for kind, _ in tokens[t:])
+    return all(is_star(p) for p in pattern[t:])
+
+
+def _match_name(tokens: list[_Token], name: str) -> bool:
+    """Wildcard match of one path component; ``*`` never crosses ``/``."""
+    return _wildcard(tokens, name, lambda token: token[0] == "*", _one)
 
 
 def glob_match(pattern: str, path: str) -> bool:
@@ -255,24 +268,13 @@ def glob_match(pattern: str, path: str) -> bool:
     component, ``**`` as a whole component spans any number of them, ``[...]`` is a class.
     Components are matched the way names are, with ``**`` as the backtrack point."""
     parts = [p for p in pattern.strip("/").split("/") if p]
-    names = path.strip("/").split("/")
     compiled = [None if p == "**" else _tokens(p) for p in parts]
-    t = n = 0
-    star_t, star_n = -1, 0
-    while n < len(names):
-        tokens = compiled[t] if t < len(compiled) else None
-        if tokens is not None and _match_name(tokens, names[n]):
-            t += 1
-            n += 1
-        elif t < len(compiled) and tokens is None:
-            star_t, star_n = t, n
-            t += 1
-        elif star_t != -1:
-            star_n += 1
-            t, n = star_t + 1, star_n
-        else:
-            return False
-    return all(c is None for c in compiled[t:])
+    return _wildcard(
+        compiled,
+        path.strip("/").split("/"),
+        lambda tokens: tokens is None,
+        lambda tokens, name: tokens is not None and _match_name(tokens, name),
+    )
 
 
 class Excluder:
