@@ -130,6 +130,8 @@ def run_differential(
     rng = np.random.default_rng([seed, zlib.crc32(differential.name.encode())])
     agreed = 0
     first: I | None = None
+    disagreement: Disagreement | None = None
+    error: str | None = None
     try:
         for _ in range(count):
             case = differential.generate(rng)
@@ -137,22 +139,13 @@ def run_differential(
                 agreed += 1
             elif first is None:
                 first = case
-        disagreement = None
         if first is not None:
             shrunk, steps = _shrink(differential, vllm, first)
             theirs, ours, difference = evaluate(differential, vllm, shrunk)
             assert difference is not None
             disagreement = Disagreement(differential.show(shrunk), difference, theirs, ours, steps)
     except DifferentialBroken as exc:
-        return DifferentialResult(
-            differential.name,
-            differential.description,
-            differential.vllm_code,
-            count,
-            agreed,
-            time.perf_counter() - started,
-            error=str(exc),
-        )
+        error = str(exc)
     return DifferentialResult(
         differential.name,
         differential.description,
@@ -161,4 +154,5 @@ def run_differential(
         agreed,
         time.perf_counter() - started,
         disagreement,
+        error,
     )
