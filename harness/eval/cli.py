@@ -17,18 +17,11 @@ import contextlib
 import io
 import json
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.errors import HarnessError
+from harness.memory.cli import RegressionResolver, help_command
 from harness.memory.sizes import parse_size
-
-if TYPE_CHECKING:
-    from harness.reference.backends.abstract import AttentionBackend
-
-
-RegressionResolver = Callable[[str], "tuple[str, type[AttentionBackend]]"]
-"""``--regression`` value -> (its display name, the attention backend class to run)."""
 
 
 def register(
@@ -44,7 +37,7 @@ def register(
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    evaluate.set_defaults(func=_usage(evaluate))
+    evaluate.set_defaults(func=help_command(evaluate))
     sub = evaluate.add_subparsers(dest="eval_task", metavar="TASK")
     gsm8k = sub.add_parser(
         "gsm8k",
@@ -100,15 +93,6 @@ def register(
     gsm8k.add_argument("--seed", type=int, default=0, help="data, tokenizer and length seed")
     gsm8k.add_argument("--json", action="store_true", help="print one JSON object")
     gsm8k.set_defaults(func=_gsm8k, resolve_regression=resolve_regression)
-
-
-def _usage(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        del args
-        parser.print_help()
-        return 2
-
-    return run
 
 
 def _batch_size(text: str) -> int | str:

@@ -53,7 +53,7 @@ def register(
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    memory.set_defaults(func=_usage(memory))
+    memory.set_defaults(func=help_command(memory))
     sub = memory.add_subparsers(dest="memory_command", metavar="SUBCOMMAND")
 
     sim = sub.add_parser(
@@ -128,7 +128,9 @@ def register(
     devices.set_defaults(func=_devices)
 
 
-def _usage(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+def help_command(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The command of a subcommand group run without a subcommand: ``parser``'s help, exit 2."""
+
     def run(args: argparse.Namespace) -> int:
         del args
         parser.print_help()
