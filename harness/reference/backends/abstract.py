@@ -79,7 +79,9 @@ class AttentionMetadataBuilder(ABC, Generic[M]):
     def _get_vllm_config(self) -> VllmConfig:
         """The config every read of this builder goes through: the one it was given.
 
-        The one seam for a regression variant that reads ``get_current_vllm_config()`` instead.
+        An extension point: a subclass that must take its config from elsewhere overrides this
+        one method (vLLM 0.9.0's FlashInfer builder read ``get_current_vllm_config()``, the
+        global, which ``flashinfer-global-config`` replays).
         """
         return self.vllm_config
 

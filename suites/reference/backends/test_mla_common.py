@@ -40,12 +40,16 @@ def _all_subclasses(cls: type[Any]) -> set[type[Any]]:
 
 
 def _our_mla_builders() -> list[type[MLACommonMetadataBuilder[Any]]]:
-    """Every MLA builder in the package: subclasses defined under ``harness`` plus the registry's."""
+    """Every reference MLA builder: subclasses defined under ``harness.reference`` plus the
+    registry's. The catalog's deliberately broken variants are left out, whatever was imported
+    first (collection order differs under ``-n``)."""
     registered = {
         backends.get_attn_backend(name).get_builder_cls() for name in backends.available_backends()
     }
     subclasses = {
-        c for c in _all_subclasses(MLACommonMetadataBuilder) if c.__module__.startswith("harness.")
+        c
+        for c in _all_subclasses(MLACommonMetadataBuilder)
+        if c.__module__.startswith("harness.reference.")
     }
     mla = {c for c in registered if issubclass(c, MLACommonMetadataBuilder)} | subclasses
     return sorted(mla, key=lambda c: c.__qualname__)
