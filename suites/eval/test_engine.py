@@ -100,3 +100,19 @@ def test_greedy_tokens_score_as_greedy_and_memory_is_tracked() -> None:
     assert report.device == "cpu" and report.peak_bytes == tracker.ledger.peak_bytes > 0
     assert report.oom is None and report.top_sites
     assert any("kv_caches" in site.line_text for site in report.top_sites)
+
+
+def test_the_memory_report_counts_allocations_made_in_other_threads() -> None:
+    """``harness-ref`` (what ``eval gsm8k`` runs): a builder's KV cache copy in a worker thread
+    is in the CPU memory report; on ``meta`` it runs out of memory as on the main thread."""
+    from harness.eval.lm import HarnessRefLM
+    from harness.eval.simulated import EngineOutOfMemoryError
+    from suites.simulation.variants import ThreadedOOMBackend
+
+    lm = HarnessRefLM(model="tiny", backend=ThreadedOOMBackend, quiet=True, num_gpu_blocks=256)
+    lm.engine.generate([[1, 2, 3]], [SamplingParams(max_tokens=2)])
+    sites = lm.engine.memory_report().top_sites
+    assert any(s.source and s.source.startswith("suites/simulation/variants.py:") for s in sites)
+    meta = HarnessRefLM(model="llama-3.1-8b", device="meta:h100-95", backend=ThreadedOOMBackend)
+    with pytest.raises(EngineOutOfMemoryError, match="Tried to allocate 2.12 GiB"):
+        meta.engine.generate([[1] * 900] * 4, [SamplingParams(max_tokens=8)] * 4)

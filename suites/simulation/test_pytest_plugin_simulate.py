@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from plugin_support import _import_lazy_torch_modules  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
 VARIANT_TEST = """
 import pytest

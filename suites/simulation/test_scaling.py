@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 import torch
-from scaling_variants import CONSTANT, SCALING, WORKSPACE_BYTES
+from .variants import CONSTANT, SCALING, WORKSPACE_BYTES, ThreadedOOMBackend
 
 from harness.errors import HarnessError
 from harness.memory import cli as memory_cli
@@ -91,7 +91,7 @@ def test_variants_that_scale_are_flagged_on_default_settings(name: str) -> None:
     assert not report.ok, report.format()
     (finding,) = report.findings
     assert finding.source is not None and finding.source.startswith(
-        "suites/memory/scaling_variants.py:"
+        "suites/simulation/variants.py:"
     )
     assert finding.region.startswith("step ") and finding.bytes_per_block > 0
 
@@ -133,3 +133,12 @@ def test_the_cli_flags_a_user_variant_through_the_resolver_it_is_given(
         out = capsys.readouterr().out
         assert f"tiny (bfloat16) on meta with regression {name}" in out
     assert WORKSPACE_BYTES >= 1 << 20  # "large": bigger than every per-step tensor of tiny
+
+
+def test_an_allocation_made_in_another_thread_is_flagged() -> None:
+    """A builder that copies the KV cache in a ``threading.Thread`` scales as the main-thread one."""
+    report = detect_scaling(
+        model="tiny", workload=tiny(), backend=ThreadedOOMBackend, max_steps=1
+    )
+    assert not report.ok, report.format()
+    assert any(f.op == "aten.clone.default" for f in report.findings), report.format()
