@@ -20,7 +20,7 @@ import logging
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.memory.cli import RegressionResolver, help_command
+from harness.simulation.cli import RegressionResolver, help_command
 from harness.memory.sizes import parse_size
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.memory.ledger import AllocationSite, Ledger
-from harness.memory.simulate import SimulationResult
+from harness.simulation.simulate import SimulationResult
 from harness.memory.sizes import format_size
 
 TOP_SITES = 6

@@ -1,7 +1,7 @@
 """The meta-device engine behind ``harness-ref``: lm-eval's requests on a simulated GPU.
 
 :class:`SimulatedEngine` runs each ``generate`` call through
-:func:`harness.memory.simulate.simulate`, the machinery of ``harness memory simulate``: the
+:func:`harness.simulation.simulate.simulate`, the machinery of ``harness memory simulate``: the
 model's full shape on the ``meta`` device, the KV cache sized as vLLM sizes it on the device
 profile, then the reference scheduler and runner step by step with every allocation checked
 against the device's capacity. The prompts are lm-eval's own (their token counts come from the
@@ -11,9 +11,9 @@ run's tokenizer); batching and scheduling are the engine's.
 from a seeded **length model** instead (:func:`output_length`): greedy decoding of a gsm8k 5-shot
 prompt continues the pattern, a worked answer as long as a gsm8k answer and then the start of the
 next ``"\\n\\nQuestion:"``, which the ``until`` stop string ends. So the length is a gsm8k answer
-length drawn as :mod:`harness.memory.workload` derives it (log-normal characters, Llama 3
+length drawn as :mod:`harness.simulation.workload` derives it (log-normal characters, Llama 3
 characters per token) plus the 3 tokens before the stop string matches, and with probability
-:data:`~harness.memory.workload.RUNAWAY_FRACTION` the request never stops and runs to its
+:data:`~harness.simulation.workload.RUNAWAY_FRACTION` the request never stops and runs to its
 ``max_tokens``. The draw is seeded by the run's seed and a hash of the prompt's token ids, so a
 request gets the same length whatever else is in the batch. A request that stops on a stop string
 frees its blocks exactly as one that reaches ``max_tokens``, so each request is simulated with
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from harness.eval.engine import CompletionOutput, EngineStats, SamplingParams, StepShape
 from harness.eval.report import MemoryReport
 from harness.memory.devices import DeviceProfile
-from harness.memory.simulate import SimulationResult, simulate
+from harness.simulation.simulate import SimulationResult, simulate
 from harness.memory.sizes import GiB
-from harness.memory.workload import (
+from harness.simulation.workload import (
     ANSWER_CHAR_RANGE,
     ANSWER_CHARS_PER_TOKEN,
     ANSWER_CV,

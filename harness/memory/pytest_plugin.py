@@ -12,8 +12,8 @@
   failing report. Its numbers are its ``ledger``'s
   (``harness_memory_tracker.ledger.peak_bytes``).
 - Fixture ``harness_simulate``: ``harness_simulate(MyBackend, model=..., device=..., workload=...)``
-  runs :func:`harness.memory.simulate.simulate` with an attention backend class (a variant) and
-  returns its :class:`~harness.memory.simulate.SimulationResult`. The simulation steps outside the
+  runs :func:`harness.simulation.simulate.simulate` with an attention backend class (a variant) and
+  returns its :class:`~harness.simulation.simulate.SimulationResult`. The simulation steps outside the
   test's budget: it builds its own meta model on its own simulated device, so the body's tracker
   and ``meta`` default device are set aside while it runs (its peak is ``result.peak_bytes``, not
   part of the body's). A failing report shows each simulation's summary.
@@ -55,9 +55,9 @@ from harness.memory.marks import (
 from harness.memory.sizes import parse_size
 
 if TYPE_CHECKING:
-    from harness.memory.simulate import SimulationResult
+    from harness.simulation.simulate import SimulationResult
     from harness.memory.tracker import MemoryTracker
-    from harness.memory.workload import Workload
+    from harness.simulation.workload import Workload
     from harness.reference.backends.abstract import AttentionBackend
 
 MARKERS: dict[str, Callable[..., object]] = {"memory_budget": memory_budget}
@@ -314,9 +314,9 @@ class Simulator:
         """``simulate(model=, device=, workload=, backend=, **options)`` outside the test's budget.
 
         ``backend`` is an attention backend class (``None``: the reference one); ``workload`` a
-        :class:`~harness.memory.workload.Workload` or its name (``"tiny"``, ``"gsm8k"``).
+        :class:`~harness.simulation.workload.Workload` or its name (``"tiny"``, ``"gsm8k"``).
         """
-        from harness.memory.workload import get_workload
+        from harness.simulation.workload import get_workload
 
         chosen = get_workload(workload) if isinstance(workload, str) else workload
         with outside_torch_modes():
@@ -333,7 +333,7 @@ def _qualified_name(backend: type[AttentionBackend]) -> str:
 def _simulate(
     backend: type[AttentionBackend] | None, *, workload: Workload, **options: Any
 ) -> SimulationResult:
-    from harness.memory.simulate import simulate
+    from harness.simulation.simulate import simulate
 
     if backend is None:
         return simulate(workload=workload, **options)
@@ -344,7 +344,7 @@ def _simulate(
 
 @pytest.fixture
 def harness_simulate(request: pytest.FixtureRequest) -> Simulator:
-    """Run an attention backend through harness.memory.simulate; see :class:`Simulator`."""
+    """Run an attention backend through harness.simulation.simulate; see :class:`Simulator`."""
     missing = _torch_missing("harness_simulate")
     if missing is not None:
         pytest.fail(missing, pytrace=False)

@@ -225,8 +225,8 @@ def scaling_check(*, model: str = "tiny", max_steps: int | None = 2) -> Check:
     """The scaling detector on ``model``: only the KV cache may scale with ``num_blocks``."""
 
     def run(variant: Variant) -> CheckOutcome:
-        from harness.memory.scaling import detect_scaling
-        from harness.memory.workload import get_workload
+        from harness.simulation.scaling import detect_scaling
+        from harness.simulation.workload import get_workload
 
         if variant.runner is not None:
             raise HarnessError("the scaling detector runs the reference runner")
@@ -253,9 +253,9 @@ def simulate_check(
     """vLLM's sizing, then gsm8k on a simulated ``device``: every allocation must fit."""
 
     def run(variant: Variant) -> CheckOutcome:
-        from harness.memory.simulate import simulate
+        from harness.simulation.simulate import simulate
         from harness.memory.sizes import format_size
-        from harness.memory.workload import gsm8k
+        from harness.simulation.workload import gsm8k
 
         if variant.runner is not None:
             raise HarnessError("the simulation runs the reference runner")

@@ -102,6 +102,7 @@ def test_greedy_tokens_score_as_greedy_and_memory_is_tracked() -> None:
     assert any("kv_caches" in site.line_text for site in report.top_sites)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_the_memory_report_counts_allocations_made_in_other_threads() -> None:
     """``harness-ref`` (what ``eval gsm8k`` runs): a builder's KV cache copy in a worker thread
     is in the CPU memory report; on ``meta`` it runs out of memory as on the main thread."""

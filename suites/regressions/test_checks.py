@@ -36,6 +36,7 @@ def test_generic_checks_fit_the_backend(backend: type[AttentionBackend], names: 
     assert [check.name for check in generic_checks(Variant(backend))] == names
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 @pytest.mark.parametrize(
     "check", [simulate_check(max_steps=1), scaling_check(max_steps=1)], ids=lambda c: c.name
 )

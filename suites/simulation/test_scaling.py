@@ -9,9 +9,9 @@ import torch
 from .variants import CONSTANT, SCALING, WORKSPACE_BYTES, ThreadedOOMBackend
 
 from harness.errors import HarnessError
-from harness.memory import cli as memory_cli
-from harness.memory.scaling import KV_CACHE_REGION, detect_scaling
-from harness.memory.workload import tiny
+from harness.simulation import cli as memory_cli
+from harness.simulation.scaling import KV_CACHE_REGION, detect_scaling
+from harness.simulation.workload import tiny
 from harness.reference.backends.abstract import AttentionBackend
 from harness.regressions.flashinfer_oom import FlashInferOOMBackend
 

@@ -8,9 +8,9 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.memory.ledger import OTHER_SITES, AllocationSite
-from harness.memory.simulate import SimulationResult, simulate
+from harness.simulation.simulate import SimulationResult, simulate
 from harness.memory.sizes import GiB
-from harness.memory.workload import Workload, gsm8k, tiny
+from harness.simulation.workload import Workload, gsm8k, tiny
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flash_attn import FlashAttentionBackend
 from harness.reference.config import get_model_config
@@ -248,6 +248,7 @@ def test_allocation_site_line_multiplies_only_equal_sizes() -> None:
     assert "up to" in mixed.describe() and " x " not in mixed.describe()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 @pytest.mark.parametrize("backend", [FlashInferOOMBackend, ThreadedOOMBackend])
 def test_an_allocation_made_in_another_thread_runs_out_of_memory_too(
     backend: type[AttentionBackend],

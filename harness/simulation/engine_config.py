@@ -11,7 +11,6 @@ from dataclasses import replace
 
 import torch
 
-from harness.memory.workload import Workload
 from harness.reference.config import (
     CacheConfig,
     ModelConfig,
@@ -19,6 +18,7 @@ from harness.reference.config import (
     VllmConfig,
     get_model_config,
 )
+from harness.simulation.workload import Workload
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's ``CacheConfig.gpu_memory_utilization`` default (lm-eval's ``vllm`` model passes 0.9 too)."""

@@ -38,22 +38,18 @@ import torch
 
 from harness.errors import HarnessError
 from harness.memory.allocation import Allocation
-from harness.memory.engine_config import engine_config
 from harness.memory.ledger import Ledger
 from harness.memory.sizes import GiB, format_size
-from harness.memory.threads import one_torch_thread
-from harness.memory.tracker import MemoryTracker
-from harness.memory.workload import Workload
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.config import VllmConfig
-from harness.reference.kv_cache_utils import (
-    InsufficientKVCacheMemoryError,
-    kv_cache_config_for_num_blocks,
-)
+from harness.reference.engine import memory_tracker, start_engine, tracking
+from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.model import weight_bytes
 from harness.reference.runner import ModelRunner
-from harness.reference.scheduler import Request, Scheduler
+from harness.reference.scheduler import Request
+from harness.simulation.engine_config import engine_config
+from harness.simulation.workload import Workload
 
 KV_CACHE_REGION = "initialize_kv_cache"
 DEFAULT_NUM_BLOCKS = (64, 128)
@@ -175,45 +171,43 @@ def _run(
     device: str,
     max_steps: int | None,
 ) -> _Run:
-    runner = ModelRunner(vllm_config, device, backend)
-    spec = runner.get_kv_cache_spec()
-    try:
-        kv_cache_config = kv_cache_config_for_num_blocks(vllm_config, spec, num_blocks)
-    except InsufficientKVCacheMemoryError as exc:
-        raise HarnessError(f"num_blocks={num_blocks} is too small: {exc}") from None
     ledger = Ledger()
     allocations: dict[str, list[Allocation]] = {}
     schedule: list[tuple[int, tuple[tuple[str, int], ...]]] = []
-    tracker = MemoryTracker(ledger, devices=(torch.device(device).type,), all_threads=False)
-    with tracker, torch.inference_mode():
-        with _recorded(ledger, KV_CACHE_REGION, allocations):
-            runner.initialize_kv_cache(kv_cache_config)
-        scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_config)
-        for request in workload.requests:
-            try:
-                scheduler.add_request(
-                    Request(request.request_id, [1] * request.prompt_len, request.output_len)
-                )
-            except ValueError as exc:
-                raise HarnessError(f"workload {workload.name!r} does not fit: {exc}") from None
-        step = 0
-        while scheduler.has_unfinished_requests() and (max_steps is None or step < max_steps):
-            with _recorded(ledger, f"step {step}", allocations):
-                scheduler_output = scheduler.schedule()
-                output = runner.execute_model(scheduler_output)
-                scheduler.update_from_output(scheduler_output, output)
-            schedule.append(
+    with tracking(memory_tracker(ledger, device)):
+        try:
+            engine = start_engine(
+                vllm_config,
+                backend,
+                num_blocks,
+                device=device,
+                kv_cache_region=_recorded(ledger, KV_CACHE_REGION, allocations),
+                wrap_step=lambda step: _recorded(ledger, f"step {step}", allocations),
+            )
+        except InsufficientKVCacheMemoryError as exc:
+            raise HarnessError(f"num_blocks={num_blocks} is too small: {exc}") from None
+        try:
+            engine.add_requests(
+                Request(r.request_id, [1] * r.prompt_len, r.output_len) for r in workload.requests
+            )
+        except ValueError as exc:
+            raise HarnessError(f"workload {workload.name!r} does not fit: {exc}") from None
+        engine.run(
+            lambda step: schedule.append(
                 (
-                    scheduler_output.total_num_scheduled_tokens,
-                    tuple(sorted(scheduler_output.num_scheduled_tokens.items())),
+                    step.scheduler_output.total_num_scheduled_tokens,
+                    tuple(sorted(step.scheduler_output.num_scheduled_tokens.items())),
                 )
-            )
-            step += 1
-        if scheduler.num_preemptions:
+            ),
+            max_steps=max_steps,
+        )
+        if engine.scheduler.num_preemptions:
             raise HarnessError(
-                f"num_blocks={num_blocks} is too small for the workload ({scheduler.num_preemptions} "
-                "preemptions): the two runs would not schedule alike; use more blocks"
+                f"num_blocks={num_blocks} is too small for the workload "
+                f"({engine.scheduler.num_preemptions} preemptions): the two runs would not "
+                "schedule alike; use more blocks"
             )
+    spec = engine.runner.get_kv_cache_spec()
     page_size = max(s.page_size_bytes for s in spec.values())
     return _Run(allocations=allocations, schedule=schedule, page_size_bytes=page_size)
 
@@ -283,13 +277,8 @@ def detect_scaling(
     vllm_config = engine_config(model, workload, dtype=dtype)
     if device == "cpu":
         _check_fits_on_the_cpu(vllm_config, max(num_blocks))
-    with one_torch_thread():
-        run_a = _run(
-            vllm_config, backend or FlashInferBackend, workload, a_blocks, device, max_steps
-        )
-        run_b = _run(
-            vllm_config, backend or FlashInferBackend, workload, b_blocks, device, max_steps
-        )
+    run_a = _run(vllm_config, backend or FlashInferBackend, workload, a_blocks, device, max_steps)
+    run_b = _run(vllm_config, backend or FlashInferBackend, workload, b_blocks, device, max_steps)
     if run_a.schedule != run_b.schedule:
         raise HarnessError("the two runs scheduled differently; cannot compare their allocations")
     report = ScalingReport(
