@@ -49,8 +49,6 @@ from harness.eval.report import MemoryReport
 from harness.eval.simulated import SimulatedEngine, vllm_default_limits
 from harness.eval.tokenizer import Tokenizer
 from harness.memory.devices import get_device_profile
-from harness.memory.ledger import Ledger
-from harness.memory.tracker import MemoryTracker
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.config import (
@@ -125,9 +123,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
                 backend=backend,
                 num_gpu_blocks=int(num_gpu_blocks),
                 seed=int(seed),
-                tracker=MemoryTracker(Ledger(), devices=("cpu",), all_threads=False)
-                if track_memory
-                else None,
+                track_memory=track_memory,
             )
         elif device.startswith("meta:"):
             profile = get_device_profile(device.removeprefix("meta:"))

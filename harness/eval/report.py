@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.memory.ledger import AllocationSite, Ledger
-from harness.simulation.simulate import SimulationResult
 from harness.memory.sizes import format_size
+from harness.simulation.simulate import SimulationResult
 
 TOP_SITES = 6
 EXIT_OK = 0

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from harness.eval.engine import CompletionOutput, EngineStats, SamplingParams, StepShape
 from harness.eval.report import MemoryReport
 from harness.memory.devices import DeviceProfile
-from harness.simulation.simulate import SimulationResult, simulate
 from harness.memory.sizes import GiB
+from harness.reference.backends.abstract import AttentionBackend
+from harness.simulation.simulate import SimulationResult, simulate
 from harness.simulation.workload import (
     ANSWER_CHAR_RANGE,
     ANSWER_CHARS_PER_TOKEN,
@@ -48,7 +49,6 @@ from harness.simulation.workload import (
     Workload,
     WorkloadRequest,
 )
-from harness.reference.backends.abstract import AttentionBackend
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,10 +55,10 @@ from harness.memory.marks import (
 from harness.memory.sizes import parse_size
 
 if TYPE_CHECKING:
-    from harness.simulation.simulate import SimulationResult
     from harness.memory.tracker import MemoryTracker
-    from harness.simulation.workload import Workload
     from harness.reference.backends.abstract import AttentionBackend
+    from harness.simulation.simulate import SimulationResult
+    from harness.simulation.workload import Workload
 
 MARKERS: dict[str, Callable[..., object]] = {"memory_budget": memory_budget}
 """Marker name -> the pure function that implements it (its signature is the marker's help)."""

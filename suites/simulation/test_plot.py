@@ -8,9 +8,9 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.memory.devices import get_device_profile
+from harness.memory.sizes import KiB
 from harness.simulation.plot import check_plot_path, plot_simulation
 from harness.simulation.simulate import simulate
-from harness.memory.sizes import KiB
 from harness.simulation.workload import tiny
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -6,14 +6,15 @@ import argparse
 
 import pytest
 import torch
-from .variants import CONSTANT, SCALING, WORKSPACE_BYTES, ThreadedOOMBackend
 
 from harness.errors import HarnessError
+from harness.reference.backends.abstract import AttentionBackend
+from harness.regressions.flashinfer_oom import FlashInferOOMBackend
 from harness.simulation import cli as memory_cli
 from harness.simulation.scaling import KV_CACHE_REGION, detect_scaling
 from harness.simulation.workload import tiny
-from harness.reference.backends.abstract import AttentionBackend
-from harness.regressions.flashinfer_oom import FlashInferOOMBackend
+
+from .variants import CONSTANT, SCALING, WORKSPACE_BYTES, ThreadedOOMBackend
 
 # tiny: block 16 x 2 KV heads x head dim 64 x (K and V) x bfloat16 = 8 KiB per block per layer.
 TINY_PAGE_SIZE = 16 * 2 * 64 * 2 * 2

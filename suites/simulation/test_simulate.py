@@ -8,14 +8,14 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.memory.ledger import OTHER_SITES, AllocationSite
-from harness.simulation.simulate import SimulationResult, simulate
 from harness.memory.sizes import GiB
-from harness.simulation.workload import Workload, gsm8k, tiny
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flash_attn import FlashAttentionBackend
 from harness.reference.config import get_model_config
 from harness.reference.model import build_model, weight_bytes
 from harness.regressions.flashinfer_oom import FlashInferOOMBackend
+from harness.simulation.simulate import SimulationResult, simulate
+from harness.simulation.workload import Workload, gsm8k, tiny
 
 from .variants import ThreadedOOMBackend
 
