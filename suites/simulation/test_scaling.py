@@ -138,8 +138,6 @@ def test_the_cli_flags_a_user_variant_through_the_resolver_it_is_given(
 
 def test_an_allocation_made_in_another_thread_is_flagged() -> None:
     """A builder that copies the KV cache in a ``threading.Thread`` scales as the main-thread one."""
-    report = detect_scaling(
-        model="tiny", workload=tiny(), backend=ThreadedOOMBackend, max_steps=1
-    )
+    report = detect_scaling(model="tiny", workload=tiny(), backend=ThreadedOOMBackend, max_steps=1)
     assert not report.ok, report.format()
     assert any(f.op == "aten.clone.default" for f in report.findings), report.format()

@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 from harness.errors import HarnessError
-from harness.memory import workload
+from harness.simulation import workload
 from harness.simulation.workload import GSM8K_SCHEDULER_LIMITS, MAX_GEN_TOKS, get_workload, gsm8k
 
 
