@@ -45,6 +45,7 @@ import lm_eval.utils as lm_eval_utils
 from harness.errors import HarnessError
 from harness.eval.data import load_gsm8k
 from harness.eval.engine import CompletionOutput, ReferenceEngine, SamplingParams
+from harness.eval.gsm8k import default_device
 from harness.eval.report import MemoryReport
 from harness.eval.simulated import SimulatedEngine, vllm_default_limits
 from harness.eval.tokenizer import Tokenizer
@@ -105,7 +106,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         self._max_gen_toks = int(max_gen_toks)
         self.quiet = bool(quiet)
         self.harness_tokenizer: Tokenizer = load_gsm8k(data, int(seed)).tokenizer
-        device = device or ("cpu" if model != "llama-3.1-8b" else "meta:h100-95")
+        device = device or default_device(model)
         if backend is None:
             label, backend = resolve_backend(regression)
         else:
@@ -127,8 +128,8 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
             )
         elif device.startswith("meta:"):
             profile = get_device_profile(device.removeprefix("meta:"))
-            defaults = vllm_default_limits(profile)
             config = get_model_config(model)
+            defaults = vllm_default_limits(profile, config.max_model_len)
             self.engine = SimulatedEngine(
                 model=model,
                 device=profile.name,

@@ -29,13 +29,13 @@ import hashlib
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from harness.eval.engine import CompletionOutput, EngineStats, SamplingParams, StepShape
 from harness.eval.report import MemoryReport
 from harness.memory.devices import DeviceProfile
 from harness.memory.sizes import GiB
 from harness.reference.backends.abstract import AttentionBackend
+from harness.reference.config import SchedulerConfig, llm_class_scheduler_config
 from harness.simulation.simulate import SimulationResult, simulate
 from harness.simulation.workload import (
     ANSWER_CHAR_RANGE,
@@ -45,27 +45,15 @@ from harness.simulation.workload import (
     RUNAWAY_FRACTION,
     STOP_TOKENS,
     TEST_CHARS_PER_EXAMPLE,
-    SchedulerLimits,
     Workload,
     WorkloadRequest,
 )
 
 
-@dataclass(frozen=True, slots=True)
-class EngineLimits:
-    """vLLM's scheduler limits for one device."""
-
-    max_num_seqs: int
-    max_num_batched_tokens: int
-
-
-def vllm_default_limits(profile: DeviceProfile) -> EngineLimits:
-    """vLLM 0.9.0 ``EngineArgs._set_default_args_v1`` for ``UsageContext.LLM_CLASS`` (what
-    lm-eval's ``vllm`` model creates): 16384 tokens and 1024 sequences on devices with at least
-    70 GiB that are not A100s, else 8192 and 256."""
-    if profile.total_memory >= 70 * GiB and "a100" not in profile.name.lower():
-        return EngineLimits(max_num_seqs=1024, max_num_batched_tokens=16384)
-    return EngineLimits(max_num_seqs=256, max_num_batched_tokens=8192)
+def vllm_default_limits(profile: DeviceProfile, max_model_len: int) -> SchedulerConfig:
+    """vLLM 0.9.0's ``LLM``-class limits on ``profile`` (:func:`llm_class_scheduler_config`)."""
+    large = profile.total_memory >= 70 * GiB and "a100" not in profile.name.lower()
+    return llm_class_scheduler_config(large_gpu=large, max_model_len=max_model_len)
 
 
 def output_length(prompt: Sequence[int], max_tokens: int, seed: int) -> int:
@@ -110,7 +98,7 @@ class SimulatedEngine:
         self.backend = backend
         self.device = device
         self.regression = regression
-        self.limits = SchedulerLimits(max_num_seqs, max_num_batched_tokens, max_model_len)
+        self.limits = SchedulerConfig(max_num_seqs, max_num_batched_tokens, max_model_len)
         self.max_model_len = max_model_len
         self.gpu_memory_utilization = gpu_memory_utilization
         self.seed = seed

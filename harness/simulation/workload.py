@@ -54,6 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
+from harness.reference.config import SchedulerConfig, llm_class_scheduler_config
 
 GSM8K_TEST_SIZE = 1319
 """Examples in gsm8k's test split: one request each."""
@@ -82,18 +83,7 @@ STOP_TOKENS = 3
 """``"\\n\\n"``, ``"Question"``, ``":"``: generated before the stop string matches."""
 
 
-@dataclass(frozen=True, slots=True)
-class SchedulerLimits:
-    """The engine limits a workload is run with (vLLM's ``SchedulerConfig`` fields)."""
-
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    max_model_len: int
-
-
-GSM8K_SCHEDULER_LIMITS = SchedulerLimits(
-    max_num_seqs=1024, max_num_batched_tokens=16384, max_model_len=131072
-)
+GSM8K_SCHEDULER_LIMITS = llm_class_scheduler_config(large_gpu=True, max_model_len=131072)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +101,7 @@ class Workload:
 
     name: str
     requests: tuple[WorkloadRequest, ...]
-    limits: SchedulerLimits
+    limits: SchedulerConfig
 
     @property
     def num_prompt_tokens(self) -> int:
@@ -177,7 +167,7 @@ def tiny(seed: int = 0, num_requests: int = 12) -> Workload:
         )
         for i in range(num_requests)
     )
-    limits = SchedulerLimits(max_num_seqs=8, max_num_batched_tokens=64, max_model_len=256)
+    limits = SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=64, max_model_len=256)
     return Workload(name="tiny", requests=requests, limits=limits)
 
 
