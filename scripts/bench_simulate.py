@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness.simulation.simulate import simulate
 from harness.memory.sizes import format_size
+from harness.simulation.simulate import simulate
 from harness.simulation.workload import gsm8k
 
 

@@ -12,7 +12,7 @@ every Python thread, inference mode and one torch thread.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -130,7 +130,7 @@ def memory_tracker(ledger: Ledger, device: str | torch.device) -> MemoryTracker:
 
 
 @contextlib.contextmanager
-def tracking(tracker: MemoryTracker | None) -> Iterator[None]:
+def tracking(tracker: MemoryTracker | None) -> Generator[None, None, None]:
     """Inference mode and one torch thread, under ``tracker`` when there is one."""
     with (
         contextlib.nullcontext() if tracker is None else tracker,

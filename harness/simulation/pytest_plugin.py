@@ -90,6 +90,7 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if call.when == "call" and report.failed:
-        for i, (label, result) in enumerate(item.stash.get(_SIMULATIONS, [])):
+        runs = item.stash.get(_SIMULATIONS, None) or []
+        for i, (label, result) in enumerate(runs):
             report.sections.append((f"harness simulate #{i + 1}: {label}", result.format()))
     return report

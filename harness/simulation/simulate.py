@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -236,7 +236,7 @@ def simulate(
     engine: Engine | None = None
 
     @contextlib.contextmanager
-    def observed(step: int) -> Iterator[None]:
+    def observed(step: int) -> Generator[None, None, None]:
         refused = ledger.refusal
         with ledger.region(f"step {step}") as stats, ledger.recording() as recording:
             current[:] = [(stats, recording)]
