@@ -1,22 +1,12 @@
 """The CPU engine behind ``harness-ref``: vLLM's ``LLM.generate`` loop over the reference engine.
 
-:class:`ReferenceEngine` owns a reference :class:`~harness.reference.scheduler.Scheduler` and a
-:class:`~harness.reference.runner.ModelRunner` on the CPU (real weights, a paged KV cache of
-``num_gpu_blocks`` blocks, one metadata builder per KV cache group). ``generate(prompts, params)``
-adds every request at once and steps until all are finished, as vLLM's ``LLM.generate`` does:
-the scheduler decides each step's batch within ``max_num_seqs`` and ``max_num_batched_tokens``,
-the runner builds every group's metadata and runs the model, and sampling is greedy.
-
-Stopping follows vLLM 0.9.0 V1. The scheduler caps a request at ``max_tokens`` (or
-``max_model_len``). After each step the engine detokenises every request's new tokens, as vLLM's
-output processor does: the EOS token finishes a request (``FINISHED_STOPPED``; the token is kept
-in ``token_ids`` but not in the text), and a stop string finishes it too (vLLM aborts it,
-``FINISHED_ABORTED``); the text is cut before the stop string. Finished requests free their
-blocks at once and leave the runner's batch in the next step.
-
-Every step's shape is recorded in :class:`EngineStats`; with ``track_memory``, every CPU
-allocation from model construction on, in every thread, is reported to a ledger (weights, KV
-cache, each step), with one ledger region per step.
+:class:`ReferenceEngine` runs the one engine loop (:mod:`harness.reference.engine`) on the CPU:
+real weights, a paged KV cache of ``num_gpu_blocks`` blocks, greedy sampling. ``generate`` adds
+every request at once and steps until all are finished. Stopping follows vLLM 0.9.0 V1: after
+each step every request's new tokens are detokenised; EOS finishes a request (kept in
+``token_ids``, not in the text), a stop string aborts it and cuts the text before it. Step shapes
+go to :class:`EngineStats`; with ``track_memory`` every CPU allocation, in every thread, goes to
+a ledger with one region per step.
 """
 
 from __future__ import annotations

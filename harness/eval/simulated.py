@@ -1,26 +1,13 @@
 """The meta-device engine behind ``harness-ref``: lm-eval's requests on a simulated GPU.
 
 :class:`SimulatedEngine` runs each ``generate`` call through
-:func:`harness.simulation.simulate.simulate`, the machinery of ``harness memory simulate``: the
-model's full shape on the ``meta`` device, the KV cache sized as vLLM sizes it on the device
-profile, then the reference scheduler and runner step by step with every allocation checked
-against the device's capacity. The prompts are lm-eval's own (their token counts come from the
-run's tokenizer); batching and scheduling are the engine's.
-
-``meta`` tensors hold no values, so nothing can be sampled. How long each request generates comes
-from a seeded **length model** instead (:func:`output_length`): greedy decoding of a gsm8k 5-shot
-prompt continues the pattern, a worked answer as long as a gsm8k answer and then the start of the
-next ``"\\n\\nQuestion:"``, which the ``until`` stop string ends. So the length is a gsm8k answer
-length drawn as :mod:`harness.simulation.workload` derives it (log-normal characters, Llama 3
-characters per token) plus the 3 tokens before the stop string matches, and with probability
-:data:`~harness.simulation.workload.RUNAWAY_FRACTION` the request never stops and runs to its
-``max_tokens``. The draw is seeded by the run's seed and a hash of the prompt's token ids, so a
-request gets the same length whatever else is in the batch. A request that stops on a stop string
-frees its blocks exactly as one that reaches ``max_tokens``, so each request is simulated with
-``max_tokens`` equal to its drawn length. The texts returned are empty.
-
-Engine limits default to vLLM 0.9.0's for the ``LLM`` class (:func:`vllm_default_limits`).
-An out-of-memory error ends the run (:class:`EngineOutOfMemoryError`), as it ends vLLM's.
+:func:`harness.simulation.simulate.simulate`: the model's full shape on ``meta``, the KV cache
+sized as vLLM sizes it, every step checked against the device's capacity. ``meta`` tensors hold no
+values, so how long each request generates comes from a seeded length model
+(:func:`output_length`: a gsm8k answer length plus the 3 tokens before the stop string, or
+``max_tokens`` for the rare runaway), seeded by the run's seed and the prompt's token ids. The
+texts returned are empty. Limits default to vLLM 0.9.0's for the ``LLM`` class
+(:func:`vllm_default_limits`); an out-of-memory error ends the run (:class:`EngineOutOfMemoryError`).
 """
 
 from __future__ import annotations

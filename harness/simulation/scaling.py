@@ -1,30 +1,14 @@
 """Scaling detector: which allocations grow with ``num_blocks``?
 
-vLLM sizes ``num_blocks`` to fill whatever the profiling run left, so any allocation made after
-profiling whose size grows with ``num_blocks`` is an out-of-memory error waiting for a larger GPU
-(the FlashInfer gsm8k OOM was one). The KV cache itself is the only allocation allowed to scale.
-
-``detect_scaling(model="tiny", workload=tiny(), backend=...)`` runs the same workload twice, with
-the KV cache given exactly ``num_blocks[0]`` and then ``num_blocks[1]`` blocks, records every
-allocation of each run (op, size, shape, source line, region: ``initialize_kv_cache`` or
-``step N``), pairs the two runs allocation by allocation within each region (same op and source
-line in the same order) and reports every pair whose size differs, with its bytes per block. An
-allocation whose size does not change (a constant per-step workspace, however large) is not a
-finding. Both block counts must hold the whole workload without preemption, so the two runs
-schedule identically; the detector checks that they did.
-
-The defaults are chosen so that the class is caught however a variant writes it:
-
-- **device ``meta``**: every device allocation is an aten op on ``meta``, including a tensor built
-  on the host (with numpy, say) and moved to the device; on the CPU that move is a no-op and the
-  host buffer is no aten allocation, so it would pass unseen;
-- **KV cache dtype bfloat16** (what deployments run; the ``tiny`` preset is float32): a cast of the
-  cache to float32 copies it; at float32 the cast returns the cache itself and allocates nothing.
-
-Torch is pinned to one intra-op thread while it runs. What scales with ``num_blocks`` does so at
-every model size, so the tiny model is enough; ``device="cpu"`` runs real data (the model must be
-small). What the tracker cannot see, it cannot report: memory a kernel allocates internally
-(im2col columns, LAPACK work arrays, cuBLAS or FlashInfer workspaces) never becomes a tensor.
+vLLM sizes ``num_blocks`` to fill whatever profiling left, so an allocation made after profiling
+whose size grows with ``num_blocks`` is an out-of-memory error waiting for a larger GPU; only the
+KV cache may scale. ``detect_scaling(model="tiny", workload=tiny(), backend=...)`` runs the
+workload at two block counts, pairs the two runs' allocations region by region (same op and source
+line, in order) and reports every pair whose size differs, with its bytes per block. Both counts
+must hold the workload without preemption, so the runs schedule alike (checked). The defaults,
+device ``meta`` and a bfloat16 KV cache, catch what the CPU or float32 would hide (a host-built
+tensor moved to the device, a cast of the cache); see ``docs/simulation.md``. What never becomes a
+tensor (a kernel's internal workspace) is not seen.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """Simulate a workload at full model scale on a simulated GPU: vLLM's sizing, then every serving step.
 
-``simulate(model="llama-3.1-8b", device="h100-95", workload=gsm8k())`` follows one path:
-
-1. the engine config (:func:`~harness.simulation.engine_config.engine_config`) and the reference
-   :class:`~harness.reference.runner.ModelRunner` on the ``meta`` device (full shapes, no data),
-   with ``backend`` for every KV cache group (default: the reference FlashInfer backend; a
-   regression variant or any user-written :class:`AttentionBackend` subclass otherwise);
-2. one :class:`~harness.memory.ledger.Ledger` whose capacity policy is the
-   :class:`~harness.memory.sim_allocator.SimulatedDevice`, fed by a
-   :class:`~harness.memory.tracker.MemoryTracker` and by layer replay (:mod:`harness.simulation.replay`);
-3. vLLM's KV cache sizing (:mod:`harness.reference.worker`);
-4. the reference :class:`~harness.reference.scheduler.Scheduler` over the workload, one
-   ``execute_model`` per step (each group's builder builds its metadata on the CPU), every
-   allocation checked against the device, until the workload ends or an allocation does not fit
-   (:class:`~harness.memory.sim_allocator.SimulatedOutOfMemoryError`: torch's message plus the op
-   and the source line).
-
-The result names the bytes live at the peak (or at the error) by op and source line, every byte
-accounted for, and keeps the event-by-event live bytes of the failing step (or of the step that
-came closest to the capacity) for the plot (:mod:`harness.simulation.plot`).
+``simulate(model="llama-3.1-8b", device="h100-95", workload=gsm8k())`` builds the engine config and
+a ``meta`` runner of ``backend`` (default: the reference FlashInfer), one ledger whose capacity is
+the simulated device (fed by the tracker and by layer replay), sizes the KV cache as vLLM does
+(:mod:`harness.reference.worker`), then steps the engine (:mod:`harness.reference.engine`) over
+the workload until it ends or an allocation does not fit (also one refused in a thread that kept
+the error to itself). The result names the bytes live at the peak (or at the error) by op and
+source line, and keeps the failing (or highest) step's events for the plot.
 """
 
 from __future__ import annotations
