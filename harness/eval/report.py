@@ -10,7 +10,7 @@ out-of-memory error or a breached ``--memory-budget``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.memory.ledger import AllocationSite, Ledger
@@ -70,7 +70,7 @@ class MemoryReport:
             "device": self.device,
             "peak_bytes": self.peak_bytes,
             "oom": self.oom,
-            "top_sites": [site.to_dict() for site in self.top_sites],
+            "top_sites": [asdict(site) for site in self.top_sites],
             "simulation": self.simulation,
         }
 

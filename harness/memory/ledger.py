@@ -24,7 +24,7 @@ import contextlib
 import threading
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from harness.memory.allocation import Allocation
 from harness.memory.sizes import format_size
@@ -122,18 +122,6 @@ class AllocationSite:
         else:
             sizes = f"{self.count:>4} up to {format_size(self.largest):>10}"
         return f"{sizes} = {format_size(self.nbytes):>10}  {self.op}{where}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "op": self.op,
-            "source": self.source,
-            "line_text": self.line_text,
-            "count": self.count,
-            "nbytes": self.nbytes,
-            "largest": self.largest,
-            "sites": self.sites,
-        }
 
 
 OTHER_SITES = "other"

@@ -8,6 +8,7 @@ Requests must already be decode-first, as the runner's ``reorder_batch`` leaves 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,18 +128,27 @@ def make_batch(
         + [np.zeros(0, int)]
     )
     block_table.compute_slot_mapping(req_indices, positions)
+    common = common_metadata(num_computed, num_scheduled, device)
+    return Batch(vllm_config, spec, block_table, common, block_ids, num_computed, num_scheduled)
+
+
+def common_metadata(
+    num_computed: Sequence[int], num_scheduled: Sequence[int], device: str = "cpu"
+) -> CommonAttentionMetadata:
+    """The ``CommonAttentionMetadata`` a runner builds for requests of these lengths."""
     query_start_loc_cpu = torch.tensor(
         np.concatenate([[0], np.cumsum(num_scheduled)]), dtype=torch.int32
     )
-    seq_lens_cpu = torch.tensor(seq_lens, dtype=torch.int32)
-    common = CommonAttentionMetadata(
-        query_start_loc=query_start_loc_cpu.to(device),
+    seq_lens_cpu = torch.tensor(
+        [c + s for c, s in zip(num_computed, num_scheduled, strict=True)], dtype=torch.int32
+    )
+    return CommonAttentionMetadata(
+        query_start_loc=query_start_loc_cpu.to(device, copy=True),
         query_start_loc_cpu=query_start_loc_cpu,
-        seq_lens=seq_lens_cpu.to(device),
+        seq_lens=seq_lens_cpu.to(device, copy=True),
         seq_lens_cpu=seq_lens_cpu,
-        num_computed_tokens_cpu=torch.tensor(num_computed, dtype=torch.int32),
-        num_reqs=num_reqs,
+        num_computed_tokens_cpu=torch.tensor(list(num_computed), dtype=torch.int32),
+        num_reqs=len(num_computed),
         num_actual_tokens=int(sum(num_scheduled)),
         max_query_len=max(num_scheduled, default=0),
     )
-    return Batch(vllm_config, spec, block_table, common, block_ids, num_computed, num_scheduled)

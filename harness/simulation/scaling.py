@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
@@ -70,18 +70,6 @@ class ScalingAllocation:
             f"    at {where}{line}"
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "region": self.region,
-            "op": self.op,
-            "source": self.source,
-            "line_text": self.line_text,
-            "nbytes": list(self.nbytes),
-            "shape": [list(s) for s in self.shape],
-            "bytes_per_block": self.bytes_per_block,
-            "count": self.count,
-        }
-
 
 @dataclass
 class ScalingReport:
@@ -133,8 +121,8 @@ class ScalingReport:
             "num_blocks": list(self.num_blocks),
             "num_steps": self.num_steps,
             "ok": self.ok,
-            "kv_cache": [x.to_dict() for x in self.kv_cache],
-            "findings": [x.to_dict() for x in self.findings],
+            "kv_cache": [asdict(x) for x in self.kv_cache],
+            "findings": [asdict(x) for x in self.findings],
         }
 
 

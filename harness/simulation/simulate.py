@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.errors import HarnessError
@@ -168,7 +168,7 @@ class SimulationResult:
             "max_step_peak_bytes": max((s.peak_bytes for s in self.steps), default=None),
             "oom": None if self.oom is None else {**self.oom.to_dict(), "step": self.oom_step},
             "top_allocations": [a.to_dict() for a in self.top_allocations],
-            "top_sites": [site.to_dict() for site in self.top_sites],
+            "top_sites": [asdict(site) for site in self.top_sites],
             "num_layer_replays": self.num_layer_replays,
             "wall_time_s": round(self.wall_time_s, 3),
         }
