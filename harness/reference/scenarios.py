@@ -30,7 +30,6 @@ from harness.reference.config import (
 from harness.reference.engine import Engine, start_engine
 from harness.reference.model import LlamaForCausalLM
 from harness.reference.outputs import CachedRequestData, NewRequestData, SchedulerOutput
-from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request
 from harness.reference.step_trace import StepTrace
 
@@ -244,13 +243,6 @@ def scenario_engine(
         profile=True,
         trace=True,
     )
-
-
-def build_runner(
-    scenario: Scenario, attn_backend: str | type[AttentionBackend] | None = None
-) -> ModelRunner:
-    """The runner of :func:`scenario_engine` (for tests that drive it by hand)."""
-    return scenario_engine(scenario, attn_backend).runner
 
 
 def run_scenario(

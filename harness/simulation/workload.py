@@ -70,10 +70,6 @@ class Workload:
     def num_prompt_tokens(self) -> int:
         return sum(r.prompt_len for r in self.requests)
 
-    @property
-    def num_output_tokens(self) -> int:
-        return sum(r.output_len for r in self.requests)
-
 
 def _lognormal_tokens(
     rng: random.Random, mean_chars: float, cv: float, chars_range: tuple[int, int], cpt: float
