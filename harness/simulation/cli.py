@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from harness.errors import HarnessError
 from harness.memory.devices import DEVICE_PROFILES
 from harness.memory.sizes import format_size, parse_size
-from harness.simulation.workload import get_workload
 
 if TYPE_CHECKING:
     from harness.reference.backends.abstract import AttentionBackend
@@ -159,6 +158,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
         check_plot_path(args.plot)
     non_torch = None if args.non_torch is None else parse_size(args.non_torch)
+    from harness.simulation.workload import get_workload
+
     workload = get_workload(args.workload)
     name, backend = _backend(args)
 
@@ -191,6 +192,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _scaling(args: argparse.Namespace) -> int:
     _positive(args.max_steps, "--max-steps")
+    from harness.simulation.workload import get_workload
+
     workload = get_workload(args.workload)
     name, backend = _backend(args)
 
