@@ -89,8 +89,12 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if call.when == "call" and report.failed:
+    if call.when != "call" or not report.failed:
+        return report
+    try:
         runs = item.stash.get(_SIMULATIONS, None) or []
         for i, (label, result) in enumerate(runs):
             report.sections.append((f"harness simulate #{i + 1}: {label}", result.format()))
+    except Exception as exc:  # a bug here must not stop the session
+        report.sections.append(("harness simulate", f"{type(exc).__name__}: {exc}"))
     return report
