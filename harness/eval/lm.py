@@ -57,6 +57,7 @@ from harness.reference.config import (
     SchedulerConfig,
     VllmConfig,
     get_model_config,
+    llm_class_scheduler_config,
 )
 
 # lm-eval ships no type information; its objects are used as ``Any``.
@@ -67,9 +68,6 @@ lm_base_utils: Any = lm_eval_utils
 MODEL_NAME = "harness-ref"
 CPU_MAX_MODEL_LEN = 2048
 """lm-eval's ``DEFAULT_MAX_LENGTH``: the tiny model's context on the CPU."""
-CPU_MAX_NUM_SEQS = 256
-CPU_MAX_NUM_BATCHED_TOKENS = 8192
-"""vLLM 0.9.0's ``LLM``-class defaults on devices under 70 GiB (``EngineArgs._set_default_args_v1``)."""
 CPU_NUM_GPU_BLOCKS = 4096
 """KV cache blocks on the CPU (vLLM's ``num_gpu_blocks_override``): 65,536 tokens of 16."""
 
@@ -111,15 +109,16 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
             label, backend = resolve_backend(regression)
         else:
             label = regression or backend.__qualname__
-        if device == "cpu":
+        if device == "cpu":  # vLLM's LLM-class limits on a GPU under 70 GiB
             config = _cpu_model_config(get_model_config(model), self.harness_tokenizer)
-            limits = SchedulerConfig(
-                max_num_seqs=int(max_num_seqs or CPU_MAX_NUM_SEQS),
-                max_num_batched_tokens=int(max_num_batched_tokens or CPU_MAX_NUM_BATCHED_TOKENS),
-                max_model_len=config.max_model_len,
+            defaults = llm_class_scheduler_config(
+                large_gpu=False, max_model_len=config.max_model_len
             )
             self.engine: ReferenceEngine | SimulatedEngine = ReferenceEngine(
-                VllmConfig(model_config=config, scheduler_config=limits),
+                VllmConfig(
+                    model_config=config,
+                    scheduler_config=_limits(defaults, max_num_seqs, max_num_batched_tokens),
+                ),
                 self.harness_tokenizer,
                 backend=backend,
                 num_gpu_blocks=int(num_gpu_blocks),
@@ -135,11 +134,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
                 device=profile.name,
                 regression=label,
                 backend=backend,
-                max_num_seqs=int(max_num_seqs or defaults.max_num_seqs),
-                max_num_batched_tokens=int(
-                    max_num_batched_tokens or defaults.max_num_batched_tokens
-                ),
-                max_model_len=config.max_model_len,
+                limits=_limits(defaults, max_num_seqs, max_num_batched_tokens),
                 gpu_memory_utilization=float(gpu_memory_utilization),
                 seed=int(seed),
             )
@@ -292,6 +287,17 @@ def _longest_first(request: tuple[tuple[str, list[int]], object]) -> tuple[int, 
     """lm-eval's vLLM sort key: longest prompt first (an OOM shows at once), then the text."""
     (context, tokens), _ = request
     return -len(tokens), context
+
+
+def _limits(
+    defaults: SchedulerConfig, max_num_seqs: int | None, max_num_batched_tokens: int | None
+) -> SchedulerConfig:
+    """``defaults`` with the limits the user gave."""
+    return dataclasses.replace(
+        defaults,
+        max_num_seqs=int(max_num_seqs or defaults.max_num_seqs),
+        max_num_batched_tokens=int(max_num_batched_tokens or defaults.max_num_batched_tokens),
+    )
 
 
 def _cpu_model_config(preset: ModelConfig, tokenizer: Tokenizer) -> ModelConfig:

@@ -75,9 +75,7 @@ class SimulatedEngine:
         device: str,
         regression: str | None,
         backend: type[AttentionBackend],
-        max_num_seqs: int,
-        max_num_batched_tokens: int,
-        max_model_len: int,
+        limits: SchedulerConfig,
         gpu_memory_utilization: float = 0.9,
         seed: int = 0,
     ) -> None:
@@ -85,8 +83,8 @@ class SimulatedEngine:
         self.backend = backend
         self.device = device
         self.regression = regression
-        self.limits = SchedulerConfig(max_num_seqs, max_num_batched_tokens, max_model_len)
-        self.max_model_len = max_model_len
+        self.limits = limits
+        self.max_model_len = limits.max_model_len
         self.gpu_memory_utilization = gpu_memory_utilization
         self.seed = seed
         self.stats = EngineStats()
