@@ -35,9 +35,9 @@ def _registrars() -> list[_Register]:
     from harness.eval import cli as eval_cli
     from harness.fidelity import cli as fidelity_cli
     from harness.hunt import cli as hunt_cli
-    from harness.memory import cli as memory_cli
     from harness.overrides import cli as overrides_cli
     from harness.regressions import cli as regressions_cli
+    from harness.simulation import cli as memory_cli
 
     return [
         demo.register,

@@ -30,9 +30,9 @@ from harness.eval.data import load_gsm8k
 from harness.eval.gsm8k import EvalOptions, evaluate_gsm8k
 from harness.eval.lm import register
 from harness.eval.task import gsm8k_task_config, gsm8k_task_manager
-from harness.memory.simulate import simulate
 from harness.memory.sizes import format_size
-from harness.memory.workload import gsm8k
+from harness.simulation.simulate import simulate
+from harness.simulation.workload import gsm8k
 
 evaluator: Any = lm_eval
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness.memory.simulate import simulate
 from harness.memory.sizes import format_size
-from harness.memory.workload import gsm8k
+from harness.simulation.simulate import simulate
+from harness.simulation.workload import gsm8k
 
 
 def main() -> None:

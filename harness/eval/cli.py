@@ -20,8 +20,8 @@ import logging
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.memory.cli import RegressionResolver, help_command
 from harness.memory.sizes import parse_size
+from harness.simulation.cli import RegressionResolver, help_command
 
 
 def register(

@@ -1,22 +1,12 @@
 """The CPU engine behind ``harness-ref``: vLLM's ``LLM.generate`` loop over the reference engine.
 
-:class:`ReferenceEngine` owns a reference :class:`~harness.reference.scheduler.Scheduler` and a
-:class:`~harness.reference.runner.ModelRunner` on the CPU (real weights, a paged KV cache of
-``num_gpu_blocks`` blocks, one metadata builder per KV cache group). ``generate(prompts, params)``
-adds every request at once and steps until all are finished, as vLLM's ``LLM.generate`` does:
-the scheduler decides each step's batch within ``max_num_seqs`` and ``max_num_batched_tokens``,
-the runner builds every group's metadata and runs the model, and sampling is greedy.
-
-Stopping follows vLLM 0.9.0 V1. The scheduler caps a request at ``max_tokens`` (or
-``max_model_len``). After each step the engine detokenises every request's new tokens, as vLLM's
-output processor does: the EOS token finishes a request (``FINISHED_STOPPED``; the token is kept
-in ``token_ids`` but not in the text), and a stop string finishes it too (vLLM aborts it,
-``FINISHED_ABORTED``); the text is cut before the stop string. Finished requests free their
-blocks at once and leave the runner's batch in the next step.
-
-Every step's shape is recorded in :class:`EngineStats`; with a
-:class:`~harness.memory.tracker.MemoryTracker`, every CPU allocation from model construction on is
-reported to its ledger (weights, KV cache, each step), with one ledger region per step.
+:class:`ReferenceEngine` runs the one engine loop (:mod:`harness.reference.engine`) on the CPU:
+real weights, a paged KV cache of ``num_gpu_blocks`` blocks, greedy sampling. ``generate`` adds
+every request at once and steps until all are finished. Stopping follows vLLM 0.9.0 V1: after
+each step every request's new tokens are detokenised; EOS finishes a request (kept in
+``token_ids``, not in the text), a stop string aborts it and cuts the text before it. Step shapes
+go to :class:`EngineStats`; with ``track_memory`` every CPU allocation, in every thread, goes to
+a ledger with one region per step.
 """
 
 from __future__ import annotations
@@ -32,13 +22,11 @@ import torch
 
 from harness.eval.report import MemoryReport
 from harness.eval.tokenizer import Tokenizer
-from harness.memory.threads import one_torch_thread
-from harness.memory.tracker import MemoryTracker
+from harness.memory.ledger import Ledger
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.config import VllmConfig
-from harness.reference.kv_cache_utils import get_kv_cache_config
-from harness.reference.runner import ModelRunner
-from harness.reference.scheduler import Request, RequestStatus, Scheduler
+from harness.reference.engine import EngineStep, memory_tracker, start_engine, tracking
+from harness.reference.scheduler import Request, RequestStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +121,7 @@ class ReferenceEngine:
         backend: type[AttentionBackend],
         num_gpu_blocks: int,
         seed: int = 0,
-        tracker: MemoryTracker | None = None,
+        track_memory: bool = False,
     ) -> None:
         if tokenizer.vocab_size > vllm_config.model_config.vocab_size:
             raise ValueError(
@@ -143,21 +131,20 @@ class ReferenceEngine:
         self.vllm_config = vllm_config
         self.tokenizer = tokenizer
         self.max_model_len = vllm_config.model_config.max_model_len
-        self.tracker = tracker
+        self.tracker = memory_tracker(Ledger(), "cpu") if track_memory else None
         self.stats = EngineStats()
         self._ids = itertools.count()
-        with self._tracking():
-            self.runner = ModelRunner(vllm_config, "cpu", backend, seed=seed)
-            spec = self.runner.get_kv_cache_spec()
-            page_size = max(s.page_size_bytes for s in spec.values())
-            kv_cache_config = get_kv_cache_config(
-                vllm_config, spec, num_gpu_blocks * page_size * len(spec)
+        with tracking(self.tracker):
+            self.engine = start_engine(
+                vllm_config, backend, num_gpu_blocks, seed=seed, wrap_step=self._region
             )
-            self.runner.initialize_kv_cache(kv_cache_config)
-        self.scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_config)
+        self.runner = self.engine.runner
+        self.scheduler = self.engine.scheduler
 
-    def _tracking(self) -> contextlib.AbstractContextManager[object]:
-        return self.tracker if self.tracker is not None else contextlib.nullcontext()
+    def _region(self, step: int) -> contextlib.AbstractContextManager[object]:
+        if self.tracker is None:
+            return contextlib.nullcontext()
+        return self.tracker.ledger.region(f"step {step}")
 
     def generate(
         self,
@@ -182,9 +169,8 @@ class ReferenceEngine:
         stats.num_requests += len(prompts)
         preemptions_before = self.scheduler.num_preemptions
         progress = _progress(len(prompts), use_tqdm)
-        with self._tracking(), one_torch_thread(), progress as bar:
-            while self.scheduler.has_unfinished_requests():
-                self._step(tracked, bar)
+        with tracking(self.tracker), progress as bar:
+            self.engine.run(lambda step: self._detokenize_step(step, tracked, bar))
         stats.num_preemptions += self.scheduler.num_preemptions - preemptions_before
         stats.generate_time_s += time.perf_counter() - started
         outputs = [t.output for t in tracked.values()]
@@ -197,7 +183,7 @@ class ReferenceEngine:
         if not 0 < num_continuation < len(tokens):
             raise ValueError("the continuation must be non-empty and follow a non-empty context")
         model = self.runner.model
-        with self._tracking(), one_torch_thread(), torch.inference_mode():
+        with tracking(self.tracker):
             inputs = torch.tensor(tokens[:-1], dtype=torch.int64)
             logits = model.compute_logits(model.dense_forward(inputs)[-num_continuation:])
             logprobs = torch.log_softmax(logits, dim=-1)
@@ -212,17 +198,8 @@ class ReferenceEngine:
             return MemoryReport("cpu", 0, [], None, "cpu: memory was not tracked")
         return MemoryReport.from_ledger(self.tracker.ledger)
 
-    def _step(self, tracked: dict[str, _Tracked], bar: _Bar) -> None:
-        scheduler, stats = self.scheduler, self.stats
-        region = (
-            self.tracker.ledger.region(f"step {stats.num_steps}")
-            if self.tracker is not None
-            else contextlib.nullcontext()
-        )
-        with region:
-            scheduler_output = scheduler.schedule()
-            runner_output = self.runner.execute_model(scheduler_output)
-            scheduler.update_from_output(scheduler_output, runner_output)
+    def _detokenize_step(self, step: EngineStep, tracked: dict[str, _Tracked], bar: _Bar) -> None:
+        scheduler, stats, scheduler_output = self.scheduler, self.stats, step.scheduler_output
         stats.num_steps += 1
         stats.steps.append(
             StepShape(

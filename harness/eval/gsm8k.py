@@ -27,6 +27,11 @@ EVAL_EXTRA_HINT = (
 )
 
 
+def default_device(model: str) -> str:
+    """Where ``model`` runs unless told: the 8B model on a simulated H100, tiny models on the CPU."""
+    return "meta:h100-95" if model == "llama-3.1-8b" else "cpu"
+
+
 @dataclass(frozen=True)
 class EvalOptions:
     """One gsm8k run (the ``harness eval gsm8k`` flags)."""
@@ -51,9 +56,7 @@ class EvalOptions:
 
     @property
     def resolved_device(self) -> str:
-        if self.device is not None:
-            return self.device
-        return "meta:h100-95" if self.model == "llama-3.1-8b" else "cpu"
+        return self.device or default_device(self.model)
 
     def model_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {

@@ -45,12 +45,11 @@ import lm_eval.utils as lm_eval_utils
 from harness.errors import HarnessError
 from harness.eval.data import load_gsm8k
 from harness.eval.engine import CompletionOutput, ReferenceEngine, SamplingParams
+from harness.eval.gsm8k import default_device
 from harness.eval.report import MemoryReport
 from harness.eval.simulated import SimulatedEngine, vllm_default_limits
 from harness.eval.tokenizer import Tokenizer
 from harness.memory.devices import get_device_profile
-from harness.memory.ledger import Ledger
-from harness.memory.tracker import MemoryTracker
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.config import (
@@ -58,6 +57,7 @@ from harness.reference.config import (
     SchedulerConfig,
     VllmConfig,
     get_model_config,
+    llm_class_scheduler_config,
 )
 
 # lm-eval ships no type information; its objects are used as ``Any``.
@@ -68,9 +68,6 @@ lm_base_utils: Any = lm_eval_utils
 MODEL_NAME = "harness-ref"
 CPU_MAX_MODEL_LEN = 2048
 """lm-eval's ``DEFAULT_MAX_LENGTH``: the tiny model's context on the CPU."""
-CPU_MAX_NUM_SEQS = 256
-CPU_MAX_NUM_BATCHED_TOKENS = 8192
-"""vLLM 0.9.0's ``LLM``-class defaults on devices under 70 GiB (``EngineArgs._set_default_args_v1``)."""
 CPU_NUM_GPU_BLOCKS = 4096
 """KV cache blocks on the CPU (vLLM's ``num_gpu_blocks_override``): 65,536 tokens of 16."""
 
@@ -107,42 +104,37 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         self._max_gen_toks = int(max_gen_toks)
         self.quiet = bool(quiet)
         self.harness_tokenizer: Tokenizer = load_gsm8k(data, int(seed)).tokenizer
-        device = device or ("cpu" if model != "llama-3.1-8b" else "meta:h100-95")
+        device = device or default_device(model)
         if backend is None:
             label, backend = resolve_backend(regression)
         else:
             label = regression or backend.__qualname__
-        if device == "cpu":
+        if device == "cpu":  # vLLM's LLM-class limits on a GPU under 70 GiB
             config = _cpu_model_config(get_model_config(model), self.harness_tokenizer)
-            limits = SchedulerConfig(
-                max_num_seqs=int(max_num_seqs or CPU_MAX_NUM_SEQS),
-                max_num_batched_tokens=int(max_num_batched_tokens or CPU_MAX_NUM_BATCHED_TOKENS),
-                max_model_len=config.max_model_len,
+            defaults = llm_class_scheduler_config(
+                large_gpu=False, max_model_len=config.max_model_len
             )
             self.engine: ReferenceEngine | SimulatedEngine = ReferenceEngine(
-                VllmConfig(model_config=config, scheduler_config=limits),
+                VllmConfig(
+                    model_config=config,
+                    scheduler_config=_limits(defaults, max_num_seqs, max_num_batched_tokens),
+                ),
                 self.harness_tokenizer,
                 backend=backend,
                 num_gpu_blocks=int(num_gpu_blocks),
                 seed=int(seed),
-                tracker=MemoryTracker(Ledger(), devices=("cpu",), all_threads=False)
-                if track_memory
-                else None,
+                track_memory=track_memory,
             )
         elif device.startswith("meta:"):
             profile = get_device_profile(device.removeprefix("meta:"))
-            defaults = vllm_default_limits(profile)
             config = get_model_config(model)
+            defaults = vllm_default_limits(profile, config.max_model_len)
             self.engine = SimulatedEngine(
                 model=model,
                 device=profile.name,
                 regression=label,
                 backend=backend,
-                max_num_seqs=int(max_num_seqs or defaults.max_num_seqs),
-                max_num_batched_tokens=int(
-                    max_num_batched_tokens or defaults.max_num_batched_tokens
-                ),
-                max_model_len=config.max_model_len,
+                limits=_limits(defaults, max_num_seqs, max_num_batched_tokens),
                 gpu_memory_utilization=float(gpu_memory_utilization),
                 seed=int(seed),
             )
@@ -295,6 +287,17 @@ def _longest_first(request: tuple[tuple[str, list[int]], object]) -> tuple[int, 
     """lm-eval's vLLM sort key: longest prompt first (an OOM shows at once), then the text."""
     (context, tokens), _ = request
     return -len(tokens), context
+
+
+def _limits(
+    defaults: SchedulerConfig, max_num_seqs: int | None, max_num_batched_tokens: int | None
+) -> SchedulerConfig:
+    """``defaults`` with the limits the user gave."""
+    return dataclasses.replace(
+        defaults,
+        max_num_seqs=int(max_num_seqs or defaults.max_num_seqs),
+        max_num_batched_tokens=int(max_num_batched_tokens or defaults.max_num_batched_tokens),
+    )
 
 
 def _cpu_model_config(preset: ModelConfig, tokenizer: Tokenizer) -> ModelConfig:

@@ -10,12 +10,12 @@ out-of-memory error or a breached ``--memory-budget``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.memory.ledger import AllocationSite, Ledger
-from harness.memory.simulate import SimulationResult
 from harness.memory.sizes import format_size
+from harness.simulation.simulate import SimulationResult
 
 TOP_SITES = 6
 EXIT_OK = 0
@@ -70,7 +70,7 @@ class MemoryReport:
             "device": self.device,
             "peak_bytes": self.peak_bytes,
             "oom": self.oom,
-            "top_sites": [site.to_dict() for site in self.top_sites],
+            "top_sites": [asdict(site) for site in self.top_sites],
             "simulation": self.simulation,
         }
 

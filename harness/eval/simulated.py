@@ -1,26 +1,13 @@
 """The meta-device engine behind ``harness-ref``: lm-eval's requests on a simulated GPU.
 
 :class:`SimulatedEngine` runs each ``generate`` call through
-:func:`harness.memory.simulate.simulate`, the machinery of ``harness memory simulate``: the
-model's full shape on the ``meta`` device, the KV cache sized as vLLM sizes it on the device
-profile, then the reference scheduler and runner step by step with every allocation checked
-against the device's capacity. The prompts are lm-eval's own (their token counts come from the
-run's tokenizer); batching and scheduling are the engine's.
-
-``meta`` tensors hold no values, so nothing can be sampled. How long each request generates comes
-from a seeded **length model** instead (:func:`output_length`): greedy decoding of a gsm8k 5-shot
-prompt continues the pattern, a worked answer as long as a gsm8k answer and then the start of the
-next ``"\\n\\nQuestion:"``, which the ``until`` stop string ends. So the length is a gsm8k answer
-length drawn as :mod:`harness.memory.workload` derives it (log-normal characters, Llama 3
-characters per token) plus the 3 tokens before the stop string matches, and with probability
-:data:`~harness.memory.workload.RUNAWAY_FRACTION` the request never stops and runs to its
-``max_tokens``. The draw is seeded by the run's seed and a hash of the prompt's token ids, so a
-request gets the same length whatever else is in the batch. A request that stops on a stop string
-frees its blocks exactly as one that reaches ``max_tokens``, so each request is simulated with
-``max_tokens`` equal to its drawn length. The texts returned are empty.
-
-Engine limits default to vLLM 0.9.0's for the ``LLM`` class (:func:`vllm_default_limits`).
-An out-of-memory error ends the run (:class:`EngineOutOfMemoryError`), as it ends vLLM's.
+:func:`harness.simulation.simulate.simulate`: the model's full shape on ``meta``, the KV cache
+sized as vLLM sizes it, every step checked against the device's capacity. ``meta`` tensors hold no
+values, so how long each request generates comes from a seeded length model
+(:func:`output_length`: a gsm8k answer length plus the 3 tokens before the stop string, or
+``max_tokens`` for the rare runaway), seeded by the run's seed and the prompt's token ids. The
+texts returned are empty. Limits default to vLLM 0.9.0's for the ``LLM`` class
+(:func:`vllm_default_limits`); an out-of-memory error ends the run (:class:`EngineOutOfMemoryError`).
 """
 
 from __future__ import annotations
@@ -29,14 +16,15 @@ import hashlib
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from harness.eval.engine import CompletionOutput, EngineStats, SamplingParams, StepShape
 from harness.eval.report import MemoryReport
 from harness.memory.devices import DeviceProfile
-from harness.memory.simulate import SimulationResult, simulate
 from harness.memory.sizes import GiB
-from harness.memory.workload import (
+from harness.reference.backends.abstract import AttentionBackend
+from harness.reference.config import SchedulerConfig, llm_class_scheduler_config
+from harness.simulation.simulate import SimulationResult, simulate
+from harness.simulation.workload import (
     ANSWER_CHAR_RANGE,
     ANSWER_CHARS_PER_TOKEN,
     ANSWER_CV,
@@ -44,28 +32,15 @@ from harness.memory.workload import (
     RUNAWAY_FRACTION,
     STOP_TOKENS,
     TEST_CHARS_PER_EXAMPLE,
-    SchedulerLimits,
     Workload,
     WorkloadRequest,
 )
-from harness.reference.backends.abstract import AttentionBackend
 
 
-@dataclass(frozen=True, slots=True)
-class EngineLimits:
-    """vLLM's scheduler limits for one device."""
-
-    max_num_seqs: int
-    max_num_batched_tokens: int
-
-
-def vllm_default_limits(profile: DeviceProfile) -> EngineLimits:
-    """vLLM 0.9.0 ``EngineArgs._set_default_args_v1`` for ``UsageContext.LLM_CLASS`` (what
-    lm-eval's ``vllm`` model creates): 16384 tokens and 1024 sequences on devices with at least
-    70 GiB that are not A100s, else 8192 and 256."""
-    if profile.total_memory >= 70 * GiB and "a100" not in profile.name.lower():
-        return EngineLimits(max_num_seqs=1024, max_num_batched_tokens=16384)
-    return EngineLimits(max_num_seqs=256, max_num_batched_tokens=8192)
+def vllm_default_limits(profile: DeviceProfile, max_model_len: int) -> SchedulerConfig:
+    """vLLM 0.9.0's ``LLM``-class limits on ``profile`` (:func:`llm_class_scheduler_config`)."""
+    large = profile.total_memory >= 70 * GiB and "a100" not in profile.name.lower()
+    return llm_class_scheduler_config(large_gpu=large, max_model_len=max_model_len)
 
 
 def output_length(prompt: Sequence[int], max_tokens: int, seed: int) -> int:
@@ -100,9 +75,7 @@ class SimulatedEngine:
         device: str,
         regression: str | None,
         backend: type[AttentionBackend],
-        max_num_seqs: int,
-        max_num_batched_tokens: int,
-        max_model_len: int,
+        limits: SchedulerConfig,
         gpu_memory_utilization: float = 0.9,
         seed: int = 0,
     ) -> None:
@@ -110,8 +83,8 @@ class SimulatedEngine:
         self.backend = backend
         self.device = device
         self.regression = regression
-        self.limits = SchedulerLimits(max_num_seqs, max_num_batched_tokens, max_model_len)
-        self.max_model_len = max_model_len
+        self.limits = limits
+        self.max_model_len = limits.max_model_len
         self.gpu_memory_utilization = gpu_memory_utilization
         self.seed = seed
         self.stats = EngineStats()

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from harness.memory.simulate import SimulationResult
     from harness.reference.backends.abstract import AttentionBackend
     from harness.regressions import Regression
     from harness.regressions.verify import VerifyResult
+    from harness.simulation.simulate import SimulationResult
 
 DEFAULT_DEVICES = ("h100-95", "b200")
 """The two GPUs vLLM's FlashInfer gsm8k OOM was reported on (2.12 GiB and 4.50 GiB)."""
@@ -224,8 +224,8 @@ def _scaling(
     name: str, backend: type[AttentionBackend], expected: Expect | None, max_steps: int | None
 ) -> Row:
     def run() -> tuple[str, str, bool]:
-        from harness.memory.scaling import detect_scaling
-        from harness.memory.workload import get_workload
+        from harness.simulation.scaling import detect_scaling
+        from harness.simulation.workload import get_workload
 
         report = detect_scaling(
             model="tiny", workload=get_workload("tiny"), backend=backend, max_steps=max_steps
@@ -256,10 +256,10 @@ def _gsm8k(report: HuntReport, device: str, regression: str | None, max_steps: i
     expected: Expect = "pass" if regression is None else "fail"
 
     def run() -> tuple[str, str, bool]:
-        from harness.memory.simulate import simulate
         from harness.memory.sizes import format_size
-        from harness.memory.workload import gsm8k
         from harness.regressions import get_regression
+        from harness.simulation.simulate import simulate
+        from harness.simulation.workload import gsm8k
 
         # No backend: the reference FlashInfer backend, and no regression label on the plot.
         backend = None if regression is None else get_regression(regression).backend

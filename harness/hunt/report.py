@@ -44,7 +44,7 @@ def verdict_line(report: HuntReport) -> str:
 
 def write_reports(report: HuntReport, out_dir: Path) -> list[Path]:
     """Write ``hunt.json``, ``hunt.md`` and one memory plot per simulated device run."""
-    from harness.memory.plot import plot_simulation
+    from harness.simulation.plot import plot_simulation
 
     out_dir.mkdir(parents=True, exist_ok=True)
     plots: dict[str, Path] = {}

@@ -1,7 +1,7 @@
 """One account of memory: live bytes, the peak, regions and what was live, by source line.
 
 Event sources report to a :class:`Ledger`: the :class:`~harness.memory.tracker.MemoryTracker`
-(every storage an aten op creates) and the layer replay of :mod:`harness.memory.replay` (recorded
+(every storage an aten op creates) and the layer replay of :mod:`harness.simulation.replay` (recorded
 events issued again). An allocation is :meth:`Ledger.allocate`\\ d, which returns a token, and
 later :meth:`Ledger.free`\\ d with that token. Only the ledger counts: live bytes, the peak and
 what was live at it, named regions (e.g. one per serving step), an optional timeline, recordings
@@ -24,7 +24,7 @@ import contextlib
 import threading
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from harness.memory.allocation import Allocation
 from harness.memory.sizes import format_size
@@ -123,18 +123,6 @@ class AllocationSite:
             sizes = f"{self.count:>4} up to {format_size(self.largest):>10}"
         return f"{sizes} = {format_size(self.nbytes):>10}  {self.op}{where}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "op": self.op,
-            "source": self.source,
-            "line_text": self.line_text,
-            "count": self.count,
-            "nbytes": self.nbytes,
-            "largest": self.largest,
-            "sites": self.sites,
-        }
-
 
 OTHER_SITES = "other"
 """``op`` of the row that sums every site beyond the first ``k``."""
@@ -198,6 +186,9 @@ class Ledger:
         """Every region entered so far, in order."""
         self.refused: Allocation | None = None
         """The last allocation the capacity policy refused (``None``: none was)."""
+        self.refusal: Exception | None = None
+        """The error the capacity policy raised for :attr:`refused` (seen even when the thread
+        that made the allocation swallowed it)."""
         self.num_allocations = 0
         self.total_allocated_bytes = 0
         """Sum of all counted allocation sizes so far (never decreases)."""
@@ -325,8 +316,8 @@ class Ledger:
                 size = capacity.block_bytes(allocation.nbytes)
                 try:
                     capacity.allocate(allocation, self._current)
-                except Exception:
-                    self.refused = allocation
+                except Exception as exc:
+                    self.refused, self.refusal = allocation, exc
                     self._live_at_refusal = list(self._live.values())
                     for recording in self._recordings:
                         recording.refused_at = len(recording.events)

@@ -11,12 +11,8 @@
   and meta) to measure a region (``with harness_memory_tracker: ...``); its summary is added to a
   failing report. Its numbers are its ``ledger``'s
   (``harness_memory_tracker.ledger.peak_bytes``).
-- Fixture ``harness_simulate``: ``harness_simulate(MyBackend, model=..., device=..., workload=...)``
-  runs :func:`harness.memory.simulate.simulate` with an attention backend class (a variant) and
-  returns its :class:`~harness.memory.simulate.SimulationResult`. The simulation steps outside the
-  test's budget: it builds its own meta model on its own simulated device, so the body's tracker
-  and ``meta`` default device are set aside while it runs (its peak is ``result.peak_bytes``, not
-  part of the body's). A failing report shows each simulation's summary.
+- The ``harness_simulate`` fixture, which runs the engine, is the ``harness_simulation`` plugin
+  (:mod:`harness.simulation.pytest_plugin`).
 - Threads: a budgeted body's allocations count from every Python thread, those it starts and
   those that already existed (a thread pool's workers), not only the test's own thread.
 - "Worse than the last green run": each budgeted test's peak is kept in ``config.cache``; a higher
@@ -55,10 +51,7 @@ from harness.memory.marks import (
 from harness.memory.sizes import parse_size
 
 if TYPE_CHECKING:
-    from harness.memory.simulate import SimulationResult
     from harness.memory.tracker import MemoryTracker
-    from harness.memory.workload import Workload
-    from harness.reference.backends.abstract import AttentionBackend
 
 MARKERS: dict[str, Callable[..., object]] = {"memory_budget": memory_budget}
 """Marker name -> the pure function that implements it (its signature is the marker's help)."""
@@ -72,7 +65,6 @@ ENGINE_INSTALL_HINT = "pip install 'harness[engine]'"
 _MEASUREMENT = pytest.StashKey[Measurement]()
 _BUDGET = pytest.StashKey["Budget"]()
 _TRACKER = pytest.StashKey["MemoryTracker"]()
-_SIMULATIONS = pytest.StashKey[list[tuple[str, "SimulationResult"]]]()
 _PEAK_PROPERTY = "memory_peak_bytes"
 _INCREASE_PROPERTY = "memory_peak_increase"
 
@@ -176,7 +168,7 @@ def parse_budget(marker: pytest.Mark) -> Budget:
     )
 
 
-def _torch_missing(what: str) -> str | None:
+def torch_missing(what: str) -> str | None:
     """A one-line failure text when torch cannot be imported, else ``None``."""
     try:
         import torch  # noqa: F401  # pyright: ignore[reportUnusedImport]
@@ -199,7 +191,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
     pyfuncitem.stash[_BUDGET] = budget
     device = budget.device
     top = int(value_or_ini(pyfuncitem.config, "memory_top"))
-    missing = _torch_missing("memory_budget")
+    missing = torch_missing("memory_budget")
     if missing is not None:
         pytest.fail(missing, pytrace=False)
     if device.kind == "cuda":
@@ -259,7 +251,7 @@ def _run_on_cuda(
 @pytest.fixture
 def harness_memory_tracker(request: pytest.FixtureRequest) -> MemoryTracker:
     """A fresh MemoryTracker (cpu and meta tensors); ``with harness_memory_tracker: ...`` measures."""
-    missing = _torch_missing("harness_memory_tracker")
+    missing = torch_missing("harness_memory_tracker")
     if missing is not None:
         pytest.fail(missing, pytrace=False)
     from harness.memory.tracker import MemoryTracker
@@ -295,64 +287,6 @@ def outside_torch_modes() -> Generator[None, None, None]:
             push_mode(mode)
 
 
-class Simulator:
-    """The ``harness_simulate`` fixture: run a backend through ``simulate`` from inside a test."""
-
-    def __init__(self, runs: list[tuple[str, SimulationResult]]) -> None:
-        self.runs = runs
-        """(backend ``module:qualname``, result) of every simulation this test ran, in order."""
-
-    def __call__(
-        self,
-        backend: type[AttentionBackend] | None = None,
-        *,
-        model: str,
-        device: str,
-        workload: Workload | str,
-        **options: Any,
-    ) -> SimulationResult:
-        """``simulate(model=, device=, workload=, backend=, **options)`` outside the test's budget.
-
-        ``backend`` is an attention backend class (``None``: the reference one); ``workload`` a
-        :class:`~harness.memory.workload.Workload` or its name (``"tiny"``, ``"gsm8k"``).
-        """
-        from harness.memory.workload import get_workload
-
-        chosen = get_workload(workload) if isinstance(workload, str) else workload
-        with outside_torch_modes():
-            result = _simulate(backend, model=model, device=device, workload=chosen, **options)
-        label = "the reference backend" if backend is None else _qualified_name(backend)
-        self.runs.append((label, result))
-        return result
-
-
-def _qualified_name(backend: type[AttentionBackend]) -> str:
-    return f"{backend.__module__}:{backend.__qualname__}"
-
-
-def _simulate(
-    backend: type[AttentionBackend] | None, *, workload: Workload, **options: Any
-) -> SimulationResult:
-    from harness.memory.simulate import simulate
-
-    if backend is None:
-        return simulate(workload=workload, **options)
-    return simulate(
-        workload=workload, backend=backend, regression=_qualified_name(backend), **options
-    )
-
-
-@pytest.fixture
-def harness_simulate(request: pytest.FixtureRequest) -> Simulator:
-    """Run an attention backend through harness.memory.simulate; see :class:`Simulator`."""
-    missing = _torch_missing("harness_simulate")
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
-    runs: list[tuple[str, SimulationResult]] = []
-    request.node.stash[_SIMULATIONS] = runs
-    return Simulator(runs)
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -379,10 +313,6 @@ def _add_measurements(item: pytest.Item, report: pytest.TestReport) -> None:
     if tracker is not None and tracker.ledger.num_allocations:
         top = int(value_or_ini(item.config, "memory_top"))
         report.sections.append(("memory tracker", tracker.ledger.summary(top)))
-    none: list[tuple[str, SimulationResult]] = []
-    simulations = item.stash.get(_SIMULATIONS, none)
-    for i, (label, result) in enumerate(simulations):
-        report.sections.append((f"harness simulate #{i + 1}: {label}", result.format()))
 
 
 def _judge(

@@ -94,6 +94,14 @@ class SchedulerConfig:
             raise ValueError("scheduler limits must be positive")
 
 
+def llm_class_scheduler_config(*, large_gpu: bool, max_model_len: int) -> SchedulerConfig:
+    """vLLM 0.9.0 ``EngineArgs._set_default_args_v1`` for ``UsageContext.LLM_CLASS`` (what
+    lm-eval's ``vllm`` model creates): 1024 sequences and 16384 tokens on a GPU with at least
+    70 GiB that is not an A100 (``large_gpu``), else 256 and 8192."""
+    seqs, tokens = (1024, 16384) if large_gpu else (256, 8192)
+    return SchedulerConfig(seqs, tokens, max_model_len)
+
+
 @dataclass(slots=True, frozen=True)
 class VllmConfig:
     """The whole engine configuration, passed explicitly to every builder."""

@@ -166,7 +166,7 @@ class ModelRunner:
 
         The wrapper is called as the layer is, ``(positions, hidden_states, kv_caches,
         attn_metadata) -> hidden_states``, and must return what the layer would. It is the one
-        sanctioned way to instrument layers (``harness.memory.replay`` replays their allocations);
+        sanctioned way to instrument layers (``harness.simulation.replay`` replays their allocations);
         weights and KV caches stay where they are. Wrapping again wraps the wrappers.
         """
         layers = self.model.model.layers

@@ -27,11 +27,10 @@ from harness.reference.config import (
     VllmConfig,
     get_model_config,
 )
-from harness.reference.kv_cache_utils import kv_cache_config_for_num_blocks
+from harness.reference.engine import Engine, start_engine
 from harness.reference.model import LlamaForCausalLM
 from harness.reference.outputs import CachedRequestData, NewRequestData, SchedulerOutput
-from harness.reference.runner import ModelRunner
-from harness.reference.scheduler import Request, Scheduler
+from harness.reference.scheduler import Request
 from harness.reference.step_trace import StepTrace
 
 ORACLE_TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
@@ -231,17 +230,19 @@ def record_step(trace: StepTrace, step: int, model: LlamaForCausalLM | None = No
     )
 
 
-def build_runner(
+def scenario_engine(
     scenario: Scenario, attn_backend: str | type[AttentionBackend] | None = None
-) -> ModelRunner:
-    """A CPU runner for ``scenario``: profiled, KV cache of ``num_gpu_blocks`` blocks initialised."""
-    config = scenario.vllm_config
-    runner = ModelRunner(config, "cpu", attn_backend or scenario.backend, seed=scenario.seed)
-    runner.profile_run()
-    runner.initialize_kv_cache(
-        kv_cache_config_for_num_blocks(config, runner.get_kv_cache_spec(), scenario.num_gpu_blocks)
+) -> Engine:
+    """A CPU engine for ``scenario``: profiled, ``num_gpu_blocks`` KV cache blocks, every step
+    traced."""
+    return start_engine(
+        scenario.vllm_config,
+        attn_backend or scenario.backend,
+        scenario.num_gpu_blocks,
+        seed=scenario.seed,
+        profile=True,
+        trace=True,
     )
-    return runner
 
 
 def run_scenario(
@@ -250,7 +251,8 @@ def run_scenario(
     max_steps: int = 200,
 ) -> ScenarioResult:
     """Run ``scenario`` to completion on the CPU, recording and checking every step."""
-    runner = build_runner(scenario, attn_backend)
+    engine = scenario_engine(scenario, attn_backend)
+    runner = engine.runner
     result = ScenarioResult(scenario)
     rng = np.random.default_rng(scenario.seed)
     vocab_size = scenario.model_config.vocab_size
@@ -262,24 +264,19 @@ def run_scenario(
             result.steps.append(record_step(trace, step, model))
         return result
 
-    assert runner.kv_cache_config is not None
-    scheduler = Scheduler(scenario.vllm_config.scheduler_config, runner.kv_cache_config)
     pending = sorted(enumerate(scenario.requests), key=lambda ir: ir[1].arrival_step)
-    step = 0
-    while pending or scheduler.has_unfinished_requests():
+    while pending or engine.has_unfinished_requests():
+        step = engine.num_steps
         if step >= max_steps:
             raise HarnessError(f"scenario {scenario.name!r} did not finish in {max_steps} steps")
         while pending and pending[0][1].arrival_step <= step:
             i, spec = pending.pop(0)
             prompt = rng.integers(0, vocab_size, spec.prompt_len).tolist()
-            scheduler.add_request(Request(f"req-{i}", prompt, spec.max_tokens))
-        scheduler_output = scheduler.schedule()
-        model_runner_output = runner.execute_model(scheduler_output, trace=True)
-        if model_runner_output.trace is not None:
-            result.steps.append(record_step(model_runner_output.trace, step, model))
-        scheduler.update_from_output(scheduler_output, model_runner_output)
-        step += 1
-    result.num_preemptions = scheduler.num_preemptions
+            engine.add_requests([Request(f"req-{i}", prompt, spec.max_tokens)])
+        trace = engine.step().runner_output.trace
+        if trace is not None:
+            result.steps.append(record_step(trace, step, model))
+    result.num_preemptions = engine.scheduler.num_preemptions
     return result
 
 

@@ -17,8 +17,6 @@ file without it, as the upstream source was.
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
 from harness.reference.backends.mla.rocm_aiter_mla import (
@@ -26,9 +24,7 @@ from harness.reference.backends.mla.rocm_aiter_mla import (
     AiterMLADecodeMetadata,
     AiterMLAMetadataBuilder,
 )
-from harness.reference.config import get_model_config
-from harness.reference.kv_cache_interface import FullAttentionSpec
-from harness.regressions.batch import MLA_HEAD_SIZE, step_for
+from harness.reference.batch import make_batch
 from harness.regressions.checks import overrides_check
 from harness.regressions.entry import Check, CheckOutcome, Regression, Upstream, Variant
 
@@ -57,12 +53,11 @@ MIXED_BATCH = [(8, 1), (5, 1), (0, 7)]
 
 def _mixed_build(variant: Variant) -> CheckOutcome:
     """A decode-first prefill + decode batch through the variant's ``build()``."""
-    mla = dataclasses.replace(get_model_config("tiny"), num_key_value_heads=1)
-    spec = FullAttentionSpec(
-        block_size=4, num_kv_heads=1, head_size=MLA_HEAD_SIZE, dtype=torch.float32, use_mla=True
+    computed, scheduled = zip(*MIXED_BATCH, strict=True)
+    step = make_batch(list(computed), list(scheduled), block_size=4, num_kv_heads=1, use_mla=True)
+    builder = variant.backend.get_builder_cls()(
+        step.spec, step.block_table, step.vllm_config, "cpu"
     )
-    step = step_for(spec, MIXED_BATCH, mla)
-    builder = variant.backend.get_builder_cls()(spec, step.block_table, step.vllm_config, "cpu")
     try:
         metadata = builder.build(common_prefix_len=0, common_attn_metadata=step.common)
     except TypeError as exc:

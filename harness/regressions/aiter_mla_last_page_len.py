@@ -18,8 +18,6 @@ uses MLA's head size 576 and pages of 4 tokens, so that last pages of 1 to 4 tok
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
 from harness.reference.backends.flashinfer import paged_kv_to_block_table
@@ -28,10 +26,8 @@ from harness.reference.backends.mla.rocm_aiter_mla import (
     AiterMLADecodeMetadata,
     AiterMLAMetadataBuilder,
 )
-from harness.reference.config import get_model_config
-from harness.reference.kv_cache_interface import FullAttentionSpec
+from harness.reference.batch import make_batch
 from harness.reference.oracle import to_int_list
-from harness.regressions.batch import MLA_HEAD_SIZE, step_for
 from harness.regressions.entry import Check, CheckOutcome, Regression, Upstream, Variant
 
 
@@ -61,10 +57,13 @@ DECODES = [(8, 1), (5, 1), (7, 1), (2, 1)]
 
 def _decode_pages(variant: Variant) -> CheckOutcome:
     """The CSR pages AITER's decode kernel reads must hold exactly each request's tokens."""
-    mla = dataclasses.replace(get_model_config("tiny"), num_key_value_heads=1)
-    spec = FullAttentionSpec(PAGE_SIZE, 1, MLA_HEAD_SIZE, torch.float32, use_mla=True)
-    step = step_for(spec, [*DECODES, (0, 6)], mla)
-    builder = variant.backend.get_builder_cls()(spec, step.block_table, step.vllm_config, "cpu")
+    computed, scheduled = zip(*DECODES, (0, 6), strict=True)
+    step = make_batch(
+        list(computed), list(scheduled), block_size=PAGE_SIZE, num_kv_heads=1, use_mla=True
+    )
+    builder = variant.backend.get_builder_cls()(
+        step.spec, step.block_table, step.vllm_config, "cpu"
+    )
     decode = builder.build(common_prefix_len=0, common_attn_metadata=step.common).decode
     if not isinstance(decode, AiterMLADecodeMetadata):
         return CheckOutcome(True, f"no AITER decode metadata: {decode!r}")

@@ -28,10 +28,9 @@ from harness.errors import HarnessError
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.backends.mla.common import MLACommonBackend
 from harness.reference.config import VllmConfig
-from harness.reference.kv_cache_utils import kv_cache_config_for_num_blocks
-from harness.reference.outputs import SchedulerOutput
+from harness.reference.engine import Engine, start_engine
 from harness.reference.runner import ModelRunner
-from harness.reference.scheduler import Request, Scheduler
+from harness.reference.scheduler import Request
 from harness.regressions.entry import Check, CheckOutcome, Variant
 
 SUPPRESSION = re.compile(r"#\s*harness:\s*ignore\[[^\]]*\]")
@@ -63,27 +62,19 @@ def _source_file(cls: type) -> Path | None:
     return None if path is None else Path(path).resolve()
 
 
-def start_engine(
+def variant_engine(
     variant: Variant, vllm_config: VllmConfig, num_blocks: int, prompts: list[tuple[int, int]]
-) -> tuple[ModelRunner, Scheduler]:
-    """A CPU runner of the variant with ``num_blocks`` KV cache blocks and a scheduler holding
-    one request per ``(prompt_len, max_tokens)``; nothing executed yet."""
-    runner = (variant.runner or ModelRunner)(vllm_config, "cpu", variant.backend)
-    spec = runner.get_kv_cache_spec()
-    kv_cache_config = kv_cache_config_for_num_blocks(vllm_config, spec, num_blocks)
-    runner.initialize_kv_cache(kv_cache_config)
-    scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_config)
-    for i, (prompt_len, max_tokens) in enumerate(prompts):
-        prompt = [(7 * i + j) % 97 for j in range(prompt_len)]
-        scheduler.add_request(Request(f"req-{i}", prompt, max_tokens))
-    return runner, scheduler
-
-
-def step(runner: ModelRunner, scheduler: Scheduler) -> SchedulerOutput:
-    """Schedule and execute one step; returns what was scheduled."""
-    scheduler_output = scheduler.schedule()
-    scheduler.update_from_output(scheduler_output, runner.execute_model(scheduler_output))
-    return scheduler_output
+) -> Engine:
+    """A CPU engine of the variant with ``num_blocks`` KV cache blocks, holding one request per
+    ``(prompt_len, max_tokens)``; nothing executed yet."""
+    engine = start_engine(
+        vllm_config, variant.backend, num_blocks, runner_cls=variant.runner or ModelRunner
+    )
+    engine.add_requests(
+        Request(f"req-{i}", [(7 * i + j) % 97 for j in range(prompt_len)], max_tokens)
+        for i, (prompt_len, max_tokens) in enumerate(prompts)
+    )
+    return engine
 
 
 # -- overrides -------------------------------------------------------------------------------
@@ -225,8 +216,8 @@ def scaling_check(*, model: str = "tiny", max_steps: int | None = 2) -> Check:
     """The scaling detector on ``model``: only the KV cache may scale with ``num_blocks``."""
 
     def run(variant: Variant) -> CheckOutcome:
-        from harness.memory.scaling import detect_scaling
-        from harness.memory.workload import get_workload
+        from harness.simulation.scaling import detect_scaling
+        from harness.simulation.workload import get_workload
 
         if variant.runner is not None:
             raise HarnessError("the scaling detector runs the reference runner")
@@ -253,9 +244,9 @@ def simulate_check(
     """vLLM's sizing, then gsm8k on a simulated ``device``: every allocation must fit."""
 
     def run(variant: Variant) -> CheckOutcome:
-        from harness.memory.simulate import simulate
         from harness.memory.sizes import format_size
-        from harness.memory.workload import gsm8k
+        from harness.simulation.simulate import simulate
+        from harness.simulation.workload import gsm8k
 
         if variant.runner is not None:
             raise HarnessError("the simulation runs the reference runner")

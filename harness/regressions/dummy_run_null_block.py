@@ -26,7 +26,7 @@ from harness.reference.backends.flash_attn import FlashAttentionBackend
 from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
 from harness.reference.oracle import to_int_list
 from harness.reference.runner import ModelRunner
-from harness.regressions.checks import start_engine
+from harness.regressions.checks import variant_engine
 from harness.regressions.entry import Check, CheckOutcome, Regression, Upstream, Variant
 
 
@@ -67,7 +67,7 @@ def _dummy_run_writes(variant: Variant) -> CheckOutcome:
             max_num_seqs=4, max_num_batched_tokens=32, max_model_len=32
         ),
     )
-    runner, _ = start_engine(variant, config, NUM_BLOCKS, [])
+    runner = variant_engine(variant, config, NUM_BLOCKS, []).runner
     before = {name: cache.clone() for name, cache in runner.kv_caches.items()}
     runner._dummy_run(16, skip_attn=False)  # pyright: ignore[reportPrivateUsage]
     shape = variant.backend.get_kv_cache_shape(NUM_BLOCKS, BLOCK_SIZE, 1, 1)

@@ -32,7 +32,7 @@ from harness.reference.config import (
     VllmConfig,
     get_current_vllm_config,
 )
-from harness.regressions.checks import start_engine, step
+from harness.regressions.checks import variant_engine
 from harness.regressions.entry import Check, CheckOutcome, Regression, Upstream, Variant
 
 
@@ -78,10 +78,10 @@ def _plan_parameters(variant: Variant) -> CheckOutcome:
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConfigReadOutsideContextWarning)
-        runner, scheduler = start_engine(variant, config, 32, [(9, 3), (6, 3)])
-        step(runner, scheduler)
-        step(runner, scheduler)
-    builder = runner.attn_metadata_builders[0]
+        engine = variant_engine(variant, config, 32, [(9, 3), (6, 3)])
+        engine.step()
+        engine.step()
+    builder = engine.runner.attn_metadata_builders[0]
     if not isinstance(builder, FlashInferMetadataBuilder):
         raise HarnessError(f"{variant.label} is not a FlashInfer-style backend")
     params = builder.global_hyperparameters  # what the two builds planned with

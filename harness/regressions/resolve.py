@@ -155,6 +155,6 @@ def resolve_backend(spec: str) -> type[AttentionBackend]:
 
 def resolve_labelled_backend(spec: str) -> tuple[str, type[AttentionBackend]]:
     """``(label, backend)`` for ``--regression spec`` of the memory commands: the resolver
-    ``harness.cli`` hands ``harness.memory.cli`` (the label is the entry id, or ``spec``)."""
+    ``harness.cli`` hands ``harness.simulation.cli`` (the label is the entry id, or ``spec``)."""
     target = resolve_target(spec)
     return (target.id if isinstance(target, Regression) else spec), target.backend

@@ -8,8 +8,6 @@ import pytest
 
 from harness.eval.engine import ReferenceEngine, SamplingParams
 from harness.eval.tokenizer import Tokenizer
-from harness.memory.ledger import Ledger
-from harness.memory.tracker import MemoryTracker
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.config import SchedulerConfig, VllmConfig, get_model_config
 
@@ -19,14 +17,14 @@ TOKENIZER = Tokenizer.train(["the answer is 42 and then Question: next"] * 2)
 
 
 def _engine(
-    max_num_seqs: int = 8, max_num_batched_tokens: int = 256, tracker: MemoryTracker | None = None
+    max_num_seqs: int = 8, max_num_batched_tokens: int = 256, track_memory: bool = False
 ) -> ReferenceEngine:
     tiny = get_model_config("tiny")
     model = dataclasses.replace(tiny, vocab_size=TOKENIZER.vocab_size, max_model_len=512)
     limits = SchedulerConfig(max_num_seqs, max_num_batched_tokens, model.max_model_len)
     config = VllmConfig(model_config=model, scheduler_config=limits)
     return ReferenceEngine(
-        config, TOKENIZER, backend=FlashInferBackend, num_gpu_blocks=256, tracker=tracker
+        config, TOKENIZER, backend=FlashInferBackend, num_gpu_blocks=256, track_memory=track_memory
     )
 
 
@@ -89,8 +87,9 @@ def test_a_stopped_request_leaves_the_batch_while_others_continue() -> None:
 
 
 def test_greedy_tokens_score_as_greedy_and_memory_is_tracked() -> None:
-    tracker = MemoryTracker(Ledger(), devices=("cpu",), all_threads=False)
-    engine = _engine(tracker=tracker)
+    engine = _engine(track_memory=True)
+    assert engine.tracker is not None
+    tracker = engine.tracker
     prompt = TOKENIZER.encode("the answer is")
     (output,) = engine.generate([prompt], [SamplingParams(max_tokens=3)])
     # The paged engine's greedy continuation is the dense forward's argmax too.
@@ -100,3 +99,20 @@ def test_greedy_tokens_score_as_greedy_and_memory_is_tracked() -> None:
     assert report.device == "cpu" and report.peak_bytes == tracker.ledger.peak_bytes > 0
     assert report.oom is None and report.top_sites
     assert any("kv_caches" in site.line_text for site in report.top_sites)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_the_memory_report_counts_allocations_made_in_other_threads() -> None:
+    """``harness-ref`` (what ``eval gsm8k`` runs): a builder's KV cache copy in a worker thread
+    is in the CPU memory report; on ``meta`` it runs out of memory as on the main thread."""
+    from harness.eval.lm import HarnessRefLM
+    from harness.eval.simulated import EngineOutOfMemoryError
+    from suites.simulation.variants import ThreadedOOMBackend
+
+    lm = HarnessRefLM(model="tiny", backend=ThreadedOOMBackend, quiet=True, num_gpu_blocks=256)
+    lm.engine.generate([[1, 2, 3]], [SamplingParams(max_tokens=2)])
+    sites = lm.engine.memory_report().top_sites
+    assert any(s.source and s.source.startswith("suites/simulation/variants.py:") for s in sites)
+    meta = HarnessRefLM(model="llama-3.1-8b", device="meta:h100-95", backend=ThreadedOOMBackend)
+    with pytest.raises(EngineOutOfMemoryError, match=r"Tried to allocate 2\.12 GiB"):
+        meta.engine.generate([[1] * 900] * 4, [SamplingParams(max_tokens=8)] * 4)

@@ -29,7 +29,7 @@ def test_the_length_model_is_seeded_per_prompt_and_capped() -> None:
     [("h100-95", (1024, 16384)), ("b200", (1024, 16384)), ("a100-80", (256, 8192))],
 )
 def test_vllm_default_limits(profile: str, expected: tuple[int, int]) -> None:
-    limits = vllm_default_limits(get_device_profile(profile))
+    limits = vllm_default_limits(get_device_profile(profile), 2048)
     assert (limits.max_num_seqs, limits.max_num_batched_tokens) == expected
 
 

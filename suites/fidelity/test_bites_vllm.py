@@ -19,8 +19,8 @@ from harness.fidelity.differential import Differential, run_differential
 from harness.fidelity.differentials import DIFFERENTIALS
 from harness.fidelity.source import locate_vllm_source
 from harness.fidelity.vllm import VllmCode, open_vllm
-from harness.memory import sizing
 from harness.reference import kv_cache_utils
+from harness.reference import worker as sizing
 from harness.reference.backends import flashinfer
 from harness.reference.backends.flash_attn import (
     FlashAttentionBackend,

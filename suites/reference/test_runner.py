@@ -13,6 +13,7 @@ import torch
 from harness.errors import HarnessError
 from harness.reference.backends import get_attn_backend
 from harness.reference.backends.abstract import (
+    AttentionBackend,
     InputBatchLike,
     SchedulerOutputLike,
 )
@@ -31,15 +32,24 @@ from harness.reference.outputs import NewRequestData, SchedulerOutput
 from harness.reference.runner import ModelRunner
 from harness.reference.scenarios import (
     Scenario,
-    build_runner,
     dense_check,
     get_scenario,
     oracle_tolerance,
+    scenario_engine,
 )
 from harness.reference.scheduler import Request, Scheduler
 from harness.reference.step_trace import StepTrace
 
 TINY = get_model_config("tiny")
+
+
+def build_runner(
+    scenario: Scenario, attn_backend: str | type[AttentionBackend] | None = None
+) -> ModelRunner:
+    """The scenario engine's runner, for tests that drive it by hand."""
+    return scenario_engine(scenario, attn_backend).runner
+
+
 HYBRID = get_model_config("tiny-hybrid")
 SLIDING = dataclasses.replace(
     TINY, name="tiny-sliding", sliding_window=5, layer_types=("sliding_attention",) * 2

@@ -15,11 +15,11 @@ from harness.reference.scenarios import (
     SCENARIOS,
     ScenarioResult,
     StepRecord,
-    build_runner,
     dense_check,
     get_scenario,
     record_step,
     run_scenario,
+    scenario_engine,
     summarize_value,
 )
 from harness.reference.scheduler import Request, Scheduler
@@ -89,7 +89,7 @@ def test_chunked_and_preemption_scenarios_do_what_they_say() -> None:
 def test_a_nan_in_a_later_request_is_the_steps_error() -> None:
     """Python's ``max(0.1, nan)`` is 0.1: a NaN must not vanish from the reported error."""
     scenario = get_scenario("mixed-prefill-decode")
-    runner = build_runner(scenario)
+    runner = scenario_engine(scenario).runner
     assert runner.kv_cache_config is not None
     scheduler = Scheduler(scenario.vllm_config.scheduler_config, runner.kv_cache_config)
     scheduler.add_request(Request("a", [1, 2, 3], 2))

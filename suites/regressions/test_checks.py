@@ -8,8 +8,9 @@ from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flash_attn import FlashAttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.backends.mla.rocm_aiter_mla import AiterMLABackend
-from harness.regressions import Variant
-from harness.regressions.checks import generic_checks
+from harness.regressions import Check, Variant
+from harness.regressions.checks import generic_checks, scaling_check, simulate_check
+from suites.simulation.variants import ThreadedOOMBackend
 
 COMMON = [
     "overrides",
@@ -33,3 +34,14 @@ MEMORY = ["scaling", "simulate:h100-95"]
 )
 def test_generic_checks_fit_the_backend(backend: type[AttentionBackend], names: list[str]) -> None:
     assert [check.name for check in generic_checks(Variant(backend))] == names
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize(
+    "check", [simulate_check(max_steps=1), scaling_check(max_steps=1)], ids=lambda c: c.name
+)
+def test_a_variant_that_allocates_in_a_thread_fails_the_memory_checks(check: Check) -> None:
+    """What ``regressions verify`` runs on a user's variant: the thread's KV cache copy is seen."""
+    outcome = check.run(Variant(ThreadedOOMBackend))
+    assert outcome.failed, outcome.detail
+    assert "aten.clone" in outcome.detail or "out of memory" in outcome.detail

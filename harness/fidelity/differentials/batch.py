@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.reference.batch import common_metadata
 from harness.reference.block_table import BlockTable
 from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
@@ -274,19 +275,7 @@ def reference_config(case: BatchCase) -> VllmConfig:
 
 def reference_common(case: BatchCase) -> CommonAttentionMetadata:
     """``CommonAttentionMetadata`` as the reference runner builds it for ``case``."""
-    n = len(case.reqs)
-    qsl = torch.tensor(case.query_start_loc(), dtype=torch.int32)
-    seq_lens = torch.tensor([r.seq_len for r in case.reqs], dtype=torch.int32)
-    return CommonAttentionMetadata(
-        query_start_loc=qsl.clone(),
-        query_start_loc_cpu=qsl,
-        seq_lens=seq_lens.clone(),
-        seq_lens_cpu=seq_lens,
-        num_computed_tokens_cpu=torch.tensor([r.computed for r in case.reqs], dtype=torch.int32),
-        num_reqs=n,
-        num_actual_tokens=case.num_tokens,
-        max_query_len=max(r.scheduled for r in case.reqs),
-    )
+    return common_metadata([r.computed for r in case.reqs], [r.scheduled for r in case.reqs])
 
 
 def vllm_model_config(num_heads: int, num_kv_heads: int, head_size: int) -> SimpleNamespace:

@@ -2,7 +2,7 @@
 
 vLLM's side runs ``vllm/v1/worker/gpu_worker.py``'s ``Worker.determine_available_memory`` with a
 fake ``torch.cuda`` whose ``mem_get_info`` and ``memory_stats`` report the drawn device state. The
-reference's side runs :func:`harness.memory.sizing.size_kv_cache` on a fake runner and tracker that
+reference's side runs :func:`harness.reference.worker.size_kv_cache` on a fake runner and tracker that
 report the same state; the available memory it hands to ``get_kv_cache_config`` is its answer.
 """
 
@@ -19,7 +19,7 @@ import torch
 
 from harness.fidelity.differential import Differential
 from harness.fidelity.vllm import VllmCode
-from harness.memory import sizing
+from harness.reference import worker as sizing
 from harness.reference.config import CacheConfig, VllmConfig
 from harness.reference.kv_cache_interface import KVCacheConfig
 

@@ -10,9 +10,10 @@ import torch
 
 from harness.reference.backends import available_backends, get_attn_backend
 from harness.reference.backends.flash_attn import FlashAttentionImpl, FlashAttentionMetadataBuilder
+from harness.reference.batch import make_batch
 from harness.reference.config import ConfigReadOutsideContextWarning
 
-from .batches import FakeInputBatch, FakeSchedulerOutput, make_batch
+from .batches import FakeInputBatch, FakeSchedulerOutput
 
 
 @pytest.mark.parametrize("name", available_backends())

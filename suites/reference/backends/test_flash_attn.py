@@ -14,9 +14,10 @@ from harness.reference.backends.flash_attn import (
     use_cascade_attention,
 )
 from harness.reference.backends.utils import compute_cascade_attn_prefix_len
+from harness.reference.batch import Batch, make_batch
 from harness.reference.oracle import FP32_ATOL, FP32_RTOL
 
-from .batches import Batch, expected_attention, make_batch, make_kv, new_tokens, write_history
+from .batches import expected_attention, make_kv, new_tokens, write_history
 
 
 def _builder(batch: Batch, device: str = "cpu") -> FlashAttentionMetadataBuilder:

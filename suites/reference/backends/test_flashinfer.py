@@ -20,6 +20,7 @@ from harness.reference.backends.flashinfer import (
     paged_kv_to_block_table,
     plan_calls,
 )
+from harness.reference.batch import Batch, make_batch
 from harness.reference.config import (
     ConfigReadOutsideContextWarning,
     VllmConfig,
@@ -28,11 +29,9 @@ from harness.reference.config import (
 from harness.reference.oracle import FP32_ATOL, FP32_RTOL
 
 from .batches import (
-    Batch,
     FakeInputBatch,
     FakeSchedulerOutput,
     expected_attention,
-    make_batch,
     make_kv,
     new_tokens,
     write_history,

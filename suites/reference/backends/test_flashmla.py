@@ -13,8 +13,7 @@ from harness.reference.backends.mla.flashmla import (
     get_mla_metadata,
     get_num_sm_parts,
 )
-
-from .batches import make_batch
+from harness.reference.batch import make_batch
 
 
 def test_two_requests_fit_one_partition_each() -> None:

@@ -17,14 +17,13 @@ from harness.reference.backends.mla.common import (
     MLACommonMetadata,
     MLACommonMetadataBuilder,
 )
+from harness.reference.batch import Batch, make_batch
 from harness.reference.oracle import FP32_ATOL, FP32_RTOL, concat_and_cache_mla
 
 from .batches import (
-    Batch,
     FakeInputBatch,
     FakeSchedulerOutput,
     expected_attention,
-    make_batch,
     new_tokens,
 )
 

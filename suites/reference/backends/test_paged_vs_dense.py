@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.reference.backends import get_attn_backend
+from harness.reference.batch import make_batch
 from harness.reference.oracle import FP32_ATOL, FP32_RTOL
 
-from .batches import expected_attention, make_batch, make_kv, new_tokens, write_history
+from .batches import expected_attention, make_kv, new_tokens, write_history
 
 BATCHES = st.lists(st.tuples(st.integers(0, 40), st.integers(1, 7)), min_size=1, max_size=5)
 BLOCK_SIZES = {"FLASH_ATTN": [16, 32], "FLASHINFER": [1, 2, 4, 16]}

@@ -7,8 +7,7 @@ from harness.reference.backends.mla.rocm_aiter_mla import (
     AiterMLADecodeMetadata,
     AiterMLAMetadataBuilder,
 )
-
-from .batches import make_batch
+from harness.reference.batch import make_batch
 
 
 def test_decode_paged_kv_tensors_hand_computed() -> None:

@@ -1,59 +1,39 @@
 """Scaling detector: which allocations grow with ``num_blocks``?
 
-vLLM sizes ``num_blocks`` to fill whatever the profiling run left, so any allocation made after
-profiling whose size grows with ``num_blocks`` is an out-of-memory error waiting for a larger GPU
-(the FlashInfer gsm8k OOM was one). The KV cache itself is the only allocation allowed to scale.
-
-``detect_scaling(model="tiny", workload=tiny(), backend=...)`` runs the same workload twice, with
-the KV cache given exactly ``num_blocks[0]`` and then ``num_blocks[1]`` blocks, records every
-allocation of each run (op, size, shape, source line, region: ``initialize_kv_cache`` or
-``step N``), pairs the two runs allocation by allocation within each region (same op and source
-line in the same order) and reports every pair whose size differs, with its bytes per block. An
-allocation whose size does not change (a constant per-step workspace, however large) is not a
-finding. Both block counts must hold the whole workload without preemption, so the two runs
-schedule identically; the detector checks that they did.
-
-The defaults are chosen so that the class is caught however a variant writes it:
-
-- **device ``meta``**: every device allocation is an aten op on ``meta``, including a tensor built
-  on the host (with numpy, say) and moved to the device; on the CPU that move is a no-op and the
-  host buffer is no aten allocation, so it would pass unseen;
-- **KV cache dtype bfloat16** (what deployments run; the ``tiny`` preset is float32): a cast of the
-  cache to float32 copies it; at float32 the cast returns the cache itself and allocates nothing.
-
-Torch is pinned to one intra-op thread while it runs. What scales with ``num_blocks`` does so at
-every model size, so the tiny model is enough; ``device="cpu"`` runs real data (the model must be
-small). What the tracker cannot see, it cannot report: memory a kernel allocates internally
-(im2col columns, LAPACK work arrays, cuBLAS or FlashInfer workspaces) never becomes a tensor.
+vLLM sizes ``num_blocks`` to fill whatever profiling left, so an allocation made after profiling
+whose size grows with ``num_blocks`` is an out-of-memory error waiting for a larger GPU; only the
+KV cache may scale. ``detect_scaling(model="tiny", workload=tiny(), backend=...)`` runs the
+workload at two block counts, pairs the two runs' allocations region by region (same op and source
+line, in order) and reports every pair whose size differs, with its bytes per block. Both counts
+must hold the workload without preemption, so the runs schedule alike (checked). The defaults,
+device ``meta`` and a bfloat16 KV cache, catch what the CPU or float32 would hide (a host-built
+tensor moved to the device, a cast of the cache); see ``docs/simulation.md``. What never becomes a
+tensor (a kernel's internal workspace) is not seen.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
 
 from harness.errors import HarnessError
 from harness.memory.allocation import Allocation
-from harness.memory.engine_config import engine_config
 from harness.memory.ledger import Ledger
 from harness.memory.sizes import GiB, format_size
-from harness.memory.threads import one_torch_thread
-from harness.memory.tracker import MemoryTracker
-from harness.memory.workload import Workload
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.config import VllmConfig
-from harness.reference.kv_cache_utils import (
-    InsufficientKVCacheMemoryError,
-    kv_cache_config_for_num_blocks,
-)
+from harness.reference.engine import memory_tracker, start_engine, tracking
+from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.model import weight_bytes
 from harness.reference.runner import ModelRunner
-from harness.reference.scheduler import Request, Scheduler
+from harness.reference.scheduler import Request
+from harness.simulation.engine_config import engine_config
+from harness.simulation.workload import Workload
 
 KV_CACHE_REGION = "initialize_kv_cache"
 DEFAULT_NUM_BLOCKS = (64, 128)
@@ -89,18 +69,6 @@ class ScalingAllocation:
             f"{self.bytes_per_block:g} bytes/block  {self.op} [{shapes}] in {self.region}{times}\n"
             f"    at {where}{line}"
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "region": self.region,
-            "op": self.op,
-            "source": self.source,
-            "line_text": self.line_text,
-            "nbytes": list(self.nbytes),
-            "shape": [list(s) for s in self.shape],
-            "bytes_per_block": self.bytes_per_block,
-            "count": self.count,
-        }
 
 
 @dataclass
@@ -153,8 +121,8 @@ class ScalingReport:
             "num_blocks": list(self.num_blocks),
             "num_steps": self.num_steps,
             "ok": self.ok,
-            "kv_cache": [x.to_dict() for x in self.kv_cache],
-            "findings": [x.to_dict() for x in self.findings],
+            "kv_cache": [asdict(x) for x in self.kv_cache],
+            "findings": [asdict(x) for x in self.findings],
         }
 
 
@@ -175,45 +143,43 @@ def _run(
     device: str,
     max_steps: int | None,
 ) -> _Run:
-    runner = ModelRunner(vllm_config, device, backend)
-    spec = runner.get_kv_cache_spec()
-    try:
-        kv_cache_config = kv_cache_config_for_num_blocks(vllm_config, spec, num_blocks)
-    except InsufficientKVCacheMemoryError as exc:
-        raise HarnessError(f"num_blocks={num_blocks} is too small: {exc}") from None
     ledger = Ledger()
     allocations: dict[str, list[Allocation]] = {}
     schedule: list[tuple[int, tuple[tuple[str, int], ...]]] = []
-    tracker = MemoryTracker(ledger, devices=(torch.device(device).type,), all_threads=False)
-    with tracker, torch.inference_mode():
-        with _recorded(ledger, KV_CACHE_REGION, allocations):
-            runner.initialize_kv_cache(kv_cache_config)
-        scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_config)
-        for request in workload.requests:
-            try:
-                scheduler.add_request(
-                    Request(request.request_id, [1] * request.prompt_len, request.output_len)
-                )
-            except ValueError as exc:
-                raise HarnessError(f"workload {workload.name!r} does not fit: {exc}") from None
-        step = 0
-        while scheduler.has_unfinished_requests() and (max_steps is None or step < max_steps):
-            with _recorded(ledger, f"step {step}", allocations):
-                scheduler_output = scheduler.schedule()
-                output = runner.execute_model(scheduler_output)
-                scheduler.update_from_output(scheduler_output, output)
-            schedule.append(
+    with tracking(memory_tracker(ledger, device)):
+        try:
+            engine = start_engine(
+                vllm_config,
+                backend,
+                num_blocks,
+                device=device,
+                kv_cache_region=_recorded(ledger, KV_CACHE_REGION, allocations),
+                wrap_step=lambda step: _recorded(ledger, f"step {step}", allocations),
+            )
+        except InsufficientKVCacheMemoryError as exc:
+            raise HarnessError(f"num_blocks={num_blocks} is too small: {exc}") from None
+        try:
+            engine.add_requests(
+                Request(r.request_id, [1] * r.prompt_len, r.output_len) for r in workload.requests
+            )
+        except ValueError as exc:
+            raise HarnessError(f"workload {workload.name!r} does not fit: {exc}") from None
+        engine.run(
+            lambda step: schedule.append(
                 (
-                    scheduler_output.total_num_scheduled_tokens,
-                    tuple(sorted(scheduler_output.num_scheduled_tokens.items())),
+                    step.scheduler_output.total_num_scheduled_tokens,
+                    tuple(sorted(step.scheduler_output.num_scheduled_tokens.items())),
                 )
-            )
-            step += 1
-        if scheduler.num_preemptions:
+            ),
+            max_steps=max_steps,
+        )
+        if engine.scheduler.num_preemptions:
             raise HarnessError(
-                f"num_blocks={num_blocks} is too small for the workload ({scheduler.num_preemptions} "
-                "preemptions): the two runs would not schedule alike; use more blocks"
+                f"num_blocks={num_blocks} is too small for the workload "
+                f"({engine.scheduler.num_preemptions} preemptions): the two runs would not "
+                "schedule alike; use more blocks"
             )
+    spec = engine.runner.get_kv_cache_spec()
     page_size = max(s.page_size_bytes for s in spec.values())
     return _Run(allocations=allocations, schedule=schedule, page_size_bytes=page_size)
 
@@ -283,13 +249,8 @@ def detect_scaling(
     vllm_config = engine_config(model, workload, dtype=dtype)
     if device == "cpu":
         _check_fits_on_the_cpu(vllm_config, max(num_blocks))
-    with one_torch_thread():
-        run_a = _run(
-            vllm_config, backend or FlashInferBackend, workload, a_blocks, device, max_steps
-        )
-        run_b = _run(
-            vllm_config, backend or FlashInferBackend, workload, b_blocks, device, max_steps
-        )
+    run_a = _run(vllm_config, backend or FlashInferBackend, workload, a_blocks, device, max_steps)
+    run_b = _run(vllm_config, backend or FlashInferBackend, workload, b_blocks, device, max_steps)
     if run_a.schedule != run_b.schedule:
         raise HarnessError("the two runs scheduled differently; cannot compare their allocations")
     report = ScalingReport(

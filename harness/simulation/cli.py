@@ -3,10 +3,10 @@
 Subcommands (thin: parse, call the library, print):
 
 - ``simulate``: size the KV cache as vLLM does and run a workload on a simulated device
-  (:func:`harness.memory.simulate.simulate`); exit 0 when every step fits, 1 on an out-of-memory
+  (:func:`harness.simulation.simulate.simulate`); exit 0 when every step fits, 1 on an out-of-memory
   error, 2 on usage errors. ``--json`` prints one JSON object, ``--plot FILE.png`` draws the run.
 - ``scaling``: report allocations whose size changes with ``num_blocks``
-  (:func:`harness.memory.scaling.detect_scaling`); exit 1 when anything but the KV cache scales.
+  (:func:`harness.simulation.scaling.detect_scaling`); exit 1 when anything but the KV cache scales.
 - ``devices``: the simulated device profiles.
 
 ``--regression NAME`` runs a backend variant instead of the reference backend. This package does
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from harness.errors import HarnessError
 from harness.memory.devices import DEVICE_PROFILES
 from harness.memory.sizes import format_size, parse_size
-from harness.memory.workload import get_workload
 
 if TYPE_CHECKING:
     from harness.reference.backends.abstract import AttentionBackend
@@ -155,14 +154,16 @@ def _simulate(args: argparse.Namespace) -> int:
     _positive(args.max_steps, "--max-steps")
     _positive(args.top, "--top")
     if args.plot is not None:
-        from harness.memory.plot import check_plot_path
+        from harness.simulation.plot import check_plot_path
 
         check_plot_path(args.plot)
     non_torch = None if args.non_torch is None else parse_size(args.non_torch)
+    from harness.simulation.workload import get_workload
+
     workload = get_workload(args.workload)
     name, backend = _backend(args)
 
-    from harness.memory.simulate import simulate
+    from harness.simulation.simulate import simulate
 
     result = simulate(
         model=args.model,
@@ -177,7 +178,7 @@ def _simulate(args: argparse.Namespace) -> int:
         top_k=args.top,
     )
     if args.plot is not None:
-        from harness.memory.plot import plot_simulation
+        from harness.simulation.plot import plot_simulation
 
         plot_simulation(result, args.plot)
     if args.json:
@@ -191,12 +192,14 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _scaling(args: argparse.Namespace) -> int:
     _positive(args.max_steps, "--max-steps")
+    from harness.simulation.workload import get_workload
+
     workload = get_workload(args.workload)
     name, backend = _backend(args)
 
     import torch
 
-    from harness.memory.scaling import detect_scaling
+    from harness.simulation.scaling import detect_scaling
 
     report = detect_scaling(
         model=args.model,

@@ -6,14 +6,15 @@ import argparse
 
 import pytest
 import torch
-from scaling_variants import CONSTANT, SCALING, WORKSPACE_BYTES
 
 from harness.errors import HarnessError
-from harness.memory import cli as memory_cli
-from harness.memory.scaling import KV_CACHE_REGION, detect_scaling
-from harness.memory.workload import tiny
 from harness.reference.backends.abstract import AttentionBackend
 from harness.regressions.flashinfer_oom import FlashInferOOMBackend
+from harness.simulation import cli as memory_cli
+from harness.simulation.scaling import KV_CACHE_REGION, detect_scaling
+from harness.simulation.workload import tiny
+
+from .variants import CONSTANT, SCALING, WORKSPACE_BYTES, ThreadedOOMBackend
 
 # tiny: block 16 x 2 KV heads x head dim 64 x (K and V) x bfloat16 = 8 KiB per block per layer.
 TINY_PAGE_SIZE = 16 * 2 * 64 * 2 * 2
@@ -91,7 +92,7 @@ def test_variants_that_scale_are_flagged_on_default_settings(name: str) -> None:
     assert not report.ok, report.format()
     (finding,) = report.findings
     assert finding.source is not None and finding.source.startswith(
-        "suites/memory/scaling_variants.py:"
+        "suites/simulation/variants.py:"
     )
     assert finding.region.startswith("step ") and finding.bytes_per_block > 0
 
@@ -133,3 +134,10 @@ def test_the_cli_flags_a_user_variant_through_the_resolver_it_is_given(
         out = capsys.readouterr().out
         assert f"tiny (bfloat16) on meta with regression {name}" in out
     assert WORKSPACE_BYTES >= 1 << 20  # "large": bigger than every per-step tensor of tiny
+
+
+def test_an_allocation_made_in_another_thread_is_flagged() -> None:
+    """A builder that copies the KV cache in a ``threading.Thread`` scales as the main-thread one."""
+    report = detect_scaling(model="tiny", workload=tiny(), backend=ThreadedOOMBackend, max_steps=1)
+    assert not report.ok, report.format()
+    assert any(f.op == "aten.clone.default" for f in report.findings), report.format()

@@ -7,8 +7,8 @@ import statistics
 import pytest
 
 from harness.errors import HarnessError
-from harness.memory import workload
-from harness.memory.workload import GSM8K_SCHEDULER_LIMITS, MAX_GEN_TOKS, get_workload, gsm8k
+from harness.simulation import workload
+from harness.simulation.workload import GSM8K_SCHEDULER_LIMITS, MAX_GEN_TOKS, get_workload, gsm8k
 
 
 def test_gsm8k_has_one_request_per_test_example() -> None:

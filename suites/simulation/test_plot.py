@@ -8,10 +8,10 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.memory.devices import get_device_profile
-from harness.memory.plot import check_plot_path, plot_simulation
-from harness.memory.simulate import simulate
 from harness.memory.sizes import KiB
-from harness.memory.workload import tiny
+from harness.simulation.plot import check_plot_path, plot_simulation
+from harness.simulation.simulate import simulate
+from harness.simulation.workload import tiny
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

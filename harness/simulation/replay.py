@@ -1,32 +1,13 @@
-"""Layer replay: identical decoder layers of a step allocate the same, so account them without
-running them.
+"""Layer replay: identical decoder layers of a step allocate the same, so account them without running.
 
-Why. On ``meta`` a Llama-3.1-8B forward is about 2000 aten ops whose meta kernels run in Python,
-and the gsm8k workload has hundreds of steps with hundreds of distinct ``(num_tokens, num_reqs)``
-shapes, so memoising whole steps by shape would barely help. What repeats is *within* a step: the
-32 decoder layers (``scripts/bench_simulate.py`` measures what replay saves).
-
-How. :func:`install_layer_replay` wraps every decoder layer through the runner's
-:meth:`~harness.reference.runner.ModelRunner.wrap_decoder_layers`. The first layer of a step runs
-for real while the :class:`~harness.memory.ledger.Ledger` records its allocation events; every
-later layer whose key matches replays the recorded events instead of running. The key is (layer
-class, sliding window, impl class, shapes and dtypes of ``positions`` and ``hidden_states``, the
-layer's KV cache shape and dtype, and the identity of the layer's metadata object).
-
-Why that is sound. On ``meta`` nothing has data, so an op's allocations depend only on shapes,
-dtypes and Python-level values; two layers with equal keys run the same code on equal shapes with
-the *same* metadata object, hence allocate the same sizes in the same order. The memo lives for
-one forward only: it holds the forward's metadata objects, so their identities are not reused
-while it lives, and :meth:`LayerReplay.clear` must empty it right after each forward (later would
-keep the metadata alive longer than the engine does). A recording is replayed only if it is self-contained: it freed
-nothing allocated before it, and the only allocation still alive at its end is the layer's
-output. The replay issues the recorded events to the ledger (so the device check runs on each
-and a replayed allocation that does not fit raises the same error, with the recorded op and
-source line), then returns a fresh untracked ``meta`` tensor of the output's shape whose death
-frees the output's allocation, as the real output's death would. A layer that keeps memory alive
-past its forward (e.g. one that caches something on the metadata) is therefore never replayed
-and runs for real every time. ``simulate(..., memoize=False)`` runs every layer; the suite checks
-both modes account identically.
+:func:`install_layer_replay` wraps every decoder layer of a runner. The first layer of a step
+runs for real while the ledger records its allocation events; every later layer with the same key
+(layer class, window, impl class, input shapes and dtypes, KV cache shape, the identity of its
+metadata object) replays the recorded events instead, so the device check runs on each, and
+returns an untracked ``meta`` tensor of the output's shape whose death frees the output. Only
+self-contained recordings replay; :meth:`LayerReplay.clear` must run right after each forward.
+Why this is sound on ``meta``: ``docs/simulation.md``. ``simulate(..., memoize=False)`` runs
+every layer; the suite checks both modes account identically.
 """
 
 from __future__ import annotations

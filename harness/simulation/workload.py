@@ -1,49 +1,12 @@
 """Request workloads for the memory simulation; the main one is gsm8k as ``lm_eval`` sends it to vLLM.
 
 ``lm_eval --model vllm --tasks gsm8k --num_fewshot 5 --batch_size auto`` hands vLLM all 1319
-requests of the gsm8k test split at once; the engine runs them with its default scheduler limits.
-No dataset may be downloaded at run time (and no installable package ships gsm8k text: the only
-PyPI hit, ``aviary-gsm8k``, is a 6 KiB wheel with no data in it), so the request lengths
-are *drawn* from a distribution derived from published statistics. The derivation:
-
-1. **What a prompt is.** lm-eval's ``lm_eval/tasks/gsm8k/gsm8k.yaml`` (version 3): ``doc_to_text:
-   "Question: {{question}}\\nAnswer:"``, ``doc_to_target: "{{answer}}"``, ``num_fewshot: 5`` drawn
-   from the ``train`` split, lm-eval's default ``target_delimiter`` ``" "`` and
-   ``fewshot_delimiter`` ``"\\n\\n"``; ``generation_kwargs``: ``until: ["Question:", "</s>",
-   "<|im_end|>"]``, ``do_sample: false`` (greedy), and the default ``max_gen_toks`` of 256. A prompt
-   is therefore ``BOS + 5 x ("Question: " q_i "\\nAnswer: " a_i "\\n\\n") + "Question: " q
-   "\\nAnswer:"``, each shot an independent random train example (lm-eval's default sampler).
-2. **How long gsm8k text is.** The dataset card (``openai/gsm8k``, config ``main``) gives
-   ``num_bytes`` 3,963,202 for 7,473 train examples and 713,732 for 1,319 test examples: 530.3 and
-   541.1 bytes per example; minus Arrow's two 4-byte string offsets, 522 and 533 characters of
-   question + answer. The questions hold :data:`QUESTION_CHAR_SHARE` of those characters (measured
-   on the first eight test examples of ``openai/grade-school-math``'s ``test.jsonl``).
-3. **Characters to Llama-3 tokens.** Llama 3 tokenises with tiktoken-style pre-tokenisation (words
-   with their leading space, numbers in runs of at most three digits, punctuation runs) followed by
-   BPE over a 128k vocabulary, in which almost every English pre-token is a single token. On the
-   same eight examples the pre-tokeniser gives 4.25 characters per pre-token for questions and 2.85
-   for answers (the ``<<48/2=24>>24`` calculator annotations are digit- and punctuation-dense);
-   with 8% extra tokens for BPE splits of rare words and punctuation runs this is
-   :data:`QUESTION_CHARS_PER_TOKEN` and :data:`ANSWER_CHARS_PER_TOKEN`.
-4. **Spread.** Question and answer token counts are log-normal with the means above and the
-   coefficients of variation measured on the same sample (:data:`QUESTION_CV`,
-   :data:`ANSWER_CV`), clipped to questions of 42-985 and answers of 50-1230 characters (the
-   extremes the Hugging Face dataset viewer lists for gsm8k as we recall them, not re-verified
-   here; the clip only trims the log-normal tails).
-5. **Output length.** Greedy decoding continues the few-shot pattern: the model writes a
-   gsm8k-style solution (as long as the reference answer of its test question) and then starts
-   the next ``"\\n\\nQuestion:"``, which the ``until`` stop string ends: answer + 3 tokens. A small
-   fraction :data:`RUNAWAY_FRACTION` never emits the stop string and runs to ``max_gen_toks``.
-   Stopping on a stop string frees the request's blocks exactly as reaching ``max_tokens`` does,
-   so each request is simulated with ``max_tokens`` equal to its drawn output length.
-
-Everything is drawn from ``random.Random(seed)``: the same seed gives the same workload on every
-machine. The resulting 5-shot prompts average about 935 tokens.
-
-Engine limits (:data:`GSM8K_SCHEDULER_LIMITS`): vLLM 0.9.0 ``EngineArgs._set_default_args_v1``
-uses ``max_num_seqs`` 1024 and ``max_num_batched_tokens`` 16384 for ``UsageContext.LLM_CLASS``
-(what lm-eval's ``vllm`` model creates) on GPUs with at least 70 GiB that are not A100s;
-``max_model_len`` defaults to the model's 131072 (Llama-3.1-8B ``max_position_embeddings``).
+requests of the gsm8k test split at once. No dataset may be downloaded at run time, so the
+request lengths are *drawn* (seeded, the same on every machine) from a distribution derived from
+published statistics: the 5-shot prompt template, gsm8k's characters per example, Llama 3's
+characters per token, log-normal spread, and the stop string that ends greedy output. The
+derivation of every constant is in ``docs/simulation.md``. Engine limits
+(:data:`GSM8K_SCHEDULER_LIMITS`) are vLLM 0.9.0's ``LLM``-class defaults on a large GPU.
 """
 
 from __future__ import annotations
@@ -54,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
+from harness.reference.config import SchedulerConfig, llm_class_scheduler_config
 
 GSM8K_TEST_SIZE = 1319
 """Examples in gsm8k's test split: one request each."""
@@ -82,18 +46,7 @@ STOP_TOKENS = 3
 """``"\\n\\n"``, ``"Question"``, ``":"``: generated before the stop string matches."""
 
 
-@dataclass(frozen=True, slots=True)
-class SchedulerLimits:
-    """The engine limits a workload is run with (vLLM's ``SchedulerConfig`` fields)."""
-
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    max_model_len: int
-
-
-GSM8K_SCHEDULER_LIMITS = SchedulerLimits(
-    max_num_seqs=1024, max_num_batched_tokens=16384, max_model_len=131072
-)
+GSM8K_SCHEDULER_LIMITS = llm_class_scheduler_config(large_gpu=True, max_model_len=131072)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +64,11 @@ class Workload:
 
     name: str
     requests: tuple[WorkloadRequest, ...]
-    limits: SchedulerLimits
+    limits: SchedulerConfig
 
     @property
     def num_prompt_tokens(self) -> int:
         return sum(r.prompt_len for r in self.requests)
-
-    @property
-    def num_output_tokens(self) -> int:
-        return sum(r.output_len for r in self.requests)
 
 
 def _lognormal_tokens(
@@ -177,7 +126,7 @@ def tiny(seed: int = 0, num_requests: int = 12) -> Workload:
         )
         for i in range(num_requests)
     )
-    limits = SchedulerLimits(max_num_seqs=8, max_num_batched_tokens=64, max_model_len=256)
+    limits = SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=64, max_model_len=256)
     return Workload(name="tiny", requests=requests, limits=limits)
 
 

@@ -8,14 +8,16 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.memory.ledger import OTHER_SITES, AllocationSite
-from harness.memory.simulate import SimulationResult, simulate
 from harness.memory.sizes import GiB
-from harness.memory.workload import Workload, gsm8k, tiny
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flash_attn import FlashAttentionBackend
 from harness.reference.config import get_model_config
 from harness.reference.model import build_model, weight_bytes
 from harness.regressions.flashinfer_oom import FlashInferOOMBackend
+from harness.simulation.simulate import SimulationResult, simulate
+from harness.simulation.workload import Workload, gsm8k, tiny
+
+from .variants import ThreadedOOMBackend
 
 JSON_KEYS = {
     "device",
@@ -244,3 +246,19 @@ def test_allocation_site_line_multiplies_only_equal_sizes() -> None:
     mixed = AllocationSite("weights", "y.py:2", "", count=3, nbytes=3 * GiB, largest=2 * GiB)
     assert equal.describe().split()[:5] == ["5", "x", "1024.00", "MiB", "="]
     assert "up to" in mixed.describe() and " x " not in mixed.describe()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("backend", [FlashInferOOMBackend, ThreadedOOMBackend])
+def test_an_allocation_made_in_another_thread_runs_out_of_memory_too(
+    backend: type[AttentionBackend],
+) -> None:
+    """The KV cache copy in a worker thread does not fit either (its exception ends the thread
+    only: the refused allocation still ends the simulation)."""
+    result = simulate(
+        model="llama-3.1-8b", device="h100-95", workload=gsm8k(), backend=backend, max_steps=1
+    )
+    assert result.oom is not None, result.format()
+    assert result.oom_step == 0 and result.oom.op == "aten.clone.default"
+    assert "Tried to allocate 2.12 GiB" in str(result.oom)
+    assert "OUT OF MEMORY at step 0" in result.format()

@@ -11,14 +11,13 @@ from dataclasses import replace
 
 import torch
 
-from harness.memory.workload import Workload
 from harness.reference.config import (
     CacheConfig,
     ModelConfig,
-    SchedulerConfig,
     VllmConfig,
     get_model_config,
 )
+from harness.simulation.workload import Workload
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's ``CacheConfig.gpu_memory_utilization`` default (lm-eval's ``vllm`` model passes 0.9 too)."""
@@ -36,17 +35,12 @@ def engine_config(
     ``dtype`` replaces the preset's dtype (weights, activations and the KV cache).
     """
     model_config = get_model_config(model) if isinstance(model, str) else model
-    limits = workload.limits
-    max_model_len = min(limits.max_model_len, model_config.max_model_len)
+    max_model_len = min(workload.limits.max_model_len, model_config.max_model_len)
     model_config = replace(
         model_config, max_model_len=max_model_len, dtype=dtype or model_config.dtype
     )
     return VllmConfig(
         model_config=model_config,
         cache_config=CacheConfig(gpu_memory_utilization=gpu_memory_utilization),
-        scheduler_config=SchedulerConfig(
-            max_num_seqs=limits.max_num_seqs,
-            max_num_batched_tokens=limits.max_num_batched_tokens,
-            max_model_len=max_model_len,
-        ),
+        scheduler_config=replace(workload.limits, max_model_len=max_model_len),
     )

@@ -35,7 +35,7 @@ from harness.memory.sizes import GiB, format_size
 
 if TYPE_CHECKING:
     from harness.memory.allocation import Allocation
-    from harness.memory.simulate import SimulationResult, StepEvents
+    from harness.simulation.simulate import SimulationResult, StepEvents
 
 WEIGHTS_COLOR = "#4C72B0"
 KV_COLOR = "#55A868"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from plugin_support import _import_lazy_torch_modules  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
 VARIANT_TEST = """
 import pytest
@@ -29,8 +28,8 @@ def test_variant(harness_simulate):
 def _import_what_simulate_imports() -> None:
     """Simulate once here: an in-process pytester run would drop (and re-import) the ~800 torch
     modules a first meta forward imports lazily."""
-    from harness.memory.simulate import simulate
-    from harness.memory.workload import tiny
+    from harness.simulation.simulate import simulate
+    from harness.simulation.workload import tiny
 
     simulate(model="tiny", device="h100-95", workload=tiny(num_requests=1), max_steps=0)
 

@@ -1,56 +1,42 @@
 """Simulate a workload at full model scale on a simulated GPU: vLLM's sizing, then every serving step.
 
-``simulate(model="llama-3.1-8b", device="h100-95", workload=gsm8k())`` follows one path:
-
-1. the engine config (:func:`~harness.memory.engine_config.engine_config`) and the reference
-   :class:`~harness.reference.runner.ModelRunner` on the ``meta`` device (full shapes, no data),
-   with ``backend`` for every KV cache group (default: the reference FlashInfer backend; a
-   regression variant or any user-written :class:`AttentionBackend` subclass otherwise);
-2. one :class:`~harness.memory.ledger.Ledger` whose capacity policy is the
-   :class:`~harness.memory.sim_allocator.SimulatedDevice`, fed by a
-   :class:`~harness.memory.tracker.MemoryTracker` and by layer replay (:mod:`harness.memory.replay`);
-3. vLLM's KV cache sizing (:mod:`harness.memory.sizing`);
-4. the reference :class:`~harness.reference.scheduler.Scheduler` over the workload, one
-   ``execute_model`` per step (each group's builder builds its metadata on the CPU), every
-   allocation checked against the device, until the workload ends or an allocation does not fit
-   (:class:`~harness.memory.sim_allocator.SimulatedOutOfMemoryError`: torch's message plus the op
-   and the source line).
-
-The result names the bytes live at the peak (or at the error) by op and source line, every byte
-accounted for, and keeps the event-by-event live bytes of the failing step (or of the step that
-came closest to the capacity) for the plot (:mod:`harness.memory.plot`).
+``simulate(model="llama-3.1-8b", device="h100-95", workload=gsm8k())`` builds the engine config and
+a ``meta`` runner of ``backend`` (default: the reference FlashInfer), one ledger whose capacity is
+the simulated device (fed by the tracker and by layer replay), sizes the KV cache as vLLM does
+(:mod:`harness.reference.worker`), then steps the engine (:mod:`harness.reference.engine`) over
+the workload until it ends or an allocation does not fit (also one refused in a thread that kept
+the error to itself). The result names the bytes live at the peak (or at the error) by op and
+source line, and keeps the failing (or highest) step's events for the plot.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from dataclasses import dataclass
+from collections.abc import Generator
+from dataclasses import asdict, dataclass
 from typing import Any
-
-import torch
 
 from harness.errors import HarnessError
 from harness.memory.allocation import Allocation
 from harness.memory.devices import DeviceProfile, get_device_profile
-from harness.memory.engine_config import DEFAULT_GPU_MEMORY_UTILIZATION, engine_config
 from harness.memory.ledger import AllocationSite, Ledger, LedgerEvent, Recording, RegionStats
-from harness.memory.replay import LayerReplay, install_layer_replay
 from harness.memory.sim_allocator import SimulatedDevice, SimulatedOutOfMemoryError
 from harness.memory.sizes import format_size
-from harness.memory.sizing import KVCacheSizing, size_kv_cache
-from harness.memory.threads import one_torch_thread
-from harness.memory.tracker import MemoryTracker
-from harness.memory.workload import Workload
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import (
     FlashInferBackend,
     get_per_layer_parameters,
     infer_global_hyperparameters,
 )
-from harness.reference.config import SchedulerConfig
+from harness.reference.engine import Engine, EngineStep, memory_tracker, tracking
 from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.runner import ModelRunner
-from harness.reference.scheduler import Request, Scheduler
+from harness.reference.scheduler import Request
+from harness.reference.worker import KVCacheSizing, size_kv_cache
+from harness.simulation.engine_config import DEFAULT_GPU_MEMORY_UTILIZATION, engine_config
+from harness.simulation.replay import LayerReplay, install_layer_replay
+from harness.simulation.workload import Workload
 
 
 @dataclass
@@ -182,7 +168,7 @@ class SimulationResult:
             "max_step_peak_bytes": max((s.peak_bytes for s in self.steps), default=None),
             "oom": None if self.oom is None else {**self.oom.to_dict(), "step": self.oom_step},
             "top_allocations": [a.to_dict() for a in self.top_allocations],
-            "top_sites": [site.to_dict() for site in self.top_sites],
+            "top_sites": [asdict(site) for site in self.top_sites],
             "num_layer_replays": self.num_layer_replays,
             "wall_time_s": round(self.wall_time_s, 3),
         }
@@ -233,12 +219,38 @@ def simulate(
     sizing: KVCacheSizing | None = None
     steps: list[StepRecord] = []
     oom: SimulatedOutOfMemoryError | None = None
-    oom_step: int | None = None
     focus: StepEvents | None = None
-    current: tuple[RegionStats, Recording] | None = None
-    scheduler: Scheduler | None = None
-    tracker = MemoryTracker(ledger, devices=("meta",), all_threads=False)
-    with tracker, torch.inference_mode(), one_torch_thread():
+    current: list[tuple[RegionStats, Recording]] = []
+    engine: Engine | None = None
+
+    @contextlib.contextmanager
+    def observed(step: int) -> Generator[None, None, None]:
+        refused = ledger.refusal
+        with ledger.region(f"step {step}") as stats, ledger.recording() as recording:
+            current[:] = [(stats, recording)]
+            yield
+        if ledger.refusal is not refused and isinstance(ledger.refusal, SimulatedOutOfMemoryError):
+            raise ledger.refusal  # refused in a thread that did not pass the error on
+
+    def record(step: EngineStep) -> None:
+        nonlocal focus
+        stats, recording = current[0]
+        output = step.scheduler_output
+        steps.append(
+            StepRecord(
+                step=step.index,
+                num_reqs=len(output.num_scheduled_tokens),
+                num_tokens=output.total_num_scheduled_tokens,
+                start_bytes=stats.start_bytes,
+                peak_bytes=stats.peak_bytes,
+                end_bytes=ledger.current_bytes,
+            )
+        )
+        if focus is None or stats.peak_bytes > focus.peak_bytes:
+            focus = StepEvents(step.index, stats.start_bytes, stats.peak_bytes, recording.events)
+
+    tracker = memory_tracker(ledger, "meta")
+    with tracking(tracker):
         try:
             try:
                 sizing = size_kv_cache(
@@ -251,43 +263,26 @@ def simulate(
                 raise HarnessError(f"{model} does not fit on {device}: {exc}") from None
             if replay is not None:
                 replay.clear()
-            scheduler = _scheduler(vllm_config.scheduler_config, sizing, workload, model)
-            step = 0
-            while scheduler.has_unfinished_requests():
-                if max_steps is not None and step >= max_steps:
-                    break
-                oom_step = step
-                with ledger.region(f"step {step}") as stats, ledger.recording() as recording:
-                    current = (stats, recording)
-                    scheduler_output = scheduler.schedule()
-                    output = runner.execute_model(scheduler_output)
-                    if replay is not None:
-                        replay.clear()  # it kept this forward's metadata alive: let it go now
-                    scheduler.update_from_output(scheduler_output, output)
-                steps.append(
-                    StepRecord(
-                        step=step,
-                        num_reqs=len(scheduler_output.num_scheduled_tokens),
-                        num_tokens=scheduler_output.total_num_scheduled_tokens,
-                        start_bytes=stats.start_bytes,
-                        peak_bytes=stats.peak_bytes,
-                        end_bytes=ledger.current_bytes,
-                    )
-                )
-                if focus is None or stats.peak_bytes > focus.peak_bytes:
-                    focus = StepEvents(step, stats.start_bytes, stats.peak_bytes, recording.events)
-                step += 1
-            oom_step = None
+            # The layer replay keeps a forward's metadata alive: let it go right after each one.
+            engine = Engine(
+                runner,
+                wrap_step=observed,
+                after_execute=None if replay is None else replay.clear,
+            )
+            _add_workload(engine, workload, model)
+            engine.run(record, max_steps=max_steps)
         except SimulatedOutOfMemoryError as exc:
             oom = exc
-            if oom_step is not None and current is not None:
-                stats, recording = current
+            if engine is not None and current:
+                stats, recording = current[0]
                 events = recording.events[: recording.refused_at]
-                focus = StepEvents(oom_step, stats.start_bytes, stats.peak_bytes, events)
+                focus = StepEvents(engine.num_steps, stats.start_bytes, stats.peak_bytes, events)
         top_allocations = ledger.peak_allocations(top_k)
         top_sites = (
             ledger.sites_at_refusal(top_k) if oom is not None else ledger.sites_at_peak(top_k)
         )
+    oom_step = None if oom is None or engine is None else engine.num_steps
+    scheduler = None if engine is None else engine.scheduler
     num_requests = len(workload.requests)
     num_unfinished = num_requests if scheduler is None else scheduler.get_num_unfinished_requests()
     return SimulationResult(
@@ -314,17 +309,12 @@ def simulate(
     )
 
 
-def _scheduler(
-    scheduler_config: SchedulerConfig, sizing: KVCacheSizing, workload: Workload, model: str
-) -> Scheduler:
-    scheduler = Scheduler(scheduler_config, sizing.kv_cache_config)
-    for request in workload.requests:
-        try:
-            scheduler.add_request(
-                Request(request.request_id, [0] * request.prompt_len, request.output_len)
-            )
-        except ValueError as exc:
-            raise HarnessError(
-                f"workload {workload.name!r} does not fit model {model!r}: {exc}"
-            ) from None
-    return scheduler
+def _add_workload(engine: Engine, workload: Workload, model: str) -> None:
+    try:
+        engine.add_requests(
+            Request(r.request_id, [0] * r.prompt_len, r.output_len) for r in workload.requests
+        )
+    except ValueError as exc:
+        raise HarnessError(
+            f"workload {workload.name!r} does not fit model {model!r}: {exc}"
+        ) from None

@@ -8,11 +8,11 @@ from harness.memory.devices import DeviceProfile
 from harness.memory.ledger import Ledger
 from harness.memory.sim_allocator import SimulatedDevice
 from harness.memory.sizes import GiB, MiB
-from harness.memory.sizing import KVCacheSizing, determine_available_memory, size_kv_cache
 from harness.memory.tracker import MemoryTracker
 from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
 from harness.reference.model import weight_bytes
 from harness.reference.runner import ModelRunner
+from harness.reference.worker import KVCacheSizing, determine_available_memory, size_kv_cache
 
 
 def test_available_memory_is_vllms_formula() -> None:

@@ -1,4 +1,4 @@
-"""``harness memory``: exit codes, JSON, plot, clean usage errors (mirrors harness/memory/cli.py;
+"""``harness memory``: exit codes, JSON, plot, clean usage errors (mirrors harness/simulation/cli.py;
 named test_memory_cli.py because suites/overrides/test_cli.py takes the module name test_cli)."""
 
 from __future__ import annotations
@@ -136,12 +136,12 @@ def test_unwritable_plot_path_is_refused_before_any_simulation_work(
     monkeypatch: pytest.MonkeyPatch,
     kind: str,
 ) -> None:
-    import harness.memory.simulate
+    import harness.simulation.simulate
 
     def must_not_run(**kwargs: object) -> None:
         raise AssertionError("simulate ran before the plot path was checked")
 
-    monkeypatch.setattr(harness.memory.simulate, "simulate", must_not_run)
+    monkeypatch.setattr(harness.simulation.simulate, "simulate", must_not_run)
     target = tmp_path / "run.png"
     if kind == "missing directory":
         target = tmp_path / "missing" / "run.png"

@@ -1,45 +1,12 @@
-"""vLLM's KV cache sizing, in vLLM's order, over the reference runner on a simulated device.
+"""vLLM's KV cache sizing (``Worker.determine_available_memory``), in vLLM's order, over the runner.
 
-vLLM 0.9.0 sizes the KV cache once, at start-up (``vllm/v1/worker/gpu_worker.py``
-``Worker.determine_available_memory`` and ``vllm/v1/engine/core.py``
-``EngineCore._initialize_kv_caches``):
-
-1. **Load weights** (``Worker.load_model``): the weights, and the runner's persistent device
-   buffers created in its constructor (``input_ids``, ``positions``, the block tables...), are
-   allocated before profiling and stay for good
-   (:meth:`~harness.reference.runner.ModelRunner.persistent_device_tensors`).
-2. **Profile** (``torch.cuda.reset_peak_memory_stats()``, then ``GPUModelRunner.profile_run()``):
-   one forward of ``max_num_batched_tokens`` dummy tokens with *no attention metadata* (nothing is
-   built, nothing written) and one dummy sampler step. ``peak_memory`` is torch's
-   ``allocated_bytes.all.peak`` over that run, weights included.
-3. **Non-torch memory**: after ``empty_cache()``, ``(total - free) - allocated`` is device memory
-   torch's allocator does not own (CUDA context, cuBLAS/NCCL workspaces); when positive it is added
-   to ``peak_memory``. The simulated device carries it as ``non_torch_bytes``
-   (:data:`harness.memory.devices.DEFAULT_NON_TORCH_BYTES`, documented there).
-4. **Available memory**: ``int(total_gpu_memory * gpu_memory_utilization - peak_memory)``
-   (``gpu_memory_utilization`` defaults to 0.9 in vLLM's ``CacheConfig`` and in lm-eval's ``vllm``
-   model).
-5. **KV cache config**: ``get_kv_cache_config(vllm_config, kv_cache_spec, available_memory)``:
-   ``num_blocks = available // page_size // num_layers``; one tensor of ``num_blocks * page_size``
-   bytes per layer (``EngineCore._initialize_kv_caches`` -> ``Worker.initialize_from_config``).
-6. **Allocate** the per-layer KV caches (``GPUModelRunner.initialize_kv_cache``); serving steps
-   follow, and everything they allocate must fit in what is left.
-
-Nothing allocated after step 2 was measured: metadata building, FlashInfer's lazily created
-workspace, anything a backend allocates per step. That headroom is ``(1 - gpu_memory_utilization)``
-of the device plus whatever the profile peak over-estimates.
-
-Byte counts are the ledger's: on a simulated device each allocation counts its block size
-(rounded up to 512 bytes), as torch's ``allocated_bytes`` does.
-
-Where the terms come from for Llama-3.1-8B (``max_num_batched_tokens`` 16384, ``max_num_seqs``
-1024, bf16): the weights, plus the runner buffers (the device block table is ``1024 x 8192``
-int32); the profiling forward peaks inside the MLP of a layer (the ``gate_up_proj`` output is
-``16384 x 28672``, then ``silu`` and the product, plus the residual stream); the greedy dummy
-sampler (``1024 x 128256`` logits) stays below that; then non-torch memory
-(:data:`~harness.memory.devices.DEFAULT_NON_TORCH_BYTES`). ``harness memory simulate`` prints each
-term; vLLM's own OOM sizes (2.12 GiB on the H100, 4.50 GiB on the B200) bound what
-``peak_memory`` its run had.
+vLLM 0.9.0 sizes the KV cache once, at start-up: load the weights (and the runner's persistent
+buffers), profile one forward of ``max_num_batched_tokens`` dummy tokens without attention
+metadata, add non-torch memory, then ``available = total * gpu_memory_utilization - peak`` and
+``num_blocks = available // page_size // num_layers``, and allocate the KV caches. Nothing
+allocated after profiling was measured: it must fit in the headroom. Byte counts are the
+ledger's. Each step, with vLLM's source locations and where the terms come from for
+Llama-3.1-8B, is in ``docs/simulation.md``.
 """
 
 from __future__ import annotations

@@ -11,9 +11,13 @@ Each is written the way a user would write one: a FlashInfer builder subclass th
   numpy buffer is no aten allocation, so a CPU run cannot see it.
 - :class:`ConstantWorkspaceBackend`: allocates a 64 MiB workspace each step, the same size at any
   ``num_blocks``: large, but not the class; it must not be flagged.
+- :class:`ThreadedOOMBackend`: ``flashinfer-oom``'s per-step copy of every layer's KV cache, made
+  in a ``threading.Thread`` (an exception there ends that thread only); every driver must see it.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import torch
@@ -23,6 +27,7 @@ from harness.reference.backends.flashinfer import (
     FlashInferMetadata,
     FlashInferMetadataBuilder,
 )
+from harness.regressions.flashinfer_oom import FlashInferOOMMetadataBuilder
 
 WORKSPACE_BYTES = 64 << 20
 
@@ -85,6 +90,30 @@ class ConstantWorkspaceBackend(FlashInferBackend):
     @staticmethod
     def get_builder_cls() -> type[FlashInferMetadataBuilder]:
         return ConstantWorkspaceBuilder
+
+
+class ThreadedOOMBuilder(FlashInferOOMMetadataBuilder):
+    """``flashinfer-oom``'s HND copies, made in a worker thread."""
+
+    def _plan(self, attn_metadata: FlashInferMetadata) -> None:
+        def convert() -> None:
+            self.paged_kv_cache_hnd = {
+                name: kv_cache.permute(0, 1, 3, 2, 4).clone(memory_format=torch.contiguous_format)
+                for name, kv_cache in self.kv_caches.items()
+            }
+
+        worker = threading.Thread(target=convert)
+        worker.start()
+        worker.join()
+        FlashInferMetadataBuilder._plan(self, attn_metadata)
+
+
+class ThreadedOOMBackend(FlashInferBackend):
+    """FlashInfer with :class:`ThreadedOOMBuilder`."""
+
+    @staticmethod
+    def get_builder_cls() -> type[FlashInferMetadataBuilder]:
+        return ThreadedOOMBuilder
 
 
 SCALING = {"kv-dtype-cast": KVDtypeCastBackend, "host-built": HostBuiltBackend}

@@ -1,0 +1,100 @@
+"""pytest plugin (``pytest11`` entry point ``harness_simulation``): the ``harness_simulate`` fixture.
+
+``harness_simulate(MyBackend, model=..., device=..., workload=...)`` runs
+:func:`harness.simulation.simulate.simulate` with an attention backend class (a variant) and
+returns its :class:`~harness.simulation.simulate.SimulationResult`. The simulation steps outside
+the test's memory budget (:mod:`harness.memory.pytest_plugin`): it builds its own meta model on its
+own simulated device, so the body's tracker and ``meta`` default device are set aside while it
+runs (its peak is ``result.peak_bytes``, not part of the body's). A failing report shows each
+simulation's summary. Only pytest is imported at startup; torch when the fixture runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from harness.memory.pytest_plugin import outside_torch_modes, torch_missing
+
+if TYPE_CHECKING:
+    from harness.reference.backends.abstract import AttentionBackend
+    from harness.simulation.simulate import SimulationResult
+    from harness.simulation.workload import Workload
+
+_SIMULATIONS = pytest.StashKey[list[tuple[str, "SimulationResult"]]]()
+
+
+class Simulator:
+    """The ``harness_simulate`` fixture: run a backend through ``simulate`` from inside a test."""
+
+    def __init__(self, runs: list[tuple[str, SimulationResult]]) -> None:
+        self.runs = runs
+        """(backend ``module:qualname``, result) of every simulation this test ran, in order."""
+
+    def __call__(
+        self,
+        backend: type[AttentionBackend] | None = None,
+        *,
+        model: str,
+        device: str,
+        workload: Workload | str,
+        **options: Any,
+    ) -> SimulationResult:
+        """``simulate(model=, device=, workload=, backend=, **options)`` outside the test's budget.
+
+        ``backend`` is an attention backend class (``None``: the reference one); ``workload`` a
+        :class:`~harness.simulation.workload.Workload` or its name (``"tiny"``, ``"gsm8k"``).
+        """
+        from harness.simulation.workload import get_workload
+
+        chosen = get_workload(workload) if isinstance(workload, str) else workload
+        with outside_torch_modes():
+            result = _simulate(backend, model=model, device=device, workload=chosen, **options)
+        label = "the reference backend" if backend is None else _qualified_name(backend)
+        self.runs.append((label, result))
+        return result
+
+
+def _qualified_name(backend: type[AttentionBackend]) -> str:
+    return f"{backend.__module__}:{backend.__qualname__}"
+
+
+def _simulate(
+    backend: type[AttentionBackend] | None, *, workload: Workload, **options: Any
+) -> SimulationResult:
+    from harness.simulation.simulate import simulate
+
+    if backend is None:
+        return simulate(workload=workload, **options)
+    return simulate(
+        workload=workload, backend=backend, regression=_qualified_name(backend), **options
+    )
+
+
+@pytest.fixture
+def harness_simulate(request: pytest.FixtureRequest) -> Simulator:
+    """Run an attention backend through harness.simulation.simulate; see :class:`Simulator`."""
+    missing = torch_missing("harness_simulate")
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
+    runs: list[tuple[str, SimulationResult]] = []
+    request.node.stash[_SIMULATIONS] = runs
+    return Simulator(runs)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.when != "call" or not report.failed:
+        return report
+    try:
+        runs = item.stash.get(_SIMULATIONS, None) or []
+        for i, (label, result) in enumerate(runs):
+            report.sections.append((f"harness simulate #{i + 1}: {label}", result.format()))
+    except Exception as exc:  # a bug here must not stop the session
+        report.sections.append(("harness simulate", f"{type(exc).__name__}: {exc}"))
+    return report
