@@ -2,20 +2,24 @@
 
 - a command (``harness bisect ... -- CMD ARGS...``): its exit status under ``git bisect run``'s
   contract (:mod:`harness.bisect.verdict`);
-- ``overrides``: this package's override checker over the worktree (it never imports the code):
+- ``overrides``: this package's override checker over the worktree (it never imports the code,
+  and runs isolated, ``-I``, so a tree's own ``ast.py`` never shadows the standard library):
   bad only when an ``error`` finding appears; a tree with unparsable files and no error is a skip;
 - ``pytest:EXPR``: ``python -m pytest`` in the worktree, with the worktree first on
   ``PYTHONPATH``; ``EXPR`` is a node id or path (it holds ``::``, ``/`` or ``.py``) or else a
   ``-k`` expression. Exit 0 good, 1 bad (tests failed); collection errors, usage errors and "no
   tests ran" (2-5) are skips;
-- ``regressions``: the worktree's own ``harness regressions verify`` (bisecting this project).
+- ``regressions``: the worktree's own ``harness regressions verify`` (bisecting this project;
+  it needs the ``engine`` extra here, checked before anything runs).
 
-A check that cannot start, or runs past the timeout, is a skip.
+A check that runs past the timeout is a skip. A command that cannot be started (not found, not
+executable) is treated as ``git bisect run`` treats 126 and 127 (see the driver).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -28,6 +32,7 @@ from pathlib import Path
 
 from harness.bisect.verdict import EXIT_GOOD, Verdict, verdict_of
 from harness.errors import HarnessError
+from harness.extras import missing_extra
 
 OUTPUT_TAIL = 6000
 """Characters of a check's output kept for the report."""
@@ -63,6 +68,8 @@ class CheckRun:
     output: str
     """The tail of stdout and stderr together."""
     seconds: float
+    started: bool = True
+    """False when the command could not be executed at all (not found, not executable)."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -137,6 +144,29 @@ def _regressions(returncode: int, output: str) -> tuple[Verdict, str]:
 
 
 NAMED_CHECKS = ("overrides", "pytest:EXPR", "regressions")
+REGRESSIONS_NEED = ("torch", "numpy")
+"""What ``harness regressions verify`` imports that the base install leaves out."""
+
+_RUN_ISOLATED = """\
+import importlib.util, os, runpy, sys
+init = sys.argv.pop(1)
+spec = importlib.util.find_spec("harness")
+if spec is None or os.path.realpath(spec.origin or "") != init:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(init)))
+runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+"""
+"""``python -I -c`` this, our ``harness/__init__.py`` and a module: that module of this harness,
+with neither the working directory nor ``PYTHONPATH`` on ``sys.path`` (and this harness found
+also where it is importable only through ``PYTHONPATH``)."""
+
+
+def isolated_module(module: str) -> tuple[str, ...]:
+    """The command that runs ``python -m module`` of this harness, isolated from the working
+    directory (``-I``): code in the tree it runs in is never imported."""
+    import harness
+
+    init = os.path.realpath(harness.__file__ or "")
+    return (sys.executable, "-I", "-c", _RUN_ISOLATED, init, module)
 
 
 def named_check(spec: str) -> BisectCheck:
@@ -144,9 +174,13 @@ def named_check(spec: str) -> BisectCheck:
     python = sys.executable
     argv: tuple[str, ...]
     if spec == "overrides":
-        argv = (python, "-m", "harness.overrides", "--format", "json", "--no-cache", ".")
+        argv = (*isolated_module("harness.overrides"), "--format", "json", "--no-cache", ".")
         return BisectCheck(spec, argv, _overrides, render=_render_findings)
     if spec == "regressions":
+        for module in REGRESSIONS_NEED:
+            if importlib.util.find_spec(module) is None:
+                missing = ModuleNotFoundError(f"No module named {module!r}", name=module)
+                raise HarnessError(missing_extra(missing) or f"--check regressions needs {module}")
         argv = (python, "-m", "harness.cli", "regressions", "verify")
         return BisectCheck(spec, argv, _regressions, python_path=True)
     if spec.startswith("pytest:") and spec[len("pytest:") :].strip():
@@ -182,9 +216,11 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
             errors="replace",
             start_new_session=True,  # its own process group: killed whole, spared the terminal's ^C
         )
-    except OSError as exc:
+    except OSError as exc:  # a command: judged as its 126/127 (the driver); else abort
         note = f"cannot run {check.argv[0]}: {exc.strerror or exc}"
-        return CheckRun(Verdict.SKIP, None, note, "", time.perf_counter() - started)
+        verdict = Verdict.BAD if check.cannot_run_codes else Verdict.ABORT
+        seconds = time.perf_counter() - started
+        return CheckRun(verdict, None, note, "", seconds, started=False)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

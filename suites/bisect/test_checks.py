@@ -32,7 +32,7 @@ def test_overrides_verdicts(status: int, findings: object, verdict: Verdict) -> 
     check = named_check("overrides")
     stdout = findings if isinstance(findings, str) else json.dumps(findings or [])
     assert check.interpret(status, stdout)[0] is verdict
-    assert check.argv[1:4] == ("-m", "harness.overrides", "--format")
+    assert check.argv[-4:] == ("--format", "json", "--no-cache", ".")
 
 
 @pytest.mark.parametrize(
@@ -60,9 +60,16 @@ def test_pytest_expression_or_node_id() -> None:
     assert named_check("pytest:tests/test_a.py::test_b").python_path
 
 
-def test_a_command_that_cannot_start_is_a_skip(tmp_path: Path) -> None:
+def test_a_command_that_cannot_start_says_so(tmp_path: Path) -> None:
     run = run_check(command_check(["./no-such-script"]), tmp_path, None)
-    assert run.verdict is Verdict.SKIP and run.returncode is None and "cannot run" in run.note
+    assert run.returncode is None and not run.started
+    assert run.note == "cannot run ./no-such-script: No such file or directory"
+
+
+def test_the_overrides_check_is_isolated_from_the_tree() -> None:
+    """``-I``: neither the working directory (the tree) nor PYTHONPATH is on its sys.path."""
+    argv = named_check("overrides").argv
+    assert argv[0] == sys.executable and argv[1] == "-I"
 
 
 def test_a_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
