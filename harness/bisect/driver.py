@@ -165,9 +165,10 @@ def _can_run(
     if _cannot_run(check, good):
         reason = good.note if not good.started else f"the check exits {good.returncode}"
         report.abort_reason = (
-            f"{reason} on the good commit {report.good.short} too: it cannot run"
-            + _cannot_run_hint(check, root, tree, good)
+            f"{reason} (at {report.steps[-1].commit.short} and at the good commit "
+            f"{report.good.short})" + _cannot_run_hint(check, root, tree, good)
         )
+        report.steps[-1].verdict = Verdict.ABORT
     _clean(tree)
     return report.abort_reason == ""
 
@@ -182,7 +183,7 @@ def _cannot_run_hint(check: BisectCheck, root: Path, tree: Path, run: CheckRun) 
     """Why, where it can be told: a script of the user's that the commits do not hold."""
     program = check.argv[0]
     if run.started:
-        return " (command not found or not executable?)"
+        return ": command not found or not executable?"
     if "/" in program and not os.path.isabs(program):
         if (root / program).is_file() and not (tree / program).exists():
             return (

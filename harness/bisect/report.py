@@ -143,7 +143,11 @@ class BisectReport:
             lines.append(f"skipped ({len(self.skipped)}):")
             lines += [f"  {c.short}  {c.subject}" for c in self.skipped]
         for label, target, run in (
-            ("the first bad commit", self.first_bad, self.culprit_run),
+            (
+                "--bad" if self.status == "bad-passes" else "the first bad commit",
+                self.first_bad,
+                self.culprit_run,
+            ),
             ("its parent", self.parent, self.parent_run),
         ):
             if target is not None and run is not None:
