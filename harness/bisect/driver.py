@@ -183,7 +183,7 @@ def _cannot_run_hint(check: BisectCheck, root: Path, tree: Path, run: CheckRun) 
     """Why, where it can be told: a script of the user's that the commits do not hold."""
     program = check.argv[0]
     if run.started:
-        return ": command not found or not executable?"
+        return ": it cannot run (command not found or not executable?)"
     if "/" in program and not os.path.isabs(program):
         if (root / program).is_file() and not (tree / program).exists():
             return (
