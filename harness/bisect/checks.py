@@ -25,10 +25,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from harness.bisect.verdict import EXIT_GOOD, Verdict, verdict_of
 from harness.errors import HarnessError
@@ -199,49 +201,73 @@ def command_check(argv: Sequence[str]) -> BisectCheck:
 
 
 def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun:
-    """Run ``check`` in ``tree``; the process group is killed on timeout and on Ctrl-C."""
+    """Run ``check`` in ``tree``. Its output goes to unnamed temporary files, so a child it
+    leaves running cannot hold the step open; its process group (what it left behind too) is
+    killed when it exits, on timeout and on Ctrl-C."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     if check.python_path:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
     started = time.perf_counter()
-    try:
-        process = subprocess.Popen(
-            check.argv,
-            cwd=tree,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,  # its own process group: killed whole, spared the terminal's ^C
-        )
-    except OSError as exc:  # a command: judged as its 126/127 (the driver); else abort
-        note = f"cannot run {check.argv[0]}: {exc.strerror or exc}"
-        verdict = Verdict.BAD if check.cannot_run_codes else Verdict.ABORT
-        seconds = time.perf_counter() - started
-        return CheckRun(verdict, None, note, "", seconds, started=False)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(process)
-        stdout, stderr = process.communicate()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            process = subprocess.Popen(
+                check.argv,
+                cwd=tree,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,  # its own group: killed whole, spared the terminal's ^C
+            )
+        except OSError as exc:  # a command: judged as its 126/127 (the driver); else abort
+            note = f"cannot run {check.argv[0]}: {exc.strerror or exc}"
+            verdict = Verdict.BAD if check.cannot_run_codes else Verdict.ABORT
+            seconds = time.perf_counter() - started
+            return CheckRun(verdict, None, note, "", seconds, started=False)
+        try:
+            exited = _wait_unreaped(process, timeout)
+        finally:
+            _kill(process)  # the leader is not reaped yet: its group id cannot be reused
+        stdout, stderr = _read(out), _read(err)
+    seconds = time.perf_counter() - started
+    if not exited:
         note = f"timed out after {timeout:g} s"
-        output = _tail(stdout, stderr)
-        return CheckRun(Verdict.SKIP, None, note, output, time.perf_counter() - started)
-    except BaseException:
-        _kill(process)
-        raise
+        return CheckRun(Verdict.SKIP, None, note, _tail(stdout, stderr), seconds)
     verdict, note = check.interpret(process.returncode, stdout)
     output = _tail(check.render(stdout) if check.render else stdout, stderr)
-    return CheckRun(verdict, process.returncode, note, output, time.perf_counter() - started)
+    return CheckRun(verdict, process.returncode, note, output, seconds)
+
+
+def _wait_unreaped(process: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Wait until ``process`` exits (True) or ``timeout`` passes (False), leaving it a zombie
+    where the platform can (``waitid`` with ``WNOWAIT``), so that its process group id stays
+    its own until :func:`_kill` has signalled the group."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    if not hasattr(os, "waitid"):
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    delay = 0.001
+    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+def _read(file: IO[bytes]) -> str:
+    file.seek(0)
+    return file.read().decode("utf-8", errors="replace")
 
 
 def _tail(stdout: str, stderr: str) -> str:
     return (stdout + (f"\n[stderr]\n{stderr}" if stderr.strip() else ""))[-OUTPUT_TAIL:]
 
 
-def _kill(process: subprocess.Popen[str]) -> None:
+def _kill(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()

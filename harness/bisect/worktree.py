@@ -48,6 +48,8 @@ def git(
             start_new_session=own_session,
         )
     except FileNotFoundError:
+        if not cwd.is_dir():
+            raise HarnessError(f"{cwd} is gone (did the check delete its worktree?)") from None
         raise HarnessError("git is not installed (bisect needs it on PATH)") from None
     if done.returncode not in ok:
         message = (done.stderr or done.stdout).strip().splitlines()

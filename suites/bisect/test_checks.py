@@ -90,3 +90,18 @@ def test_output_is_kept_for_the_report(tmp_path: Path) -> None:
         None,
     )
     assert run.verdict is Verdict.BAD and run.returncode == 3 and run.output.startswith("out")
+
+
+def test_a_background_child_holding_the_output_neither_hangs_nor_outlives_the_check(
+    tmp_path: Path,
+) -> None:
+    """``git bisect run`` does not wait for what a check leaves running; nor do we, and what it
+    left is killed before the next checkout (it would write into the next commit's tree)."""
+    marker = tmp_path / "survivor"
+    script = f"(sleep 1; touch {marker}) & sleep 30 & echo out; exit 1"
+    started = time.perf_counter()
+    run = run_check(command_check(["sh", "-c", script]), tmp_path, None)
+    assert time.perf_counter() - started < 10
+    assert run.verdict is Verdict.BAD and run.returncode == 1 and run.output.startswith("out")
+    time.sleep(1.5)
+    assert not marker.exists(), "a child of the check outlived it"

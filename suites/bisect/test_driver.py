@@ -322,3 +322,13 @@ def test_bad_numbers_are_clear_errors(
     repo, shas = history
     with pytest.raises(HarnessError, match=re.escape(error)):
         bisect(repo, shas[0], shas[-1], CHECK, timeout=timeout, retries=retries)
+
+
+def test_a_check_that_deletes_its_worktree_is_a_clear_error(
+    history: tuple[Path, list[str]],
+) -> None:
+    repo, shas = history
+    vandal = command_check(["sh", "-c", 'rm -rf "$PWD"; exit 1'])
+    with pytest.raises(HarnessError, match=r"tree is gone \(did the check delete its worktree\?\)"):
+        bisect(repo, shas[0], shas[-1], vandal)
+    assert git(repo, "worktree", "list").count("\n") == 1
