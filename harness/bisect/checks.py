@@ -54,6 +54,8 @@ class BisectCheck:
     """Put the worktree first on ``PYTHONPATH`` (checks that import the bisected code)."""
     render: Callable[[str], str] | None = None
     """Turns stdout into what the report shows (e.g. JSON findings into lines)."""
+    reads_output: bool = False
+    """``interpret`` parses the whole stdout (else only the tail the report shows is read)."""
     cannot_run_codes: tuple[int, ...] = ()
     """Exit statuses that may mean "the command cannot run" rather than bad (126, 127 for a
     command, as ``git bisect run`` treats them): confirmed on the good commit before trusted."""
@@ -177,7 +179,7 @@ def named_check(spec: str) -> BisectCheck:
     argv: tuple[str, ...]
     if spec == "overrides":
         argv = (*isolated_module("harness.overrides"), "--format", "json", "--no-cache", ".")
-        return BisectCheck(spec, argv, _overrides, render=_render_findings)
+        return BisectCheck(spec, argv, _overrides, render=_render_findings, reads_output=True)
     if spec == "regressions":
         for module in REGRESSIONS_NEED:
             if importlib.util.find_spec(module) is None:
@@ -228,7 +230,8 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
             exited = _wait_unreaped(process, timeout)
         finally:
             _kill(process)  # the leader is not reaped yet: its group id cannot be reused
-        stdout, stderr = _read(out), _read(err)
+        stdout = _read(out, None if check.reads_output else OUTPUT_TAIL)
+        stderr = _read(err, OUTPUT_TAIL)
     seconds = time.perf_counter() - started
     if not exited:
         note = f"timed out after {timeout:g} s"
@@ -258,8 +261,10 @@ def _wait_unreaped(process: subprocess.Popen[bytes], timeout: float | None) -> b
     return True
 
 
-def _read(file: IO[bytes]) -> str:
-    file.seek(0)
+def _read(file: IO[bytes], tail: int | None) -> str:
+    """What was written to ``file``: all of it, or about its last ``tail`` characters."""
+    size = file.seek(0, os.SEEK_END)
+    file.seek(0 if tail is None else max(0, size - 4 * tail))  # UTF-8: at most 4 bytes each
     return file.read().decode("utf-8", errors="replace")
 
 

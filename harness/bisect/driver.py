@@ -184,6 +184,8 @@ def _cannot_run_hint(check: BisectCheck, root: Path, tree: Path, run: CheckRun) 
     program = check.argv[0]
     if run.started:
         return ": it cannot run (command not found or not executable?)"
+    if "/" not in program and (tree / program).is_file():
+        return f"; {program} is not on PATH, but the checkout has one: give -- ./{program}"
     if "/" in program and not os.path.isabs(program):
         if (root / program).is_file() and not (tree / program).exists():
             return (

@@ -105,3 +105,18 @@ def test_a_background_child_holding_the_output_neither_hangs_nor_outlives_the_ch
     assert run.verdict is Verdict.BAD and run.returncode == 1 and run.output.startswith("out")
     time.sleep(1.5)
     assert not marker.exists(), "a child of the check outlived it"
+
+
+def test_a_huge_output_is_not_held_in_memory(tmp_path: Path) -> None:
+    """Only the tail a report shows is read back (unless the check parses its output)."""
+    import tracemalloc
+
+    script = "head -c 50000000 /dev/zero | tr '\\0' x; echo; echo last line; exit 1"
+    tracemalloc.start()
+    try:
+        run = run_check(command_check(["sh", "-c", script]), tmp_path, None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert run.verdict is Verdict.BAD and run.output.rstrip().endswith("last line")
+    assert len(run.output) <= 6000 and peak < 5_000_000, peak

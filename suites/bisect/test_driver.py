@@ -244,6 +244,7 @@ def _check_script(repo: Path, name: str, text: str = "#!/bin/sh\nexit 0\n") -> P
             "./my_check.sh is in the repository but not in its commits",
         ),
         (["./tracked.sh"], "not-executable", "cannot run ./tracked.sh: Permission denied"),
+        (["tracked.sh"], "not-executable", "tracked.sh is not on PATH, but the checkout has one"),
     ],
 )
 def test_a_check_that_cannot_be_executed_aborts_at_once(
