@@ -92,6 +92,7 @@ def test_the_light_install(tmp_path: Path) -> None:
     for argv in (("memory", "simulate", "--model", "tiny"), ("memory", "scaling"), ("demo",)):
         _a_command_needing_an_extra_names_it(bin_dir, argv, "engine")
     _help_and_version_work_without_extras(bin_dir)
+    _bisect_without_extras(bin_dir, tmp_path / "bisect")
 
 
 def _holds_harness_alone(light_venv: Path) -> None:
@@ -141,3 +142,28 @@ def _help_and_version_work_without_extras(light_venv: Path) -> None:
     for argv in (("--help",), ("--version",), ("overrides", "--list-rules")):
         out = _run(light_venv / "harness", *argv)
         assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _bisect_without_extras(light_venv: Path, tmp_path: Path) -> None:
+    """``bisect --check overrides`` runs the installed checker isolated (``-I``) from a tree
+    whose root holds ``ast.py``; ``--check regressions`` names the missing extra at once."""
+    repo = tmp_path / "repo"
+    pkg = repo / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "common.py").write_text(BASE.replace("block_table_tensor", "block_table"))
+    (pkg / "rocm.py").write_text(SUBCLASS)
+    (repo / "ast.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    git = ("git", "-c", "user.name=t", "-c", "user.email=t@t")
+    for step, argv in enumerate([("init", "-q"), ("add", "."), ("commit", "-qm", "good")]):
+        assert _run(*git, *argv, cwd=repo).returncode == 0, step
+    (pkg / "common.py").write_text(BASE)
+    assert _run(*git, "commit", "-qam", "rename", cwd=repo).returncode == 0
+    bisect = (light_venv / "harness", "bisect", "--repo", repo, "--good", "HEAD~1", "--bad", "HEAD")
+    found = _run(*bisect, "--check", "overrides", "--json")
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert '"status": "found"' in found.stdout and not (tmp_path / "ran").exists()
+    missing = _run(*bisect, "--check", "regressions")
+    assert missing.returncode == 2, missing.stdout + missing.stderr
+    assert missing.stderr.startswith("harness: error: ") and missing.stderr.count("\n") == 1
+    assert "pip install 'harness[engine]'" in missing.stderr

@@ -2,32 +2,39 @@
 
 - a command (``harness bisect ... -- CMD ARGS...``): its exit status under ``git bisect run``'s
   contract (:mod:`harness.bisect.verdict`);
-- ``overrides``: this package's override checker over the worktree (it never imports the code):
+- ``overrides``: this package's override checker over the worktree (it never imports the code,
+  and runs isolated, ``-I``, so a tree's own ``ast.py`` never shadows the standard library):
   bad only when an ``error`` finding appears; a tree with unparsable files and no error is a skip;
 - ``pytest:EXPR``: ``python -m pytest`` in the worktree, with the worktree first on
   ``PYTHONPATH``; ``EXPR`` is a node id or path (it holds ``::``, ``/`` or ``.py``) or else a
   ``-k`` expression. Exit 0 good, 1 bad (tests failed); collection errors, usage errors and "no
   tests ran" (2-5) are skips;
-- ``regressions``: the worktree's own ``harness regressions verify`` (bisecting this project).
+- ``regressions``: the worktree's own ``harness regressions verify`` (bisecting this project;
+  it needs the ``engine`` extra here, checked before anything runs).
 
-A check that cannot start, or runs past the timeout, is a skip.
+A check that runs past the timeout is a skip. A command that cannot be started (not found, not
+executable) is treated as ``git bisect run`` treats 126 and 127 (see the driver).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from harness.bisect.verdict import EXIT_GOOD, Verdict, verdict_of
 from harness.errors import HarnessError
+from harness.extras import missing_extra
 
 OUTPUT_TAIL = 6000
 """Characters of a check's output kept for the report."""
@@ -47,6 +54,8 @@ class BisectCheck:
     """Put the worktree first on ``PYTHONPATH`` (checks that import the bisected code)."""
     render: Callable[[str], str] | None = None
     """Turns stdout into what the report shows (e.g. JSON findings into lines)."""
+    reads_output: bool = False
+    """``interpret`` parses the whole stdout (else only the tail the report shows is read)."""
     cannot_run_codes: tuple[int, ...] = ()
     """Exit statuses that may mean "the command cannot run" rather than bad (126, 127 for a
     command, as ``git bisect run`` treats them): confirmed on the good commit before trusted."""
@@ -63,6 +72,8 @@ class CheckRun:
     output: str
     """The tail of stdout and stderr together."""
     seconds: float
+    started: bool = True
+    """False when the command could not be executed at all (not found, not executable)."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -137,6 +148,29 @@ def _regressions(returncode: int, output: str) -> tuple[Verdict, str]:
 
 
 NAMED_CHECKS = ("overrides", "pytest:EXPR", "regressions")
+REGRESSIONS_NEED = ("torch", "numpy")
+"""What ``harness regressions verify`` imports that the base install leaves out."""
+
+_RUN_ISOLATED = """\
+import importlib.util, os, runpy, sys
+init = sys.argv.pop(1)
+spec = importlib.util.find_spec("harness")
+if spec is None or os.path.realpath(spec.origin or "") != init:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(init)))
+runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+"""
+"""``python -I -c`` this, our ``harness/__init__.py`` and a module: that module of this harness,
+with neither the working directory nor ``PYTHONPATH`` on ``sys.path`` (and this harness found
+also where it is importable only through ``PYTHONPATH``)."""
+
+
+def isolated_module(module: str) -> tuple[str, ...]:
+    """The command that runs ``python -m module`` of this harness, isolated from the working
+    directory (``-I``): code in the tree it runs in is never imported."""
+    import harness
+
+    init = os.path.realpath(harness.__file__ or "")
+    return (sys.executable, "-I", "-c", _RUN_ISOLATED, init, module)
 
 
 def named_check(spec: str) -> BisectCheck:
@@ -144,9 +178,13 @@ def named_check(spec: str) -> BisectCheck:
     python = sys.executable
     argv: tuple[str, ...]
     if spec == "overrides":
-        argv = (python, "-m", "harness.overrides", "--format", "json", "--no-cache", ".")
-        return BisectCheck(spec, argv, _overrides, render=_render_findings)
+        argv = (*isolated_module("harness.overrides"), "--format", "json", "--no-cache", ".")
+        return BisectCheck(spec, argv, _overrides, render=_render_findings, reads_output=True)
     if spec == "regressions":
+        for module in REGRESSIONS_NEED:
+            if importlib.util.find_spec(module) is None:
+                missing = ModuleNotFoundError(f"No module named {module!r}", name=module)
+                raise HarnessError(missing_extra(missing) or f"--check regressions needs {module}")
         argv = (python, "-m", "harness.cli", "regressions", "verify")
         return BisectCheck(spec, argv, _regressions, python_path=True)
     if spec.startswith("pytest:") and spec[len("pytest:") :].strip():
@@ -165,47 +203,76 @@ def command_check(argv: Sequence[str]) -> BisectCheck:
 
 
 def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun:
-    """Run ``check`` in ``tree``; the process group is killed on timeout and on Ctrl-C."""
+    """Run ``check`` in ``tree``. Its output goes to unnamed temporary files, so a child it
+    leaves running cannot hold the step open; its process group (what it left behind too) is
+    killed when it exits, on timeout and on Ctrl-C."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     if check.python_path:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
     started = time.perf_counter()
-    try:
-        process = subprocess.Popen(
-            check.argv,
-            cwd=tree,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,  # its own process group: killed whole, spared the terminal's ^C
-        )
-    except OSError as exc:
-        note = f"cannot run {check.argv[0]}: {exc.strerror or exc}"
-        return CheckRun(Verdict.SKIP, None, note, "", time.perf_counter() - started)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(process)
-        stdout, stderr = process.communicate()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            process = subprocess.Popen(
+                check.argv,
+                cwd=tree,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,  # its own group: killed whole, spared the terminal's ^C
+            )
+        except OSError as exc:  # a command: judged as its 126/127 (the driver); else abort
+            note = f"cannot run {check.argv[0]}: {exc.strerror or exc}"
+            verdict = Verdict.BAD if check.cannot_run_codes else Verdict.ABORT
+            seconds = time.perf_counter() - started
+            return CheckRun(verdict, None, note, "", seconds, started=False)
+        try:
+            exited = _wait_unreaped(process, timeout)
+        finally:
+            _kill(process)  # the leader is not reaped yet: its group id cannot be reused
+        stdout = _read(out, None if check.reads_output else OUTPUT_TAIL)
+        stderr = _read(err, OUTPUT_TAIL)
+    seconds = time.perf_counter() - started
+    if not exited:
         note = f"timed out after {timeout:g} s"
-        output = _tail(stdout, stderr)
-        return CheckRun(Verdict.SKIP, None, note, output, time.perf_counter() - started)
-    except BaseException:
-        _kill(process)
-        raise
+        return CheckRun(Verdict.SKIP, None, note, _tail(stdout, stderr), seconds)
     verdict, note = check.interpret(process.returncode, stdout)
     output = _tail(check.render(stdout) if check.render else stdout, stderr)
-    return CheckRun(verdict, process.returncode, note, output, time.perf_counter() - started)
+    return CheckRun(verdict, process.returncode, note, output, seconds)
+
+
+def _wait_unreaped(process: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Wait until ``process`` exits (True) or ``timeout`` passes (False), leaving it a zombie
+    where the platform can (``waitid`` with ``WNOWAIT``), so that its process group id stays
+    its own until :func:`_kill` has signalled the group."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    if not hasattr(os, "waitid"):
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    delay = 0.001
+    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+def _read(file: IO[bytes], tail: int | None) -> str:
+    """What was written to ``file``: all of it, or about its last ``tail`` characters."""
+    size = file.seek(0, os.SEEK_END)
+    file.seek(0 if tail is None else max(0, size - 4 * tail))  # UTF-8: at most 4 bytes each
+    return file.read().decode("utf-8", errors="replace")
 
 
 def _tail(stdout: str, stderr: str) -> str:
     return (stdout + (f"\n[stderr]\n{stderr}" if stderr.strip() else ""))[-OUTPUT_TAIL:]
 
 
-def _kill(process: subprocess.Popen[str]) -> None:
+def _kill(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()

@@ -1,8 +1,9 @@
 """``harness bisect``: parse arguments, call :func:`harness.bisect.bisect`, print the report.
 
 Exit 0: the first bad commit was found (and the check fails there and passes at its parent);
-1: no single first bad commit (only skipped commits left) or the check did not confirm it;
-2: usage; 3: the check aborted the bisection (exit status 128 or more); 130: interrupted.
+1: no single first bad commit (only skipped commits left), the check passes at ``--bad``, or it did
+not confirm the commit; 2: usage; 3: the check aborted the bisection (exit status 128 or more, or
+a command that cannot be executed); 130: interrupted.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from types import FrameType
 
 _EXITS = (
     "Exit 0: the first bad commit was found (the check fails there and passes at its parent); "
-    "1: no single first bad commit, or not confirmed; 2: usage; 3: aborted by the check; "
-    "130: interrupted."
+    "1: no single first bad commit, the check passes at --bad, or not confirmed; 2: usage; "
+    "3: aborted by the check (or it cannot be executed); 130: interrupted."
 )
 EXIT_FOUND = 0
 EXIT_NOT_FOUND = 1
@@ -54,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         default=0,
         metavar="N",
-        help="re-run a failing check N times; one pass = flaky, good",
+        help="re-run a failing check up to N times (at most 100); one pass = flaky, good",
     )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)

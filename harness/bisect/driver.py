@@ -9,23 +9,30 @@ marked with the check's verdict: good, bad or skip (a check that cannot run); an
 stops everything. A bad verdict is re-run up to ``retries`` times: bad only if every run says so,
 good (and *flaky*) if one passes. When only the bad commit is left it is the first bad commit;
 when only skipped commits are left, the first bad commit is one of them. At the end the check runs
-on the first bad commit and its parent unless a step already did, so the report holds both outputs.
+on the first bad commit and its parent unless a step already did, so the report holds both outputs;
+the status is ``found`` only when it fails there and passes at the parent (``bad-passes``: it
+passes at ``--bad`` itself; ``unconfirmed``: otherwise). A command that cannot be executed, or
+exits 126 or 127, is retried once on the good commit: the same there aborts (``git bisect run``).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.bisect.checks import BisectCheck, CheckRun, run_check
-from harness.bisect.report import BisectReport, StepRecord
+from harness.bisect.report import BisectReport, Status, StepRecord
 from harness.bisect.verdict import Verdict
 from harness.bisect.worktree import Commit, commit, git, resolve, temporary_worktree, toplevel
 from harness.errors import HarnessError
 
 Progress = Callable[[str], None]
+MAX_TIMEOUT = 1e6
+"""Seconds; more would overflow the process wait (and no check runs for 11 days)."""
+MAX_RETRIES = 100
 
 
 def bisect(
@@ -41,8 +48,12 @@ def bisect(
     """Find the first commit after ``good`` up to ``bad`` on which ``check`` fails."""
     if retries < 0:
         raise HarnessError("--retries must be 0 or more")
-    if timeout is not None and timeout <= 0:
-        raise HarnessError("--timeout must be positive")
+    if retries > MAX_RETRIES:
+        raise HarnessError(f"--retries must be at most {MAX_RETRIES}")
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise HarnessError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+    if timeout is not None and timeout > MAX_TIMEOUT:
+        raise HarnessError(f"--timeout must be at most {MAX_TIMEOUT:.0f} seconds")
     started = time.perf_counter()
     root = toplevel(repo)
     good_sha, bad_sha = resolve(root, good), resolve(root, bad)
@@ -74,7 +85,7 @@ def bisect(
             steps_left = math.ceil(math.log2(len(untested) + 1)) - 1
             step = _step(check, tree, commit(tree, sha), timeout, retries, report, say, steps_left)
             _clean(tree)
-            if step.verdict is Verdict.ABORT or not _can_run(check, tree, step, report, timeout):
+            if step.verdict is Verdict.ABORT or not _can_run(check, root, tree, report, timeout):
                 report.status = "aborted"
                 report.abort_reason = report.abort_reason or step.runs[-1].note
                 break
@@ -87,6 +98,7 @@ def bisect(
         report.skipped = [s.commit for s in report.steps if s.verdict is Verdict.SKIP]
         if report.status == "found":
             _confirm(check, tree, timeout, report, say)
+            report.status = _confirmation(report)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -123,7 +135,7 @@ def _step(
     number = len(report.steps) + 1
     say(f"step {number} (about {steps_left} more after it): {target.short} {target.subject}")
     runs = [run_check(check, tree, timeout)]
-    while runs[-1].verdict is Verdict.BAD and len(runs) <= retries:
+    while runs[-1].verdict is Verdict.BAD and runs[-1].started and len(runs) <= retries:
         _clean(tree)
         runs.append(run_check(check, tree, timeout))
     report.check_runs += len(runs)
@@ -139,30 +151,67 @@ def _step(
 
 
 def _can_run(
-    check: BisectCheck, tree: Path, step: StepRecord, report: BisectReport, timeout: float | None
+    check: BisectCheck, root: Path, tree: Path, report: BisectReport, timeout: float | None
 ) -> bool:
-    """``git bisect run``'s guard: an exit status that may mean "cannot run" (126, 127) counts as
-    bad only if the check does not exit the same way on the good commit."""
-    code = step.runs[-1].returncode
-    if code not in check.cannot_run_codes or report.good_run is not None:
+    """``git bisect run``'s guard: a command that could not be executed, or exits with a status
+    that may mean "cannot run" (126, 127), is bad only if it runs on the good commit."""
+    last = report.steps[-1].runs[-1]
+    if report.good_run is not None or not _cannot_run(check, last):
         return True
     git(["checkout", "--detach", "--quiet", report.good.sha], tree)
     report.good_run = run_check(check, tree, timeout)
     report.check_runs += 1
-    _clean(tree)
-    if report.good_run.returncode in check.cannot_run_codes:
+    good = report.good_run
+    if _cannot_run(check, good):
+        reason = good.note if not good.started else f"the check exits {good.returncode}"
         report.abort_reason = (
-            f"the check exits {report.good_run.returncode} on the good commit too: it cannot run "
-            "(command not found or not executable?)"
+            f"{reason} (at {report.steps[-1].commit.short} and at the good commit "
+            f"{report.good.short})" + _cannot_run_hint(check, root, tree, good)
         )
-        return False
-    return True
+        report.steps[-1].verdict = Verdict.ABORT
+    _clean(tree)
+    return report.abort_reason == ""
+
+
+def _cannot_run(check: BisectCheck, run: CheckRun) -> bool:
+    return bool(check.cannot_run_codes) and (
+        not run.started or run.returncode in check.cannot_run_codes
+    )
+
+
+def _cannot_run_hint(check: BisectCheck, root: Path, tree: Path, run: CheckRun) -> str:
+    """Why, where it can be told: a script of the user's that the commits do not hold."""
+    program = check.argv[0]
+    if run.started:
+        return ": it cannot run (command not found or not executable?)"
+    if "/" not in program and (tree / program).is_file():
+        return f"; {program} is not on PATH, but the checkout has one: give -- ./{program}"
+    if "/" in program and not os.path.isabs(program):
+        if (root / program).is_file() and not (tree / program).exists():
+            return (
+                f"; {program} is in the repository but not in its commits (untracked?): each "
+                f"step runs in a clean checkout, so give its absolute path ({root / program})"
+            )
+        if (tree / program).is_file() and not os.access(tree / program, os.X_OK):
+            return f" (committed without the executable bit: run it as: -- sh {program})"
+    return ""
 
 
 def _clean(tree: Path) -> None:
     """Drop whatever the check wrote, so that git can check out the next commit."""
     git(["reset", "--hard", "--quiet"], tree)
     git(["clean", "-ffdxq"], tree)
+
+
+def _confirmation(report: BisectReport) -> Status:
+    """``found`` when the check fails at the first bad commit and passes at its parent."""
+    culprit, parent = report.culprit_run, report.parent_run
+    fails = culprit is not None and culprit.verdict is Verdict.BAD
+    if fails and (parent is None or parent.verdict is Verdict.GOOD):
+        return "found"
+    if culprit is not None and culprit.verdict is Verdict.GOOD and report.first_bad == report.bad:
+        return "bad-passes"
+    return "unconfirmed"
 
 
 def _confirm(

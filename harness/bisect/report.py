@@ -10,7 +10,12 @@ from harness.bisect.checks import CheckRun
 from harness.bisect.verdict import Verdict
 from harness.bisect.worktree import Commit
 
-Status = Literal["running", "found", "ambiguous", "aborted"]
+Status = Literal["running", "found", "bad-passes", "unconfirmed", "ambiguous", "aborted"]
+"""``found``: the first bad commit, where the check fails and passes at its parent;
+``bad-passes``: the check passes at ``--bad`` (every tested commit was good: nothing to bisect);
+``unconfirmed``: the bisection ended on a commit, but the check did not fail there and pass at
+its parent when re-run (a flaky check, or ``--good``/``--bad`` that do not bracket the change);
+``ambiguous``: only skipped commits are left; ``aborted``: the check stopped the bisection."""
 
 
 @dataclass
@@ -52,6 +57,7 @@ class BisectReport:
     """Commits after ``good`` up to and including ``bad``."""
     status: Status = "running"
     first_bad: Commit | None = None
+    """Where the bisection ended (the first bad commit when ``status`` is ``found``)."""
     candidates: list[Commit] = field(default_factory=list[Commit])
     """When only skipped commits are left: the commits the first bad one could be."""
     steps: list[StepRecord] = field(default_factory=list[StepRecord])
@@ -69,12 +75,7 @@ class BisectReport:
     @property
     def confirmed(self) -> bool:
         """The check fails at the first bad commit and passes at its parent."""
-        return (
-            self.status == "found"
-            and self.culprit_run is not None
-            and self.culprit_run.verdict is Verdict.BAD
-            and (self.parent_run is None or self.parent_run.verdict is Verdict.GOOD)
-        )
+        return self.status == "found"
 
     def to_dict(self) -> dict[str, Any]:
         def run(r: CheckRun | None) -> dict[str, Any] | None:
@@ -114,7 +115,12 @@ class BisectReport:
                 f"  step {s.number:>2}  {s.commit.short}  {s.verdict.value:<5} {s.seconds:7.2f} s"
                 f"{tries}  {s.commit.subject}"
             )
-        if self.status == "found" and self.first_bad is not None:
+        if self.status == "bad-passes":
+            lines.append(
+                f"NOT FOUND: the check passes at --bad {self.bad.short} (and at every commit "
+                "tested): nothing to bisect; is --bad right, or does the check detect the bug?"
+            )
+        elif self.status in ("found", "unconfirmed") and self.first_bad is not None:
             c = self.first_bad
             lines += [
                 f"first bad commit: {c.sha}",
@@ -124,7 +130,7 @@ class BisectReport:
             ]
             if not self.confirmed:
                 lines.append(
-                    "  WARNING: the check does not fail at this commit and pass at its parent "
+                    "  UNCONFIRMED: the check does not fail at this commit and pass at its parent "
                     "(a flaky check, or --good/--bad that do not bracket the change)"
                 )
         elif self.status == "ambiguous":
@@ -137,7 +143,11 @@ class BisectReport:
             lines.append(f"skipped ({len(self.skipped)}):")
             lines += [f"  {c.short}  {c.subject}" for c in self.skipped]
         for label, target, run in (
-            ("the first bad commit", self.first_bad, self.culprit_run),
+            (
+                "--bad" if self.status == "bad-passes" else "the first bad commit",
+                self.first_bad,
+                self.culprit_run,
+            ),
             ("its parent", self.parent, self.parent_run),
         ):
             if target is not None and run is not None:

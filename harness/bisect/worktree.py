@@ -2,8 +2,11 @@
 
 The user's working tree, index and HEAD are never touched: every command that checks anything
 out runs in a detached worktree under the system's temporary directory, created from the user's
-repository and removed again on success, on failure and on Ctrl-C. Hooks are disabled for every
-command run there (``core.hooksPath=/dev/null``), so a ``post-checkout`` hook never runs.
+repository (a bare one too) and removed again on success, on failure and on Ctrl-C: git runs the
+removal in its own session (a terminal's Ctrl-C does not reach it) and is retried; if it still
+fails, our directory and our own admin entry are deleted by hand. Nothing repository-wide (no
+``git worktree prune``) ever runs. Hooks are disabled for every command run there
+(``core.hooksPath=/dev/null``), so a ``post-checkout`` hook never runs.
 """
 
 from __future__ import annotations
@@ -24,16 +27,29 @@ from harness.errors import HarnessError
 NO_HOOKS = ("-c", f"core.hooksPath={os.devnull}")
 
 
+REMOVE_ATTEMPTS = 3
+ANY_STATUS = range(-64, 256)
+"""Every exit status, a death by signal (negative) included."""
+
+
 def git(
-    args: Sequence[str], cwd: Path, *, ok: Sequence[int] = (0,)
+    args: Sequence[str], cwd: Path, *, ok: Sequence[int] = (0,), own_session: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``git args`` in ``cwd``; an exit status outside ``ok`` is a :class:`HarnessError`."""
+    """Run ``git args`` in ``cwd``; an exit status outside ``ok`` is a :class:`HarnessError`.
+    ``own_session``: out of the terminal's process group, so its Ctrl-C does not reach git."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
         done = subprocess.run(
-            ["git", *NO_HOOKS, *args], cwd=cwd, capture_output=True, text=True, env=env
+            ["git", *NO_HOOKS, *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            env=env,
+            start_new_session=own_session,
         )
     except FileNotFoundError:
+        if not cwd.is_dir():
+            raise HarnessError(f"{cwd} is gone (did the check delete its worktree?)") from None
         raise HarnessError("git is not installed (bisect needs it on PATH)") from None
     if done.returncode not in ok:
         message = (done.stderr or done.stdout).strip().splitlines()
@@ -77,12 +93,22 @@ def resolve(repo: Path, rev: str) -> str:
 
 
 def toplevel(path: Path) -> Path:
-    """The root of the repository holding ``path``."""
+    """The root of the repository holding ``path`` (a bare repository: its own directory)."""
     if not path.is_dir():
         raise HarnessError(f"--repo {path}: no such directory")
-    done = git(["rev-parse", "--show-toplevel"], path, ok=(0, 128))
+    done = git(["rev-parse", "--is-bare-repository", "--absolute-git-dir"], path, ok=(0, 128))
     if done.returncode:
         raise HarnessError(f"--repo {path}: not a git repository")
+    bare, git_dir = done.stdout.split("\n")[:2]
+    if bare == "true":
+        return Path(git_dir)
+    done = git(["rev-parse", "--show-toplevel"], path, ok=(0, 128))
+    if done.returncode:  # inside a non-bare repository's .git directory
+        common = git(["rev-parse", "--git-common-dir"], path).stdout.strip()
+        owner = (path / common).resolve().parent
+        raise HarnessError(
+            f"--repo {path} is inside the .git directory of {owner}; give the working tree"
+        )
     return Path(done.stdout.strip())
 
 
@@ -97,9 +123,38 @@ def temporary_worktree(repo: Path, rev: str) -> Generator[Path, None, None]:
         yield tree
     finally:
         with _uninterrupted():
-            git(["worktree", "remove", "--force", "--force", str(tree)], repo, ok=range(256))
-            shutil.rmtree(parent, ignore_errors=True)
-            git(["worktree", "prune"], repo, ok=range(256))
+            _remove(repo, parent, tree)
+
+
+def _remove(repo: Path, parent: Path, tree: Path) -> None:
+    """Unregister and delete our worktree whatever happens to git; never touches another one."""
+    remove = ["worktree", "remove", "--force", "--force", str(tree)]
+    for _ in range(REMOVE_ATTEMPTS):
+        if git(remove, repo, ok=ANY_STATUS, own_session=True).returncode == 0:
+            break
+    shutil.rmtree(parent, ignore_errors=True)
+    admin = _admin_dir(repo, tree)
+    if admin is not None:  # git failed: now that the directory is gone, once more, then by hand
+        git(remove, repo, ok=ANY_STATUS, own_session=True)
+        if admin.exists():
+            shutil.rmtree(admin, ignore_errors=True)
+
+
+def _admin_dir(repo: Path, tree: Path) -> Path | None:
+    """The repository's registration of ``tree`` (``<git dir>/worktrees/<name>``, whose
+    ``gitdir`` file names ``tree/.git``), if it still has one."""
+    done = git(["rev-parse", "--git-common-dir"], repo, ok=ANY_STATUS)
+    worktrees = repo / done.stdout.strip() / "worktrees"  # relative to ``repo`` unless absolute
+    if done.returncode or not worktrees.is_dir():
+        return None
+    for admin in worktrees.iterdir():
+        try:
+            gitdir = (admin / "gitdir").read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if Path(gitdir) == tree / ".git":
+            return admin
+    return None
 
 
 @contextlib.contextmanager

@@ -2,9 +2,10 @@
 
 ``fetch_vllm_source(version)`` runs ``pip download vllm==VERSION --no-deps --only-binary=:all:``
 into a temporary directory, unpacks only the wheel's ``vllm/**/*.py`` files into
-``$XDG_CACHE_HOME/harness/vllm-VERSION`` (default ``~/.cache/harness/vllm-VERSION``) and writes a
-``.harness-complete`` marker last, after checking the unpacked ``vllm/_version.py``. A cache
-directory without the marker (an interrupted unpack) is rebuilt; a complete one is reused.
+``$XDG_CACHE_HOME/harness/vllm-VERSION`` (default ``~/.cache/harness/vllm-VERSION``): it unpacks
+under a temporary name, checks ``vllm/_version.py``, writes a ``.harness-complete`` marker and
+renames the whole tree into place, so ``vllm-VERSION`` only ever appears complete. A complete one
+is reused; a ``vllm-VERSION`` without the marker is not ours and is never touched (an error).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -90,11 +90,13 @@ def fetch_vllm_source(
     final = cache / f"vllm-{version}"
     if (final / MARKER).is_file():
         return VllmSource(final.resolve(), read_version(final))
+    _refuse_foreign(final)
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="vllm-wheel-", dir=cache) as tmp:
         download = Path(tmp) / "wheel"
         command = [
             sys.executable,
+            "-I",  # never import a pip.py (or ast.py...) from the working directory
             "-m",
             "pip",
             "download",
@@ -122,10 +124,22 @@ def fetch_vllm_source(
             json.dumps({"version": version, "wheel": wheels[0].name, "files": count}) + "\n",
             encoding="utf-8",
         )
-        if final.exists():  # an interrupted earlier unpack: ours to replace
-            shutil.rmtree(final)
-        os.replace(staging, final)
+        try:
+            staging.rename(final)  # atomic; never replaces an existing directory
+        except OSError:
+            if not (final / MARKER).is_file():  # not another fetch that finished first
+                _refuse_foreign(final)
+                raise
     return VllmSource(final.resolve(), version)
+
+
+def _refuse_foreign(final: Path) -> None:
+    """A ``vllm-VERSION`` we did not unpack (no marker) is the user's: say so, touch nothing."""
+    if final.exists() or final.is_symlink():
+        raise HarnessError(
+            f"{final} exists and is not an unpack of ours (no {MARKER} in it); it is left "
+            "alone: move it away or give another --cache-dir"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,7 @@ def test_overrides_verdicts(status: int, findings: object, verdict: Verdict) -> 
     check = named_check("overrides")
     stdout = findings if isinstance(findings, str) else json.dumps(findings or [])
     assert check.interpret(status, stdout)[0] is verdict
-    assert check.argv[1:4] == ("-m", "harness.overrides", "--format")
+    assert check.argv[-4:] == ("--format", "json", "--no-cache", ".")
 
 
 @pytest.mark.parametrize(
@@ -60,9 +60,16 @@ def test_pytest_expression_or_node_id() -> None:
     assert named_check("pytest:tests/test_a.py::test_b").python_path
 
 
-def test_a_command_that_cannot_start_is_a_skip(tmp_path: Path) -> None:
+def test_a_command_that_cannot_start_says_so(tmp_path: Path) -> None:
     run = run_check(command_check(["./no-such-script"]), tmp_path, None)
-    assert run.verdict is Verdict.SKIP and run.returncode is None and "cannot run" in run.note
+    assert run.returncode is None and not run.started
+    assert run.note == "cannot run ./no-such-script: No such file or directory"
+
+
+def test_the_overrides_check_is_isolated_from_the_tree() -> None:
+    """``-I``: neither the working directory (the tree) nor PYTHONPATH is on its sys.path."""
+    argv = named_check("overrides").argv
+    assert argv[0] == sys.executable and argv[1] == "-I"
 
 
 def test_a_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
@@ -83,3 +90,33 @@ def test_output_is_kept_for_the_report(tmp_path: Path) -> None:
         None,
     )
     assert run.verdict is Verdict.BAD and run.returncode == 3 and run.output.startswith("out")
+
+
+def test_a_background_child_holding_the_output_neither_hangs_nor_outlives_the_check(
+    tmp_path: Path,
+) -> None:
+    """``git bisect run`` does not wait for what a check leaves running; nor do we, and what it
+    left is killed before the next checkout (it would write into the next commit's tree)."""
+    marker = tmp_path / "survivor"
+    script = f"(sleep 1; touch {marker}) & sleep 30 & echo out; exit 1"
+    started = time.perf_counter()
+    run = run_check(command_check(["sh", "-c", script]), tmp_path, None)
+    assert time.perf_counter() - started < 10
+    assert run.verdict is Verdict.BAD and run.returncode == 1 and run.output.startswith("out")
+    time.sleep(1.5)
+    assert not marker.exists(), "a child of the check outlived it"
+
+
+def test_a_huge_output_is_not_held_in_memory(tmp_path: Path) -> None:
+    """Only the tail a report shows is read back (unless the check parses its output)."""
+    import tracemalloc
+
+    script = "head -c 50000000 /dev/zero | tr '\\0' x; echo; echo last line; exit 1"
+    tracemalloc.start()
+    try:
+        run = run_check(command_check(["sh", "-c", script]), tmp_path, None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert run.verdict is Verdict.BAD and run.output.rstrip().endswith("last line")
+    assert len(run.output) <= 6000 and peak < 5_000_000, peak

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from harness.bisect import Verdict, bisect, command_check, named_check
 from harness.errors import HarnessError
 
-from .repos import git, make_repo, rename_history, snapshot
+from .repos import BASE, SUB, git, make_repo, rename_history, snapshot
 
 N = 45
 RENAME_AT = 29
@@ -200,3 +201,135 @@ def test_a_merged_side_branch_is_bisected_too(tmp_path: Path) -> None:
     report = bisect(repo, shas[0], "HEAD", CHECK)
     assert report.status == "found" and report.confirmed
     assert report.first_bad is not None and report.first_bad.sha == culprit
+
+
+SHADOWS = ("ast", "tokenize", "inspect", "dataclasses", "json", "sitecustomize")
+"""Standard-library names a tree may hold at its root (each writes a marker when imported)."""
+
+
+def test_the_overrides_check_never_runs_the_trees_code(tmp_path: Path) -> None:
+    """A root-level ``ast.py`` must not shadow the standard library in the checker's process."""
+    ran = tmp_path / "ran"
+    ran.mkdir()
+
+    def files(i: int) -> dict[str, str]:
+        kw = "block_table_tensor" if i >= 6 else "block_table"
+        shadows = {f"{name}.py": f"open({str(ran / name)!r}, 'w').close()\n" for name in SHADOWS}
+        return {"base.py": BASE.format(kw=kw), "sub.py": SUB, **shadows}
+
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 10, files)
+    report = bisect(repo, shas[0], shas[-1], named_check("overrides"))
+    assert sorted(p.name for p in ran.iterdir()) == []
+    assert report.status == "found" and report.confirmed, report.format()
+    assert report.first_bad is not None and report.first_bad.sha == shas[5]
+    assert not report.skipped
+
+
+def _check_script(repo: Path, name: str, text: str = "#!/bin/sh\nexit 0\n") -> Path:
+    path = repo / name
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("argv", "setup", "reason"),
+    [
+        (["/nonexistent/cmd"], None, "cannot run /nonexistent/cmd: No such file or directory"),
+        (["no-such-command-anywhere"], None, "cannot run no-such-command-anywhere: No such file"),
+        (
+            ["./my_check.sh"],
+            "untracked",
+            "./my_check.sh is in the repository but not in its commits",
+        ),
+        (["./tracked.sh"], "not-executable", "cannot run ./tracked.sh: Permission denied"),
+        (["tracked.sh"], "not-executable", "tracked.sh is not on PATH, but the checkout has one"),
+    ],
+)
+def test_a_check_that_cannot_be_executed_aborts_at_once(
+    tmp_path: Path, argv: list[str], setup: str | None, reason: str
+) -> None:
+    repo = tmp_path / "repo"
+
+    def files(i: int) -> dict[str, str]:
+        kw = "block_table_tensor" if i >= 11 else "block_table"
+        script = {"tracked.sh": "#!/bin/sh\nexit 0\n"} if setup == "not-executable" else {}
+        return {"base.py": BASE.format(kw=kw), "sub.py": SUB, **script}  # mode 644
+
+    shas = make_repo(repo, 20, files)
+    if setup == "untracked":
+        _check_script(repo, "my_check.sh")
+    report = bisect(repo, shas[0], shas[-1], command_check(argv))
+    assert report.status == "aborted", report.format()
+    assert reason in report.abort_reason
+    assert len(report.steps) == 1 and report.check_runs <= 2, report.format()
+
+
+def test_the_users_other_worktrees_are_never_pruned(tmp_path: Path) -> None:
+    """A linked worktree whose directory is missing for now (an unmounted drive) keeps its
+    admin data: bisect removes its own worktree and nothing else."""
+    repo = tmp_path / "repo"
+    shas = rename_history(repo, 8, 5)
+    other = tmp_path / "drive" / "other"
+    git(repo, "worktree", "add", "-q", "--detach", str(other), shas[2])
+    other.parent.rename(tmp_path / "unmounted")
+    admin = sorted((repo / ".git" / "worktrees").iterdir())
+    assert [p.name for p in admin] == ["other"]
+    report = bisect(repo, shas[0], shas[-1], CHECK)
+    assert report.status == "found"
+    assert sorted((repo / ".git" / "worktrees").iterdir()) == admin
+    (tmp_path / "unmounted").rename(other.parent)
+    assert str(other) in git(repo, "worktree", "list")
+    assert "prunable" not in git(repo, "worktree", "list", "--porcelain")
+
+
+def test_a_bad_end_that_passes_is_not_found(history: tuple[Path, list[str]]) -> None:
+    repo, shas = history
+    report = bisect(repo, shas[0], shas[RENAME_AT - 3], CHECK)  # no rename yet at --bad
+    assert report.status == "bad-passes" and not report.confirmed, report.format()
+    assert report.to_dict()["status"] == "bad-passes"
+    assert "the check passes at --bad" in report.format()
+
+
+def test_a_bare_repository_is_bisected(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shas = rename_history(repo, 10, 4)
+    bare = tmp_path / "repo.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    before = snapshot(bare)
+    report = bisect(bare, shas[0], shas[-1], CHECK)
+    assert report.status == "found" and report.first_bad is not None
+    assert report.first_bad.sha == shas[3]
+    assert snapshot(bare) == before and not (bare / "worktrees").exists()
+    with pytest.raises(HarnessError, match=r"inside the \.git directory of .*repo; give"):
+        bisect(repo / ".git", shas[0], shas[-1], CHECK)
+
+
+@pytest.mark.parametrize(
+    ("timeout", "retries", "error"),
+    [
+        (math.nan, 0, "--timeout must be a positive number of seconds"),
+        (math.inf, 0, "--timeout must be a positive number of seconds"),
+        (-1.0, 0, "--timeout must be a positive number of seconds"),
+        (1e300, 0, "--timeout must be at most"),
+        (None, 10**20, "--retries must be at most 100"),
+        (None, -1, "--retries must be 0 or more"),
+    ],
+)
+def test_bad_numbers_are_clear_errors(
+    history: tuple[Path, list[str]], timeout: float | None, retries: int, error: str
+) -> None:
+    repo, shas = history
+    with pytest.raises(HarnessError, match=re.escape(error)):
+        bisect(repo, shas[0], shas[-1], CHECK, timeout=timeout, retries=retries)
+
+
+def test_a_check_that_deletes_its_worktree_is_a_clear_error(
+    history: tuple[Path, list[str]],
+) -> None:
+    repo, shas = history
+    vandal = command_check(["sh", "-c", 'rm -rf "$PWD"; exit 1'])
+    with pytest.raises(HarnessError, match=r"tree is gone \(did the check delete its worktree\?\)"):
+        bisect(repo, shas[0], shas[-1], vandal)
+    assert git(repo, "worktree", "list").count("\n") == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,40 @@ def test_commit_info_and_toplevel(repo: Path) -> None:
     assert toplevel(repo / ".git" / "..") == repo.resolve()
     with pytest.raises(HarnessError, match="no such directory"):
         toplevel(repo / "nope")
+
+
+def _git_killed_on_remove(bin_dir: Path, *, times: int) -> None:
+    """A ``git`` first on PATH that dies of SIGINT on its first ``times`` ``worktree remove``
+    calls (as when the terminal's Ctrl-C reaches it), and is the real git otherwise."""
+    real = shutil.which("git")
+    assert real is not None
+    bin_dir.mkdir()
+    count = bin_dir / "count"
+    count.write_text("0")
+    script = bin_dir / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" worktree remove "*)\n'
+        f"  n=$(cat {count}); echo $((n + 1)) > {count}\n"
+        f'  [ "$n" -lt {times} ] && kill -INT $$ ;;\n'
+        "esac\n"
+        f'exec {real} "$@"\n'
+    )
+    script.chmod(0o755)
+
+
+@pytest.mark.parametrize("times", [1, 1000])
+def test_git_killed_during_removal_still_leaves_nothing(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, times: int
+) -> None:
+    bin_dir = tmp_path / "bin"
+    _git_killed_on_remove(bin_dir, times=times)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    with temporary_worktree(repo, "HEAD~1") as tree:
+        assert (tree / "f.txt").read_text() == "2\n"
+    assert int((bin_dir / "count").read_text()) >= 1  # git really was killed at least once
+    assert not tree.exists() and not tree.parent.exists()
+    assert git(repo, "worktree", "list").count("\n") == 1
+    assert not (repo / ".git" / "worktrees").exists() or not any(
+        (repo / ".git" / "worktrees").iterdir()
+    )

@@ -63,15 +63,77 @@ def test_fetch_unpacks_python_sources_once(tmp_path: Path, monkeypatch: pytest.M
     assert fetch_vllm_source("0.9.0", tmp_path) == fetched and len(calls) == 1  # cached
 
 
-def test_an_interrupted_unpack_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_directory_we_did_not_create_is_never_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--cache-dir .`` beside an extracted sdist named ``vllm-0.9.0``: refused, left as it was."""
     calls: list[list[str]] = []
     monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
-    partial = tmp_path / "vllm-0.9.0" / "vllm"
-    partial.mkdir(parents=True)
-    (partial / "stale.py").write_text("")
+    theirs = tmp_path / "vllm-0.9.0"
+    (theirs / "vllm").mkdir(parents=True)
+    (theirs / "vllm" / "mine.py").write_text("edited by hand\n")
+    (theirs / "setup.py").write_text("")
+    before = _tree(tmp_path)
+    with pytest.raises(HarnessError, match=r"vllm-0\.9\.0 exists and is not an unpack of ours"):
+        fetch_vllm_source("0.9.0", tmp_path)
+    assert _tree(tmp_path) == before and calls == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vllm-0.9.0"]
+
+
+def test_an_interrupted_unpack_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+
+    def interrupted(wheel: Path, target: Path) -> int:
+        (target / "vllm").mkdir(parents=True)
+        (target / "vllm" / "half.py").write_text("")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(source_module, "_unpack_python_sources", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fetch_vllm_source("0.9.0", tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+    assert (fetch_vllm_source("0.9.0", tmp_path).root / MARKER).is_file()
+
+
+def test_a_concurrent_unpack_that_finished_first_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two fetches at once: the one that renames second finds a complete tree and uses it."""
+    calls: list[list[str]] = []
+    fake = _fake_pip("0.9.0", calls)
+
+    def racing(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        done = fake(command, **kwargs)
+        if len(calls) == 1:  # the other process finishes while this one downloads
+            other = tmp_path / "vllm-0.9.0"
+            (other / "vllm").mkdir(parents=True)
+            (other / "vllm" / "_version.py").write_text("__version__ = '0.9.0'\n")
+            (other / "vllm" / "theirs.py").write_text("")
+            (other / MARKER).write_text("{}\n")
+        return done
+
+    monkeypatch.setattr(source_module.subprocess, "run", racing)
     fetched = fetch_vllm_source("0.9.0", tmp_path)
-    assert len(calls) == 1 and not (fetched.root / "vllm" / "stale.py").exists()
-    assert (fetched.root / MARKER).is_file()
+    assert fetched.root == (tmp_path / "vllm-0.9.0").resolve() and fetched.version == "0.9.0"
+    assert (fetched.root / "vllm" / "theirs.py").is_file()  # theirs was kept, not replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vllm-0.9.0"]
+
+
+def test_pip_runs_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-I``: a ``pip.py`` or ``ast.py`` in the working directory is never imported."""
+    calls: list[list[str]] = []
+    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+    fetch_vllm_source("0.9.0", tmp_path)
+    assert calls[0][1:4] == ["-I", "-m", "pip"]
 
 
 def test_fetch_failures_are_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
