@@ -59,7 +59,7 @@ test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json;
 
 test-compat: ## CPU suites on vLLM 0.9.0's pins (torch 2.7.0: PyPI's CUDA wheel, run on CPU) in .venv-compat
 	@test -x $(COMPAT_VENV)/bin/python || $(PYTHON) -m venv $(COMPAT_VENV)
-	$(COMPAT_VENV)/bin/python -m pip install -q -c $(COMPAT_CONSTRAINTS) -c $(CONSTRAINTS) -e '.[engine,eval,dev]'
+	$(COMPAT_VENV)/bin/python -m pip install -q -c $(COMPAT_CONSTRAINTS) -e '.[engine,eval,dev]'
 	$(COMPAT_VENV)/bin/python -c 'import torch; print("test-compat: torch", torch.__version__)'
 	$(COMPAT_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites
 
