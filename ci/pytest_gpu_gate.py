@@ -105,7 +105,7 @@ class GpuGate:
         self.config = config
         self.unavailable = cuda_unavailable_reason()
         self.report_path: str | None = config.getoption("gpu_report")
-        self.require: bool = config.getoption("require_gpu")
+        self.require = bool(config.getoption("require_gpu"))
         self.outcomes: dict[str, _Outcome] = {}
         self.missing: dict[str, list[str]] = {}
         """Missing optional package -> the GPU tests that skipped for it."""
@@ -216,9 +216,8 @@ class GpuGate:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.failure = self.required_failure()
-        if self.failure is not None and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        elif self.failure is not None and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        passing = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+        if self.failure is not None and session.exitstatus in passing:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self._write_report()
 
