@@ -28,7 +28,7 @@ HARNESS := $(PY) -m harness.cli
 GPU_GATE_ARGS := $(if $(filter 1 yes true,$(REQUIRE_GPU)),--require-gpu)
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-gpu test-compat lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
+.PHONY: help install run test test-gpu test-compat overrides lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ test-compat: ## CPU suites on vLLM 0.9.0's pins (torch 2.7.0: PyPI's CUDA wheel,
 	$(COMPAT_VENV)/bin/python -m pip install -q -c $(COMPAT_CONSTRAINTS) -e '.[engine,eval,dev]'
 	$(COMPAT_VENV)/bin/python -c 'import torch; print("test-compat: torch", torch.__version__)'
 	$(COMPAT_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites
+
+overrides: $(STAMP) ## The override checker on harness/ (SINCE=REF: only the findings HEAD adds since REF)
+	$(HARNESS) overrides $(if $(SINCE),--since $(SINCE)) harness
 
 lint: $(STAMP) ## Lint with ruff
 	$(PY) -m ruff check harness suites scripts ci

@@ -164,6 +164,7 @@ def test_every_install_hint_names_our_distribution() -> None:
 def test_the_extras_declare_ranges_and_admit_vllm_090s_environment() -> None:
     vllm = _pins(ROOT / "ci/constraints-vllm-0.9.0.txt")
     assert vllm["vllm"] == Version("0.9.0") and vllm["torch"] == Version("2.7.0")
+    assert vllm["flashinfer-python"] == Version("0.2.5")
     checked = set()
     for requirement in _extra_requirements():
         name = requirement.name.lower()
