@@ -1,24 +1,23 @@
 """pytest plugin behind ``make test-gpu`` (``-p ci.pytest_gpu_gate``): a GPU run says what it ran.
 
-- **No CUDA device**: every ``gpu``-marked test is skipped with the reason, and the run prints
-  ``no CUDA device: 0 GPU tests ran, N skipped (<why>)`` before the first test and again as its
-  very last line, so nobody reads "N skipped" as a GPU run. Exit code 0.
-- **A CUDA device**: a skipped ``gpu`` test is a failure, unless its skip reason names an optional
-  package (:data:`OPTIONAL_PACKAGES`) that is not installed here. A test that skips inside its
-  body counts as skipped, never as run.
-- ``--require-gpu`` (``make test-gpu REQUIRE_GPU=1``, the GPU pipeline step): the run exits 1 with
-  one ``gpu gate: FAILED`` line when there is no CUDA device, when a GPU test skips for a missing
-  package, or when no GPU test body ran.
-- ``--gpu-report=PATH`` writes a JSON memory report: the device (torch's and NVML's view, via
-  :func:`harness.memory.cuda_probe.probe`), each test's outcome, duration and the ``memory_*``
-  properties the harness memory plugin recorded (e.g. ``memory_peak_bytes``), and, when any test
-  recorded a peak, a bar chart of the peaks beside it (``PATH`` with ``.png``).
+- **No CUDA device**: every ``gpu`` test is skipped with the reason; the run prints
+  ``no CUDA device: 0 GPU tests ran, N skipped (<why>)`` first and last, and exits 0.
+- **A CUDA device**: a skipped ``gpu`` test fails unless its reason names an optional package
+  (:data:`OPTIONAL_PACKAGES`) not installed here. A skip inside a test body is a skip, not a run.
+- ``--require-gpu`` (``make test-gpu REQUIRE_GPU=1``, the GPU pipeline step): exit 1 with one
+  ``gpu gate: FAILED`` line without a CUDA device, when a GPU test skips for a missing package,
+  or when no GPU test body ran.
+- ``--gpu-report=PATH``: a JSON report of the device (:func:`harness.memory.cuda_probe.probe`),
+  the installed torch/flashinfer/vllm/lm-eval versions, each test's outcome and its ``memory_*``
+  and ``repro_*`` properties, and a bar chart of the peaks beside it (``.png``). Devices are
+  numbered in PCI bus order (``CUDA_DEVICE_ORDER=PCI_BUS_ID``), as NVML numbers them.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from collections.abc import Generator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -231,6 +230,7 @@ class GpuGate:
         report = {
             "cuda": {"unavailable_reason": self.unavailable, "device": device},
             "versions": installed_versions(),
+            "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
             "require_gpu": {"enabled": self.require, "failure": self.failure},
             "summary": {
                 "selected": self.selected,
@@ -293,4 +293,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Before anything initialises CUDA: number devices in PCI bus order, as NVML and nvidia-smi
+    # do, so "device 0" of a test and of the memory report is one physical GPU (CUDA's default
+    # order is fastest first). cuda_probe also maps devices to NVML by PCI bus id.
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     config.pluginmanager.register(GpuGate(config), "gpu-gate")

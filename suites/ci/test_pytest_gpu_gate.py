@@ -235,3 +235,11 @@ def test_without_require_gpu_no_cuda_still_exits_0(
     assert result.ret == 0
     assert _last_line(result) == "no CUDA device: 0 GPU tests ran, 1 skipped (no driver)"
     assert report["require_gpu"] == {"enabled": False, "failure": None}
+
+
+def test_devices_are_numbered_in_pci_bus_order(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    _, report, _ = _gate_run(pytester, monkeypatch, RUNS, "no driver")
+    assert report["cuda_device_order"] == "PCI_BUS_ID"
