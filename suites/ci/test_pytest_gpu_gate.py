@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ci import pytest_gpu_gate as gate
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TESTS = """
 import pytest
@@ -243,3 +248,27 @@ def test_devices_are_numbered_in_pci_bus_order(
     monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
     _, report, _ = _gate_run(pytester, monkeypatch, RUNS, "no driver")
     assert report["cuda_device_order"] == "PCI_BUS_ID"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.skipif(gate.cuda_unavailable_reason() is None, reason="checks the no-CUDA machine")
+def test_make_test_gpu_require_gpu_fails_on_a_machine_without_cuda(tmp_path: Path) -> None:
+    def make(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["make", "-s", "test-gpu", "PYTHON_ENV=system", f"PYTHON={sys.executable}", *argv],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+        )
+
+    required = make("REQUIRE_GPU=1")
+    assert required.returncode != 0
+    lines = [x for x in required.stdout.splitlines() if x.strip()]
+    assert lines[-1].startswith("gpu gate: FAILED (REQUIRE_GPU=1): no CUDA device (")
+    laptop = make()
+    assert laptop.returncode == 0, laptop.stdout[-2000:]
+    assert [x for x in laptop.stdout.splitlines() if x.strip()][-1].startswith(
+        "no CUDA device: 0 GPU tests ran, "
+    )
