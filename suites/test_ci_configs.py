@@ -459,9 +459,16 @@ def test_the_readme_shows_the_vllm_steps_exactly() -> None:
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_can_use_an_existing_interpreter() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+
     def dry(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["make", "-n", *argv], capture_output=True, text=True, cwd=ROOT, timeout=60
+            ["make", "--no-print-directory", "-n", *argv],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=60,
         )
 
     system = ("PYTHON_ENV=system", "PYTHON=/opt/image/bin/python3")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -254,12 +255,16 @@ def test_devices_are_numbered_in_pci_bus_order(
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.skipif(gate.cuda_unavailable_reason() is None, reason="checks the no-CUDA machine")
 def test_make_test_gpu_require_gpu_fails_on_a_machine_without_cuda(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    system = ("PYTHON_ENV=system", f"PYTHON={sys.executable}")
+
     def make(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["make", "-s", "test-gpu", "PYTHON_ENV=system", f"PYTHON={sys.executable}", *argv],
+            ["make", "-s", "--no-print-directory", "test-gpu", *system, *argv],
             capture_output=True,
             text=True,
             cwd=ROOT,
+            env=env,
             timeout=600,
         )
 
