@@ -1,68 +1,101 @@
-# harness: every target creates and uses the project venv itself.
+# harness: every target creates and uses the project venv itself, or, with PYTHON_ENV=system, an
+# interpreter that is already set up (vLLM's docker image, a CI agent): nothing is installed then.
 SHELL := /bin/bash
+comma := ,
 PYTHON ?= python3
+PYTHON_ENV ?= venv
 VENV := .venv
-BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+CONSTRAINTS ?= constraints.txt
+EXTRAS ?= engine,eval,dev
+WITH ?=
 PYTEST_WORKERS ?= auto
 REPORTS := reports
 BENCH ?= $(sort $(wildcard scripts/bench_*.py))
+REQUIRE_GPU ?=
+COMPAT_VENV := .venv-compat
+COMPAT_CONSTRAINTS := ci/constraints-vllm-0.9.0.txt
+
+ifeq ($(PYTHON_ENV),venv)
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))-$(notdir $(CONSTRAINTS))$(if $(WITH),-with)
+else ifeq ($(PYTHON_ENV),system)
+PY := $(PYTHON)
+STAMP :=
+else
+$(error PYTHON_ENV=$(PYTHON_ENV): use venv (build .venv here, the default) or system ($(PYTHON) as it is))
+endif
+HARNESS := $(PY) -m harness.cli
+GPU_GATE_ARGS := $(if $(filter 1 yes true,$(REQUIRE_GPU)),--require-gpu)
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-gpu lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
+.PHONY: help install run test test-gpu test-compat overrides lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[engine,eval,dev]'
-	@touch $(STAMP)
+$(VENV)/.installed-%: pyproject.toml $(CONSTRAINTS)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' $(WITH)
+	@# This checkout was the distribution "harness" before: drop that editable install (its pytest
+	@# plugins would register twice).
+	@if $(PY) -m pip show harness 2>/dev/null | grep -qx "Editable project location: $(CURDIR)"; then \
+		$(PY) -m pip uninstall -q -y harness; fi
+	@rm -rf harness.egg-info
+	@touch $@
 
-install: $(STAMP) ## Create .venv and install the project with the engine, eval and dev extras (quick when up to date)
+install: $(STAMP) ## Install the project with EXTRAS (engine,eval,dev) pinned by CONSTRAINTS (constraints.txt) into .venv; PYTHON_ENV=system: nothing
 
 run: $(STAMP) ## Run the main job on built-in defaults (harness hunt; reports in reports/)
-	$(BIN)/harness hunt
+	$(HARNESS) hunt
 
 test: $(STAMP) ## Run the CPU test suites in parallel (pytest -n auto), slow ones included
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites
 
-test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json; without CUDA says "0 GPU tests ran"
+test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json; "0 GPU tests ran" without CUDA; REQUIRE_GPU=1 fails then
 	@mkdir -p $(REPORTS)
-	@$(BIN)/python -m pytest -p ci.pytest_gpu_gate -p no:xdist -q -m gpu suites \
+	@$(PY) -m pytest -p ci.pytest_gpu_gate -p no:xdist -q -m gpu suites $(GPU_GATE_ARGS) \
 		--junitxml=$(REPORTS)/junit-gpu.xml --gpu-report=$(REPORTS)/memory-gpu.json
 
+test-compat: ## CPU suites on vLLM 0.9.0's pins (torch 2.7.0: PyPI's CUDA wheel, run on CPU) in .venv-compat
+	@test -x $(COMPAT_VENV)/bin/python || $(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_VENV)/bin/python -m pip install -q -c $(COMPAT_CONSTRAINTS) -e '.[engine,eval,dev]'
+	$(COMPAT_VENV)/bin/python -c 'import torch; print("test-compat: torch", torch.__version__)'
+	$(COMPAT_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites
+
+overrides: $(STAMP) ## The override checker on harness/ (SINCE=REF: only the findings HEAD adds since REF)
+	$(HARNESS) overrides $(if $(SINCE),--since $(SINCE)) harness
+
 lint: $(STAMP) ## Lint with ruff
-	$(BIN)/ruff check harness suites scripts ci
-	$(BIN)/ruff format --check harness suites scripts ci
+	$(PY) -m ruff check harness suites scripts ci
+	$(PY) -m ruff format --check harness suites scripts ci
 
 typecheck: $(STAMP) ## Type-check harness/ and ci/ with mypy --strict and pyright
-	$(BIN)/mypy --strict harness ci
-	$(BIN)/pyright harness ci
+	$(PY) -m mypy --strict harness ci
+	$(PY) -m pyright harness ci
 
 VLLM_FIDELITY_VERSION ?= 0.9.0
 
 fidelity: $(STAMP) ## Differential tests of the reference against vLLM's own source (pip-fetches 0.9.0 once into ~/.cache/harness; not in make test)
-	$(BIN)/harness fidelity --vllm-version $(VLLM_FIDELITY_VERSION)
-	HARNESS_VLLM_SRC="$$($(BIN)/python -m harness.fidelity.source $(VLLM_FIDELITY_VERSION))" \
-		$(BIN)/python -m pytest -p no:xdist -q suites/fidelity/test_bites_vllm.py
+	$(HARNESS) fidelity --vllm-version $(VLLM_FIDELITY_VERSION)
+	HARNESS_VLLM_SRC="$$($(PY) -m harness.fidelity.source $(VLLM_FIDELITY_VERSION))" \
+		$(PY) -m pytest -p no:xdist -q suites/fidelity/test_bites_vllm.py
 
 VLLM_PYTHON ?= python3
 repro-gpu: ## Real vLLM on a GPU: gsm8k with FlashInfer + the num_blocks scaling check (VLLM_PYTHON=interpreter with vllm, lm-eval, nvidia-ml-py)
 	PYTHON="$(VLLM_PYTHON)" bash scripts/repro_flashinfer_oom.sh --check-scaling --out reports/repro
 
 golden-update: $(STAMP) ## Regenerate golden files on purpose (never in CI)
-	$(BIN)/python -m pytest -p no:xdist suites --update-golden
+	$(PY) -m pytest -p no:xdist suites --update-golden
 
 primer: $(STAMP) ## Run the override checker on pinned large projects; diff against golden/primer (needs the package index)
-	$(BIN)/python scripts/primer_overrides.py $(PRIMER_ARGS)
+	$(PY) scripts/primer_overrides.py $(PRIMER_ARGS)
 
 primer-update: $(STAMP) ## Rewrite golden/primer on purpose (never in CI)
-	$(BIN)/python scripts/primer_overrides.py --update $(PRIMER_ARGS)
+	$(PY) scripts/primer_overrides.py --update $(PRIMER_ARGS)
 
 bench: $(STAMP) ## Run the benchmarks in scripts/ (BENCH=scripts/bench_x.py for one); they print ratios
-	@set -e; for script in $(BENCH); do echo "== $$script"; $(BIN)/python $$script; done
+	@set -e; for script in $(BENCH); do echo "== $$script"; $(PY) $$script; done
 
 clean: ## Remove the venv, caches and reports
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(REPORTS)

@@ -1,21 +1,23 @@
 """pytest plugin behind ``make test-gpu`` (``-p ci.pytest_gpu_gate``): a GPU run says what it ran.
 
-- **No CUDA device**: every ``gpu``-marked test is skipped with the reason, and the run prints
-  ``no CUDA device: 0 GPU tests ran, N skipped (<why>)`` before the first test and again as its
-  very last line, so nobody reads "N skipped" as a GPU run. Exit code 0.
-- **A CUDA device**: a skipped ``gpu`` test is a failure, unless its skip reason names an optional
-  package (:data:`OPTIONAL_PACKAGES`) that is not installed here: on a GPU agent, "needs CUDA"
-  or any other skip means the test did not check what it exists to check.
-- ``--gpu-report=PATH`` writes a JSON memory report: the device (torch's and NVML's view, via
-  :func:`harness.memory.cuda_probe.probe`), each test's outcome, duration and the ``memory_*``
-  properties the harness memory plugin recorded (e.g. ``memory_peak_bytes``), and, when any test
-  recorded a peak, a bar chart of the peaks beside it (``PATH`` with ``.png``).
+- **No CUDA device**: every ``gpu`` test is skipped with the reason; the run prints
+  ``no CUDA device: 0 GPU tests ran, N skipped (<why>)`` first and last, and exits 0.
+- **A CUDA device**: a skipped ``gpu`` test fails unless its reason names an optional package
+  (:data:`OPTIONAL_PACKAGES`) not installed here. A skip inside a test body is a skip, not a run.
+- ``--require-gpu`` (``make test-gpu REQUIRE_GPU=1``, the GPU pipeline step): exit 1 with one
+  ``gpu gate: FAILED`` line without a CUDA device, when a GPU test skips for a missing package,
+  or when no GPU test body ran.
+- ``--gpu-report=PATH``: a JSON report of the device (:func:`harness.memory.cuda_probe.probe`),
+  the installed torch/flashinfer/vllm/lm-eval versions, each test's outcome and its ``memory_*``
+  and ``repro_*`` properties, and a bar chart of the peaks beside it (``.png``). Devices are
+  numbered in PCI bus order (``CUDA_DEVICE_ORDER=PCI_BUS_ID``), as NVML numbers them.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from collections.abc import Generator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +35,25 @@ OPTIONAL_PACKAGES: dict[str, tuple[str, ...]] = {
 
 SKIP_PROPERTY = "gpu_gate_skip_reason"
 """User property on a report whose skip the gate turned into a failure."""
+
+RECORDED_PREFIXES = ("memory_", "repro_")
+"""User properties a test records that the JSON report copies (e.g. ``repro_out_of_memory``)."""
+
+VERSIONED = ("torch", "flashinfer-python", "nvidia-ml-py", "vllm", "lm-eval")
+"""Distributions whose installed versions the report records (``None``: not installed)."""
+
+
+def installed_versions() -> dict[str, str | None]:
+    """The version of each :data:`VERSIONED` distribution installed here, or ``None``."""
+    import importlib.metadata
+
+    versions: dict[str, str | None] = {}
+    for name in VERSIONED:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
 
 
 def cuda_unavailable_reason() -> str | None:
@@ -83,8 +104,12 @@ class GpuGate:
         self.config = config
         self.unavailable = cuda_unavailable_reason()
         self.report_path: str | None = config.getoption("gpu_report")
+        self.require = bool(config.getoption("require_gpu"))
         self.outcomes: dict[str, _Outcome] = {}
+        self.missing: dict[str, list[str]] = {}
+        """Missing optional package -> the GPU tests that skipped for it."""
         self.selected = 0
+        self.failure: str | None = None
 
     def _line(self, ran: int, skipped: int, failed: int) -> str:
         if self.unavailable is not None:
@@ -130,12 +155,16 @@ class GpuGate:
             and item.get_closest_marker("gpu") is not None
         ):
             reason = _skip_reason(report)
-            if missing_package_named(reason) is None:
+            missing = missing_package_named(reason)
+            if missing is not None:
+                self.missing.setdefault(missing, []).append(item.nodeid)
+            if missing is None or self.require:
                 report.outcome = "failed"
                 report.longrepr = (
                     f"skipped on a machine with a CUDA device: {reason}\n"
                     "make test-gpu fails a GPU test that skips there, unless the skip names an "
-                    f"optional package that is not installed ({', '.join(OPTIONAL_PACKAGES)})"
+                    f"optional package that is not installed ({', '.join(OPTIONAL_PACKAGES)}); "
+                    "with REQUIRE_GPU=1 that fails too"
                 )
                 report.user_properties.append((SKIP_PROPERTY, reason))
         return report
@@ -144,11 +173,12 @@ class GpuGate:
         outcome = self.outcomes.setdefault(report.nodeid, _Outcome(report.nodeid))
         outcome.duration_s += report.duration
         for name, value in report.user_properties:
-            if name.startswith("memory_"):
+            if name.startswith(RECORDED_PREFIXES):
                 outcome.memory[name] = value
         gated = any(name == SKIP_PROPERTY for name, _ in report.user_properties)
-        if report.when == "call" and not gated:
-            outcome.ran = True
+        body_ran = not report.skipped or hasattr(report, "wasxfail")  # xfail: it ran and failed
+        if report.when == "call" and body_ran and not gated:
+            outcome.ran = True  # a skip inside the body is a skip, not a run
         if hasattr(report, "wasxfail"):
             outcome.outcome = "xfailed" if report.skipped else "xpassed"
         elif report.skipped and outcome.outcome == "passed":
@@ -164,7 +194,33 @@ class GpuGate:
         failed = sum(1 for o in values if o.outcome in ("failed", "error"))
         return ran, skipped, failed
 
-    def pytest_sessionfinish(self) -> None:
+    def required_failure(self) -> str | None:
+        """Why a ``--require-gpu`` run fails, or ``None`` (also ``None`` without the flag)."""
+        if not self.require:
+            return None
+        if self.unavailable is not None:
+            return f"no CUDA device ({self.unavailable}): 0 GPU tests ran"
+        if self.missing:
+            module, nodeids = sorted(self.missing.items())[0]
+            distribution = OPTIONAL_PACKAGES.get(module, (module,))[-1]
+            return (
+                f"{distribution} is not installed: {len(nodeids)} GPU test(s) skipped for it "
+                f"(first: {nodeids[0]})"
+            )
+        ran = self.counts()[0]
+        if ran == 0:
+            return f"no GPU test body ran ({self.selected} selected)"
+        return None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.failure = self.required_failure()
+        passing = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+        if self.failure is not None and session.exitstatus in passing:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self._write_report()
+
+    def _write_report(self) -> None:
         if self.report_path is None:
             return
         path = Path(self.report_path)
@@ -173,6 +229,9 @@ class GpuGate:
         device = None if self.unavailable is not None else cuda_device_summary()
         report = {
             "cuda": {"unavailable_reason": self.unavailable, "device": device},
+            "versions": installed_versions(),
+            "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
+            "require_gpu": {"enabled": self.require, "failure": self.failure},
             "summary": {
                 "selected": self.selected,
                 "ran": ran,
@@ -192,6 +251,8 @@ class GpuGate:
 
     def pytest_unconfigure(self) -> None:
         self._write_line(self._line(*self.counts()))
+        if self.failure is not None:
+            self._write_line(f"gpu gate: FAILED (REQUIRE_GPU=1): {self.failure}")
 
 
 def plot_peaks(peaks: dict[str, Any], path: Path) -> Path:
@@ -215,7 +276,15 @@ def plot_peaks(peaks: dict[str, Any], path: Path) -> Path:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("gpu-gate", "make test-gpu (ci.pytest_gpu_gate)").addoption(
+    group = parser.getgroup("gpu-gate", "make test-gpu (ci.pytest_gpu_gate)")
+    group.addoption(
+        "--require-gpu",
+        action="store_true",
+        default=False,
+        help="fail (exit 1) without a CUDA device, when a GPU test skips for a missing package, "
+        "or when no GPU test body ran (make test-gpu REQUIRE_GPU=1)",
+    )
+    group.addoption(
         "--gpu-report",
         default=None,
         metavar="PATH",
@@ -224,4 +293,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Before anything initialises CUDA: number devices in PCI bus order, as NVML and nvidia-smi
+    # do, so "device 0" of a test and of the memory report is one physical GPU (CUDA's default
+    # order is fastest first). cuda_probe also maps devices to NVML by PCI bus id.
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     config.pluginmanager.register(GpuGate(config), "gpu-gate")

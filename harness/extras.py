@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 
+DISTRIBUTION = "attn-metadata-harness"
+"""This project's name on the package index (``harness`` there is an unrelated project); the import
+package and the command are ``harness``."""
+
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "engine": ("torch", "numpy", "rich", "matplotlib"),
     "eval": ("lm_eval",),
@@ -26,6 +30,11 @@ def extra_for_module(module: str) -> str | None:
     return None
 
 
+def install_hint(extra: str) -> str:
+    """The command that installs ``extra``: from the package index, and from a checkout."""
+    return f"pip install '{DISTRIBUTION}[{extra}]' (in a checkout: pip install '.[{extra}]')"
+
+
 def missing_extra(error: ModuleNotFoundError) -> str | None:
     """A one-line install hint when ``error`` is an optional package that is not installed.
 
@@ -40,5 +49,5 @@ def missing_extra(error: ModuleNotFoundError) -> str | None:
         return None
     return (
         f"this command needs {top}, which the base install leaves out; install the "
-        f"'{extra}' extra: pip install 'harness[{extra}]' (in a checkout: pip install '.[{extra}]')"
+        f"'{extra}' extra: {install_hint(extra)}"
     )

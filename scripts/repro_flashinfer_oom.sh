@@ -67,6 +67,12 @@ LOG="$OUT/lm_eval.log"
 SAMPLES="$OUT/nvml.csv"
 REPORT="$OUT/report.json"
 
+# GPU $GPU is NVML's index (PCI bus order, as nvidia-smi shows). CUDA's default order is "fastest
+# first", so the index alone may name another device there: lm_eval gets the device's UUID instead.
+export CUDA_DEVICE_ORDER=PCI_BUS_ID
+GPU_UUID="$("$PYTHON" -c 'import sys, pynvml; pynvml.nvmlInit(); u = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(int(sys.argv[1]))); print(u.decode() if isinstance(u, bytes) else u)' "$GPU")" ||
+  fail_env "NVML has no GPU $GPU"
+
 # NVML sampler: used and total bytes of GPU $GPU every 100 ms until it is stopped.
 "$PYTHON" - "$GPU" "$SAMPLES" <<'EOF' &
 import sys, time
@@ -91,7 +97,7 @@ fi
 
 echo "repro: lm_eval gsm8k 5-shot on $MODEL with $BACKEND (log: $LOG)"
 set +e
-CUDA_VISIBLE_DEVICES="$GPU" VLLM_USE_V1=1 VLLM_ATTENTION_BACKEND="$BACKEND" \
+CUDA_VISIBLE_DEVICES="$GPU_UUID" VLLM_USE_V1=1 VLLM_ATTENTION_BACKEND="$BACKEND" \
   "$PYTHON" -m lm_eval --model vllm \
   --model_args "pretrained=$MODEL,gpu_memory_utilization=0.9" \
   --tasks gsm8k --num_fewshot 5 --batch_size auto \
@@ -102,7 +108,7 @@ kill "$SAMPLER" 2>/dev/null || true
 wait "$SAMPLER" 2>/dev/null || true
 
 "$PYTHON" - "$STATUS" "$LOG" "$SAMPLES" "$OUT/lm_eval" "$REPORT" "$MODEL" "$BACKEND" <<'EOF'
-import csv, glob, json, os, re, sys
+import csv, glob, importlib.metadata, json, os, re, sys
 status, log, samples, results_dir, report, model, backend = sys.argv[1:]
 text = open(log, errors="replace").read()
 rows = list(csv.DictReader(open(samples)))
@@ -118,7 +124,14 @@ accuracy = None
 for path in sorted(glob.glob(os.path.join(results_dir, "**", "results_*.json"), recursive=True)):
     results = json.load(open(path))["results"].get("gsm8k", {})
     accuracy = {k: v for k, v in results.items() if k.startswith("exact_match")}
+versions = {}
+for dist in ("vllm", "torch", "flashinfer-python", "lm-eval", "nvidia-ml-py"):
+    try:
+        versions[dist] = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        versions[dist] = None
 result = {
+    "versions": versions,
     "model": model,
     "attention_backend": backend,
     "lm_eval_exit_status": int(status),
@@ -151,7 +164,7 @@ fi
 if [[ "$CHECK_SCALING" -eq 1 ]]; then
   echo "repro: per-step memory against two num_gpu_blocks_override values"
   set +e
-  CUDA_VISIBLE_DEVICES="$GPU" VLLM_USE_V1=1 VLLM_ATTENTION_BACKEND="$BACKEND" \
+  CUDA_VISIBLE_DEVICES="$GPU_UUID" VLLM_USE_V1=1 VLLM_ATTENTION_BACKEND="$BACKEND" \
     PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" \
     "$PYTHON" -m harness.eval.vllm_probe compare --model "$MODEL" >"$OUT/scaling.json"
   SCALING=$?

@@ -1,15 +1,29 @@
-"""A command that needs a missing extra names it and exits 2; the extras table matches pyproject."""
+"""A command that needs a missing extra names it and exits 2; the extras table matches pyproject.
+
+The extras declare version ranges that admit vLLM 0.9.0's environment, our own exact pins live in
+constraints.txt, and every install hint names our distribution, not the index's unrelated
+``harness``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
 import importlib.util
+import re
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.version import Version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 from harness import cli, extras
 
@@ -48,7 +62,7 @@ def test_a_missing_extra_is_named_with_exit_2(
     assert cli.main(["needs-extra"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("harness: error: ")
-    assert f"pip install 'harness[{extra}]'" in err
+    assert f"pip install '{extras.DISTRIBUTION}[{extra}]'" in err
     assert "Traceback" not in err
 
 
@@ -79,20 +93,103 @@ def _extra_of(requirement: Requirement) -> str | None:
 
 def test_the_table_covers_every_installed_extra_dependency() -> None:
     """Each extra in the table exists, and each installed dependency of an extra maps to it."""
-    metadata = importlib.metadata.metadata("harness")
+    metadata = importlib.metadata.metadata(extras.DISTRIBUTION)
     assert set(extras.EXTRA_MODULES) <= set(metadata.get_all("Provides-Extra") or [])
     modules_of: dict[str, set[str]] = {}
     for module, dists in importlib.metadata.packages_distributions().items():
         for dist in dists:
             modules_of.setdefault(dist.lower().replace("_", "-"), set()).add(module)
     checked = 0
-    for line in importlib.metadata.requires("harness") or []:
+    for line in importlib.metadata.requires(extras.DISTRIBUTION) or []:
         requirement = Requirement(line)
         extra = _extra_of(requirement)
         name = requirement.name.lower().replace("_", "-")
-        if extra is None or name == "harness" or name not in modules_of:
+        if extra is None or name == extras.DISTRIBUTION or name not in modules_of:
             continue  # not an engine/eval/gpu dependency, or not installed here
         mapped = {extras.extra_for_module(m) for m in modules_of[name]}
         assert extra in mapped, f"{requirement.name} ({extra}) provides {modules_of[name]}"
         checked += 1
     assert checked >= 5  # torch, numpy, rich, matplotlib, lm-eval (make install)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _pins(path: Path) -> dict[str, Version]:
+    """``name==version`` lines of a constraints file (comments and blanks skipped)."""
+    pins: dict[str, Version] = {}
+    for line in path.read_text().splitlines():
+        line = line.partition("#")[0].strip()
+        if line:
+            requirement = Requirement(line)
+            (spec,) = requirement.specifier
+            assert spec.operator == "==", line
+            pins[requirement.name.lower()] = Version(spec.version)
+    return pins
+
+
+def _extra_requirements() -> list[Requirement]:
+    return [
+        Requirement(line)
+        for extra in extras.EXTRA_MODULES
+        for line in PROJECT["optional-dependencies"][extra]
+        if not line.startswith(extras.DISTRIBUTION)
+    ]
+
+
+def test_the_distribution_has_a_name_of_its_own() -> None:
+    assert PROJECT["name"] == extras.DISTRIBUTION != "harness"
+    assert PROJECT["scripts"] == {"harness": "harness.cli:main"}  # the command stays `harness`
+    for extra in extras.EXTRA_MODULES:
+        for line in PROJECT["optional-dependencies"][extra]:
+            assert not line.startswith("harness["), f"{extra}: {line} names the index's harness"
+
+
+def test_every_install_hint_names_our_distribution() -> None:
+    stale = re.compile(r"""pip install ['"]?harness\[""")
+    files = [ROOT / "README.md", *ROOT.glob("harness/**/*.py"), *ROOT.glob("scripts/*")]
+    files += [*ROOT.glob("suites/**/*.py"), *ROOT.glob("docs/**/*.md")]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in files
+        if path.is_file() and path.suffix in (".py", ".md", ".sh", "")
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if stale.search(line) and "stale = re.compile" not in line
+    ]
+    assert offenders == []
+    assert extras.install_hint("gpu").startswith(f"pip install '{extras.DISTRIBUTION}[gpu]'")
+
+
+def test_the_extras_declare_ranges_and_admit_vllm_090s_environment() -> None:
+    vllm = _pins(ROOT / "ci/constraints-vllm-0.9.0.txt")
+    assert vllm["vllm"] == Version("0.9.0") and vllm["torch"] == Version("2.7.0")
+    assert vllm["flashinfer-python"] == Version("0.2.5")
+    checked = set()
+    for requirement in _extra_requirements():
+        name = requirement.name.lower()
+        assert all(s.operator != "==" for s in requirement.specifier), f"{requirement} is a pin"
+        if name in vllm:
+            assert requirement.specifier.contains(vllm[name]), (
+                f"{requirement} excludes {vllm[name]}"
+            )
+            checked.add(name)
+    assert checked == {"torch", "numpy", "lm-eval", "flashinfer-python"}
+    (torch,) = [r for r in _extra_requirements() if r.name == "torch"]
+    oldest_tested = Version("2.7.0")  # the torch `make test-compat` runs the CPU suites on
+    assert torch.specifier.contains(oldest_tested) and not torch.specifier.contains("2.6.0")
+
+
+def test_make_install_pins_exactly_through_the_constraints_file() -> None:
+    pins = _pins(ROOT / "constraints.txt")
+    assert pins["torch"] == Version("2.13.0")  # the CPU build on disk satisfies it: never CUDA
+    for requirement in _extra_requirements():
+        name = requirement.name.lower()
+        if name in ("flashinfer-python", "nvidia-ml-py"):
+            continue  # the gpu extra: installed with ci/constraints-vllm-0.9.0.txt (GPU step)
+        assert name in pins, f"constraints.txt does not pin {name}"
+        assert requirement.specifier.contains(pins[name]), f"{requirement} excludes {pins[name]}"
+    makefile = (ROOT / "Makefile").read_text()
+    assert "CONSTRAINTS ?= constraints.txt" in makefile
+    assert "pip install -q -c $(CONSTRAINTS) -e '.[$(EXTRAS)]'" in makefile
+    assert "COMPAT_CONSTRAINTS := ci/constraints-vllm-0.9.0.txt" in makefile

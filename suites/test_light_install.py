@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.extras import DISTRIBUTION
+
 ROOT = Path(__file__).resolve().parent.parent
 EXTRA_MODULES = ("torch", "numpy", "rich", "matplotlib", "lm_eval", "flashinfer", "pynvml")
 MAX_INSTALLED_BYTES = 2 << 20
@@ -69,7 +71,7 @@ def _light_install(tmp: Path) -> Path:
     pip = (sys.executable, "-m", "pip", "--disable-pip-version-check")
     built = _run(*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp / "dist", src)
     assert built.returncode == 0, built.stdout + built.stderr
-    (wheel,) = (tmp / "dist").glob("harness-*.whl")
+    (wheel,) = (tmp / "dist").glob(f"{DISTRIBUTION.replace('-', '_')}-*.whl")
     env_dir = tmp / "venv"
     venv.create(env_dir, with_pip=False, symlinks=os.name != "nt")
     python = env_dir / "bin" / "python"
@@ -98,7 +100,8 @@ def test_the_light_install(tmp_path: Path) -> None:
 def _holds_harness_alone(light_venv: Path) -> None:
     site = _site_packages(light_venv)
     names = {p.name for p in site.iterdir()} - {"__pycache__"}
-    assert names == {"harness", "harness-0.1.0.dist-info"}, sorted(names)
+    dist_info = f"{DISTRIBUTION.replace('-', '_')}-0.1.0.dist-info"
+    assert names == {"harness", dist_info}, sorted(names)
     size = sum(
         f.stat().st_size for f in site.rglob("*") if f.is_file() and "__pycache__" not in f.parts
     )
@@ -134,7 +137,7 @@ def _a_command_needing_an_extra_names_it(
     out = _run(light_venv / "harness", *argv)
     assert out.returncode == 2, f"harness {' '.join(argv)}: {out.stdout}{out.stderr}"
     assert "Traceback" not in out.stderr
-    assert f"pip install 'harness[{extra}]'" in out.stderr
+    assert f"pip install '{DISTRIBUTION}[{extra}]'" in out.stderr
     assert out.stderr.startswith("harness: error: ")
 
 

@@ -47,7 +47,7 @@ def test_both_plugins_load_and_stay_inert_without_torch(pytester: pytest.Pyteste
     )
     result = pytester.runpytest_subprocess("-p", "block_torch", "-p", "no:hypothesispytest")
     result.assert_outcomes(passed=3, failed=1, errors=2)
-    hint = "needs torch, which is not importable (*): pip install 'harness?engine?'"
+    hint = "needs torch, which is not importable (*): pip install 'attn-metadata-harness?engine?'"
     result.stdout.fnmatch_lines([f"*memory_budget {hint}"])
     result.stdout.fnmatch_lines([f"*harness_memory_tracker {hint}"])
     result.stdout.fnmatch_lines([f"*harness_simulate {hint}"])

@@ -23,7 +23,7 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 """Set before lm-eval and ``datasets`` are imported: nothing may be downloaded."""
 EVAL_EXTRA_HINT = (
     "harness eval needs lm-eval, which the 'eval' extra installs: "
-    "pip install 'harness[eval]' (or `make install` in a checkout)"
+    "pip install 'attn-metadata-harness[eval]' (or `make install` in a checkout)"
 )
 
 

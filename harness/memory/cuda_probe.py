@@ -15,14 +15,19 @@ Public API:
   allocated bytes during the block above those allocated at its start (resets torch's peak
   statistics on entry, synchronizes on entry and exit). Raises :class:`CudaUnavailableError` on
   entry without CUDA.
-- ``nvml_process_bytes(device_index=0) -> int | None`` -- this process's usage from NVML, ``None``
-  when NVML or the process entry is unavailable.
+- ``nvml_process_lookup(device_index=0) -> NvmlLookup`` -- this process's usage from NVML and how
+  it was found, or why not. NVML names the device by its PCI bus id (never by index: NVML counts
+  in PCI order, CUDA fastest-first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``), and the process by
+  any of its PIDs (``/proc/self/status`` NSpid); in a container's PID namespace NVML shows host
+  PIDs, so the lookup falls back to the one process whose usage covers torch's reserved pool, and
+  otherwise says it cannot tell. ``nvml_process_bytes`` is its byte count.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -73,7 +78,9 @@ class CudaMemoryStats:
     reserved_bytes: int
     max_reserved_bytes: int
     process_bytes: int | None
-    """This process's device memory from NVML; ``None`` without NVML."""
+    """This process's device memory from NVML; ``None`` when NVML cannot tell (see the note)."""
+    process_note: str = ""
+    """How NVML's entry for this process was found, or why there is none."""
 
     @property
     def non_torch_bytes(self) -> int | None:
@@ -90,7 +97,12 @@ class CudaMemoryStats:
             f"free {format_size(self.free_bytes)}, allocated {format_size(self.allocated_bytes)} "
             f"(peak {format_size(self.max_allocated_bytes)}), reserved "
             f"{format_size(self.reserved_bytes)} (peak {format_size(self.max_reserved_bytes)}), "
-            "non-torch " + ("unknown (no NVML)" if non_torch is None else format_size(non_torch))
+            "non-torch "
+            + (
+                f"unknown ({self.process_note or 'no NVML'})"
+                if non_torch is None
+                else format_size(non_torch)
+            )
         )
 
 
@@ -98,6 +110,7 @@ def probe(device_index: int = 0) -> CudaMemoryStats:
     """Read every memory counter of ``device_index``; :class:`CudaUnavailableError` without CUDA."""
     _require_cuda(device_index)
     free, total = torch.cuda.mem_get_info(device_index)
+    lookup = nvml_process_lookup(device_index)
     return CudaMemoryStats(
         device_index=device_index,
         name=torch.cuda.get_device_name(device_index),
@@ -107,16 +120,72 @@ def probe(device_index: int = 0) -> CudaMemoryStats:
         max_allocated_bytes=torch.cuda.max_memory_allocated(device_index),
         reserved_bytes=torch.cuda.memory_reserved(device_index),
         max_reserved_bytes=torch.cuda.max_memory_reserved(device_index),
-        process_bytes=nvml_process_bytes(device_index),
+        process_bytes=lookup.used_bytes,
+        process_note=lookup.how,
     )
 
 
-def nvml_process_bytes(device_index: int = 0) -> int | None:
-    """This process's memory on ``device_index`` according to NVML, or ``None``."""
+@dataclass(frozen=True, slots=True)
+class NvmlLookup:
+    """This process's device memory according to NVML, and how it was found (or why not)."""
+
+    used_bytes: int | None
+    how: str
+
+
+def own_pids(status_path: str = "/proc/self/status") -> tuple[int, ...]:
+    """This process's PIDs: ``os.getpid()`` and, where procfs shows them, its PID in every PID
+    namespace from the one ``/proc`` was mounted in down to its own (the ``NSpid`` line)."""
+    pids = [os.getpid()]
+    try:
+        with open(status_path, encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("NSpid:"):
+                    pids += [int(p) for p in line.split()[1:] if p.isdigit()]
+    except OSError:
+        pass
+    return tuple(dict.fromkeys(pids))
+
+
+def match_process(
+    processes: Sequence[tuple[int, int | None]], pids: Collection[int], reserved_bytes: int
+) -> NvmlLookup:
+    """Pick this process among NVML's ``(pid, used bytes)`` entries of one device.
+
+    By PID first. Inside a container's PID namespace NVML reports host PIDs that match none of
+    ours; then the entry is ours only if it is the one whose usage covers the ``reserved_bytes``
+    torch's allocator holds on the device (our CUDA context's memory includes them).
+    """
+    for pid, used in processes:
+        if pid in pids:
+            if used is None:
+                return NvmlLookup(None, f"NVML lists pid {pid} without a memory count")
+            return NvmlLookup(int(used), f"NVML pid {pid}")
+    listed = sorted(pid for pid, _ in processes)
+    covering = [
+        (pid, used) for pid, used in processes if used is not None and used >= reserved_bytes
+    ]
+    if len(covering) == 1 and (reserved_bytes > 0 or len(processes) == 1):
+        pid, used = covering[0]
+        return NvmlLookup(
+            int(used),
+            f"NVML pid {pid}, matched by memory: the only process using at least torch's "
+            f"reserved {format_size(reserved_bytes)} (this process is pid {', '.join(map(str, pids))} "
+            "here: a PID namespace)",
+        )
+    return NvmlLookup(
+        None,
+        f"NVML lists pids {listed or 'none'} and this process is pid "
+        f"{', '.join(map(str, pids))}: a PID namespace hides which one is ours",
+    )
+
+
+def nvml_process_lookup(device_index: int = 0) -> NvmlLookup:
+    """This process's memory on ``device_index`` according to NVML (see :func:`match_process`)."""
     try:
         nvml: Any = importlib.import_module("pynvml")
     except ImportError:
-        return None
+        return NvmlLookup(None, "no NVML: nvidia-ml-py is not installed")
     try:
         get_properties: Any = getattr(torch.cuda, "get_device_properties")  # noqa: B009
         props: Any = get_properties(device_index)
@@ -124,17 +193,25 @@ def nvml_process_bytes(device_index: int = 0) -> int | None:
         bus: int = props.pci_bus_id
         dev: int = props.pci_device_id
         bus_id = f"{domain:04x}:{bus:02x}:{dev:02x}.0"
+        reserved = int(torch.cuda.memory_reserved(device_index))
         nvml.nvmlInit()
         try:
             handle = nvml.nvmlDeviceGetHandleByPciBusId(bus_id.encode())
-            for process in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                if process.pid == os.getpid() and process.usedGpuMemory is not None:
-                    return int(process.usedGpuMemory)
+            processes = [
+                (int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
+                for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            ]
         finally:
             nvml.nvmlShutdown()
-    except Exception:  # NVML is optional diagnostics: any failure means "unknown"
-        return None
-    return None
+    except Exception as exc:  # NVML is optional diagnostics: say why it is unknown
+        return NvmlLookup(None, f"NVML failed: {type(exc).__name__}: {exc}")
+    lookup = match_process(processes, own_pids(), reserved)
+    return NvmlLookup(lookup.used_bytes, f"{lookup.how}; device {bus_id}")
+
+
+def nvml_process_bytes(device_index: int = 0) -> int | None:
+    """This process's memory on ``device_index`` according to NVML, or ``None``."""
+    return nvml_process_lookup(device_index).used_bytes
 
 
 class CudaPeak:

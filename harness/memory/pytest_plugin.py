@@ -59,7 +59,7 @@ MARKERS: dict[str, Callable[..., object]] = {"memory_budget": memory_budget}
 CACHE_PREFIX = "harness_memory/peak/"
 """``config.cache`` key prefix; the rest is the test's node id."""
 
-ENGINE_INSTALL_HINT = "pip install 'harness[engine]'"
+ENGINE_INSTALL_HINT = "pip install 'attn-metadata-harness[engine]'"
 """What to install when torch is missing."""
 
 _MEASUREMENT = pytest.StashKey[Measurement]()

@@ -116,6 +116,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE",
         help="write all current findings to FILE (dropping stale entries) and exit 0",
     )
+    parser.add_argument(
+        "--since",
+        metavar="REF",
+        help="report only the findings added since the git revision REF (its tree is checked "
+        "in a temporary directory, cached by tree hash; the checkout is not touched)",
+    )
     parser.add_argument("--explain", metavar="CODE", help="print a rule's documentation and exit")
     parser.add_argument("--list-rules", action="store_true", help="list all rules and exit")
     parser.add_argument(
@@ -199,6 +205,8 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError("--jobs must be at least 1")
     if args.write_baseline and args.changed is not None:
         raise HarnessError("--write-baseline needs a whole-tree run (without --changed)")
+    if args.since is not None and (args.changed is not None or args.write_baseline):
+        raise HarnessError("--since needs a whole-tree run (without --changed or --write-baseline)")
 
     from harness.overrides.checker import check
     from harness.overrides.findings import Severity
@@ -216,6 +224,10 @@ def run(args: argparse.Namespace) -> int:
     if args.write_baseline:
         _write_baseline(args.write_baseline, result.findings)
         return EXIT_OK
+    if args.since is not None:
+        from harness.overrides.since import added_since
+
+        result = added_since(result, args.since, paths, options, args)
     written = _emit(report.render(result.findings, args.format))
     if written != EXIT_OK:
         return written

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ci import pytest_gpu_gate as gate
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TESTS = """
 import pytest
@@ -120,3 +126,154 @@ def test_the_plot_of_peaks_is_written(tmp_path: Path) -> None:
     peaks = {"suites/a.py::test_mlp": 40 << 20, "suites/a.py::test_kv_copy": 300 << 20}
     path = gate.plot_peaks(peaks, tmp_path / "memory-gpu.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- a skip inside a body is a skip; --require-gpu (make test-gpu REQUIRE_GPU=1) can fail -------
+
+BODY_SKIPS = """
+import pytest
+
+@pytest.mark.gpu
+def test_needs_vllm_and_skips_in_its_body():
+    pytest.skip("needs CUDA and vLLM (missing ['vllm']); set VLLM_PYTHON to such an interpreter")
+"""
+RUNS = """
+import pytest
+
+@pytest.mark.gpu
+def test_reproduces(record_property):
+    record_property("repro_out_of_memory", "Tried to allocate 2.12 GiB")
+"""
+
+
+def _gate_run(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tests: str,
+    unavailable: str | None,
+    *extra: str,
+) -> tuple[pytest.RunResult, dict[str, Any], str]:
+    pytester.makepyfile(test_gpu=tests)
+    pytester.makeini("[pytest]\nmarkers =\n    gpu: needs CUDA\n")
+    monkeypatch.setattr(gate, "cuda_unavailable_reason", lambda: unavailable)
+    monkeypatch.setattr(gate, "cuda_device_summary", lambda: {"name": "Fake H100"})
+    report = pytester.path / "memory-gpu.json"
+    junit = pytester.path / "junit-gpu.xml"
+    result = pytester.runpytest(*ARGS, f"--gpu-report={report}", f"--junitxml={junit}", *extra)
+    return result, json.loads(report.read_text()), junit.read_text()
+
+
+def _last_line(result: pytest.RunResult) -> str:
+    return [x for x in result.outlines if x.strip()][-1]
+
+
+def test_a_skip_inside_a_body_counts_as_a_skip_not_a_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 20: with CUDA visible and no vLLM installed, the gate said "GPU tests ran".
+    result, report, _ = _gate_run(pytester, monkeypatch, BODY_SKIPS, None)
+    assert result.ret == 0  # without --require-gpu a missing optional package is a skip
+    result.assert_outcomes(skipped=1)
+    assert _last_line(result).startswith("CUDA device present: 0 GPU tests ran, 1 skipped")
+    assert report["summary"]["ran"] == 0
+    assert report["tests"][0]["ran"] is False
+
+
+@pytest.mark.parametrize(
+    ("tests", "unavailable", "line"),
+    [
+        (
+            RUNS,
+            "torch is built without CUDA",
+            "gpu gate: FAILED (REQUIRE_GPU=1): no CUDA device (torch is built without CUDA): "
+            "0 GPU tests ran",
+        ),
+        (
+            BODY_SKIPS,
+            None,
+            "gpu gate: FAILED (REQUIRE_GPU=1): vllm is not installed: 1 GPU test(s) skipped for "
+            "it (first: test_gpu.py::test_needs_vllm_and_skips_in_its_body)",
+        ),
+        (
+            "import pytest\n\n@pytest.mark.gpu\ndef test_x():\n    pytest.skip('flaky')\n",
+            None,
+            "gpu gate: FAILED (REQUIRE_GPU=1): no GPU test body ran (1 selected)",
+        ),
+        (
+            "def test_not_gpu():\n    pass\n",
+            None,
+            "gpu gate: FAILED (REQUIRE_GPU=1): no GPU test body ran (0 selected)",
+        ),
+    ],
+    ids=["no-cuda", "missing-package", "no-body-ran", "nothing-selected"],
+)
+def test_require_gpu_fails_with_one_line(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tests: str,
+    unavailable: str | None,
+    line: str,
+) -> None:
+    result, report, _ = _gate_run(pytester, monkeypatch, tests, unavailable, "--require-gpu")
+    assert result.ret == 1
+    assert _last_line(result) == line
+    assert sum(1 for x in result.outlines if x.startswith("gpu gate: FAILED")) == 1
+    failure = line.removeprefix("gpu gate: FAILED (REQUIRE_GPU=1): ")
+    assert report["require_gpu"] == {"enabled": True, "failure": failure}
+
+
+def test_require_gpu_passes_when_a_body_ran_and_the_verdict_is_in_the_junit_report(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, report, junit = _gate_run(pytester, monkeypatch, RUNS, None, "--require-gpu")
+    assert result.ret == 0, result.stdout.str()
+    assert "gpu gate: FAILED" not in result.stdout.str()
+    assert '<property name="repro_out_of_memory" value="Tried to allocate 2.12 GiB"' in junit
+    assert report["tests"][0]["memory"] == {"repro_out_of_memory": "Tried to allocate 2.12 GiB"}
+    assert set(report["versions"]) == set(gate.VERSIONED)
+    assert report["versions"]["torch"] is not None
+
+
+def test_without_require_gpu_no_cuda_still_exits_0(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, report, _ = _gate_run(pytester, monkeypatch, RUNS, "no driver")
+    assert result.ret == 0
+    assert _last_line(result) == "no CUDA device: 0 GPU tests ran, 1 skipped (no driver)"
+    assert report["require_gpu"] == {"enabled": False, "failure": None}
+
+
+def test_devices_are_numbered_in_pci_bus_order(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    _, report, _ = _gate_run(pytester, monkeypatch, RUNS, "no driver")
+    assert report["cuda_device_order"] == "PCI_BUS_ID"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.skipif(gate.cuda_unavailable_reason() is None, reason="checks the no-CUDA machine")
+def test_make_test_gpu_require_gpu_fails_on_a_machine_without_cuda(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    system = ("PYTHON_ENV=system", f"PYTHON={sys.executable}")
+
+    def make(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["make", "-s", "--no-print-directory", "test-gpu", *system, *argv],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=600,
+        )
+
+    required = make("REQUIRE_GPU=1")
+    assert required.returncode != 0
+    lines = [x for x in required.stdout.splitlines() if x.strip()]
+    assert lines[-1].startswith("gpu gate: FAILED (REQUIRE_GPU=1): no CUDA device (")
+    laptop = make()
+    assert laptop.returncode == 0, laptop.stdout[-2000:]
+    assert [x for x in laptop.stdout.splitlines() if x.strip()][-1].startswith(
+        "no CUDA device: 0 GPU tests ran, "
+    )

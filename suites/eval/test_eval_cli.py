@@ -91,7 +91,7 @@ def test_without_lm_eval_it_says_how_to_install_the_extra(
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     code, _, err = run(capsys, "gsm8k")
-    assert code == 2 and "pip install 'harness[eval]'" in err
+    assert code == 2 and "pip install 'attn-metadata-harness[eval]'" in err
 
 
 def test_eval_without_a_task_prints_help(capsys: pytest.CaptureFixture[str]) -> None:

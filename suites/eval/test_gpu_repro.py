@@ -41,7 +41,9 @@ def vllm_python() -> str:
     return python
 
 
-def test_upstream_gsm8k_on_vllm_with_flashinfer_finishes(tmp_path: Path) -> None:
+def test_upstream_gsm8k_on_vllm_with_flashinfer_finishes(
+    tmp_path: Path, record_property: pytest.RecordProperty
+) -> None:
     python = vllm_python()
     command = ["bash", str(SCRIPT), "--model", MODEL, "--out", str(tmp_path)]
     if "HARNESS_REPRO_LIMIT" in os.environ:
@@ -50,6 +52,9 @@ def test_upstream_gsm8k_on_vllm_with_flashinfer_finishes(tmp_path: Path) -> None
         command, env={**os.environ, "PYTHON": python}, capture_output=True, text=True, check=False
     )
     report = json.loads((tmp_path / "report.json").read_text())
+    # The verdict, in the JUnit report of make test-gpu (ci.pytest_gpu_gate copies it to JSON too).
+    record_property("repro_out_of_memory", report["out_of_memory"] or "none")
+    record_property("repro_accuracy", report["accuracy"])
     assert done.returncode == 0, report["out_of_memory"] or done.stdout + done.stderr
     assert report["accuracy"] and report["nvml_peak_used_bytes"] > 0
     assert report["kv_cache_log"], "vLLM logged no KV cache size"

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import types
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -13,8 +17,12 @@ from harness.memory.cuda_probe import (
     CudaMemoryStats,
     CudaPeak,
     CudaUnavailableError,
+    NvmlLookup,
     cuda_unavailable_reason,
+    match_process,
     nvml_process_bytes,
+    nvml_process_lookup,
+    own_pids,
     probe,
 )
 
@@ -35,8 +43,10 @@ def test_without_cuda_every_measurement_refuses_with_a_reason() -> None:
 
 
 @needs_no_cuda
-def test_nvml_is_optional() -> None:
+def test_nvml_is_optional(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not importable
     assert nvml_process_bytes() is None
+    assert nvml_process_lookup().how == "no NVML: nvidia-ml-py is not installed"
 
 
 class FakeCuda:
@@ -63,7 +73,8 @@ class FakeCuda:
         )
         monkeypatch.setattr(cuda_probe.torch, "cuda", fake)
         monkeypatch.setattr(cuda_probe.torch.version, "cuda", "12.8")
-        monkeypatch.setattr(cuda_probe, "nvml_process_bytes", lambda index=0: 3 << 20)
+        lookup = NvmlLookup(3 << 20, "NVML pid 42")
+        monkeypatch.setattr(cuda_probe, "nvml_process_lookup", lambda index=0: lookup)
 
     def reset(self, index: int = 0) -> None:
         self.max_allocated = self.allocated
@@ -106,6 +117,7 @@ def test_probe_reads_every_counter_and_non_torch_bytes(monkeypatch: pytest.Monke
         reserved_bytes=2 << 20,
         max_reserved_bytes=2 << 20,
         process_bytes=3 << 20,
+        process_note="NVML pid 42",
     )
     assert stats.non_torch_bytes == 1 << 20
     assert stats.describe() == (
@@ -118,3 +130,112 @@ def test_unknown_non_torch_without_nvml() -> None:
     stats = CudaMemoryStats(0, "x", 1, 1, 0, 0, 0, 0, process_bytes=None)
     assert stats.non_torch_bytes is None
     assert stats.describe().endswith("non-torch unknown (no NVML)")
+
+
+def test_the_note_says_why_non_torch_is_unknown() -> None:
+    stats = CudaMemoryStats(0, "x", 1, 1, 0, 0, 0, 0, None, "a PID namespace hides which")
+    assert stats.describe().endswith("non-torch unknown (a PID namespace hides which)")
+
+
+# --- NVML: this process inside PID namespaces, the device by PCI bus id (issue 20) ------------
+
+
+def test_own_pids_include_every_namespace_pid(tmp_path: Path) -> None:
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nPid:\t12\nNSpid:\t48213\t12\nPPid:\t1\n")
+    assert own_pids(str(status)) == (os.getpid(), 48213, 12)
+    assert own_pids(str(tmp_path / "missing")) == (os.getpid(),)
+
+
+@pytest.mark.parametrize(
+    ("processes", "pids", "reserved", "expected", "how"),
+    [
+        ([(7, 10), (12, 3 << 30)], (12,), 1 << 30, 3 << 30, "NVML pid 12"),
+        ([(48213, 3 << 30)], (12, 48213), 1 << 30, 3 << 30, "NVML pid 48213"),
+        # A container: NVML shows host pids; one process covers torch's reserved pool.
+        ([(48213, 3 << 30), (5000, 200 << 20)], (12,), 1 << 30, 3 << 30, "matched by memory"),
+        ([(48213, 3 << 30)], (12,), 0, 3 << 30, "matched by memory"),
+        # Two candidates, or nothing reserved yet with several processes: cannot tell.
+        ([(48213, 3 << 30), (5000, 4 << 30)], (12,), 1 << 30, None, "hides which one is ours"),
+        ([(48213, 3 << 30), (5000, 4 << 30)], (12,), 0, None, "hides which one is ours"),
+        ([], (12,), 0, None, "NVML lists pids none"),
+        ([(12, None)], (12,), 0, None, "without a memory count"),
+    ],
+    ids=[
+        "pid",
+        "nspid",
+        "namespace-by-memory",
+        "namespace-only-process",
+        "ambiguous",
+        "ambiguous-nothing-reserved",
+        "no-process",
+        "no-count",
+    ],
+)
+def test_match_process(
+    processes: list[tuple[int, int | None]],
+    pids: tuple[int, ...],
+    reserved: int,
+    expected: int | None,
+    how: str,
+) -> None:
+    lookup = match_process(processes, pids, reserved)
+    assert lookup.used_bytes == expected
+    assert how in lookup.how
+
+
+def _fake_nvml(monkeypatch: pytest.MonkeyPatch, processes: list[Any]) -> dict[str, Any]:
+    seen: dict[str, Any] = {"init": 0, "shutdown": 0}
+
+    def by_bus_id(bus_id: bytes) -> str:
+        seen["bus_id"] = bus_id
+        return "handle"
+
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: seen.__setitem__("init", seen["init"] + 1),
+        nvmlShutdown=lambda: seen.__setitem__("shutdown", seen["shutdown"] + 1),
+        nvmlDeviceGetHandleByPciBusId=by_bus_id,
+        nvmlDeviceGetComputeRunningProcesses=lambda handle: processes,
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    props = types.SimpleNamespace(pci_domain_id=0, pci_bus_id=0x3B, pci_device_id=0)
+    cuda = types.SimpleNamespace(
+        get_device_properties=lambda index: props, memory_reserved=lambda index: 1 << 30
+    )
+    monkeypatch.setattr(cuda_probe.torch, "cuda", cuda)
+    return seen
+
+
+def test_nvml_lookup_names_the_device_by_pci_bus_id_and_finds_this_pid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entry = types.SimpleNamespace(pid=os.getpid(), usedGpuMemory=3 << 30)
+    seen = _fake_nvml(monkeypatch, [types.SimpleNamespace(pid=1, usedGpuMemory=1), entry])
+    lookup = nvml_process_lookup(0)
+    assert lookup.used_bytes == 3 << 30
+    assert seen["bus_id"] == b"0000:3b:00.0"  # never NVML's index: its order is not CUDA's
+    assert seen["init"] == seen["shutdown"] == 1
+    assert lookup.how == f"NVML pid {os.getpid()}; device 0000:3b:00.0"
+
+
+def test_nvml_lookup_inside_a_pid_namespace_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    host = [types.SimpleNamespace(pid=10**7 + 1, usedGpuMemory=5 << 30)]
+    host.append(types.SimpleNamespace(pid=10**7 + 2, usedGpuMemory=6 << 30))
+    monkeypatch.setattr(cuda_probe, "own_pids", lambda: (12,))
+    _fake_nvml(monkeypatch, host)
+    lookup = nvml_process_lookup(0)
+    assert lookup.used_bytes is None
+    assert "a PID namespace hides which one is ours" in lookup.how
+    assert nvml_process_bytes(0) is None
+
+
+def test_nvml_failure_is_a_reason_not_an_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _fake_nvml(monkeypatch, [])
+
+    def broken(bus_id: bytes) -> str:
+        raise RuntimeError("NVML_ERROR_NOT_FOUND")
+
+    sys.modules["pynvml"].nvmlDeviceGetHandleByPciBusId = broken  # type: ignore[attr-defined]
+    lookup = nvml_process_lookup(0)
+    assert lookup == NvmlLookup(None, "NVML failed: RuntimeError: NVML_ERROR_NOT_FOUND")
+    assert seen["shutdown"] == 1

@@ -1,0 +1,193 @@
+"""``harness overrides --since REF``: report only the findings HEAD adds relative to REF.
+
+REF's findings come from REF's tree, exported with ``git archive`` into a temporary directory (the
+user's checkout, index and worktrees are never touched), checked with the same options, and
+cached by tree hash under ``$XDG_CACHE_HOME/harness/since`` (``~/.cache`` when unset). Findings
+are matched as baselines match them (:func:`harness.overrides.baseline.key`: rule, severity, class,
+method, parameters; never a line), so moved code is not new, like reviewdog's
+``-filter-mode=added`` and the diff mypy_primer prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+
+from harness.errors import HarnessError
+from harness.overrides.baseline import filter_new, key
+from harness.overrides.cache import code_version, digest
+from harness.overrides.checker import CheckOptions, CheckResult, check
+from harness.overrides.config import Excluder, discover_config
+
+
+def _git(root: str, *argv: str) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", root, *argv], capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError as exc:
+        raise HarnessError("--since needs git, which is not installed") from exc
+    if done.returncode != 0:
+        raise HarnessError((done.stderr.strip().splitlines() or ["git failed"])[-1])
+    return done.stdout.strip()
+
+
+def repository_root(cwd: str) -> str:
+    """The top of the git work tree holding ``cwd``; a clear error outside one."""
+    try:
+        return _git(cwd, "rev-parse", "--show-toplevel")
+    except HarnessError as exc:
+        raise HarnessError(f"--since needs a git repository: {exc}") from None
+
+
+def resolve(root: str, ref: str) -> tuple[str, str]:
+    """``(commit, tree)`` hashes of ``ref``; a one-line error when it names no commit."""
+    if ref.startswith("-"):
+        raise HarnessError(f"--since {ref}: not a git revision")
+    try:
+        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        tree = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}")
+    except HarnessError:
+        raise HarnessError(f"--since {ref}: no such commit in {root}") from None
+    return commit, tree
+
+
+def cache_directory() -> str | None:
+    """Where REF's findings are kept, by tree hash; ``None`` without a usable home."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec says to ignore relative values
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "harness", "since")
+
+
+def export(root: str, commit: str, target: str) -> None:
+    """Write ``commit``'s tree into ``target`` (``git archive``: nothing in ``root`` changes)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", root, "archive", "--format=tar", commit], capture_output=True, check=False
+        )
+    except FileNotFoundError as exc:
+        raise HarnessError("--since needs git, which is not installed") from exc
+    if done.returncode != 0:
+        raise HarnessError(f"--since: git archive {commit[:12]} failed")
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+        if sys.version_info >= (3, 12) or hasattr(tarfile, "data_filter"):
+            archive.extractall(target, filter="data")
+        else:  # pragma: no cover - Python 3.10/3.11 without the backported filter
+            archive.extractall(target)
+
+
+def _ref_options(
+    options: CheckOptions, args: argparse.Namespace, ref_paths: list[str], ref_cwd: str
+) -> CheckOptions:
+    """HEAD's options for REF's tree: REF's own configuration, the same command-line flags."""
+    config = discover_config(ref_paths, ref_cwd, explicit=args.config, isolated=args.isolated)
+    excluder = config.excluder
+    if args.exclude is not None:
+        excluder = Excluder(args.exclude, ref_cwd)
+    if args.extend_exclude:
+        excluder = excluder.extended(args.extend_exclude, ref_cwd)
+    return dataclasses.replace(
+        options, cache_dir=None, baseline=None, cwd=ref_cwd, excluder=excluder
+    )
+
+
+def ref_keys(
+    ref: str, paths: Sequence[str], options: CheckOptions, args: argparse.Namespace, cwd: str
+) -> tuple[Counter[str], str]:
+    """The finding keys of REF's tree for ``paths`` and REF's short commit hash."""
+    root = repository_root(cwd)
+    commit, tree = resolve(root, ref)
+    here = os.path.relpath(os.path.realpath(cwd), os.path.realpath(root))
+    relative = [
+        os.path.relpath(os.path.realpath(os.path.join(cwd, p)), os.path.realpath(root))
+        for p in (paths or ["."])
+    ]
+    outside = [
+        p for p, r in zip(paths or ["."], relative, strict=True) if r.split(os.sep)[0] == os.pardir
+    ]
+    if outside or here.split(os.sep)[0] == os.pardir:
+        raise HarnessError(f"--since: {(outside or [cwd])[0]} is outside the repository {root}")
+    fingerprint = json.dumps(
+        [
+            code_version(),
+            sys.version,
+            here,
+            relative,
+            sorted(options.select),
+            sorted(options.ignore),
+            args.exclude,
+            args.extend_exclude,
+            args.config,
+            args.isolated,
+        ]
+    )
+    directory = None if options.cache_dir is None else cache_directory()
+    entry = (
+        None
+        if directory is None
+        else os.path.join(directory, f"{tree}-{digest(fingerprint.encode())[:16]}.json")
+    )
+    if entry is not None and os.path.isfile(entry):
+        try:
+            with open(entry, encoding="utf-8") as handle:
+                return Counter(json.load(handle)["keys"]), commit[:12]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged entry: compute it again
+    with tempfile.TemporaryDirectory(prefix="harness-since-") as tmp:
+        export(root, commit, tmp)
+        ref_cwd = os.path.normpath(os.path.join(tmp, here))
+        os.makedirs(ref_cwd, exist_ok=True)
+        ref_paths = [
+            os.path.normpath(os.path.join(tmp, r))
+            for r in relative
+            if os.path.exists(os.path.join(tmp, r))
+        ]
+        found = (
+            check(ref_paths, options=_ref_options(options, args, ref_paths, ref_cwd)).findings
+            if ref_paths
+            else []
+        )
+    keys = Counter(key(f) for f in found)
+    if entry is not None:
+        try:
+            os.makedirs(os.path.dirname(entry), exist_ok=True)
+            partial = f"{entry}.{os.getpid()}.tmp"
+            with open(partial, "w", encoding="utf-8") as handle:
+                json.dump({"ref": commit, "keys": sorted(keys.elements())}, handle)
+            os.replace(partial, entry)
+        except OSError:
+            pass  # the cache is an optimisation
+    return keys, commit[:12]
+
+
+def added_since(
+    result: CheckResult,
+    ref: str,
+    paths: Sequence[str],
+    options: CheckOptions,
+    args: argparse.Namespace,
+) -> CheckResult:
+    """``result`` less the findings REF's tree already had; says how many on standard error."""
+    cwd = options.cwd or os.getcwd()
+    keys, short = ref_keys(ref, paths, options, args, cwd)
+    added = filter_new(result.findings, keys)
+    hidden = len(result.findings) - len(added)
+    print(
+        f"harness overrides: --since {ref} ({short}): {len(added)} finding(s) added, "
+        f"{hidden} already at {ref} not shown",
+        file=sys.stderr,
+    )
+    return dataclasses.replace(result, findings=added)
