@@ -10,6 +10,7 @@ evaluation, as it ends a real vLLM run; the report then has no results but names
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,7 +58,7 @@ class EvalOptions:
 
     def model_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {
-            "model": self.model,
+            "pretrained": self.model,
             "device": self.resolved_device,
             "regression": self.regression,
             "backend": self.backend,
@@ -94,6 +95,8 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
 
     if options.limit is not None and options.limit <= 0:
         raise HarnessError(f"--limit must be positive, got {options.limit}")
+    if options.limit is not None and options.limit > sys.maxsize:
+        raise HarnessError(f"--limit must be at most {sys.maxsize}, got {options.limit}")
     if options.num_fewshot < 0:
         raise HarnessError(f"--num-fewshot must not be negative, got {options.num_fewshot}")
     register()
