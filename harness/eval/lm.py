@@ -8,18 +8,20 @@ per chunk. Generation kwargs go through lm-eval's own ``normalize_gen_kwargs`` a
 ``handle_stop_sequences`` (the EOS text joins the stop strings), contexts through
 ``maybe_truncate``, and outputs through ``postprocess_generated_text``.
 
-Engines (``model_args``):
+Engines (``model_args``; :mod:`harness.eval.model_args` resolves and checks them):
 
-- ``model=tiny,device=cpu`` (the default): :class:`~harness.eval.engine.ReferenceEngine`, real
-  values and greedy generation on the CPU. The tiny preset's shape, with its vocabulary widened
-  to the tokenizer's and ``max_model_len`` set to lm-eval's default maximum length (2048).
-- ``model=llama-3.1-8b,device=meta:h100-95``: :class:`~harness.eval.simulated.SimulatedEngine`,
-  the model's shape on a simulated GPU (``harness memory simulate``'s machinery); meta tensors
-  have no values, so output lengths come from a seeded length model and the texts are empty.
+- ``pretrained=tiny,device=cpu`` (the default): :class:`~harness.eval.engine.ReferenceEngine`,
+  real values and greedy generation on the CPU. The tiny preset's shape, with its vocabulary
+  widened to the tokenizer's and ``max_model_len`` set to lm-eval's default maximum length (2048).
+- ``pretrained=meta-llama/Llama-3.1-8B-Instruct,device=meta:h100-95`` (or
+  ``pretrained=llama-3.1-8b``): :class:`~harness.eval.simulated.SimulatedEngine`, the model's
+  shape on a simulated GPU (``harness memory simulate``'s machinery); meta tensors have no values,
+  so output lengths come from a seeded length model and the texts are empty.
+- ``attention_backend=FLASHINFER|FLASH_ATTN`` (else ``VLLM_ATTENTION_BACKEND``, else FlashInfer).
 - ``regression=NAME`` swaps the attention backend for a named regression variant (``harness
-  regressions`` lists them) or ``MODULE:ATTR`` (a backend class, or an object with a ``backend``
-  attribute); a caller that resolved it already passes ``backend=<class>`` (``regression`` is then
-  only its name in the report), as ``harness eval`` does with ``harness.cli``'s resolver.
+  regressions`` lists them) or ``MODULE:ATTR`` (:mod:`harness.regressions.resolve`); a caller
+  that resolved it already passes ``backend=<class>`` (``regression`` is then only its name in
+  the report), as ``harness eval`` does with ``harness.cli``'s resolver.
 
 Other arguments: ``data`` (a directory with the real splits; default: generated), ``seed``,
 ``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``, ``max_num_batched_tokens``,
@@ -45,6 +47,7 @@ import lm_eval.utils as lm_eval_utils
 from harness.errors import HarnessError
 from harness.eval.data import load_gsm8k
 from harness.eval.engine import CompletionOutput, ReferenceEngine, SamplingParams
+from harness.eval.model_args import resolve_model_choice
 from harness.eval.report import MemoryReport
 from harness.eval.simulated import SimulatedEngine, vllm_default_limits
 from harness.eval.tokenizer import Tokenizer
@@ -80,8 +83,9 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
 
     def __init__(
         self,
-        model: str = "tiny",
+        pretrained: str = "tiny",
         device: str | None = None,
+        attention_backend: str | None = None,
         regression: str | None = None,
         backend: type[AttentionBackend] | None = None,
         data: str | None = None,
@@ -96,22 +100,26 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         quiet: bool = False,
         track_memory: bool = True,
         max_batch_size: int | None = None,
+        trust_remote_code: bool = False,
     ) -> None:
         super().__init__()  # pyright: ignore[reportUnknownMemberType]
-        del (
-            max_batch_size
-        )  # lm-eval passes it to every model; vLLM's backend maps it to max_num_seqs
+        # lm-eval passes max_batch_size to every model (vLLM's maps it to max_num_seqs) and
+        # trust_remote_code with --trust_remote_code; there is no remote code here.
+        del max_batch_size, trust_remote_code
         self.batch_size: int | str = (
             "auto" if isinstance(batch_size, str) and "auto" in batch_size else int(batch_size)
         )
         self._max_gen_toks = int(max_gen_toks)
         self.quiet = bool(quiet)
         self.harness_tokenizer: Tokenizer = load_gsm8k(data, int(seed)).tokenizer
-        device = device or ("cpu" if model != "llama-3.1-8b" else "meta:h100-95")
-        if backend is None:
-            label, backend = resolve_backend(regression)
-        else:
-            label = regression or backend.__qualname__
+        choice = resolve_model_choice(
+            pretrained=str(pretrained),
+            device=None if device is None else str(device),
+            attention_backend=None if attention_backend is None else str(attention_backend),
+            regression=None if regression is None else str(regression),
+            backend=backend,
+        )
+        model, device, backend, label = choice.preset, choice.device, choice.backend, choice.label
         if device == "cpu":
             config = _cpu_model_config(get_model_config(model), self.harness_tokenizer)
             limits = SchedulerConfig(
@@ -129,7 +137,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
                 if track_memory
                 else None,
             )
-        elif device.startswith("meta:"):
+        else:  # meta:PROFILE (resolve_model_choice accepts nothing else)
             profile = get_device_profile(device.removeprefix("meta:"))
             defaults = vllm_default_limits(profile)
             config = get_model_config(model)
@@ -146,8 +154,6 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
                 gpu_memory_utilization=float(gpu_memory_utilization),
                 seed=int(seed),
             )
-        else:
-            raise HarnessError(f"--device must be cpu or meta:PROFILE, got {device!r}")
         self.device_name = device
         self._max_length = int(max_length) if max_length else self.engine.max_model_len
 
@@ -298,10 +304,6 @@ def _longest_first(request: tuple[tuple[str, list[int]], object]) -> tuple[int, 
 
 
 def _cpu_model_config(preset: ModelConfig, tokenizer: Tokenizer) -> ModelConfig:
-    if preset.name == "llama-3.1-8b":
-        raise HarnessError(
-            "llama-3.1-8b does not run on the CPU here (16 GB of weights); use --device meta:PROFILE"
-        )
     return dataclasses.replace(
         preset,
         vocab_size=max(preset.vocab_size, tokenizer.vocab_size),

@@ -49,6 +49,7 @@ from harness.memory.workload import (
     WorkloadRequest,
 )
 from harness.reference.backends.abstract import AttentionBackend
+from harness.reference.backends.flashinfer import FlashInferBackend
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +144,8 @@ class SimulatedEngine:
             model=self.model,
             device=self.device,
             workload=workload,
-            backend=None if self.regression is None else self.backend,
+            # The reference FlashInfer backend is simulate's default (and unlabelled there).
+            backend=None if self.backend is FlashInferBackend else self.backend,
             regression=self.regression,
             gpu_memory_utilization=self.gpu_memory_utilization,
         )
