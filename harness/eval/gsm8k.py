@@ -34,7 +34,8 @@ class EvalOptions:
 
     model: str = "tiny"
     device: str | None = None
-    """``cpu`` or ``meta:PROFILE``; default ``cpu`` for tiny models, ``meta:h100-95`` for 8B."""
+    """``cpu`` or ``meta:PROFILE``; default ``cpu`` for tiny models, ``meta:h100-95`` for 8B
+    (:func:`harness.eval.model_args.resolve_device`)."""
     regression: str | None = None
     """The name shown for the backend variant; without ``backend``, resolved by name or
     ``MODULE:ATTR`` (:func:`harness.eval.lm.resolve_backend`)."""
@@ -52,9 +53,9 @@ class EvalOptions:
 
     @property
     def resolved_device(self) -> str:
-        if self.device is not None:
-            return self.device
-        return "meta:h100-95" if self.model == "llama-3.1-8b" else "cpu"
+        from harness.eval.model_args import resolve_device, resolve_preset
+
+        return resolve_device(self.device, resolve_preset(self.model))
 
     def model_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {

@@ -8,30 +8,10 @@ per chunk. Generation kwargs go through lm-eval's own ``normalize_gen_kwargs`` a
 ``handle_stop_sequences`` (the EOS text joins the stop strings), contexts through
 ``maybe_truncate``, and outputs through ``postprocess_generated_text``.
 
-Engines (``model_args``; :mod:`harness.eval.model_args` resolves and checks them):
-
-- ``pretrained=tiny,device=cpu`` (the default): :class:`~harness.eval.engine.ReferenceEngine`,
-  real values and greedy generation on the CPU. The tiny preset's shape, with its vocabulary
-  widened to the tokenizer's and ``max_model_len`` set to lm-eval's default maximum length (2048).
-- ``pretrained=meta-llama/Llama-3.1-8B-Instruct,device=meta:h100-95`` (or
-  ``pretrained=llama-3.1-8b``): :class:`~harness.eval.simulated.SimulatedEngine`, the model's
-  shape on a simulated GPU (``harness memory simulate``'s machinery); meta tensors have no values,
-  so output lengths come from a seeded length model and the texts are empty.
-- ``attention_backend=FLASHINFER|FLASH_ATTN`` (else ``VLLM_ATTENTION_BACKEND``, else FlashInfer).
-- ``regression=NAME`` swaps the attention backend for a named regression variant (``harness
-  regressions`` lists them) or ``MODULE:ATTR`` (:mod:`harness.regressions.resolve`); a caller
-  that resolved it already passes ``backend=<class>`` (``regression`` is then only its name in
-  the report), as ``harness eval`` does with ``harness.cli``'s resolver.
-
-Other arguments: ``data`` (a directory with the real splits; default: generated), ``seed``,
-``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``, ``max_num_batched_tokens``,
-``num_gpu_blocks`` (CPU KV cache size), ``gpu_memory_utilization`` (meta), ``quiet``, and
-``track_memory`` (CPU: account every allocation for the memory report, on by default; it costs
-about as much time as the engine itself).
-
-``loglikelihood`` and ``loglikelihood_rolling`` are answered on the CPU from a dense forward of
-the same model (no KV cache, no metadata: cheap, and exact up to float rounding); on ``meta``
-there are no values to score, so they raise.
+On ``device=cpu`` the engine is :class:`~harness.eval.engine.ReferenceEngine` (real values); on
+``device=meta:PROFILE`` it is :class:`~harness.eval.simulated.SimulatedEngine` (the model's shape
+on a simulated GPU). ``loglikelihood`` and ``loglikelihood_rolling`` are answered on the CPU from
+a dense forward of the same model; on ``meta`` there are no values to score, so they raise.
 """
 
 from __future__ import annotations
@@ -79,7 +59,26 @@ CPU_NUM_GPU_BLOCKS = 4096
 
 
 class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
-    """lm-eval's ``vllm`` model with the reference engine in vLLM's place (module docstring)."""
+    """lm-eval's ``vllm`` model with the reference engine in vLLM's place (module docstring).
+
+    ``model_args`` (:mod:`harness.eval.model_args` resolves and checks the first four):
+
+    - ``pretrained``: ``tiny`` (the default; on the CPU its vocabulary is widened to the
+      tokenizer's and ``max_model_len`` set to lm-eval's default maximum length, 2048), or
+      ``meta-llama/Llama-3.1-8B-Instruct`` (= ``llama-3.1-8b``, default device ``meta:h100-95``;
+      meta tensors have no values, so output lengths come from a seeded length model and the
+      texts are empty);
+    - ``device``: ``cpu`` or ``meta:PROFILE``;
+    - ``attention_backend``: ``FLASHINFER`` or ``FLASH_ATTN`` (else ``VLLM_ATTENTION_BACKEND``,
+      else FlashInfer);
+    - ``regression``: a catalog name (``harness regressions``) or ``MODULE:ATTR`` run in place of
+      that backend; a caller that resolved it already passes ``backend=<class>`` (``regression``
+      is then only its label), as ``harness eval`` does with ``harness.cli``'s resolver;
+    - ``data`` (a directory with the real splits; default: generated), ``seed``,
+      ``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``, ``max_num_batched_tokens``,
+      ``num_gpu_blocks`` (CPU KV cache size), ``gpu_memory_utilization`` (meta), ``quiet``, and
+      ``track_memory`` (CPU: account every allocation for the memory report, on by default).
+    """
 
     def __init__(
         self,

@@ -136,7 +136,10 @@ def test_a_task_lm_eval_does_not_know_is_one_line(capsys: pytest.CaptureFixture[
         (["--device", "cuda:0"], "device='cuda:0': harness-ref runs on cpu or meta:PROFILE"),
         (["--model_args", "device=meta:h900"], "unknown device profile 'h900'"),
         (["--device", "cpu", "--model_args", "device=cpu"], "device is given twice"),
-        (["--model_args", "dtype=auto"], "harness-ref takes no 'dtype'; it takes attention_backend,"),
+        (
+            ["--model_args", "dtype=auto"],
+            "harness-ref takes no 'dtype'; it takes attention_backend,",
+        ),
         (["--model_args", "regression=nope"], "unknown regression 'nope'"),
         (["--model_args", "attention_backend=XFORMERS"], "attention_backend='XFORMERS': not a"),
         (["--model_args", "seed=x"], "seed= must be an integer"),
