@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from harness.eval.model_args import ModelChoice
 
 COMMAND = "lm-eval"
+MODEL = "harness-ref"
+"""``harness.eval.lm.MODEL_NAME`` (that module imports torch)."""
 EXIT_OOM = 1
 NO_PREFIX = "\0"
 """The subcommand's own parser sees no option (every flag is lm-eval's)."""
@@ -72,7 +74,7 @@ def run(argv: Sequence[str]) -> int:
         from lm_eval._cli import HarnessCLI
     except ImportError:
         raise HarnessError(
-            f"harness lm-eval needs lm-eval's command line of 0.4.10 or later (lm_eval._cli); "
+            f"harness lm-eval needs lm-eval's lm_eval._cli command line (as in lm-eval 0.4.13); "
             f"this is lm-eval {_lm_eval_version()}"
         ) from None
     import lm_eval.utils
@@ -94,7 +96,7 @@ def run(argv: Sequence[str]) -> int:
     except EngineOutOfMemoryError as exc:
         print(f"harness lm-eval: {describe_oom(exc)}", file=sys.stderr)
         return EXIT_OOM
-    if getattr(args, "model", None) == "harness-ref" and str(args.device).startswith("meta:"):
+    if getattr(args, "model", None) == MODEL and str(args.device).startswith("meta:"):
         print(f"harness lm-eval: {META_NOTE}", file=sys.stderr)
     return 0
 
@@ -118,7 +120,7 @@ def check_run_args(args: argparse.Namespace) -> None:
             f"--limit must be a fraction in (0, 1) or a count of at most {sys.maxsize}, "
             f"got {limit:g}"
         )
-    if getattr(args, "model", None) != "harness-ref":
+    if getattr(args, "model", None) != MODEL:
         return
     batch_size: str = getattr(args, "batch_size", "1")
     if not BATCH_SIZE.fullmatch(str(batch_size)):

@@ -206,3 +206,15 @@ def test_nothing_is_registered_until_the_command_runs() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert shown.stdout.strip() == "False"
+
+
+def test_an_lm_eval_without_its_cli_package_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.eval.lm import MODEL_NAME
+    from harness.eval.lm_eval_cli import MODEL
+
+    assert MODEL == MODEL_NAME
+    monkeypatch.setitem(sys.modules, "lm_eval._cli", None)  # as in lm-eval releases before it
+    code, _, err = run(capsys, "--model", "harness-ref", "--tasks", "gsm8k")
+    assert code == 2 and "needs lm-eval's lm_eval._cli command line" in err
