@@ -41,6 +41,10 @@ META_NOTE = (
     "meta tensors hold no values: output lengths come from the seeded length model and the "
     "texts are empty, so the scores say nothing about the model (memory: harness eval gsm8k)"
 )
+OFFLINE_HINT = (
+    "the Hugging Face Hub is offline here: gsm8k's tasks read local splits, others need their "
+    "dataset in the Hugging Face cache"
+)
 BATCH_SIZE = re.compile(r"auto(:\d+)?|[1-9]\d*")
 
 
@@ -176,9 +180,10 @@ def _seed(value: object) -> int:
 def command_line_hooks() -> Generator[None, None, None]:
     """Within the block, lm-eval's command line points every gsm8k task of its task manager at
     local splits (``data=DIR`` and ``seed=N`` from lm-eval's task metadata, ``--model_args``
-    merged with ``--metadata``, as ``harness-ref`` reads them), and the ``ValueError`` its
+    merged with ``--metadata``, as ``harness-ref`` reads them); the ``ValueError`` its
     configuration raises for bad input (unknown tasks, ``--log_samples`` without
-    ``--output_path``, ...) becomes a one-line :class:`HarnessError`."""
+    ``--output_path``, ...) and a dataset that is not there offline become a one-line
+    :class:`HarnessError`."""
     from lm_eval.config.evaluate_config import EvaluatorConfig
 
     from harness.eval.data import load_gsm8k
@@ -204,6 +209,15 @@ def command_line_hooks() -> Generator[None, None, None]:
         use_local_splits(
             manager, load_gsm8k(None if data is None else str(data), _seed(meta.get("seed", 0)))
         )
+        load = manager.load
+
+        def load_offline(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return load(*args, **kwargs)
+            except (ConnectionError, FileNotFoundError) as exc:  # what `datasets` raises offline
+                raise HarnessError(f"{exc} ({OFFLINE_HINT})") from None
+
+        manager.load = load_offline
         return manager
 
     config_class.process_tasks = process_tasks

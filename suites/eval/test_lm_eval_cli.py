@@ -218,3 +218,26 @@ def test_an_lm_eval_without_its_cli_package_is_one_line(
     monkeypatch.setitem(sys.modules, "lm_eval._cli", None)  # as in lm-eval releases before it
     code, _, err = run(capsys, "--model", "harness-ref", "--tasks", "gsm8k")
     assert code == 2 and "needs lm-eval's lm_eval._cli command line" in err
+
+
+@pytest.mark.slow
+def test_a_task_whose_dataset_is_not_there_offline_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "offline.yaml").write_text(
+        "task: harness_offline_probe\n"
+        "dataset_path: harness-tests/no-such-dataset\n"
+        "output_type: generate_until\n"
+        "test_split: test\n"
+        "doc_to_text: '{{question}}'\n"
+        "doc_to_target: '{{answer}}'\n"
+    )
+    code, out, err = run(
+        capsys,
+        *["--model", "harness-ref", "--include_path", str(tmp_path)],
+        *["--tasks", "harness_offline_probe", "--limit", "1"],
+    )
+    assert code == 2 and out == ""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("harness: error: Couldn't reach 'harness-tests/no-such-dataset'")
+    assert "gsm8k's tasks read local splits" in last and "Traceback" not in err
