@@ -45,6 +45,9 @@ OFFLINE_HINT = (
     "the Hugging Face Hub is offline here: gsm8k's tasks read local splits, others need their "
     "dataset in the Hugging Face cache"
 )
+POSITIVE_INTEGERS = frozenset(
+    {"max_gen_toks", "max_length", "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks"}
+)
 BATCH_SIZE = re.compile(r"auto(:\d+)?|[1-9]\d*")
 
 
@@ -160,8 +163,18 @@ def check_model_args(model_args: dict[str, Any], cli_device: str | None) -> Mode
         value = model_args.get(key)
         return None if value is None else str(value)
 
+    for key in POSITIVE_INTEGERS & set(model_args):
+        value = model_args[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise HarnessError(f"--model_args {key}= must be a positive integer, got {value!r}")
+    utilization = model_args.get("gpu_memory_utilization", 0.9)
+    if not isinstance(utilization, int | float) or not 0 < utilization <= 1:
+        raise HarnessError(
+            f"--model_args gpu_memory_utilization= must be in (0, 1], got {utilization!r}"
+        )
+    pretrained = text("pretrained")
     choice = resolve_model_choice(
-        pretrained=text("pretrained") or "tiny",
+        pretrained="tiny" if pretrained is None else pretrained,
         device=None if device is None else str(device),
         attention_backend=text("attention_backend"),
         regression=text("regression"),
