@@ -90,6 +90,7 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
 
     from harness.eval.data import load_gsm8k
     from harness.eval.lm import MODEL_NAME, HarnessRefLM, register
+    from harness.eval.model_args import check_seed
     from harness.eval.report import EvalReport
     from harness.eval.simulated import EngineOutOfMemoryError
     from harness.eval.task import cached_templates, gsm8k_task_config, gsm8k_task_manager
@@ -100,8 +101,13 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
         raise HarnessError(f"--limit must be at most {sys.maxsize}, got {options.limit}")
     if options.num_fewshot < 0:
         raise HarnessError(f"--num-fewshot must not be negative, got {options.num_fewshot}")
+    check_seed(options.seed, "--seed")
     register()
     data = load_gsm8k(options.data, options.seed)
+    if options.num_fewshot > len(data.train):
+        raise HarnessError(
+            f"--num-fewshot {options.num_fewshot}: the train split has {len(data.train)} examples"
+        )
     manager = gsm8k_task_manager()
     task = gsm8k_task_config(manager, data)
     registry: Any = lm_eval.api.registry  # lm-eval ships no type information

@@ -27,7 +27,7 @@ import lm_eval.utils as lm_eval_utils
 from harness.errors import HarnessError
 from harness.eval.data import load_gsm8k
 from harness.eval.engine import CompletionOutput, ReferenceEngine, SamplingParams
-from harness.eval.model_args import resolve_model_choice
+from harness.eval.model_args import check_seed, resolve_model_choice
 from harness.eval.report import MemoryReport
 from harness.eval.simulated import SimulatedEngine, vllm_default_limits
 from harness.eval.tokenizer import Tokenizer
@@ -110,7 +110,8 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         )
         self._max_gen_toks = int(max_gen_toks)
         self.quiet = bool(quiet)
-        self.harness_tokenizer: Tokenizer = load_gsm8k(data, int(seed)).tokenizer
+        seed = check_seed(seed)
+        self.harness_tokenizer: Tokenizer = load_gsm8k(data, seed).tokenizer
         choice = resolve_model_choice(
             pretrained=str(pretrained),
             device=None if device is None else str(device),
@@ -155,6 +156,11 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
             )
         self.device_name = device
         self._max_length = int(max_length) if max_length else self.engine.max_model_len
+        if self._max_gen_toks >= self._max_length:
+            raise HarnessError(
+                f"max_gen_toks={self._max_gen_toks} leaves no room for a prompt in the model's "
+                f"{self._max_length} tokens"
+            )
 
     # lm-eval's tokenizer interface -------------------------------------------------------------
 

@@ -135,15 +135,20 @@ def check_run_args(args: argparse.Namespace) -> None:
             f"--batch_size must be auto, auto:N or a positive integer, got {batch_size!r}"
         )
     model_args: dict[str, Any] = dict(getattr(args, "model_args", None) or {})
-    choice = check_model_args(model_args, getattr(args, "device", None))
+    choice = check_model_args(
+        model_args, getattr(args, "device", None), getattr(args, "num_fewshot", None)
+    )
     # lm-eval hands the model its --device (default cuda:0) besides --model_args: one device.
     model_args.pop("device", None)
     args.model_args, args.device = model_args, choice.device
 
 
-def check_model_args(model_args: dict[str, Any], cli_device: str | None) -> ModelChoice:
+def check_model_args(
+    model_args: dict[str, Any], cli_device: str | None, num_fewshot: int | None = None
+) -> ModelChoice:
     """``harness-ref``'s ``--model_args``: known keys, a known model, device and backend, and
-    readable data (:func:`harness.eval.model_args.resolve_model_choice`)."""
+    readable data with ``num_fewshot`` examples to draw
+    (:func:`harness.eval.model_args.resolve_model_choice`)."""
     from harness.eval.data import load_gsm8k
     from harness.eval.lm import HarnessRefLM
     from harness.eval.model_args import resolve_model_choice
@@ -179,14 +184,18 @@ def check_model_args(model_args: dict[str, Any], cli_device: str | None) -> Mode
         attention_backend=text("attention_backend"),
         regression=text("regression"),
     )
-    load_gsm8k(text("data"), _seed(model_args.get("seed", 0)))
+    data = load_gsm8k(text("data"), _seed(model_args.get("seed", 0)))
+    if num_fewshot is not None and not 0 <= num_fewshot <= len(data.train):
+        raise HarnessError(
+            f"--num_fewshot {num_fewshot}: gsm8k's train split has {len(data.train)} examples"
+        )
     return choice
 
 
 def _seed(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise HarnessError(f"--model_args seed= must be an integer, got {value!r}")
-    return value
+    from harness.eval.model_args import check_seed
+
+    return check_seed(value, "--model_args seed=")
 
 
 @contextmanager

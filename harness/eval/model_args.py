@@ -39,6 +39,8 @@ GPU_SHAPES = frozenset({"llama-3.1-8b"})
 DEFAULT_GPU_DEVICE = "meta:h100-95"
 DENSE_BACKENDS = ("FLASHINFER", "FLASH_ATTN")
 """The backends harness-ref's (non-MLA) models can run."""
+MAX_SEED = 2**63 - 1
+"""The largest seed ``torch.Generator.manual_seed`` takes as a signed 64-bit integer."""
 V1_SUFFIX = "_VLLM_V1"
 """vLLM 0.9.0 also names its V1 backends ``FLASHINFER_VLLM_V1``, ``FLASH_ATTN_VLLM_V1``."""
 
@@ -54,6 +56,13 @@ class ModelChoice:
     backend: type[AttentionBackend]
     label: str | None
     """The regression's name (``None`` for the reference backend itself)."""
+
+
+def check_seed(value: object, name: str = "seed") -> int:
+    """``value`` if it is an integer torch and numpy can seed with (0 to 2**63 - 1)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise HarnessError(f"{name} must be an integer from 0 to {MAX_SEED}, got {value!r}")
+    return value
 
 
 def known_pretrained() -> list[str]:

@@ -73,6 +73,10 @@ def test_text_report_and_a_breached_budget_exit_1(capsys: pytest.CaptureFixture[
         (["--model=llama-3.1-8b", "--device=cpu"], "does not run on the CPU"),
         (["--data=/nonexistent"], "not a directory"),
         (["--limit=99999999999999999999"], "--limit must be at most 9223372036854775807"),
+        (["--num-fewshot=99999999999999999999"], "the train split has 7473 examples"),
+        (["--max-gen-toks=99999999999999999999"], "leaves no room for a prompt"),
+        (["--seed=99999999999999999999"], "--seed must be an integer from 0 to"),
+        (["--seed=-1"], "--seed must be an integer from 0 to"),
     ],
 )
 def test_usage_errors_exit_2_without_a_traceback(

@@ -142,7 +142,7 @@ def test_a_task_lm_eval_does_not_know_is_one_line(capsys: pytest.CaptureFixture[
         ),
         (["--model_args", "regression=nope"], "unknown regression 'nope'"),
         (["--model_args", "attention_backend=XFORMERS"], "attention_backend='XFORMERS': not a"),
-        (["--model_args", "seed=x"], "seed= must be an integer"),
+        (["--model_args", "seed=x"], "seed= must be an integer from 0 to"),
         (["--model_args", "pretrained="], "pretrained='': harness-ref does not know"),
         (["--model_args", "max_gen_toks=0"], "max_gen_toks= must be a positive integer, got 0"),
         (["--model_args", "max_num_seqs=many"], "max_num_seqs= must be a positive integer"),
@@ -151,6 +151,8 @@ def test_a_task_lm_eval_does_not_know_is_one_line(capsys: pytest.CaptureFixture[
         (["--limit", "nan"], "--limit must be"),
         (["--limit", "0"], "--limit must be"),
         (["--limit", "-1"], "--limit must be"),
+        (["--num_fewshot", "99999999999999999999"], "gsm8k's train split has 7473 examples"),
+        (["--model_args", "seed=99999999999999999999"], "seed= must be an integer from 0 to"),
         (["--batch_size", "many"], "--batch_size must be auto, auto:N or a positive integer"),
     ],
 )
