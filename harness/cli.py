@@ -33,6 +33,7 @@ def _registrars() -> list[_Register]:
     from harness import demo
     from harness.bisect import cli as bisect_cli
     from harness.eval import cli as eval_cli
+    from harness.eval import lm_eval_cli
     from harness.fidelity import cli as fidelity_cli
     from harness.hunt import cli as hunt_cli
     from harness.overrides import cli as overrides_cli
@@ -44,6 +45,7 @@ def _registrars() -> list[_Register]:
         overrides_cli.register,
         functools.partial(memory_cli.register, resolve_regression=_resolve_regression),
         functools.partial(eval_cli.register, resolve_regression=_resolve_regression),
+        lm_eval_cli.register,
         regressions_cli.register,
         bisect_cli.register,
         hunt_cli.register,

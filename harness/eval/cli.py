@@ -6,6 +6,8 @@ the real splits with ``--data DIR``): ``--model tiny --device cpu`` generates fo
 allocation that does not fit ends the run with torch's out-of-memory message, the op and the
 source line. Prints lm-eval's results table, the engine's steps, preemptions and tokens/s, and
 the memory report; ``--json`` prints one object instead (``results``, ``engine``, ``memory``).
+``harness lm-eval`` runs the same model through lm-eval's own command line and prints only
+lm-eval's table; this command is the gate (memory report, ``--memory-budget``, ``--json``).
 
 Exit 0: a clean run; 1: out of memory, or the peak exceeded ``--memory-budget``; 2: usage.
 """
@@ -61,7 +63,10 @@ def register(
         help="'auto' hands every request to the engine at once (default), or N per call",
     )
     gsm8k.add_argument(
-        "--model", default="tiny", help="tiny (CPU) or llama-3.1-8b (meta) (default: %(default)s)"
+        "--model",
+        default="tiny",
+        help="tiny (CPU) or llama-3.1-8b, alias meta-llama/Llama-3.1-8B-Instruct (meta) "
+        "(default: %(default)s)",
     )
     gsm8k.add_argument(
         "--device",

@@ -97,15 +97,25 @@ def _read_split(root: Path, split: str) -> tuple[Record, ...]:
 
 
 def _read_jsonl(path: Path) -> list[Any]:
+    try:
+        raw_lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     records: list[Any] = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise HarnessError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise HarnessError(
+                f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                f"{exc.start + 1})"
+            ) from None
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise HarnessError(f"{path}:{number}: not JSON ({exc.msg})") from None
     return records
 
 

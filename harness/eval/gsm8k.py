@@ -10,6 +10,7 @@ evaluation, as it ends a real vLLM run; the report then has no results but names
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,21 +28,17 @@ EVAL_EXTRA_HINT = (
 )
 
 
-def default_device(model: str) -> str:
-    """Where ``model`` runs unless told: the 8B model on a simulated H100, tiny models on the CPU."""
-    return "meta:h100-95" if model == "llama-3.1-8b" else "cpu"
-
-
 @dataclass(frozen=True)
 class EvalOptions:
     """One gsm8k run (the ``harness eval gsm8k`` flags)."""
 
     model: str = "tiny"
     device: str | None = None
-    """``cpu`` or ``meta:PROFILE``; default ``cpu`` for tiny models, ``meta:h100-95`` for 8B."""
+    """``cpu`` or ``meta:PROFILE``; default ``cpu`` for tiny models, ``meta:h100-95`` for 8B
+    (:func:`harness.eval.model_args.resolve_device`)."""
     regression: str | None = None
     """The name shown for the backend variant; without ``backend``, resolved by name or
-    ``MODULE:ATTR`` (:func:`harness.eval.lm.resolve_backend`)."""
+    ``MODULE:ATTR`` (:func:`harness.regressions.resolve.resolve_backend`)."""
     backend: type[AttentionBackend] | None = None
     """The attention backend class (default: the reference FlashInfer backend)."""
     limit: int | None = None
@@ -56,11 +53,13 @@ class EvalOptions:
 
     @property
     def resolved_device(self) -> str:
-        return self.device or default_device(self.model)
+        from harness.eval.model_args import resolve_device, resolve_preset
+
+        return resolve_device(self.device, resolve_preset(self.model))
 
     def model_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {
-            "model": self.model,
+            "pretrained": self.model,
             "device": self.resolved_device,
             "regression": self.regression,
             "backend": self.backend,
@@ -91,16 +90,24 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
 
     from harness.eval.data import load_gsm8k
     from harness.eval.lm import MODEL_NAME, HarnessRefLM, register
+    from harness.eval.model_args import check_seed
     from harness.eval.report import EvalReport
     from harness.eval.simulated import EngineOutOfMemoryError
     from harness.eval.task import cached_templates, gsm8k_task_config, gsm8k_task_manager
 
     if options.limit is not None and options.limit <= 0:
         raise HarnessError(f"--limit must be positive, got {options.limit}")
+    if options.limit is not None and options.limit > sys.maxsize:
+        raise HarnessError(f"--limit must be at most {sys.maxsize}, got {options.limit}")
     if options.num_fewshot < 0:
         raise HarnessError(f"--num-fewshot must not be negative, got {options.num_fewshot}")
+    check_seed(options.seed, "--seed")
     register()
     data = load_gsm8k(options.data, options.seed)
+    if options.num_fewshot > len(data.train):
+        raise HarnessError(
+            f"--num-fewshot {options.num_fewshot}: the train split has {len(data.train)} examples"
+        )
     manager = gsm8k_task_manager()
     task = gsm8k_task_config(manager, data)
     registry: Any = lm_eval.api.registry  # lm-eval ships no type information

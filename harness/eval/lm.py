@@ -8,28 +8,10 @@ per chunk. Generation kwargs go through lm-eval's own ``normalize_gen_kwargs`` a
 ``handle_stop_sequences`` (the EOS text joins the stop strings), contexts through
 ``maybe_truncate``, and outputs through ``postprocess_generated_text``.
 
-Engines (``model_args``):
-
-- ``model=tiny,device=cpu`` (the default): :class:`~harness.eval.engine.ReferenceEngine`, real
-  values and greedy generation on the CPU. The tiny preset's shape, with its vocabulary widened
-  to the tokenizer's and ``max_model_len`` set to lm-eval's default maximum length (2048).
-- ``model=llama-3.1-8b,device=meta:h100-95``: :class:`~harness.eval.simulated.SimulatedEngine`,
-  the model's shape on a simulated GPU (``harness memory simulate``'s machinery); meta tensors
-  have no values, so output lengths come from a seeded length model and the texts are empty.
-- ``regression=NAME`` swaps the attention backend for a named regression variant (``harness
-  regressions`` lists them) or ``MODULE:ATTR`` (a backend class, or an object with a ``backend``
-  attribute); a caller that resolved it already passes ``backend=<class>`` (``regression`` is then
-  only its name in the report), as ``harness eval`` does with ``harness.cli``'s resolver.
-
-Other arguments: ``data`` (a directory with the real splits; default: generated), ``seed``,
-``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``, ``max_num_batched_tokens``,
-``num_gpu_blocks`` (CPU KV cache size), ``gpu_memory_utilization`` (meta), ``quiet``, and
-``track_memory`` (CPU: account every allocation for the memory report, on by default; it costs
-about as much time as the engine itself).
-
-``loglikelihood`` and ``loglikelihood_rolling`` are answered on the CPU from a dense forward of
-the same model (no KV cache, no metadata: cheap, and exact up to float rounding); on ``meta``
-there are no values to score, so they raise.
+On ``device=cpu`` the engine is :class:`~harness.eval.engine.ReferenceEngine` (real values); on
+``device=meta:PROFILE`` it is :class:`~harness.eval.simulated.SimulatedEngine` (the model's shape
+on a simulated GPU). ``loglikelihood`` and ``loglikelihood_rolling`` are answered on the CPU from
+a dense forward of the same model; on ``meta`` there are no values to score, so they raise.
 """
 
 from __future__ import annotations
@@ -45,13 +27,12 @@ import lm_eval.utils as lm_eval_utils
 from harness.errors import HarnessError
 from harness.eval.data import load_gsm8k
 from harness.eval.engine import CompletionOutput, ReferenceEngine, SamplingParams
-from harness.eval.gsm8k import default_device
+from harness.eval.model_args import check_seed, resolve_model_choice
 from harness.eval.report import MemoryReport
 from harness.eval.simulated import SimulatedEngine, vllm_default_limits
 from harness.eval.tokenizer import Tokenizer
 from harness.memory.devices import get_device_profile
 from harness.reference.backends.abstract import AttentionBackend
-from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.config import (
     ModelConfig,
     SchedulerConfig,
@@ -73,12 +54,32 @@ CPU_NUM_GPU_BLOCKS = 4096
 
 
 class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
-    """lm-eval's ``vllm`` model with the reference engine in vLLM's place (module docstring)."""
+    """lm-eval's ``vllm`` model with the reference engine in vLLM's place (module docstring).
+
+    ``model_args`` (:mod:`harness.eval.model_args` resolves and checks the first four):
+
+    - ``pretrained``: ``tiny`` (the default; on the CPU its vocabulary is widened to the
+      tokenizer's and ``max_model_len`` set to lm-eval's default maximum length, 2048), or
+      ``meta-llama/Llama-3.1-8B-Instruct`` (= ``llama-3.1-8b``, default device ``meta:h100-95``;
+      meta tensors have no values, so output lengths come from a seeded length model and the
+      texts are empty);
+    - ``device``: ``cpu`` or ``meta:PROFILE``;
+    - ``attention_backend``: ``FLASHINFER`` or ``FLASH_ATTN`` (else ``VLLM_ATTENTION_BACKEND``,
+      else FlashInfer);
+    - ``regression``: a catalog name (``harness regressions``) or ``MODULE:ATTR`` run in place of
+      that backend; a caller that resolved it already passes ``backend=<class>`` (``regression``
+      is then only its label), as ``harness eval`` does with ``harness.cli``'s resolver;
+    - ``data`` (a directory with the real splits; default: generated), ``seed``,
+      ``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``, ``max_num_batched_tokens``,
+      ``num_gpu_blocks`` (CPU KV cache size), ``gpu_memory_utilization`` (meta), ``quiet``, and
+      ``track_memory`` (CPU: account every allocation for the memory report, on by default).
+    """
 
     def __init__(
         self,
-        model: str = "tiny",
+        pretrained: str = "tiny",
         device: str | None = None,
+        attention_backend: str | None = None,
         regression: str | None = None,
         backend: type[AttentionBackend] | None = None,
         data: str | None = None,
@@ -93,23 +94,28 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         quiet: bool = False,
         track_memory: bool = True,
         max_batch_size: int | None = None,
+        trust_remote_code: bool = False,
     ) -> None:
         super().__init__()  # pyright: ignore[reportUnknownMemberType]
-        del (
-            max_batch_size
-        )  # lm-eval passes it to every model; vLLM's backend maps it to max_num_seqs
+        # lm-eval passes max_batch_size to every model (vLLM's maps it to max_num_seqs) and
+        # trust_remote_code with --trust_remote_code; there is no remote code here.
+        del max_batch_size, trust_remote_code
         self.batch_size: int | str = (
             "auto" if isinstance(batch_size, str) and "auto" in batch_size else int(batch_size)
         )
         self._max_gen_toks = int(max_gen_toks)
         self.quiet = bool(quiet)
-        self.harness_tokenizer: Tokenizer = load_gsm8k(data, int(seed)).tokenizer
-        device = device or default_device(model)
-        if backend is None:
-            label, backend = resolve_backend(regression)
-        else:
-            label = regression or backend.__qualname__
-        if device == "cpu":  # vLLM's LLM-class limits on a GPU under 70 GiB
+        seed = check_seed(seed)
+        self.harness_tokenizer: Tokenizer = load_gsm8k(data, seed).tokenizer
+        choice = resolve_model_choice(
+            pretrained=str(pretrained),
+            device=None if device is None else str(device),
+            attention_backend=None if attention_backend is None else str(attention_backend),
+            regression=None if regression is None else str(regression),
+            backend=backend,
+        )
+        model, device, backend, label = choice.preset, choice.device, choice.backend, choice.label
+        if device == "cpu":
             config = _cpu_model_config(get_model_config(model), self.harness_tokenizer)
             defaults = llm_class_scheduler_config(
                 large_gpu=False, max_model_len=config.max_model_len
@@ -125,7 +131,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
                 seed=int(seed),
                 track_memory=track_memory,
             )
-        elif device.startswith("meta:"):
+        else:  # meta:PROFILE (resolve_model_choice accepts nothing else)
             profile = get_device_profile(device.removeprefix("meta:"))
             config = get_model_config(model)
             defaults = vllm_default_limits(profile, config.max_model_len)
@@ -138,10 +144,13 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
                 gpu_memory_utilization=float(gpu_memory_utilization),
                 seed=int(seed),
             )
-        else:
-            raise HarnessError(f"--device must be cpu or meta:PROFILE, got {device!r}")
         self.device_name = device
         self._max_length = int(max_length) if max_length else self.engine.max_model_len
+        if self._max_gen_toks >= self._max_length:
+            raise HarnessError(
+                f"max_gen_toks={self._max_gen_toks} leaves no room for a prompt in the model's "
+                f"{self._max_length} tokens"
+            )
 
     # lm-eval's tokenizer interface -------------------------------------------------------------
 
@@ -301,39 +310,11 @@ def _limits(
 
 
 def _cpu_model_config(preset: ModelConfig, tokenizer: Tokenizer) -> ModelConfig:
-    if preset.name == "llama-3.1-8b":
-        raise HarnessError(
-            "llama-3.1-8b does not run on the CPU here (16 GB of weights); use --device meta:PROFILE"
-        )
     return dataclasses.replace(
         preset,
         vocab_size=max(preset.vocab_size, tokenizer.vocab_size),
         max_model_len=max(preset.max_model_len, CPU_MAX_MODEL_LEN),
     )
-
-
-def resolve_backend(regression: str | None) -> tuple[str | None, type[AttentionBackend]]:
-    """The attention backend for ``--regression``: a catalog name or ``MODULE:ATTR``."""
-    if regression is None:
-        return None, FlashInferBackend
-    if ":" not in regression:
-        from harness.regressions import get_regression
-
-        return regression, get_regression(regression).backend
-    import importlib
-
-    module_name, _, attr = regression.partition(":")
-    try:
-        target: object = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise HarnessError(f"--regression {regression}: cannot load it ({exc})") from None
-    backend = getattr(target, "backend", target)
-    if not (isinstance(backend, type) and issubclass(backend, AttentionBackend)):
-        raise HarnessError(
-            f"--regression {regression}: expected an AttentionBackend subclass or an object "
-            "with a 'backend' attribute"
-        )
-    return regression, backend
 
 
 def register() -> None:

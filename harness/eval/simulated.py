@@ -22,6 +22,7 @@ from harness.eval.report import MemoryReport
 from harness.memory.devices import DeviceProfile
 from harness.memory.sizes import GiB
 from harness.reference.backends.abstract import AttentionBackend
+from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.config import SchedulerConfig, llm_class_scheduler_config
 from harness.simulation.simulate import SimulationResult, simulate
 from harness.simulation.workload import (
@@ -116,7 +117,8 @@ class SimulatedEngine:
             model=self.model,
             device=self.device,
             workload=workload,
-            backend=None if self.regression is None else self.backend,
+            # The reference FlashInfer backend is simulate's default (and unlabelled there).
+            backend=None if self.backend is FlashInferBackend else self.backend,
             regression=self.regression,
             gpu_memory_utilization=self.gpu_memory_utilization,
         )

@@ -8,7 +8,8 @@ documents come from changes: ``custom_dataset`` hands lm-eval the in-memory spli
 :mod:`harness.eval.data` instead of ``datasets.load_dataset("openai/gsm8k")``.
 
 The task manager indexes only lm-eval's ``gsm8k`` directory (a handful of files) instead of all
-built-in tasks (thousands of YAML files, seconds).
+built-in tasks (thousands of YAML files, seconds); :func:`use_local_splits` does the same to
+every gsm8k task of a full index (``harness lm-eval``).
 
 :func:`cached_templates` keeps lm-eval from compiling the same Jinja templates again for every
 document and every shot while it builds the requests.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,8 @@ from harness.errors import HarnessError
 from harness.eval.data import Gsm8kData
 
 TASK_NAME = "gsm8k"
+GSM8K_DATASETS = frozenset({"gsm8k", "openai/gsm8k"})
+"""``dataset_path`` values of lm-eval's gsm8k tasks (the Hub's old and new names)."""
 REQUIRED_FIELDS = ("doc_to_text", "doc_to_target", "generation_kwargs", "filter_list")
 
 
@@ -47,6 +51,43 @@ def gsm8k_task_config(task_manager: Any, data: Gsm8kData) -> dict[str, Any]:
     missing = [name for name in REQUIRED_FIELDS if name not in config]
     if missing:
         raise HarnessError(f"lm-eval's gsm8k configuration lacks {', '.join(missing)}")
+    return _with_local_splits(config, data)
+
+
+def reads_gsm8k(config: dict[str, Any]) -> bool:
+    """Whether a task configuration reads ``openai/gsm8k``'s ``main`` splits."""
+    return config.get("dataset_path") in GSM8K_DATASETS and config.get("dataset_name") in (
+        None,
+        "main",
+    )
+
+
+def use_local_splits(task_manager: Any, data: Gsm8kData) -> list[str]:
+    """Point every task in ``task_manager``'s index that reads gsm8k at ``data`` instead (its
+    configuration otherwise unchanged, includes and functions resolved); returns their names.
+
+    ``harness lm-eval`` runs it on the task manager lm-eval's own command line builds, so
+    ``--tasks gsm8k`` (and ``gsm8k_cot``, the ``math_word_problems`` tag, ...) stay offline.
+    """
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    index: dict[str, Any] = task_manager.task_index
+    names: list[str] = []
+    for name, entry in list(index.items()):
+        if entry.cfg is None or "class" in entry.cfg or not reads_gsm8k(entry.cfg):
+            continue
+        config: dict[str, Any] = (
+            load_yaml(entry.yaml_path, resolve_func=True)
+            if entry.yaml_path is not None
+            else copy.deepcopy(entry.cfg)
+        )
+        local = _with_local_splits(config, data)
+        index[name] = dataclasses.replace(entry, yaml_path=None, cfg=local)
+        names.append(name)
+    return names
+
+
+def _with_local_splits(config: dict[str, Any], data: Gsm8kData) -> dict[str, Any]:
     config.update(
         dataset_path=data.source,
         dataset_name=None,

@@ -74,3 +74,16 @@ def test_not_json_and_not_a_directory(tmp_path: Path) -> None:
         load_gsm8k(str(tmp_path))
     with pytest.raises(HarnessError, match="not a directory"):
         load_gsm8k(str(tmp_path / "missing"))
+
+
+def test_a_file_that_is_not_utf8_or_unreadable_is_a_clean_error(tmp_path: Path) -> None:
+    _jsonl(tmp_path / "test.jsonl", [RECORD])
+    train = tmp_path / "train.jsonl"
+    train.write_bytes(json.dumps(RECORD).encode() + b"\n" + b'{"question": "\xff\xfe"}\n')
+    with pytest.raises(HarnessError, match=r"train.jsonl:2: not UTF-8 text \(byte 0xff"):
+        load_gsm8k(str(tmp_path))
+    train.unlink()
+    train.mkdir()  # a directory where the file should be
+    (train / "x").write_text("")
+    with pytest.raises(HarnessError, match=r"no train split"):
+        load_gsm8k(str(tmp_path))

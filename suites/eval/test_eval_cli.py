@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,7 +58,7 @@ def test_text_report_and_a_breached_budget_exit_1(capsys: pytest.CaptureFixture[
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--device=gpu"], "--device must be cpu or meta:PROFILE"),
+        (["--device=gpu"], "harness-ref runs on cpu or meta:PROFILE"),
         (["--device=meta:h900"], "unknown device profile 'h900'"),
         (["--batch-size=0"], "--batch-size must be positive"),
         (["--batch-size=many"], "--batch-size must be 'auto' or a positive integer"),
@@ -71,6 +72,11 @@ def test_text_report_and_a_breached_budget_exit_1(capsys: pytest.CaptureFixture[
         (["--memory-budget=lots"], "invalid size 'lots'"),
         (["--model=llama-3.1-8b", "--device=cpu"], "does not run on the CPU"),
         (["--data=/nonexistent"], "not a directory"),
+        (["--limit=99999999999999999999"], "--limit must be at most 9223372036854775807"),
+        (["--num-fewshot=99999999999999999999"], "the train split has 7473 examples"),
+        (["--max-gen-toks=99999999999999999999"], "leaves no room for a prompt"),
+        (["--seed=99999999999999999999"], "--seed must be an integer from 0 to"),
+        (["--seed=-1"], "--seed must be an integer from 0 to"),
     ],
 )
 def test_usage_errors_exit_2_without_a_traceback(
@@ -79,6 +85,16 @@ def test_usage_errors_exit_2_without_a_traceback(
     code, out, err = run(capsys, "gsm8k", "--limit=1", *argv)
     assert code == 2
     assert message in err and "Traceback" not in err and out == ""
+
+
+def test_a_data_file_that_is_not_utf8_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for split in ("train", "test"):
+        (tmp_path / f"{split}.jsonl").write_bytes(b'{"question": "\xff"}\n')
+    code, out, err = run(capsys, "gsm8k", "--limit=1", f"--data={tmp_path}")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "train.jsonl:1: not UTF-8 text" in err, err
 
 
 def test_without_lm_eval_it_says_how_to_install_the_extra(

@@ -71,7 +71,7 @@ def _rigged_lm(**model_args: Any) -> HarnessRefLM:
 def test_by_name_the_random_model_scores_near_zero_under_both_filters() -> None:
     results = _evaluate(
         MODEL_NAME,
-        model_args={"model": "tiny", "max_gen_toks": 24, "quiet": True, "track_memory": False},
+        model_args={"pretrained": "tiny", "max_gen_toks": 24, "quiet": True, "track_memory": False},
     )
     scores = results["results"]["gsm8k"]
     for metric in METRICS:
@@ -107,7 +107,7 @@ def test_registering_keeps_lm_evals_builtin_models() -> None:
 
 
 def test_loglikelihood_on_cpu_and_a_clear_error_on_meta() -> None:
-    lm = get_model(MODEL_NAME)(model="tiny", quiet=True, track_memory=False)
+    lm = get_model(MODEL_NAME)(pretrained="tiny", quiet=True, track_memory=False)
     context = "Question: What is 2+3?\nAnswer:"
     (continuation,) = lm.generate_until(
         [Instance("generate_until", {}, (context, {"until": ["\n"], "max_gen_toks": 3}), 0)]
@@ -116,22 +116,30 @@ def test_loglikelihood_on_cpu_and_a_clear_error_on_meta() -> None:
     assert score[0] < 0
     (rolling,) = lm.loglikelihood_rolling([Instance("loglikelihood_rolling", {}, ("a b c",), 0)])
     assert rolling < 0
-    meta = get_model(MODEL_NAME)(model="llama-3.1-8b", device="meta:h100-95")
+    meta = get_model(MODEL_NAME)(pretrained="llama-3.1-8b", device="meta:h100-95")
     with pytest.raises(HarnessError, match="needs values"):
         meta.loglikelihood([Instance("loglikelihood", {}, (context, " 5"), 0)])
 
 
-def test_regression_specs_resolve_by_catalog_name_or_module_attr() -> None:
-    from harness.eval.lm import resolve_backend
+def test_vllm_attention_backend_is_honoured_and_the_argument_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.eval.engine import SamplingParams
+    from harness.eval.simulated import SimulatedEngine
+    from harness.reference.backends.flash_attn import FlashAttentionBackend
     from harness.reference.backends.flashinfer import FlashInferBackend
-    from harness.regressions import get_regression
 
-    assert resolve_backend(None) == (None, FlashInferBackend)
-    name, backend = resolve_backend("flashinfer-oom")
-    assert (name, backend) == ("flashinfer-oom", get_regression("flashinfer-oom").backend)
-    spec = "harness.reference.backends.flashinfer:FlashInferBackend"
-    assert resolve_backend(spec) == (spec, FlashInferBackend)
-    with pytest.raises(HarnessError, match="cannot load it"):
-        resolve_backend("no.such.module:X")
-    with pytest.raises(HarnessError, match="expected an AttentionBackend subclass"):
-        resolve_backend("harness.errors:HarnessError")
+    monkeypatch.setenv("VLLM_ATTENTION_BACKEND", "FLASH_ATTN")
+    register()
+    cpu = get_model(MODEL_NAME)(pretrained="tiny", quiet=True, track_memory=False)
+    assert isinstance(cpu.engine, ReferenceEngine)
+    assert cpu.engine.runner.attn_backend_cls is FlashAttentionBackend
+    forced = get_model(MODEL_NAME)(
+        pretrained="tiny", attention_backend="FLASHINFER", quiet=True, track_memory=False
+    )
+    assert isinstance(forced.engine, ReferenceEngine)
+    assert forced.engine.runner.attn_backend_cls is FlashInferBackend
+    meta = get_model(MODEL_NAME)(pretrained="meta-llama/Llama-3.1-8B-Instruct")
+    assert isinstance(meta.engine, SimulatedEngine)
+    meta.engine.generate([[1, 2, 3]], [SamplingParams(max_tokens=2)])
+    assert meta.engine.results[-1].regression == "FlashAttentionBackend"  # what ran, not FlashInfer

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("lm_eval")
+
+from lm_eval.tasks import TaskManager
 
 from harness.eval.data import load_gsm8k
 from harness.eval.task import gsm8k_task_config, gsm8k_task_manager
@@ -46,3 +50,20 @@ def test_cached_templates_build_the_same_requests_and_restore_lm_eval() -> None:
     assert cached == plain
     assert plain[0][0].count("Question: ") == 6  # five shots and the question
     assert "from_string" not in vars(lm_eval.utils.env)  # lm-eval's environment is restored
+
+
+def test_use_local_splits_points_every_gsm8k_task_at_the_local_data() -> None:
+    import lm_eval.tasks
+
+    from harness.eval.task import use_local_splits
+
+    gsm8k_dir = Path(lm_eval.tasks.__file__).parent / "gsm8k"
+    manager = TaskManager(include_defaults=False, include_path=str(gsm8k_dir))
+    data = load_gsm8k(None, 0)
+    names = use_local_splits(manager, data)
+    assert {"gsm8k", "gsm8k_cot", "gsm8k_cot_llama"} <= set(names)
+    # Without it, loading gsm8k by name would call datasets.load_dataset("openai/gsm8k").
+    task = manager.load(["gsm8k_cot"])["tasks"]["gsm8k_cot"]
+    assert task.config.dataset_path == "generated:seed=0"
+    assert len(task.test_docs()) == 1319
+    assert task.config.doc_to_text.startswith("Q: ")  # gsm8k-cot.yaml's own template
