@@ -1,6 +1,6 @@
 """Engine drivers: the reference engine over a workload, its memory counted by ``harness.memory``.
 
-- ``workload`` (request lengths), ``engine_config`` (workload + model -> ``VllmConfig``);
+- ``workload`` (request lengths), and the ``VllmConfig`` it runs under;
 - ``simulate``: vLLM's start-up and every serving step on a simulated device, ``replay`` (identical
   decoder layers replayed from one recording), ``plot`` (the PNG of a run);
 - ``scaling``: which allocations grow with ``num_blocks``;

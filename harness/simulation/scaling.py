@@ -32,8 +32,7 @@ from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.model import weight_bytes
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request
-from harness.simulation.engine_config import engine_config
-from harness.simulation.workload import Workload
+from harness.simulation.workload import Workload, engine_config
 
 KV_CACHE_REGION = "initialize_kv_cache"
 DEFAULT_NUM_BLOCKS = (64, 128)

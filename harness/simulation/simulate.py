@@ -34,9 +34,8 @@ from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request
 from harness.reference.worker import KVCacheSizing, size_kv_cache
-from harness.simulation.engine_config import DEFAULT_GPU_MEMORY_UTILIZATION, engine_config
 from harness.simulation.replay import LayerReplay, install_layer_replay
-from harness.simulation.workload import Workload
+from harness.simulation.workload import DEFAULT_GPU_MEMORY_UTILIZATION, Workload, engine_config
 
 
 @dataclass

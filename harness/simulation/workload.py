@@ -6,7 +6,8 @@ request lengths are *drawn* (seeded, the same on every machine) from a distribut
 published statistics: the 5-shot prompt template, gsm8k's characters per example, Llama 3's
 characters per token, log-normal spread, and the stop string that ends greedy output. The
 derivation of every constant is in ``docs/simulation.md``. Engine limits
-(:data:`GSM8K_SCHEDULER_LIMITS`) are vLLM 0.9.0's ``LLM``-class defaults on a large GPU.
+(:data:`GSM8K_SCHEDULER_LIMITS`) are vLLM 0.9.0's ``LLM``-class defaults on a large GPU;
+:func:`engine_config` is the ``VllmConfig`` a workload runs under (vLLM's ``EngineArgs``, reduced).
 """
 
 from __future__ import annotations
@@ -14,10 +15,19 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import torch
 
 from harness.errors import HarnessError
-from harness.reference.config import SchedulerConfig, llm_class_scheduler_config
+from harness.reference.config import (
+    CacheConfig,
+    ModelConfig,
+    SchedulerConfig,
+    VllmConfig,
+    get_model_config,
+    llm_class_scheduler_config,
+)
 
 GSM8K_TEST_SIZE = 1319
 """Examples in gsm8k's test split: one request each."""
@@ -143,3 +153,30 @@ def get_workload(name: str) -> Workload:
             f"unknown workload {name!r}; available: {', '.join(sorted(WORKLOADS))}"
         ) from None
     return factory()
+
+
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+"""vLLM's ``CacheConfig.gpu_memory_utilization`` default (lm-eval's ``vllm`` model passes 0.9 too)."""
+
+
+def engine_config(
+    model: str | ModelConfig,
+    workload: Workload,
+    *,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
+    dtype: torch.dtype | None = None,
+) -> VllmConfig:
+    """The ``VllmConfig`` that runs ``workload`` on ``model`` (a preset name or a config).
+
+    ``dtype`` replaces the preset's dtype (weights, activations and the KV cache).
+    """
+    model_config = get_model_config(model) if isinstance(model, str) else model
+    max_model_len = min(workload.limits.max_model_len, model_config.max_model_len)
+    model_config = replace(
+        model_config, max_model_len=max_model_len, dtype=dtype or model_config.dtype
+    )
+    return VllmConfig(
+        model_config=model_config,
+        cache_config=CacheConfig(gpu_memory_utilization=gpu_memory_utilization),
+        scheduler_config=replace(workload.limits, max_model_len=max_model_len),
+    )
