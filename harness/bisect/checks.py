@@ -2,8 +2,7 @@
 
 - a command (``harness bisect ... -- CMD ARGS...``): its exit status under ``git bisect run``'s
   contract (:mod:`harness.bisect.verdict`);
-- ``overrides``: this package's override checker over the worktree (it never imports the code,
-  and runs isolated, ``-I``, so a tree's own ``ast.py`` never shadows the standard library):
+- ``overrides``: this package's override checker, isolated (``-I``) from the worktree it scans:
   bad only when an ``error`` finding appears; a tree with unparsable files and no error is a skip;
 - ``pytest:EXPR``: ``python -m pytest`` in the worktree, with the worktree first on
   ``PYTHONPATH``; ``EXPR`` is a node id or path (it holds ``::``, ``/`` or ``.py``) or else a
@@ -12,8 +11,7 @@
 - ``regressions``: the worktree's own ``harness regressions verify`` (bisecting this project;
   it needs the ``engine`` extra here, checked before anything runs).
 
-A check that runs past the timeout is a skip. A command that cannot be started (not found, not
-executable) is treated as ``git bisect run`` treats 126 and 127 (see the driver).
+A check past the timeout is a skip; a command that cannot be started is judged as 126/127.
 """
 
 from __future__ import annotations

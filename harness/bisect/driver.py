@@ -5,8 +5,7 @@ temporary worktree.
 ones, and asks ``git rev-list --bisect-all`` (read-only: unlike ``git bisect``, it writes no refs
 into the user's repository) for the best untested midpoint. Each candidate is checked out in a
 detached temporary worktree of ``repo`` (:func:`~harness.bisect.worktree.temporary_worktree`) and
-marked with the check's verdict: good, bad or skip (a check that cannot run); an abort verdict
-stops everything. A bad verdict is re-run up to ``retries`` times: bad only if every run says so,
+marked with the check's verdict: good, bad or skip; an abort verdict stops everything. A bad verdict is re-run up to ``retries`` times: bad only if every run says so,
 good (and *flaky*) if one passes. When only the bad commit is left it is the first bad commit;
 when only skipped commits are left, the first bad commit is one of them. At the end the check runs
 on the first bad commit and its parent unless a step already did, so the report holds both outputs;
