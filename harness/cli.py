@@ -43,7 +43,7 @@ def _registrars() -> list[_Register]:
         demo.register,
         overrides_cli.register,
         functools.partial(memory_cli.register, resolve_regression=_resolve_regression),
-        functools.partial(eval_cli.register, resolve_regression=_resolve_regression),
+        eval_cli.register,
         regressions_cli.register,
         bisect_cli.register,
         hunt_cli.register,
@@ -52,13 +52,12 @@ def _registrars() -> list[_Register]:
 
 
 def _resolve_regression(spec: str) -> tuple[str, type[AttentionBackend]]:
-    """``--regression NAME|MODULE:ATTR`` of ``harness memory`` and ``harness eval``: (label,
-    backend class).
+    """``--regression NAME|MODULE:ATTR`` of ``harness memory``: (label, backend class), by the
+    one resolver, :func:`harness.regressions.resolve.resolve_labelled_backend`.
 
-    The seam between the memory tools and the catalog that sits above them: ``harness.memory``
-    never imports ``harness.regressions``; it is handed this function. ``MODULE:ATTR`` names a
-    user's backend class or catalog entry; bad specs raise a :class:`HarnessError` (unknown names
-    list the known ones).
+    ``harness.memory`` never imports ``harness.regressions`` (the catalog sits above it), so it
+    is handed this function; every other CLI imports the resolver itself. Imported when called:
+    registering the subcommands imports no torch.
     """
     from harness.regressions.resolve import resolve_labelled_backend
 

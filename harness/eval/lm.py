@@ -17,9 +17,8 @@ Engines (``model_args``):
   the model's shape on a simulated GPU (``harness memory simulate``'s machinery); meta tensors
   have no values, so output lengths come from a seeded length model and the texts are empty.
 - ``regression=NAME`` swaps the attention backend for a named regression variant (``harness
-  regressions`` lists them) or ``MODULE:ATTR`` (a backend class, or an object with a ``backend``
-  attribute); a caller that resolved it already passes ``backend=<class>`` (``regression`` is then
-  only its name in the report), as ``harness eval`` does with ``harness.cli``'s resolver.
+  regressions`` lists them) or ``MODULE:ATTR`` (:mod:`harness.regressions.resolve`); a caller that
+  resolved it already passes ``backend=<class>`` (``regression`` is then only its name).
 
 Other arguments: ``data`` (a directory with the real splits; default: generated), ``seed``,
 ``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``, ``max_num_batched_tokens``,
@@ -310,27 +309,14 @@ def _cpu_model_config(preset: ModelConfig, tokenizer: Tokenizer) -> ModelConfig:
 
 
 def resolve_backend(regression: str | None) -> tuple[str | None, type[AttentionBackend]]:
-    """The attention backend for ``--regression``: a catalog name or ``MODULE:ATTR``."""
+    """The attention backend for ``regression=``: the reference FlashInfer one for ``None``, else
+    what :func:`harness.regressions.resolve.resolve_labelled_backend` (the one resolver of every
+    ``--regression``) gives."""
     if regression is None:
         return None, FlashInferBackend
-    if ":" not in regression:
-        from harness.regressions import get_regression
+    from harness.regressions.resolve import resolve_labelled_backend
 
-        return regression, get_regression(regression).backend
-    import importlib
-
-    module_name, _, attr = regression.partition(":")
-    try:
-        target: object = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise HarnessError(f"--regression {regression}: cannot load it ({exc})") from None
-    backend = getattr(target, "backend", target)
-    if not (isinstance(backend, type) and issubclass(backend, AttentionBackend)):
-        raise HarnessError(
-            f"--regression {regression}: expected an AttentionBackend subclass or an object "
-            "with a 'backend' attribute"
-        )
-    return regression, backend
+    return resolve_labelled_backend(regression)
 
 
 def register() -> None:

@@ -178,12 +178,15 @@ def _reference_backends() -> list[tuple[str, type[AttentionBackend]]]:
 def _timed(
     section: str, name: str, expected: Expect | None, run: Callable[[], tuple[str, str, bool]]
 ) -> Row:
-    """A row from ``run() -> (verdict, detail, crash)``; an exception is an ``error`` row."""
+    """A row from ``run() -> (verdict, detail, crash)``; an exception, or ``sys.exit()`` in
+    what the row runs, is an ``error`` row (only Ctrl-C ends the hunt)."""
+    from harness.regressions.verify import describe_error
+
     started = time.perf_counter()
     try:
         verdict, detail, crash = run()
-    except Exception as exc:
-        verdict, detail, crash = "error", f"{type(exc).__name__}: {exc}", False
+    except (Exception, SystemExit) as exc:
+        verdict, detail, crash = "error", describe_error(exc), False
     return Row(section, name, verdict, expected, detail, time.perf_counter() - started, crash)
 
 

@@ -96,15 +96,30 @@ class VerifyResult:
 
 
 def run_check(check: Check, variant: Variant, role: Role) -> CheckRun:
-    """Run one check, turning an exception into an ``error`` run."""
+    """Run one check, turning an exception into an ``error`` run.
+
+    ``sys.exit()`` in a check or in the variant it runs is that check's error too (whatever
+    the status), so the run goes on and its report is written. Only Ctrl-C ends the run.
+    ``os._exit()`` cannot be caught in the process: it ends the run at once.
+    """
     started = time.perf_counter()
     try:
         outcome: CheckOutcome | None = check.run(variant)
         error = None
     except Exception as exc:
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
-        outcome, error = None, f"{type(exc).__name__}: {exc} ({frame.filename}:{frame.lineno})"
+        outcome, error = None, describe_error(exc)
+    except SystemExit as exc:
+        outcome, error = None, describe_error(exc)
     return CheckRun(check.name, role, outcome, error, time.perf_counter() - started)
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: message (file:line)``, where the line is the innermost frame that raised."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: sys.exit({exc.code!r}) called{where}"
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def verify(

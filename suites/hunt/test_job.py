@@ -72,3 +72,17 @@ def test_a_proven_crash_in_path_fails_the_hunt(tmp_path: Path) -> None:
 def test_row_judgement(verdict: str, expected: str | None, misbehaves: bool) -> None:
     row = Row("s", "n", verdict, expected, "", 0.0)  # type: ignore[arg-type]
     assert row.misbehaves is misbehaves
+
+
+def test_sys_exit_in_a_variant_is_an_error_row_and_the_hunt_goes_on(tmp_path: Path) -> None:
+    """A buggy variant calling ``sys.exit(0)`` while it builds: its catalog and scaling rows are
+    errors (the hunt fails), and every row after them still runs."""
+    from suites.regressions.variants import exiting_entry
+
+    (tmp_path / "ok.py").write_text("class A:\n    pass\n")
+    report = hunt(tmp_path, devices=(), entries=[exiting_entry("exits")], quick=True)
+    rows = {(r.section, r.name): r for r in report.rows}
+    assert rows[("catalog", "exits")].misbehaves
+    scaling = rows[("scaling", "exits (buggy)")]
+    assert scaling.verdict == "error" and "sys.exit(0)" in scaling.detail
+    assert not report.ok and len(report.rows) == 5

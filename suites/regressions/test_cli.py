@@ -166,3 +166,13 @@ def test_memory_commands_take_a_users_backend(
     capsys.readouterr()
     assert main(["memory", "simulate", "--regression", "my_variants:function"]) == 2
     assert "has no attribute 'function'" in capsys.readouterr().err
+
+
+def test_a_variant_that_calls_sys_exit_fails_its_checks_and_the_report_is_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``sys.exit(0)`` in a user's builder: exit 1 with every result printed, never exit 0."""
+    assert main(["regressions", "verify", "suites.regressions.variants:EXITING", "--json"]) == 1
+    (obj,) = json.loads(capsys.readouterr().out)
+    errors = [c for c in obj["checks"] if c["verdict"] == "error"]
+    assert errors and all("sys.exit(0)" in c["detail"] for c in errors)
