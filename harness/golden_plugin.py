@@ -118,6 +118,8 @@ def golden_header(config: pytest.Config) -> dict[str, str]:
             raise pytest.UsageError(f"{HEADER_INI}: {line!r} is not KEY = VALUE")
         if key in RESERVED_HEADER:
             raise pytest.UsageError(f"{HEADER_INI}: {key!r} is the plugin's own header field")
+        if key in fields:
+            raise pytest.UsageError(f"{HEADER_INI}: {key!r} is given twice")
         fields[key] = value
     return fields
 

@@ -102,7 +102,12 @@ def test_a_foreign_project_gets_no_vllm_metadata_and_may_add_its_own(
 
 
 @pytest.mark.parametrize(
-    ("lines", "says"), [("nokey", "KEY = VALUE"), ("test = mine", "'test' is the plugin's own")]
+    ("lines", "says"),
+    [
+        ("nokey", "KEY = VALUE"),
+        ("test = mine", "'test' is the plugin's own"),
+        ("team = a\n    team = b", "'team' is given twice"),
+    ],
 )
 def test_a_bad_header_option_is_one_usage_error(
     pytester: pytest.Pytester, lines: str, says: str

@@ -48,8 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--out",
-        type=Path,
-        default=Path("reports"),
+        default="reports",
         metavar="DIR",
         help="report directory (default: reports)",
     )
@@ -83,6 +82,14 @@ def parse_devices(text: str | None) -> tuple[str, ...]:
     return tuple(names)
 
 
+def out_dir(text: str) -> Path:
+    """``--out`` as a path; an empty value (an unset CI variable) is refused, never read as
+    the working directory (``Path("")`` is ".")."""
+    if not text.strip():
+        raise HarnessError("--out is empty (name the report directory)")
+    return Path(text)
+
+
 def check_out_dir(out: Path) -> None:
     """The report directory can be made and written: it, or the nearest part of it that
     exists, is a writable directory."""
@@ -100,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
 
     working_directory()  # before torch: its import dies in a deleted directory
     devices = parse_devices(args.devices)
-    check_out_dir(args.out)
+    out = out_dir(args.out)
+    check_out_dir(out)
     if args.path is not None and not args.path.exists():
         raise HarnessError(f"{args.path}: no such file or directory")
 
@@ -140,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             progress=show,
         )
     console.print(summary_table(report))
-    written = write_reports(report, args.out)
+    written = write_reports(report, out)
     console.print(verdict_line(report))
     console.print("reports: " + ", ".join(str(p) for p in written))
     return EXIT_OK if report.ok else EXIT_FAILED

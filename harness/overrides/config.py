@@ -160,6 +160,8 @@ def discover_config(
     if isolated:
         return Config()
     if explicit is not None:
+        if os.path.isdir(explicit):
+            raise HarnessError(f"{explicit} is a directory, not a configuration file")
         if not os.path.isfile(explicit):
             raise HarnessError(f"configuration file not found: {explicit}")
         return load(explicit)

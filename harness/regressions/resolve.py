@@ -54,6 +54,10 @@ def _import(module_part: str, spec: str) -> object:
     path = Path(module_part)
     try:
         if module_part.endswith(".py") or os.sep in module_part:
+            if path.is_dir():
+                raise HarnessError(
+                    f"--regression {spec!r}: {module_part} is a directory, not a .py file"
+                )
             if not path.is_file():
                 raise HarnessError(f"--regression {spec!r}: no such file {module_part}")
             # As ``python FILE`` does: the file's directory is importable, for the whole run

@@ -115,8 +115,11 @@ def run_check(check: Check, variant: Variant, role: Role) -> CheckRun:
 
 def describe_error(exc: BaseException) -> str:
     """``Type: message (file:line)``, where the line is the innermost frame that raised."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    # Frames of the import machinery say nothing; a SyntaxError names its file and line itself.
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
     where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    if isinstance(exc, SyntaxError):
+        where = ""
     if isinstance(exc, SystemExit):
         return f"SystemExit: sys.exit({exc.code!r}) called{where}"
     return f"{type(exc).__name__}: {exc}{where}"

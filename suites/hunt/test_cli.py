@@ -76,6 +76,8 @@ def test_an_output_that_cannot_be_a_directory_is_a_usage_error_before_any_work(
     assert "--out" in line and "not a directory" in line
     line = _one_line_usage_error(capsys, ["hunt", "--out", str(taken / "sub")])
     assert "not a directory" in line
+    line = _one_line_usage_error(capsys, ["hunt", "--out", ""])  # an empty CI variable
+    assert "--out is empty" in line
     monkeypatch.chdir(tmp_path)
     (tmp_path / "reports").write_text("a file where the default report directory goes\n")
     line = _one_line_usage_error(capsys, ["hunt"])

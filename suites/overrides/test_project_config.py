@@ -271,3 +271,8 @@ def test_a_named_file_with_only_foreign_tables_says_so(
     with pytest.raises(HarnessError, match=message) as caught:
         discover_config([], str(tmp_path), explicit=str(dedicated))
     assert "in [tool.harness.overrides]" not in str(caught.value)
+
+
+def test_a_directory_as_the_configuration_file_is_named_so(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="is a directory, not a configuration file"):
+        discover_config([], str(tmp_path), explicit=str(tmp_path))

@@ -184,3 +184,19 @@ def test_a_variant_object_resolves_too() -> None:
     """``MODULE:ATTR`` may name a :class:`Variant` (what an entry holds), as the eval model took."""
     target = resolve_target("suites.regressions.variants:EXITING")
     assert isinstance(target, Variant) and target.backend.__name__ == "ExitingBackend"
+
+
+@pytest.mark.usefixtures("clean_path")
+def test_a_directory_or_a_syntax_error_is_named_for_what_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "syn_variants.py").write_text("def broken(:\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(HarnessError, match=r"\./adir/ is a directory, not a \.py file"):
+        resolve_target("./adir/:X")
+    with pytest.raises(HarnessError) as caught:
+        resolve_target("syn_variants:X")
+    message = str(caught.value)
+    assert "SyntaxError: invalid syntax (syn_variants.py, line 1)" in message
+    assert "frozen" not in message
