@@ -129,8 +129,12 @@ def verify(
     targets: Iterable[Regression | tuple[str, Variant]],
     *,
     progress: Callable[[str], None] | None = None,
+    starting: Callable[[str, str, Role], None] | None = None,
 ) -> list[VerifyResult]:
-    """Verify entries, and user variants given as ``(label, variant)``; see the module docstring."""
+    """Verify entries, and user variants given as ``(label, variant)``; see the module docstring.
+
+    ``starting(id, check, role)`` is called as each check starts (``progress`` gets a sentence).
+    """
     from harness.memory.threads import one_torch_thread
     from harness.regressions.checks import generic_checks
 
@@ -155,6 +159,8 @@ def verify(
             for check, variant, role in plan:
                 if progress is not None:
                     progress(f"{result.id}: {check.name} on {role} ({variant.label})")
+                if starting is not None:
+                    starting(result.id, check.name, role)
                 result.runs.append(run_check(check, variant, role))
             result.seconds = time.perf_counter() - started
             results.append(result)
