@@ -151,7 +151,9 @@ class GoldenStore:
                 continue
             relative = path.relative_to(self.root).as_posix()
             name = relative.removesuffix(".json")
-            if not path.is_file():
+            if path.is_symlink() and not path.exists():
+                ignored.append((relative, "a symbolic link to nothing"))
+            elif not path.is_file():
                 ignored.append((relative, "a directory or special file, not a golden file"))
             elif not _NAME.match(name):
                 ignored.append((relative, "a name with characters other than A-Z a-z 0-9 _ - ."))

@@ -25,6 +25,7 @@ else:  # pragma: no cover
         (lambda root: (root / "my file.json").write_text("{}"), "my file.json", "name"),
         (lambda root: (root / "café.json").write_text("{}"), "café.json", "name"),
         (lambda root: (root / "latin.json").write_bytes(b'{"x": "\xe9"}'), "latin.json", "UTF-8"),
+        (lambda root: (root / "gone.json").symlink_to(root / "x"), "gone.json", "link to nothing"),
     ],
 )
 def test_an_odd_entry_under_the_root_is_reported_and_ignored(

@@ -94,8 +94,10 @@ def check_out_dir(out: Path) -> None:
     """The report directory can be made and written: it, or the nearest part of it that
     exists, is a writable directory."""
     existing = out
-    while not existing.exists() and existing != existing.parent:
+    while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
+    if existing.is_symlink() and not existing.exists():
+        raise HarnessError(f"--out {out}: {existing} is a symbolic link to nothing")
     if not existing.is_dir():
         raise HarnessError(f"--out {out}: {existing} is not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):

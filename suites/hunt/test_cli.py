@@ -78,6 +78,9 @@ def test_an_output_that_cannot_be_a_directory_is_a_usage_error_before_any_work(
     assert "not a directory" in line
     line = _one_line_usage_error(capsys, ["hunt", "--out", ""])  # an empty CI variable
     assert "--out is empty" in line
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "deeper")
+    line = _one_line_usage_error(capsys, ["hunt", "--out", str(tmp_path / "dangling")])
+    assert "is a symbolic link to nothing" in line
     monkeypatch.chdir(tmp_path)
     (tmp_path / "reports").write_text("a file where the default report directory goes\n")
     line = _one_line_usage_error(capsys, ["hunt"])
