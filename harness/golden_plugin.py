@@ -1,22 +1,14 @@
 """pytest plugin (``pytest11`` entry point ``harness_golden``): golden files, opt-in.
 
-Inert until a project names its golden directory: ini ``golden_root`` (relative to the ini file)
-or ``--golden-root`` (relative to the current directory). Then:
-
-- Fixture ``golden``: ``golden.check(name, data)`` compares ``data`` with ``<root>/<name>.json``
-  (:class:`harness.golden.GoldenStore`). The file records the node id of the test that checks it;
-  one golden file belongs to one test. A mismatch fails the test with the diff, writes
-  ``<name>.obtained.json`` beside the golden and prints the exact command that regenerates it.
-- ``--update-golden`` writes golden files from this run's results (refused when ``CI`` is set).
-- Unused golden files fail the run, also a partial one (``-k``, a single file): a golden file is
-  unused when its owning test passed in this run without checking it, or when the owner is gone
-  (its module was collected in full without it, or its file no longer exists under a path this
-  run collected). ``--update-golden`` deletes unused files and touches nothing else.
-- The summary counts golden files created, updated and deleted (syrupy's report), and gives one
-  command that regenerates every mismatched golden. Entries under the root that are no golden
-  file (a directory named ``*.json``, an odd name, a file that is not UTF-8) are listed and
-  ignored. Ini ``golden_header`` (``KEY = VALUE`` lines) adds the project's own header fields. Works under pytest-xdist: workers send
-  their findings to the controller, which judges and writes the summary.
+Off until a project sets ini ``golden_root`` (relative to the ini file) or ``--golden-root``.
+Then the ``golden`` fixture's ``golden.check(name, data)`` compares ``data`` with
+``<root>/<name>.json`` (:class:`harness.golden.GoldenStore`), one golden file per owning test; a
+mismatch fails with the diff, writes ``<name>.obtained.json`` and prints the command that
+regenerates it. ``--update-golden`` writes (refused when ``CI`` is set) and deletes unused files
+(their owner passed without checking them, or is gone), also on a partial run. Ini
+``golden_header`` (``KEY = VALUE`` lines) adds the project's own header fields. The summary counts
+files created, updated and deleted, and lists entries under the root that are no golden file
+(ignored). Works under pytest-xdist: workers report to the controller, which judges.
 
 Only pytest and the standard library are imported (no torch).
 """
