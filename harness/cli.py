@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -13,7 +12,7 @@ from harness.errors import HarnessError
 from harness.extras import missing_extra
 
 if TYPE_CHECKING:
-    from harness.reference.backends.abstract import AttentionBackend
+    pass
 
 EXIT_USAGE = 2
 
@@ -43,28 +42,14 @@ def _registrars() -> list[_Register]:
     return [
         demo.register,
         overrides_cli.register,
-        functools.partial(memory_cli.register, resolve_regression=_resolve_regression),
-        functools.partial(eval_cli.register, resolve_regression=_resolve_regression),
+        memory_cli.register,
+        eval_cli.register,
         lm_eval_cli.register,
         regressions_cli.register,
         bisect_cli.register,
         hunt_cli.register,
         fidelity_cli.register,
     ]
-
-
-def _resolve_regression(spec: str) -> tuple[str, type[AttentionBackend]]:
-    """``--regression NAME|MODULE:ATTR`` of ``harness memory`` and ``harness eval``: (label,
-    backend class).
-
-    The seam between the memory tools and the catalog that sits above them: ``harness.memory``
-    never imports ``harness.regressions``; it is handed this function. ``MODULE:ATTR`` names a
-    user's backend class or catalog entry; bad specs raise a :class:`HarnessError` (unknown names
-    list the known ones).
-    """
-    from harness.regressions.resolve import resolve_labelled_backend
-
-    return resolve_labelled_backend(spec)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@ A golden file is ``<root>/<name>.json``::
     {
       "data": ...,
       "header": {"format": 2, "generator": "harness 0.1.0", "test": "<owning test's node id>",
-                 "vllm_deviations": "docs/fidelity.md", "vllm_version": "0.9.0"}
+                 ...the project's own fields (ini ``golden_header``)}
     }
 
 Keys are sorted and floats rounded so that a change shows as a small diff. The header names the
@@ -21,19 +21,21 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import cast
 
-from harness import VLLM_DEVIATIONS, VLLM_VERSION, __version__
+from harness import __version__
 
 FORMAT_VERSION = 2
 """2: the header names the owning test (``test``); 1 had no owner."""
 FLOAT_DIGITS = 6
 OBTAINED_SUFFIX = ".obtained.json"
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+RESERVED_HEADER = ("format", "generator", "test")
+"""Header fields the store writes itself; a project's own fields take other names."""
 _MAX_DIFF_LINES = 80
 
 
@@ -60,16 +62,19 @@ def _normalise(value: object) -> object:
     return value
 
 
-def render(data: object, *, test: str) -> str:
-    """The golden file text for ``data`` (JSON-serialisable), owned by the test ``test``."""
-    header = {
+def render(data: object, *, test: str, header: Mapping[str, str] | None = None) -> str:
+    """The golden file text for ``data`` (JSON-serialisable), owned by the test ``test``, with
+    the project's own ``header`` fields (none of :data:`RESERVED_HEADER`)."""
+    clash = sorted(set(header or {}) & set(RESERVED_HEADER))
+    if clash:
+        raise ValueError(f"golden header field(s) {', '.join(clash)} are the store's own")
+    fields: dict[str, object] = {
+        **(header or {}),
         "format": FORMAT_VERSION,
         "generator": f"harness {__version__}",
         "test": test,
-        "vllm_version": VLLM_VERSION,
-        "vllm_deviations": VLLM_DEVIATIONS,
     }
-    document = {"header": header, "data": _normalise(data)}
+    document = {"header": fields, "data": _normalise(data)}
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -102,13 +107,26 @@ def parse(text: str) -> GoldenDocument:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """What is under a store's root: each golden file's owner, and the entries left out."""
+
+    owners: dict[str, str | None]
+    """Golden name -> the node id of its owning test (``None``: none recorded)."""
+    ignored: list[tuple[str, str]]
+    """``(path relative to the root, why)``: a directory named ``*.json``, a name the store
+    cannot address, a file that cannot be read as UTF-8 text."""
+
+
 @dataclass
 class GoldenStore:
-    """Golden files under ``root``; ``update`` allows writing them."""
+    """Golden files under ``root``; ``update`` allows writing them; ``header`` holds the
+    project's own header fields."""
 
     root: Path
     update: bool = False
     regenerate_hint: str = "pytest --update-golden"
+    header: Mapping[str, str] = field(default_factory=dict[str, str])
 
     def path(self, name: str) -> Path:
         """The golden file of snapshot ``name`` (e.g. ``"reference/hybrid-two-groups"``)."""
@@ -116,26 +134,84 @@ class GoldenStore:
             raise ValueError(f"bad golden name {name!r}: use letters, digits, '_', '-', '.', '/'")
         return self.root / f"{name}.json"
 
-    def names(self) -> Iterator[str]:
-        """Names of the golden files on disk (``*.obtained.json`` excluded), sorted."""
+    def obtained_path(self, name: str) -> Path:
+        """Where a mismatch of golden ``name`` writes what the test obtained."""
+        path = self.path(name)
+        return path.with_name(path.name.removesuffix(".json") + OBTAINED_SUFFIX)
+
+    def scan(self) -> Scan:
+        """Every golden file on disk (``*.obtained.json`` excluded) with its owner, sorted;
+        entries that are not usable golden files are listed apart, never raised."""
+        owners: dict[str, str | None] = {}
+        ignored: list[tuple[str, str]] = []
         if not self.root.is_dir():
-            return
+            return Scan(owners, ignored)
         for path in sorted(self.root.rglob("*.json")):
-            if not path.name.endswith(OBTAINED_SUFFIX):
-                yield path.relative_to(self.root).with_suffix("").as_posix()
+            if path.name.endswith(OBTAINED_SUFFIX):
+                continue
+            relative = path.relative_to(self.root).as_posix()
+            name = relative.removesuffix(".json")
+            if path.is_symlink() and not path.exists():
+                ignored.append((relative, "a symbolic link to nothing"))
+            elif not path.is_file():
+                ignored.append((relative, "a directory or special file, not a golden file"))
+            elif not _NAME.match(name):
+                ignored.append((relative, "a name with characters other than A-Z a-z 0-9 _ - ."))
+            else:
+                try:
+                    owners[name] = parse(path.read_text(encoding="utf-8")).test
+                except UnicodeDecodeError:
+                    ignored.append((relative, "not UTF-8 text"))
+                except OSError as exc:
+                    ignored.append((relative, f"unreadable: {exc.strerror or exc}"))
+        return Scan(owners, ignored)
+
+    def names(self) -> Iterator[str]:
+        """Names of the usable golden files on disk (``*.obtained.json`` excluded), sorted."""
+        yield from self.scan().owners
 
     def owner(self, name: str) -> str | None:
         """The node id of the test that owns golden ``name`` (``None``: none recorded)."""
         return parse(self.path(name).read_text(encoding="utf-8")).test
 
+    def delete(self, name: str) -> None:
+        """Remove golden ``name`` and the obtained file a mismatch left beside it."""
+        self.path(name).unlink(missing_ok=True)
+        self.obtained_path(name).unlink(missing_ok=True)
+
+    def _read(self, path: Path) -> str | None:
+        """The golden file's text (``None``: there is none); a file that cannot be read as
+        UTF-8 text fails the check that wanted it, saying so."""
+        __tracebackhide__ = True
+        if not path.exists():
+            return None
+        try:
+            return path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            problem = f"is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        except OSError as exc:
+            problem = f"cannot be read: {exc.strerror or exc}"
+        raise GoldenMismatch(
+            f"golden file {path} {problem}; write it again, on purpose, with: "
+            f"{self.regenerate_hint}"
+        )
+
     def check(self, name: str, data: object, *, test: str) -> GoldenOutcome:
         """Compare ``data`` with golden ``name`` owned by ``test``; write it instead when updating."""
         __tracebackhide__ = True  # pytest: the failure points at the test's check
         path = self.path(name)
-        obtained = render(data, test=test)
-        expected = path.read_text(encoding="utf-8") if path.exists() else None
-        obtained_path = path.with_name(path.name.removesuffix(".json") + OBTAINED_SUFFIX)
-        if expected is not None and _same(parse(expected), parse(obtained)):
+        obtained = render(data, test=test, header=self.header)
+        obtained_path = self.obtained_path(name)
+        if path.exists() and not path.is_file():
+            raise GoldenMismatch(f"golden file {path} is a directory, not a file; remove it")
+        expected = self._read(path)
+        # An update also brings the project's own header fields up to date; a plain run judges
+        # the data and the owner only.
+        if (
+            expected is not None
+            and _same(parse(expected), parse(obtained))
+            and (not self.update or _fields(expected) == _fields(obtained))
+        ):
             obtained_path.unlink(missing_ok=True)
             return GoldenOutcome.MATCHED
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -174,6 +250,18 @@ def _same(recorded: GoldenDocument, obtained: GoldenDocument) -> bool:
         and recorded.test == obtained.test
         and recorded.data == obtained.data
     )
+
+
+def _fields(text: str) -> dict[str, object]:
+    """The header fields a project chose (everything but the store's own)."""
+    document: object = json.loads(text)
+    header = (
+        cast("dict[str, object]", document).get("header") if isinstance(document, dict) else None
+    )
+    if not isinstance(header, dict):
+        return {}
+    fields = cast("dict[str, object]", header)
+    return {k: v for k, v in fields.items() if k not in RESERVED_HEADER}
 
 
 def _diff(expected: str, obtained: str, path: Path, obtained_path: Path) -> str:

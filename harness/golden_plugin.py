@@ -1,20 +1,14 @@
 """pytest plugin (``pytest11`` entry point ``harness_golden``): golden files, opt-in.
 
-Inert until a project names its golden directory: ini ``golden_root`` (relative to the ini file)
-or ``--golden-root`` (relative to the current directory). Then:
-
-- Fixture ``golden``: ``golden.check(name, data)`` compares ``data`` with ``<root>/<name>.json``
-  (:class:`harness.golden.GoldenStore`). The file records the node id of the test that checks it;
-  one golden file belongs to one test. A mismatch fails the test with the diff, writes
-  ``<name>.obtained.json`` beside the golden and prints the exact command that regenerates it.
-- ``--update-golden`` writes golden files from this run's results (refused when ``CI`` is set).
-- Unused golden files fail the run, also a partial one (``-k``, a single file): a golden file is
-  unused when its owning test passed in this run without checking it, or when the owner is gone
-  (its module was collected in full without it, or its file no longer exists under a path this
-  run collected). ``--update-golden`` deletes unused files and touches nothing else.
-- The summary counts golden files created, updated and deleted (syrupy's report), and gives one
-  command that regenerates every mismatched golden. Works under pytest-xdist: workers send
-  their findings to the controller, which judges and writes the summary.
+Off until a project sets ini ``golden_root`` (relative to the ini file) or ``--golden-root``.
+Then the ``golden`` fixture's ``golden.check(name, data)`` compares ``data`` with
+``<root>/<name>.json`` (:class:`harness.golden.GoldenStore`), one golden file per owning test; a
+mismatch fails with the diff, writes ``<name>.obtained.json`` and prints the command that
+regenerates it. ``--update-golden`` writes (refused when ``CI`` is set) and deletes unused files
+(their owner passed without checking them, or is gone), also on a partial run. Ini
+``golden_header`` (``KEY = VALUE`` lines) adds the project's own header fields. The summary counts
+files created, updated and deleted, and lists entries under the root that are no golden file
+(ignored). Works under pytest-xdist: workers report to the controller, which judges.
 
 Only pytest and the standard library are imported (no torch).
 """
@@ -32,10 +26,12 @@ from typing import Any, cast
 
 import pytest
 
-from harness.golden import GoldenOutcome, GoldenStore
+from harness.golden import RESERVED_HEADER, GoldenOutcome, GoldenStore
 
 ROOT_INI = "golden_root"
 """The ini option that turns the plugin on: the directory of golden files."""
+HEADER_INI = "golden_header"
+"""``KEY = VALUE`` lines: header fields of the project's own, written into every golden file."""
 
 _CHECKED = "harness_golden_checked"
 _WRITTEN = "harness_golden_written"
@@ -57,6 +53,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ROOT_INI,
         "directory of golden files, relative to the ini file; unset: golden files are off",
         default="",
+    )
+    parser.addini(
+        HEADER_INI,
+        "KEY = VALUE lines: fields of your own for every golden file's header",
+        type="linelist",
+        default=[],
     )
     group.addoption(
         "--update-golden",
@@ -90,9 +92,28 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"(set the ini option {ROOT_INI} or pass --golden-root DIR)"
             )
         return
+    if root.exists() and not root.is_dir():
+        raise pytest.UsageError(f"{ROOT_INI}: {root} is not a directory")
+    header = golden_header(config)
     if update and os.environ.get("CI", "").strip().lower() not in _FALSE_CI_VALUES:
         raise pytest.UsageError("--update-golden is refused in CI (CI is set)")
-    config.pluginmanager.register(GoldenSession(config, root, update), "harness-golden-session")
+    session = GoldenSession(config, root, update, header)
+    config.pluginmanager.register(session, "harness-golden-session")
+
+
+def golden_header(config: pytest.Config) -> dict[str, str]:
+    """The project's own header fields, from ini ``golden_header``; a bad line is a usage error."""
+    fields: dict[str, str] = {}
+    for line in cast("list[str]", config.getini(HEADER_INI)):
+        key, sep, value = (part.strip() for part in line.partition("="))
+        if not sep or not key:
+            raise pytest.UsageError(f"{HEADER_INI}: {line!r} is not KEY = VALUE")
+        if key in RESERVED_HEADER:
+            raise pytest.UsageError(f"{HEADER_INI}: {key!r} is the plugin's own header field")
+        if key in fields:
+            raise pytest.UsageError(f"{HEADER_INI}: {key!r} is given twice")
+        fields[key] = value
+    return fields
 
 
 def rerun_command(config: pytest.Config, args: Iterable[str], *, in_rootdir: bool = False) -> str:
@@ -141,10 +162,15 @@ class Unused:
 class GoldenSession:
     """Per-run state of an opted-in project: the ``golden`` fixture and the run's bookkeeping."""
 
-    def __init__(self, config: pytest.Config, root: Path, update: bool) -> None:
+    def __init__(
+        self, config: pytest.Config, root: Path, update: bool, header: dict[str, str]
+    ) -> None:
         self.config = config
         self.root = root
         self.update = update
+        self.header = header
+        self.ignored: list[tuple[str, str]] = []
+        """Entries under the root that are no golden file: (relative path, why)."""
         self.checked: defaultdict[str, set[str]] = defaultdict(set)
         """Node id -> golden names it checked (on the controller: from every worker's reports)."""
         self.passed: set[str] = set()
@@ -165,7 +191,7 @@ class GoldenSession:
         item = request.node
         assert isinstance(item, pytest.Item)
         command = self.regenerate_command([item.nodeid])
-        return Golden(GoldenStore(self.root, self.update, command), item)
+        return Golden(GoldenStore(self.root, self.update, command, self.header), item)
 
     def regenerate_command(self, nodeids: Iterable[str]) -> str:
         """The command that rewrites the golden files of the tests ``nodeids``."""
@@ -183,9 +209,7 @@ class GoldenSession:
         collected = {item.nodeid for item in session.items} | self.deselected
         modules = {nodeid.split("::", 1)[0] for nodeid in collected}
         modules -= self._partly_selected_modules()
-        store = GoldenStore(self.root)
-        for name in store.names():
-            owner = store.owner(name)
+        for owner in GoldenStore(self.root).scan().owners.values():
             if owner is None or owner in collected:
                 continue
             module = owner.split("::", 1)[0]
@@ -255,7 +279,7 @@ class GoldenSession:
         self._judge()
         if self.update:
             for unused in self.unused:
-                GoldenStore(self.root).path(unused.name).unlink(missing_ok=True)
+                GoldenStore(self.root).delete(unused.name)
         failed = self.unowned or self.shared or (self.unused and not self.update)
         if failed and session.exitstatus in (
             pytest.ExitCode.OK,
@@ -269,9 +293,9 @@ class GoldenSession:
             for name in names:
                 users[name].append(nodeid)
         self.shared = {name: sorted(ids) for name, ids in users.items() if len(ids) > 1}
-        store = GoldenStore(self.root)
-        for name in store.names():
-            owner = store.owner(name)
+        scan = GoldenStore(self.root).scan()
+        self.ignored = scan.ignored
+        for name, owner in scan.owners.items():
             if owner is None:
                 if name not in users:
                     self.unowned.append(name)
@@ -321,3 +345,7 @@ class GoldenSession:
             )
             for name, ids in self.shared.items():
                 tr.write_line(f"  {name}: {', '.join(ids)}")
+        if self.ignored:
+            tr.write_sep("-", f"golden files: {len(self.ignored)} ignored", yellow=True)
+            for relative, why in self.ignored:
+                tr.write_line(f"  {relative} under {self.root}: {why}")

@@ -48,13 +48,18 @@ def test_a_format_1_file_has_no_owner(tmp_path: Path) -> None:
 
 
 def test_render_is_sorted_versioned_and_rounded() -> None:
-    text = render({"z": 1, "a": 1 / 3}, test=OWNER)
+    text = render({"z": 1, "a": 1 / 3}, test=OWNER, header={"vllm_version": "0.9.0"})
     assert text.index('"a"') < text.index('"z"')
-    assert '"vllm_version": "0.9.0"' in text
-    assert '"vllm_deviations": "docs/fidelity.md"' in text
+    assert '"vllm_version": "0.9.0"' in text  # the project's own field
+    assert "vllm_deviations" not in render({}, test=OWNER)  # none by default
     assert "0.333333," in text or "0.333333\n" in text
     assert text.endswith("\n")
     assert parse(text).test == OWNER
+
+
+def test_header_fields_cannot_take_the_stores_own_names() -> None:
+    with pytest.raises(ValueError, match="test are the store's own"):
+        render({}, test=OWNER, header={"test": "mine"})
 
 
 def test_names_skip_obtained_files(tmp_path: Path) -> None:

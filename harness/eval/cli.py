@@ -23,16 +23,14 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.memory.sizes import parse_size
-from harness.simulation.cli import RegressionResolver, help_command
+from harness.simulation.cli import help_command
 
 
 def register(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
-    *,
-    resolve_regression: RegressionResolver,
 ) -> None:
-    """Add ``harness eval`` and its ``gsm8k`` subcommand; ``--regression`` goes through the
-    resolver ``harness.cli`` hands in (the same as ``harness memory``'s)."""
+    """Add ``harness eval`` and its ``gsm8k`` subcommand; ``--regression`` goes through
+    :func:`harness.regressions.resolve.resolve_labelled_backend`."""
     evaluate = subparsers.add_parser(
         "eval",
         help="run an lm-eval task through the reference engine (CPU or simulated GPU)",
@@ -97,7 +95,7 @@ def register(
     )
     gsm8k.add_argument("--seed", type=int, default=0, help="data, tokenizer and length seed")
     gsm8k.add_argument("--json", action="store_true", help="print one JSON object")
-    gsm8k.set_defaults(func=_gsm8k, resolve_regression=resolve_regression)
+    gsm8k.set_defaults(func=_gsm8k)
 
 
 def _batch_size(text: str) -> int | str:
@@ -122,8 +120,9 @@ def _gsm8k(args: argparse.Namespace) -> int:
         raise HarnessError(f"--max-gen-toks must be positive, got {args.max_gen_toks}")
     regression, backend = None, None
     if args.regression is not None:
-        resolve: RegressionResolver = args.resolve_regression
-        regression, backend = resolve(args.regression)
+        from harness.regressions.resolve import resolve_labelled_backend
+
+        regression, backend = resolve_labelled_backend(args.regression)
     options = EvalOptions(
         model=args.model,
         device=args.device,

@@ -1,11 +1,16 @@
 """``harness hunt [PATH]``: run the hunt (:func:`harness.hunt.job.hunt`), print the summary table,
-write the reports. Exit 0 when every check behaved and PATH holds no proven crash, else 1."""
+write the reports. Exit 0 when every check behaved and PATH holds no proven crash, 1 otherwise,
+2 on usage errors (bad device list, an output directory that cannot be written, a tree with no
+Python file to check), found before any work."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+from harness.errors import HarnessError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -37,33 +42,88 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="bounded runs: scaling over the first 2 steps, each gsm8k run over its first step",
     )
     parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept a PATH with no Python file left to check (default: a usage error)",
+    )
+    parser.add_argument(
         "--out",
-        type=Path,
-        default=Path("reports"),
+        default="reports",
         metavar="DIR",
         help="report directory (default: reports)",
     )
     parser.set_defaults(func=run)
 
 
+def parse_devices(text: str | None) -> tuple[str, ...]:
+    """``--devices``: ``None`` for the defaults, ``all``, or a comma-separated list of known
+    profiles, each once; anything else is a :class:`HarnessError`."""
+    from harness.hunt.job import DEFAULT_DEVICES
+    from harness.memory.devices import DEVICE_PROFILES, get_device_profile
+
+    if text is None:
+        return DEFAULT_DEVICES
+    if text.strip() == "all":
+        return tuple(sorted(DEVICE_PROFILES))
+    if not text.strip():
+        raise HarnessError(f"--devices {text!r}: no device named (use 'all' or NAME,NAME,...)")
+    names = [part.strip() for part in text.split(",")]
+    if not all(names):
+        raise HarnessError(f"--devices {text!r}: empty device name in the list")
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise HarnessError(f"--devices {text!r}: {name} twice")
+        seen.add(name)
+        try:
+            get_device_profile(name)
+        except HarnessError as exc:
+            raise HarnessError(f"--devices: {exc}") from None
+    return tuple(names)
+
+
+def out_dir(text: str) -> Path:
+    """``--out`` as a path; an empty value (an unset CI variable) is refused, never read as
+    the working directory (``Path("")`` is ".")."""
+    if not text.strip():
+        raise HarnessError("--out is empty (name the report directory)")
+    return Path(text)
+
+
+def check_out_dir(out: Path) -> None:
+    """The report directory can be made and written: it, or the nearest part of it that
+    exists, is a writable directory."""
+    existing = out
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if existing.is_symlink() and not existing.exists():
+        raise HarnessError(f"--out {out}: {existing} is a symbolic link to nothing")
+    if not existing.is_dir():
+        raise HarnessError(f"--out {out}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise HarnessError(f"--out {out}: {existing} is not writable")
+
+
 def run(args: argparse.Namespace) -> int:
+    from harness.overrides.config import working_directory
+
+    working_directory()  # before torch: its import dies in a deleted directory
+    devices = parse_devices(args.devices)
+    out = out_dir(args.out)
+    check_out_dir(out)
+    if args.path is not None and not args.path.exists():
+        raise HarnessError(f"{args.path}: no such file or directory")
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness.errors import HarnessError
-    from harness.hunt.job import DEFAULT_DEVICES, hunt
+    from harness.hunt import job
     from harness.hunt.report import summary_table, verdict_line, write_reports
-    from harness.memory.devices import DEVICE_PROFILES
 
-    if args.path is not None and not args.path.exists():
-        raise HarnessError(f"{args.path}: no such file or directory")
-    devices: tuple[str, ...]
-    if args.devices is None:
-        devices = DEFAULT_DEVICES
-    elif args.devices == "all":
-        devices = tuple(sorted(DEVICE_PROFILES))
-    else:
-        devices = tuple(d.strip() for d in args.devices.split(",") if d.strip())
+    if args.path is not None and not args.allow_empty and not job.overrides_files(args.path):
+        from harness.overrides.cli import nothing_to_check
+
+        raise HarnessError(nothing_to_check([str(args.path)]))
     console = Console(width=None if sys.stdout.isatty() else 160)
     with Progress(
         TextColumn("[bold]hunt[/bold]"),
@@ -82,9 +142,15 @@ def run(args: argparse.Namespace) -> int:
             if not sys.stderr.isatty():
                 print(f"hunt [{done}/{total}] {what}", file=sys.stderr, flush=True)
 
-        report = hunt(args.path, devices=devices, quick=args.quick, progress=show)
+        report = job.hunt(
+            args.path,
+            devices=devices,
+            quick=args.quick,
+            allow_empty=args.allow_empty,
+            progress=show,
+        )
     console.print(summary_table(report))
-    written = write_reports(report, args.out)
+    written = write_reports(report, out)
     console.print(verdict_line(report))
     console.print("reports: " + ", ".join(str(p) for p in written))
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from harness.overrides import CheckOptions
     from harness.reference.backends.abstract import AttentionBackend
     from harness.regressions import Regression
     from harness.regressions.verify import VerifyResult
@@ -109,13 +110,16 @@ def hunt(
     devices: tuple[str, ...] = DEFAULT_DEVICES,
     entries: Sequence[Regression] | None = None,
     quick: bool = False,
+    allow_empty: bool = False,
     progress: Progress | None = None,
 ) -> HuntReport:
     """Run every section (see the module docstring) and return the report.
 
     ``entries`` defaults to the whole catalog. ``quick`` bounds the runs: the scaling detector
     compares the first :data:`QUICK_SCALING_STEPS` steps and each gsm8k simulation stops after
-    its first step (where ``flashinfer-oom`` dies).
+    its first step (where ``flashinfer-oom`` dies). ``path`` is checked with its own
+    ``[tool.harness.overrides]`` configuration, as ``harness overrides PATH`` does; with no
+    Python file in it to check, the overrides row is an error unless ``allow_empty``.
     """
     from harness.memory.devices import get_device_profile
     from harness.memory.threads import one_torch_thread
@@ -137,7 +141,7 @@ def hunt(
 
     with one_torch_thread():
         say(f"overrides {target}", 0, plan)
-        add(_overrides(target))
+        add(_overrides(target, configured=path is not None, allow_empty=allow_empty))
         for entry in entries:
             say(f"catalog {entry.id}", len(report.rows), plan)
             add(_catalog(entry, report))
@@ -178,22 +182,56 @@ def _reference_backends() -> list[tuple[str, type[AttentionBackend]]]:
 def _timed(
     section: str, name: str, expected: Expect | None, run: Callable[[], tuple[str, str, bool]]
 ) -> Row:
-    """A row from ``run() -> (verdict, detail, crash)``; an exception is an ``error`` row."""
+    """A row from ``run() -> (verdict, detail, crash)``; an exception, or ``sys.exit()`` in
+    what the row runs, is an ``error`` row (only Ctrl-C ends the hunt)."""
+    from harness.regressions.verify import describe_error
+
     started = time.perf_counter()
     try:
         verdict, detail, crash = run()
-    except Exception as exc:
-        verdict, detail, crash = "error", f"{type(exc).__name__}: {exc}", False
+    except (Exception, SystemExit) as exc:
+        verdict, detail, crash = "error", describe_error(exc), False
     return Row(section, name, verdict, expected, detail, time.perf_counter() - started, crash)
 
 
-def _overrides(target: Path) -> Row:
-    def run() -> tuple[str, str, bool]:
-        from harness.overrides import CheckOptions, Severity, check
+def _check_options(target: Path, *, configured: bool) -> CheckOptions:
+    """The checker's options for ``target``: its project's configuration (discovered as
+    ``harness overrides`` discovers it), or the built-in defaults for our own reference."""
+    from harness.overrides import CheckOptions
+    from harness.overrides.config import discover_config, working_directory
+    from harness.overrides.rules import get
 
-        result = check([str(target)], options=CheckOptions(cache_dir=None))
+    config = discover_config([str(target)], working_directory(), isolated=not configured)
+    return CheckOptions(
+        select=frozenset(get(code).code for code in config.select),
+        ignore=frozenset(get(code).code for code in config.ignore),
+        cache_dir=None,
+        baseline=config.baseline,
+        excluder=config.excluder,
+    )
+
+
+def overrides_files(target: Path) -> int:
+    """How many Python files the overrides row would check under ``target`` (a user's tree,
+    with its configuration)."""
+    from harness.overrides.config import working_directory
+    from harness.overrides.discover import discover
+
+    options = _check_options(target, configured=True)
+    files, unreadable = discover([str(target)], working_directory(), options.excluder)
+    return len(files) + len(unreadable)
+
+
+def _overrides(target: Path, *, configured: bool, allow_empty: bool) -> Row:
+    def run() -> tuple[str, str, bool]:
+        from harness.overrides import Severity, check
+        from harness.overrides.cli import nothing_to_check
+
+        result = check([str(target)], options=_check_options(target, configured=configured))
         errors = [f for f in result.findings if f.severity is Severity.ERROR]
         num_warnings = len(result.findings) - len(errors)
+        if not result.stats.files and not result.findings and not allow_empty:
+            return "error", nothing_to_check([str(target)]), False
         head = f"{result.stats.files} files, {result.stats.classes} classes: "
         if errors:
             listed = "; ".join(f"{f.path}:{f.line} {f.code} {f.message}" for f in errors[:3])

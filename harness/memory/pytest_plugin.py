@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -121,7 +122,32 @@ def marker_help(name: str, func: Callable[..., object]) -> str:
     return f"{name}({', '.join(params)}): {doc.splitlines()[0] if doc else ''}"
 
 
+def check_settings(config: pytest.Config) -> None:
+    """``memory_top`` and ``memory_increase_tolerance`` (flag or ini) as numbers the plugin can
+    use; anything else is one usage error at start-up, not a traceback in every budgeted test."""
+    for key, flag in (
+        ("memory_top", "--memory-top"),
+        ("memory_increase_tolerance", "--memory-increase-tolerance"),
+    ):
+        given = config.getoption(key) is not None
+        text = str(value_or_ini(config, key)).strip()
+        name = flag if given else key
+        if key == "memory_top":
+            if not (text.lstrip("+").isdigit() and int(text) >= 1):
+                raise pytest.UsageError(f"{name}: expected a positive integer, got {text!r}")
+            continue
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number >= 0):
+            raise pytest.UsageError(
+                f"{name}: expected a number >= 0 (a relative increase, e.g. 0.05), got {text!r}"
+            )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    check_settings(config)
     for name, func in MARKERS.items():
         config.addinivalue_line("markers", marker_help(name, func))
     config.pluginmanager.register(_IncreaseReport(), "harness-memory-increases")

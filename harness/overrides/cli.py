@@ -140,6 +140,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="parser processes, at most the CPUs this process may use (default: up to 8)",
     )
     parser.add_argument("--statistics", action="store_true", help="print run statistics to stderr")
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="exit 0 when no Python file is left to check (default: a usage error, exit 2)",
+    )
     parser.set_defaults(func=run)
     parser.__class__ = _OneLineErrors  # the parent parser picks the class of its subparsers
 
@@ -168,9 +173,9 @@ def _targets(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
 def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
     """The run's options: command-line flags over the project's configuration file."""
     from harness.overrides.checker import CheckOptions
-    from harness.overrides.config import Excluder, discover_config
+    from harness.overrides.config import Excluder, discover_config, working_directory
 
-    cwd = os.getcwd()
+    cwd = working_directory()
     config = discover_config(
         [*args.paths, *(args.changed or ())], cwd, explicit=args.config, isolated=args.isolated
     )
@@ -221,6 +226,8 @@ def run(args: argparse.Namespace) -> int:
         traceback.print_exc()
         print("harness overrides: internal error (please report it)", file=sys.stderr)
         return EXIT_ERROR
+    if not result.stats.files and not result.findings and changed is None and not args.allow_empty:
+        raise HarnessError(nothing_to_check(paths or ["."]))
     if args.write_baseline:
         _write_baseline(args.write_baseline, result.findings)
         return EXIT_OK
@@ -246,6 +253,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"harness overrides: not found; treated as deleted: {missing}", file=sys.stderr)
     fail_on = Severity(fail_on_name)
     return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK
+
+
+def nothing_to_check(paths: Sequence[str]) -> str:
+    """The error of a whole-tree run that found no Python file to scan."""
+    return (
+        f"no Python file to check under {', '.join(paths)} (none there, or the configuration "
+        "excludes them all); pass --allow-empty if that is expected"
+    )
 
 
 def _write_baseline(path: str, findings: Sequence[Finding]) -> None:

@@ -80,6 +80,16 @@ class Config:
         )
 
 
+def working_directory() -> str:
+    """:func:`os.getcwd`, or a :class:`HarnessError` when the directory was deleted under us."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise HarnessError(
+            "the working directory no longer exists (it was deleted or moved); cd to one that does"
+        ) from None
+
+
 def find(paths: Sequence[str], cwd: str) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.harness.overrides]`` table, walking up
     from the directory the scanned ``paths`` have in common (``cwd`` when none is given)."""
@@ -110,11 +120,18 @@ def load(path: str | Path | None) -> Config:
         if file.name == FILENAME:
             return Config(path=str(file), root=str(file.parent))
         table = dict(data)  # a dedicated file (``--config overrides.toml``) holds the keys bare
+        where = ""
+        if table and set(table) <= {"tool"}:  # other tools' tables only: not ours at all
+            raise HarnessError(
+                f"{file} has no [tool.harness.overrides] table (nor the settings bare, as a "
+                "dedicated file holds them)"
+            )
+    else:
+        where = " in [tool.harness.overrides]"
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise HarnessError(
-            f"{file}: unknown key(s) in [tool.harness.overrides]: {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(_KEYS))}"
+            f"{file}: unknown key(s){where}: {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}"
         )
     root = str(file.parent)
     fail_on = table.get("fail-on")
@@ -143,6 +160,8 @@ def discover_config(
     if isolated:
         return Config()
     if explicit is not None:
+        if os.path.isdir(explicit):
+            raise HarnessError(f"{explicit} is a directory, not a configuration file")
         if not os.path.isfile(explicit):
             raise HarnessError(f"configuration file not found: {explicit}")
         return load(explicit)

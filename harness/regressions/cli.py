@@ -5,7 +5,9 @@
   found upstream, what test would have caught it, and its story.
 - ``verify [ID ...] [--json]`` -- run every check on the buggy and the fixed variant (all entries
   by default); exit 0 when every entry behaves, 1 when one misbehaves, 2 on usage errors. A user
-  backend (``--regression MODULE:ATTR``) runs the generic checks; exit 1 when one fails.
+  backend (``--regression MODULE:ATTR``) runs the generic checks; exit 1 when one fails. User
+  code runs in a child process per spec (:mod:`harness.regressions.isolated`), so that even an
+  ``os._exit()`` in it is a check error; ``--in-process`` runs it here.
 
 Every ``ID`` may also be ``MODULE:ATTR`` naming a ``Regression`` (or, for ``verify``, an
 attention backend) in the user's own code; ``--regression`` is a synonym for a positional ``ID``.
@@ -59,6 +61,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="an entry, or a user attention backend to run the generic checks on (repeatable)",
     )
     verify.add_argument("--json", action="store_true", help="print a JSON list, one object each")
+    verify.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run user code (MODULE:ATTR) in this process: one interpreter start faster per "
+        "spec, but an os._exit() in it ends the whole run (default: a child process per spec)",
+    )
+    verify.add_argument("--result-file", default=None, help=argparse.SUPPRESS)  # the child's
     verify.set_defaults(func=_verify)
 
 
@@ -137,20 +146,35 @@ def format_entry(regression: object) -> str:
 
 def _verify(args: argparse.Namespace) -> int:
     from harness.regressions import REGRESSIONS, Regression, Variant
-    from harness.regressions.resolve import resolve_target
-    from harness.regressions.verify import verify
+    from harness.regressions.isolated import trace, verify_in_child
+    from harness.regressions.resolve import is_import_spec, resolve_target
+    from harness.regressions.verify import VerifyResult, verify
 
     specs: Sequence[str] = [*args.ids, *args.regression]
-    targets: list[Regression | tuple[str, Variant]] = []
-    for spec in specs:
-        target = resolve_target(spec)
-        targets.append((spec, target) if isinstance(target, Variant) else target)
+    isolate = not args.in_process and args.result_file is None
+    plan: list[Regression | tuple[str, Variant] | str] = []
+    for spec in specs:  # ids resolve now (usage errors before any work); user code in its child
+        if isolate and is_import_spec(spec):
+            plan.append(spec)
+            continue
+        resolved = resolve_target(spec)
+        plan.append((spec, resolved) if isinstance(resolved, Variant) else resolved)
     if not specs:
-        targets = list(REGRESSIONS.values())
+        plan = list(REGRESSIONS.values())
     progress = _progress() if sys.stderr.isatty() and not args.json else None
-    results = verify(targets, progress=progress)
+    starting = trace if args.result_file is not None else None
+    results: list[VerifyResult] = []
+    for item in plan:
+        if isinstance(item, str):
+            results.append(verify_in_child(item))
+        else:
+            results += verify([item], progress=progress, starting=starting)
     if progress is not None:
         sys.stderr.write("\r\033[K")
+    if args.result_file is not None:  # a child of verify_in_child: the parent prints
+        with open(args.result_file, "w", encoding="utf-8") as handle:
+            json.dump([r.to_dict() for r in results], handle)
+        return EXIT_OK if all(r.ok for r in results) else EXIT_MISBEHAVES
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:

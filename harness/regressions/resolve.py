@@ -1,8 +1,9 @@
 """``--regression NAME|MODULE:ATTR``: a catalog id, or code the user wrote outside this project.
 
 ``MODULE`` is a dotted module name (importable from the working directory too) or a path to a
-``.py`` file; ``ATTR`` a dotted attribute in it: an :class:`AttentionBackend` subclass or a
-:class:`~harness.regressions.entry.Regression`. Everything that can go wrong (no such module, an
+``.py`` file (its directory becomes importable); ``ATTR`` a dotted attribute in it: an
+:class:`AttentionBackend` subclass, a :class:`~harness.regressions.entry.Variant` or a
+:class:`~harness.regressions.entry.Regression`. The one resolver of every ``--regression``. Everything that can go wrong (no such module, an
 import that raises, no such attribute, the wrong kind of object, a backend whose classes cannot be
 named) is a :class:`~harness.errors.HarnessError` naming the spec, never a traceback.
 """
@@ -53,8 +54,15 @@ def _import(module_part: str, spec: str) -> object:
     path = Path(module_part)
     try:
         if module_part.endswith(".py") or os.sep in module_part:
+            if path.is_dir():
+                raise HarnessError(
+                    f"--regression {spec!r}: {module_part} is a directory, not a .py file"
+                )
             if not path.is_file():
                 raise HarnessError(f"--regression {spec!r}: no such file {module_part}")
+            # As ``python FILE`` does: the file's directory is importable, for the whole run
+            # (the variant may import its helpers lazily, while it runs).
+            _importable(str(path.resolve().parent))
             name = f"_harness_user_{path.stem}"
             module_spec = importlib.util.spec_from_file_location(name, path)
             if module_spec is None or module_spec.loader is None:
@@ -63,15 +71,13 @@ def _import(module_part: str, spec: str) -> object:
             sys.modules[name] = module  # dataclasses and pickling look modules up by name
             module_spec.loader.exec_module(module)
             return module
+        # The console script's sys.path lacks the working directory (``python -m`` has it); it
+        # stays for the whole run, as under ``python -m``.
         cwd = os.getcwd()
-        added = cwd not in sys.path
-        if added:  # the console script's sys.path lacks the working directory; `python -m` has it
-            sys.path.insert(0, cwd)
-        try:
-            return importlib.import_module(module_part)
-        finally:
-            if added:
-                sys.path.remove(cwd)
+        _importable(cwd)
+        module = importlib.import_module(module_part)
+        _refuse_shadowed(module_part, cwd, spec)
+        return module
     except HarnessError:
         raise
     except ModuleNotFoundError as exc:
@@ -84,10 +90,42 @@ def _import(module_part: str, spec: str) -> object:
         raise HarnessError(
             f"--regression {spec!r}: importing {module_part} failed: {type(exc).__name__}: {exc}"
         ) from exc
-    except Exception as exc:  # the user's module raised while importing
+    except (Exception, SystemExit) as exc:  # the user's module raised (or exited) while importing
+        from harness.regressions.verify import describe_error
+
         raise HarnessError(
-            f"--regression {spec!r}: importing {module_part} failed: {type(exc).__name__}: {exc}"
+            f"--regression {spec!r}: importing {module_part} failed: {describe_error(exc)}"
         ) from exc
+
+
+def _importable(directory: str) -> None:
+    """Put ``directory`` first on ``sys.path`` unless it is there already."""
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+
+
+def _refuse_shadowed(module_part: str, cwd: str, spec: str) -> None:
+    """A module the user has in ``cwd`` that another one, imported already (the standard
+    library's ``json``, say), hides: name both, rather than look the attribute up in the wrong
+    one."""
+    top = module_part.split(".", 1)[0]
+    local = next(
+        (
+            candidate
+            for candidate in (Path(cwd, f"{top}.py"), Path(cwd, top, "__init__.py"))
+            if candidate.is_file()
+        ),
+        None,
+    )
+    imported = getattr(sys.modules.get(top), "__file__", None)
+    if local is None or (imported is not None and Path(imported).resolve() == local.resolve()):
+        return
+    where = "built into Python" if imported is None else f"from {imported}"
+    raise HarnessError(
+        f"--regression {spec!r}: {local.relative_to(cwd).as_posix()} here is shadowed by the "
+        f"module {top!r} {where}, imported first; rename your file, or name it by path "
+        f"(--regression ./{local.relative_to(cwd).as_posix()}:ATTR)"
+    )
 
 
 def check_backend(cls: type[AttentionBackend], origin: str) -> type[AttentionBackend]:
@@ -127,6 +165,9 @@ def resolve_target(spec: str) -> Regression | Variant:
     obj = load_object(spec)
     if isinstance(obj, Regression):
         return obj
+    if isinstance(obj, Variant):
+        check_backend(obj.backend, f"--regression {spec!r}")
+        return obj
     if isinstance(obj, type) and issubclass(obj, AttentionBackend):
         return Variant(check_backend(obj, f"--regression {spec!r}"))
     kind = type(obj).__name__ if not isinstance(obj, type) else f"class {obj.__qualname__}"
@@ -148,13 +189,19 @@ def resolve_regression(spec: str) -> Regression:
 
 
 def resolve_backend(spec: str) -> type[AttentionBackend]:
-    """The backend to run for ``--regression spec`` in ``memory simulate`` / ``memory scaling``:
-    an entry's buggy backend, or the user's class itself."""
-    return resolve_target(spec).backend  # an entry's property refuses runner-only variants
+    """The backend to run for ``--regression spec`` in ``memory simulate`` / ``memory scaling``
+    and the eval: an entry's buggy backend, or the user's class itself."""
+    return resolve_labelled_backend(spec)[1]
 
 
 def resolve_labelled_backend(spec: str) -> tuple[str, type[AttentionBackend]]:
-    """``(label, backend)`` for ``--regression spec`` of the memory commands: the resolver
-    ``harness.cli`` hands ``harness.simulation.cli`` (the label is the entry id, or ``spec``)."""
+    """``(label, backend)`` for ``--regression spec`` of the commands that run one backend
+    (the label is the entry id, or ``spec``)."""
     target = resolve_target(spec)
-    return (target.id if isinstance(target, Regression) else spec), target.backend
+    if isinstance(target, Regression):
+        return target.id, target.backend  # the entry's property refuses runner-only variants
+    if target.runner is not None:
+        raise HarnessError(
+            f"--regression {spec!r} replaces the model runner; this command runs a backend only"
+        )
+    return spec, target.backend

@@ -96,23 +96,45 @@ class VerifyResult:
 
 
 def run_check(check: Check, variant: Variant, role: Role) -> CheckRun:
-    """Run one check, turning an exception into an ``error`` run."""
+    """Run one check, turning an exception into an ``error`` run.
+
+    ``sys.exit()`` in a check or in the variant it runs is that check's error too (whatever
+    the status), so the run goes on and its report is written. Only Ctrl-C ends the run.
+    ``os._exit()`` cannot be caught in the process: it ends the run at once.
+    """
     started = time.perf_counter()
     try:
         outcome: CheckOutcome | None = check.run(variant)
         error = None
     except Exception as exc:
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
-        outcome, error = None, f"{type(exc).__name__}: {exc} ({frame.filename}:{frame.lineno})"
+        outcome, error = None, describe_error(exc)
+    except SystemExit as exc:
+        outcome, error = None, describe_error(exc)
     return CheckRun(check.name, role, outcome, error, time.perf_counter() - started)
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: message (file:line)``, where the line is the innermost frame that raised."""
+    # Frames of the import machinery say nothing; a SyntaxError names its file and line itself.
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    if isinstance(exc, SyntaxError):
+        where = ""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: sys.exit({exc.code!r}) called{where}"
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def verify(
     targets: Iterable[Regression | tuple[str, Variant]],
     *,
     progress: Callable[[str], None] | None = None,
+    starting: Callable[[str, str, Role], None] | None = None,
 ) -> list[VerifyResult]:
-    """Verify entries, and user variants given as ``(label, variant)``; see the module docstring."""
+    """Verify entries, and user variants given as ``(label, variant)``; see the module docstring.
+
+    ``starting(id, check, role)`` is called as each check starts (``progress`` gets a sentence).
+    """
     from harness.memory.threads import one_torch_thread
     from harness.regressions.checks import generic_checks
 
@@ -137,6 +159,8 @@ def verify(
             for check, variant, role in plan:
                 if progress is not None:
                     progress(f"{result.id}: {check.name} on {role} ({variant.label})")
+                if starting is not None:
+                    starting(result.id, check.name, role)
                 result.runs.append(run_check(check, variant, role))
             result.seconds = time.perf_counter() - started
             results.append(result)

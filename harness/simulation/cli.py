@@ -9,10 +9,8 @@ Subcommands (thin: parse, call the library, print):
   (:func:`harness.simulation.scaling.detect_scaling`); exit 1 when anything but the KV cache scales.
 - ``devices``: the simulated device profiles.
 
-``--regression NAME`` runs a backend variant instead of the reference backend. This package does
-not know the catalog (``harness.regressions`` sits above it): :func:`register` takes a
-``resolve_regression`` callable, ``NAME -> (name to show, backend class)``, which ``harness.cli``
-provides; it raises :class:`~harness.errors.HarnessError` for a name it cannot resolve.
+``--regression NAME|MODULE:ATTR`` runs a backend variant instead of the reference backend, found
+by the one resolver (:func:`harness.regressions.resolve.resolve_labelled_backend`).
 """
 
 from __future__ import annotations
@@ -29,9 +27,6 @@ from harness.memory.sizes import format_size, parse_size
 if TYPE_CHECKING:
     from harness.reference.backends.abstract import AttentionBackend
 
-RegressionResolver = Callable[[str], "tuple[str, type[AttentionBackend]]"]
-"""``--regression`` value -> (its display name, the attention backend class to run)."""
-
 DTYPES = ("bfloat16", "float16", "float32")
 """``--dtype`` choices of ``scaling``."""
 
@@ -42,10 +37,8 @@ EXIT_FOUND = 1
 
 def register(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
-    *,
-    resolve_regression: RegressionResolver,
 ) -> None:
-    """Add ``harness memory`` and its subcommands; ``--regression`` goes through the resolver."""
+    """Add ``harness memory`` and its subcommands."""
     memory = subparsers.add_parser(
         "memory",
         help="simulate vLLM's GPU memory on a CPU; find allocations that scale with num_blocks",
@@ -85,7 +78,7 @@ def register(
     sim.add_argument("--top", type=int, default=10, help="allocations to list (default: 10)")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--plot", default=None, metavar="FILE.png", help="draw live bytes per step")
-    sim.set_defaults(func=_simulate, resolve_regression=resolve_regression)
+    sim.set_defaults(func=_simulate)
 
     scaling = sub.add_parser(
         "scaling",
@@ -121,7 +114,7 @@ def register(
     )
     scaling.add_argument("--max-steps", type=int, default=None, help="compare the first N steps")
     scaling.add_argument("--json", action="store_true", help="print one JSON object")
-    scaling.set_defaults(func=_scaling, resolve_regression=resolve_regression)
+    scaling.set_defaults(func=_scaling)
 
     devices = sub.add_parser("devices", help="list the simulated device profiles")
     devices.set_defaults(func=_devices)
@@ -146,8 +139,10 @@ def _positive(value: int | None, flag: str) -> None:
 def _backend(args: argparse.Namespace) -> tuple[str | None, type[AttentionBackend] | None]:
     if args.regression is None:
         return None, None
-    resolve: RegressionResolver = args.resolve_regression
-    return resolve(args.regression)
+    from harness.regressions.resolve import resolve_labelled_backend
+
+    label, backend = resolve_labelled_backend(args.regression)
+    return label, backend
 
 
 def _simulate(args: argparse.Namespace) -> int:

@@ -72,3 +72,50 @@ def test_a_proven_crash_in_path_fails_the_hunt(tmp_path: Path) -> None:
 def test_row_judgement(verdict: str, expected: str | None, misbehaves: bool) -> None:
     row = Row("s", "n", verdict, expected, "", 0.0)  # type: ignore[arg-type]
     assert row.misbehaves is misbehaves
+
+
+def test_sys_exit_in_a_variant_is_an_error_row_and_the_hunt_goes_on(tmp_path: Path) -> None:
+    """A buggy variant calling ``sys.exit(0)`` while it builds: its catalog and scaling rows are
+    errors (the hunt fails), and every row after them still runs."""
+    from suites.regressions.variants import exiting_entry
+
+    (tmp_path / "ok.py").write_text("class A:\n    pass\n")
+    report = hunt(tmp_path, devices=(), entries=[exiting_entry("exits")], quick=True)
+    rows = {(r.section, r.name): r for r in report.rows}
+    assert rows[("catalog", "exits")].misbehaves
+    scaling = rows[("scaling", "exits (buggy)")]
+    assert scaling.verdict == "error" and "sys.exit(0)" in scaling.detail
+    assert not report.ok and len(report.rows) == 5
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        '[tool.harness.overrides]\nextend-exclude = ["sub.py"]\n',
+        '[tool.harness.overrides]\nbaseline = "known.json"\n',
+    ],
+)
+def test_the_trees_own_configuration_is_read(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``hunt PATH`` checks PATH as ``harness overrides PATH`` does: with its
+    ``[tool.harness.overrides]`` (an excluded file's crash, a baselined one, is not reported)."""
+    from harness.cli import main
+
+    for name, text in CRASHING_TREE.items():
+        (tmp_path / name).write_text(text)
+    assert main(["overrides", "--write-baseline", str(tmp_path / "known.json"), str(tmp_path)]) == 0
+    (tmp_path / "pyproject.toml").write_text(config)
+    assert main(["overrides", str(tmp_path)]) == 0
+    capsys.readouterr()
+    report = hunt(tmp_path, devices=(), entries=[], quick=True)
+    (row,) = [r for r in report.rows if r.section == "overrides"]
+    assert row.verdict == "pass" and not row.crash, row.detail
+
+
+def test_a_tree_with_nothing_to_check_is_an_error_row_unless_allowed(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("no Python\n")
+    (row, *_) = hunt(tmp_path, devices=(), entries=[], quick=True).rows
+    assert row.verdict == "error" and "no Python file to check" in row.detail
+    (row, *_) = hunt(tmp_path, devices=(), entries=[], quick=True, allow_empty=True).rows
+    assert row.verdict == "pass" and row.detail.startswith("0 files")

@@ -41,3 +41,25 @@ def test_ini_twin_and_option_wins_over_ini(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nmemory_top = 2\n")
     assert _listed(pytester.runpytest()) == 2
     assert _listed(pytester.runpytest("--memory-top=1")) == 1
+
+
+@pytest.mark.parametrize(
+    ("ini", "args", "says"),
+    [
+        ("memory_top = abc", (), "memory_top: expected a positive integer, got 'abc'"),
+        ("memory_top = 0", (), "memory_top: expected a positive integer, got '0'"),
+        ("", ("--memory-top=-2",), "--memory-top: expected a positive integer, got '-2'"),
+        ("memory_increase_tolerance = lots", (), "memory_increase_tolerance: expected a number"),
+        ("memory_increase_tolerance = nan", (), "memory_increase_tolerance: expected a number"),
+        ("memory_increase_tolerance = -0.5", (), "memory_increase_tolerance: expected a number"),
+    ],
+)
+def test_a_bad_setting_is_one_usage_error_before_any_test(
+    pytester: pytest.Pytester, ini: str, args: tuple[str, ...], says: str
+) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile(THREE_TENSORS)
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert says in result.stderr.str(), result.stderr.str()
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()

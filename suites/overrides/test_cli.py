@@ -460,3 +460,49 @@ def test_non_utf8_and_odd_file_names_in_every_format(project: Path, overrides: A
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 1 and b"Traceback" not in err, err
         assert b"bad\xff.py" in out and "café.py".encode() in out
+
+
+# Nothing to check, and no working directory
+
+
+@pytest.mark.parametrize(
+    ("files", "config"),
+    [
+        ({"README.md": "# no Python here\n"}, ""),
+        ({"a.py": "class A:\n    pass\n"}, '[tool.harness.overrides]\nexclude = ["*"]\n'),
+    ],
+)
+def test_nothing_to_check_is_a_usage_error_unless_allowed(
+    files: dict[str, str], config: str, project: Path, overrides: Any
+) -> None:
+    """A tree with no Python file left to scan never passes as "0 files, no findings"."""
+    _write(project, files)
+    if config:
+        _write(project, {"pyproject.toml": config})
+    run = overrides(".")
+    assert run.exit_code == 2, run.out + run.err
+    assert "no Python file to check" in run.err and "--allow-empty" in run.err
+    assert len(run.err.strip().splitlines()) == 1, run.err
+    assert overrides("--allow-empty", ".").exit_code == 0
+
+
+def test_a_changed_file_run_with_nothing_left_still_passes(project: Path, overrides: Any) -> None:
+    """The pre-commit hook on an excluded file: nothing to check is the right answer there."""
+    _write(
+        project,
+        {"a.py": "x = 1\n", "pyproject.toml": '[tool.harness.overrides]\nexclude = ["*"]\n'},
+    )
+    assert overrides("--changed", "a.py").exit_code == 0
+
+
+def test_a_deleted_working_directory_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overrides: Any
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    run = overrides(str(tmp_path))
+    assert run.exit_code == 2
+    assert "the working directory no longer exists" in run.err
+    assert len(run.err.strip().splitlines()) == 1, run.err

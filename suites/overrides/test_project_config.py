@@ -251,3 +251,28 @@ def test_bad_configuration_is_one_line_and_isolated_ignores_it(
     run = overrides("app")
     assert run.exit_code == 2 and "unknown key(s)" in run.err and run.out == ""
     assert overrides("--isolated", "--format", "json", "app").exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("[tool.black]\nline-length = 99\n", r"has no \[tool\.harness\.overrides\] table"),
+        ("[tool.harness]\nother = 1\n", r"has no \[tool\.harness\.overrides\] table"),
+        ('fail-on = "warning"\n[tool.black]\nx = 1\n', r"unknown key\(s\): tool; known:"),
+    ],
+)
+def test_a_named_file_with_only_foreign_tables_says_so(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    """``--config my.toml`` with other tools' tables: not "unknown key(s) in
+    [tool.harness.overrides]: tool", a table the file does not have."""
+    dedicated = tmp_path / "my.toml"
+    dedicated.write_text(body, encoding="utf-8")
+    with pytest.raises(HarnessError, match=message) as caught:
+        discover_config([], str(tmp_path), explicit=str(dedicated))
+    assert "in [tool.harness.overrides]" not in str(caught.value)
+
+
+def test_a_directory_as_the_configuration_file_is_named_so(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="is a directory, not a configuration file"):
+        discover_config([], str(tmp_path), explicit=str(tmp_path))

@@ -1,7 +1,9 @@
-"""A private registry per test that registers or loads entries: the catalog is process-global."""
+"""A private registry per test that registers or loads entries (the catalog is process-global),
+and sys.path restored after each test."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -16,3 +18,10 @@ def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(registry, "_origins", {})
     monkeypatch.setattr(registry, "_loaded", False)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resolver keeps the user's directories importable for the rest of a run (as
+    ``python -m`` does); each test here gets the ``sys.path`` it started with back."""
+    monkeypatch.setattr(sys, "path", list(sys.path))

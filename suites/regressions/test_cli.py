@@ -166,3 +166,49 @@ def test_memory_commands_take_a_users_backend(
     capsys.readouterr()
     assert main(["memory", "simulate", "--regression", "my_variants:function"]) == 2
     assert "has no attribute 'function'" in capsys.readouterr().err
+
+
+def test_a_variant_that_calls_sys_exit_fails_its_checks_and_the_report_is_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``sys.exit(0)`` in a user's builder: exit 1 with every result printed, never exit 0."""
+    assert main(["regressions", "verify", "suites.regressions.variants:EXITING", "--json"]) == 1
+    (obj,) = json.loads(capsys.readouterr().out)
+    errors = [c for c in obj["checks"] if c["verdict"] == "error"]
+    assert errors and all("sys.exit(0)" in c["detail"] for c in errors)
+
+
+OS_EXIT_MODULE = """
+import os
+
+from harness.reference.backends.flashinfer import FlashInferBackend, FlashInferMetadataBuilder
+
+
+class OsExitBuilder(FlashInferMetadataBuilder):
+    def build(self, *args, **kwargs):
+        os._exit({status})
+
+
+class OsExitBackend(FlashInferBackend):
+    @staticmethod
+    def get_builder_cls():
+        return OsExitBuilder
+"""
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_a_variant_that_calls_os_exit_is_a_check_error_never_the_runs_status(
+    status: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``os._exit()`` cannot be caught in the process: user code runs in a child, whose death
+    is reported as an error of the check that was running (exit 1, the results printed)."""
+    (tmp_path / "exit_variants.py").write_text(OS_EXIT_MODULE.format(status=status))
+    monkeypatch.chdir(tmp_path)
+    assert main(["regressions", "verify", "exit_variants:OsExitBackend", "--json"]) == 1
+    (obj,) = json.loads(capsys.readouterr().out)
+    (run,) = [c for c in obj["checks"] if c["verdict"] == "error"]
+    assert run["check"].startswith("oracle:") and not obj["ok"]
+    assert f"exited with status {status} while this check ran (os._exit()" in run["detail"]

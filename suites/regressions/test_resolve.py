@@ -106,3 +106,97 @@ def test_a_backend_is_not_an_entry_and_a_runner_entry_is_not_a_backend() -> None
         resolve_regression("user_variants:MyBackend")
     with pytest.raises(HarnessError, match="perturbs the model runner"):
         resolve_backend("dummy-run-null-block")
+
+
+LAZY_MODULE = """
+from harness.reference.backends.flashinfer import FlashInferBackend
+
+class LazyBackend(FlashInferBackend):
+    @staticmethod
+    def helper_value():
+        import lazy_helper  # imported when the variant runs, not when it is resolved
+        return lazy_helper.VALUE
+"""
+
+
+@pytest.fixture
+def clean_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sys.path`` and ``sys.modules`` restored after the test, whatever the resolver added."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for name in ("lazy_variants", "lazy_helper", "sibling_helper", "exit_variants", "json"):
+        if name != "json":
+            monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+@pytest.mark.usefixtures("clean_path")
+def test_a_lazy_import_in_the_users_module_finds_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "lazy_variants.py").write_text(LAZY_MODULE)
+    (tmp_path / "lazy_helper.py").write_text("VALUE = 42\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    variant = resolve_target("lazy_variants:LazyBackend")
+    assert isinstance(variant, Variant)
+    assert variant.backend.helper_value() == 42  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("clean_path")
+def test_a_file_path_makes_its_directory_importable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "file_variants.py").write_text(
+        "import sibling_helper\n" + LAZY_MODULE.replace("lazy_helper", "sibling_helper")
+    )
+    (work / "sibling_helper.py").write_text("VALUE = 7\n")
+    monkeypatch.chdir(tmp_path)
+    variant = resolve_target("./work/file_variants.py:LazyBackend")
+    assert isinstance(variant, Variant)
+    assert variant.backend.helper_value() == 7  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("clean_path")
+def test_a_users_module_shadowed_by_an_imported_one_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "json.py").write_text(LAZY_MODULE)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(HarnessError, match=r"json\.py here is shadowed by .*json") as caught:
+        resolve_target("json:LazyBackend")
+    assert "no attribute" not in str(caught.value)
+
+
+@pytest.mark.usefixtures("clean_path")
+@pytest.mark.parametrize("code", ["0", "3", "'bye'"])
+def test_sys_exit_while_importing_the_users_module_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str
+) -> None:
+    (tmp_path / "exit_variants.py").write_text(f"import sys\nsys.exit({code})\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(HarnessError, match=r"importing exit_variants failed: .*sys\.exit"):
+        resolve_target("exit_variants:X")
+
+
+@pytest.mark.usefixtures("user_module")
+def test_a_variant_object_resolves_too() -> None:
+    """``MODULE:ATTR`` may name a :class:`Variant` (what an entry holds), as the eval model took."""
+    target = resolve_target("suites.regressions.variants:EXITING")
+    assert isinstance(target, Variant) and target.backend.__name__ == "ExitingBackend"
+
+
+@pytest.mark.usefixtures("clean_path")
+def test_a_directory_or_a_syntax_error_is_named_for_what_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "syn_variants.py").write_text("def broken(:\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(HarnessError, match=r"\./adir/ is a directory, not a \.py file"):
+        resolve_target("./adir/:X")
+    with pytest.raises(HarnessError) as caught:
+        resolve_target("syn_variants:X")
+    message = str(caught.value)
+    assert "SyntaxError: invalid syntax (syn_variants.py, line 1)" in message
+    assert "frozen" not in message

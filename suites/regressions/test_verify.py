@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
-from harness.regressions import REGRESSIONS, Check, get_regression
+from harness.regressions import REGRESSIONS, Check, CheckOutcome, Variant, get_regression
 from harness.regressions.verify import VerifyResult, verify
 
-from .variants import entry, raises
+from .variants import entry, exits, exits_zero, raises
 
 EXPECTED_DETAIL = {  # (id, check, role): what the check must have said
     (
@@ -77,6 +78,19 @@ def test_a_check_that_raises_is_an_error_never_a_find() -> None:
     assert not result.ok and result.buggy_detected is False and result.fixed_clean is False
     assert {r.verdict for r in result.runs} == {"error"}
     assert all("RuntimeError: internal error while checking" in str(r.error) for r in result.runs)
+
+
+@pytest.mark.parametrize("check", [exits, exits_zero])
+def test_a_check_that_calls_sys_exit_is_an_error_and_the_run_goes_on(
+    check: Callable[[Variant], CheckOutcome],
+) -> None:
+    """``sys.exit()`` inside a check (any status) is that check's error, never the run's end."""
+    (result, after) = verify(
+        [entry("exits", Check("exit", "ends the process", check)), entry("after")]
+    )
+    assert {r.verdict for r in result.runs} == {"error"} and not result.ok
+    assert all("SystemExit" in str(r.error) and "sys.exit" in str(r.error) for r in result.runs)
+    assert len(after.runs) == 2 and after.fixed_clean  # the entries after it still ran
 
 
 def test_a_check_that_misses_the_buggy_variant_misbehaves() -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from harness.reference.backends.flashinfer import FlashInferBackend
+import sys
+from typing import Any
+
+from harness.reference.backends.flashinfer import FlashInferBackend, FlashInferMetadataBuilder
 from harness.regressions import Check, CheckOutcome, Regression, Upstream, Variant
 
 
@@ -30,3 +33,42 @@ def entry(regression_id: str, *checks: Check) -> Regression:
         found_upstream="n/a",
         caught_by="n/a",
     )
+
+
+def exits(variant: Variant) -> CheckOutcome:
+    """A check that ends the interpreter, as a careless user's code may."""
+    del variant
+    sys.exit(3)
+
+
+def exits_zero(variant: Variant) -> CheckOutcome:
+    """A check that ends the interpreter with status 0."""
+    del variant
+    sys.exit(0)
+
+
+class ExitingBuilder(FlashInferMetadataBuilder):
+    """A builder that ends the interpreter with status 0 the first time it builds."""
+
+    def build(self, *args: Any, **kwargs: Any) -> Any:
+        del args, kwargs
+        sys.exit(0)
+
+
+class ExitingBackend(FlashInferBackend):
+    """FlashInfer with :class:`ExitingBuilder`."""
+
+    @staticmethod
+    def get_builder_cls() -> type[FlashInferMetadataBuilder]:
+        return ExitingBuilder
+
+
+def exiting_entry(regression_id: str) -> Regression:
+    """An entry whose buggy variant calls ``sys.exit(0)`` while it builds metadata."""
+    import dataclasses
+
+    return dataclasses.replace(entry(regression_id), buggy=Variant(ExitingBackend))
+
+
+EXITING = Variant(ExitingBackend)
+"""A variant object, as ``--regression MODULE:ATTR`` may name one."""

@@ -118,14 +118,15 @@ def test_the_float32_cast_hides_at_float32_and_the_host_copy_hides_on_the_cpu() 
     assert cast.ok and host.ok
 
 
-def test_the_cli_flags_a_user_variant_through_the_resolver_it_is_given(
-    capsys: pytest.CaptureFixture[str],
+def test_the_cli_flags_a_user_variant_through_the_one_resolver(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import harness.regressions.resolve as resolve
+
     variants: dict[str, type[AttentionBackend]] = {**SCALING, **CONSTANT}
+    monkeypatch.setattr(resolve, "resolve_labelled_backend", lambda spec: (spec, variants[spec]))
     parser = argparse.ArgumentParser()
-    memory_cli.register(
-        parser.add_subparsers(), resolve_regression=lambda spec: (spec, variants[spec])
-    )
+    memory_cli.register(parser.add_subparsers())
     for name, expected in [("host-built", 1), ("constant-workspace", 0)]:
         args = parser.parse_args(
             ["memory", "scaling", "--model", "tiny", "--regression", name, "--max-steps", "2"]
