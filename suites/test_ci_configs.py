@@ -161,7 +161,10 @@ def test_tests_run_on_python_310_to_312_with_a_pip_cache() -> None:
     for name in ("lint", "test"):
         (setup,) = [s for s in jobs[name]["steps"] if "setup-python" in s.get("uses", "")]
         assert setup["with"]["cache"] == "pip"
-        assert setup["with"]["cache-dependency-path"] == "pyproject.toml"
+        assert setup["with"]["cache-dependency-path"].split() == [
+            "pyproject.toml",
+            "constraints.txt",
+        ]
 
 
 # --- everything referenced exists ---------------------------------------------------------------
