@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.reference.backends.abstract import AttentionBackend
@@ -33,3 +35,22 @@ MEMORY = ["scaling", "simulate:h100-95"]
 )
 def test_generic_checks_fit_the_backend(backend: type[AttentionBackend], names: list[str]) -> None:
     assert [check.name for check in generic_checks(Variant(backend))] == names
+
+
+def test_scanned_copies_keep_no_comment_the_checker_reads_as_an_ignore(tmp_path: Path) -> None:
+    # The catalog strips inline suppressions from the copies it scans with the same pattern
+    # the checker reads them with: a bare one and a spaced one are gone too.
+    from harness.overrides.summary import summarize
+    from harness.regressions.checks import _scannable  # pyright: ignore[reportPrivateUsage]
+
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "class A:\n"
+        "    def f(self, a): ...  # harness: ignore[HO101]\n"
+        "    def g(self, a): ...  #harness:ignore\n"
+        "    def h(self, a): ...  # harness: ignore [HO102]\n"
+    )
+    assert len(summarize(source.read_bytes()).ignores) == 3
+    with _scannable({"pkg.mod": source}, honour=False) as originals:
+        (copy,) = [c for c, o in originals.items() if o == source]
+        assert summarize(copy.read_bytes()).ignores == ()
