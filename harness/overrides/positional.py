@@ -5,8 +5,8 @@ decoder for it as straight-line Python (as :mod:`dataclasses` writes ``__init__`
 NamedTuple is encoded field by field in its ``_fields`` order with no per-field function call:
 ``IntEnum`` fields become ints, ``frozenset`` fields sorted tuples, NamedTuple fields and tuples
 of them are converted recursively, and builtins pass through. Decoders rebuild each tuple with
-``tuple.__new__`` (``_make`` without its checks) and unpack every converted row, so a row of the
-wrong length raises ``ValueError``.
+``tuple.__new__`` (``_make`` without its checks). Rows of a tuple of NamedTuples are unpacked
+in both directions (no attribute lookups), so a row of the wrong length raises ``ValueError``.
 """
 
 from __future__ import annotations
@@ -49,9 +49,19 @@ class _Writer:
         if shape == "frozenset":
             return f"tuple(sorted({var}))"
         if shape == "tuple":
-            item = self.fresh()
-            inner = self.encode(typing.get_args(hint)[0], item)
-            return None if inner is None else f"tuple([{inner} for {item} in {var}])"
+            item = typing.get_args(hint)[0]
+            if _shape(item) == "namedtuple":  # rows unpacked: no attribute lookups
+                names = [self.fresh() for _ in item._fields]
+                fields = typing.get_type_hints(item)
+                parts = [
+                    self.encode(fields[f], n) for f, n in zip(item._fields, names, strict=True)
+                ]
+                if any(p is not None for p in parts):
+                    row = ", ".join(p or n for p, n in zip(parts, names, strict=True))
+                    return f"tuple([({row},) for ({', '.join(names)},) in {var}])"
+            name = self.fresh()
+            inner = self.encode(item, name)
+            return None if inner is None else f"tuple([{inner} for {name} in {var}])"
         fields = typing.get_type_hints(hint)
         parts = [self.encode(fields[f], f"{var}.{f}") or f"{var}.{f}" for f in hint._fields]
         if all(p == f"{var}.{f}" for p, f in zip(parts, hint._fields, strict=True)):
