@@ -63,10 +63,10 @@ class _Writer:
             inner = self.encode(item, name)
             return None if inner is None else f"tuple([{inner} for {name} in {var}])"
         fields = typing.get_type_hints(hint)
-        parts = [self.encode(fields[f], f"{var}.{f}") or f"{var}.{f}" for f in hint._fields]
-        if all(p == f"{var}.{f}" for p, f in zip(parts, hint._fields, strict=True)):
+        values = [self.encode(fields[f], f"{var}.{f}") or f"{var}.{f}" for f in hint._fields]
+        if all(v == f"{var}.{f}" for v, f in zip(values, hint._fields, strict=True)):
             return f"tuple({var})"
-        return f"({', '.join(parts)},)"
+        return f"({', '.join(values)},)"
 
     def decode(self, hint: Any, var: str) -> str | None:
         """An expression decoding ``var`` into ``hint``; ``None`` when it passes unchanged."""
