@@ -1,7 +1,7 @@
 """The project: the scanned tree with its names bound, its MROs computed and its hierarchy
 indexed, as the rules and the evidence ask about it.
 
-:class:`Project` puts together three rooms, each its own module: name binding
+:class:`Project` puts together three parts, each its own module: name binding
 (:mod:`harness.overrides.names`: what each name of each module is, classes' bases), the MRO
 and ancestry index (:mod:`harness.overrides.mro`), and hierarchy queries
 (:mod:`harness.overrides.hierarchy`: definers, inheritors, descendants); methods are then
