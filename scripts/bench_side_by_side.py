@@ -8,7 +8,10 @@ after:
 - the checker cold: a fresh ``--cache-dir`` and a fresh ``XDG_CACHE_HOME`` (so installed and
   standard-library summaries are recomputed too), ``--jobs`` workers;
 - the codec alone: every file of the tree summarised once, then ``codec.loads(codec.dumps(s))``
-  with every deferred part decoded, timed in a fresh interpreter.
+  with every deferred part decoded, three times, in a fresh interpreter.
+
+Cold runs are timed as wall time and as CPU time (user + system of the checker and its
+workers): on a shared machine the CPU time is the steadier of the two.
 
 It prints the best of ``--repeat`` rounds and after/before ratios; it never asserts. Usage::
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -40,14 +44,14 @@ summaries = []
 for f in files:
     with open(f.path, "rb") as handle:
         summaries.append(summarize(handle.read()))
-started = time.perf_counter()
+started = time.process_time()
 for _ in range(3):
     for s in summaries:
         back = codec.loads(codec.dumps(s))
         back.calls
         for c in back.classes:
             c.methods, c.calls
-print(f"{time.perf_counter() - started:.4f}")
+print(f"{time.process_time() - started:.4f}")
 """
 
 
@@ -83,13 +87,17 @@ def default_tree(scratch: Path) -> Path:
     return tree
 
 
-def timed(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+def timed(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user + system, the command and its workers), stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if result.returncode not in (0, 1):
         sys.exit(f"bench: {' '.join(cmd)} failed ({result.returncode}):\n{result.stderr[-2000:]}")
-    return seconds, result.stdout
+    return seconds, cpu, result.stdout
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -114,9 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shutil.rmtree(scratch / "cache", ignore_errors=True)
                 cold = [sys.executable, "-m", "harness.overrides", "--format", "json"]
                 cold += ["--jobs", str(args.jobs), "--cache-dir", str(scratch / "cache"), "."]
-                seconds, _ = timed(cold, tree, env)
+                seconds, cpu, _ = timed(cold, tree, env)
                 best[label, "cold"] = min(seconds, best.get((label, "cold"), seconds))
-                _, out = timed([sys.executable, "-c", CODEC_ONLY, "."], tree, env)
+                best[label, "cold cpu"] = min(cpu, best.get((label, "cold cpu"), cpu))
+                _, _, out = timed([sys.executable, "-c", CODEC_ONLY, "."], tree, env)
                 codec_s = float(out.strip())
                 best[label, "codec"] = min(codec_s, best.get((label, "codec"), codec_s))
             print(f"round {i + 1}/{args.repeat} done", file=sys.stderr, flush=True)
