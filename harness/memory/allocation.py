@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import linecache
 import os
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
 import torch
 
+from harness.cpython_compat import getframe
 from harness.memory.sizes import format_size
 
 SKIPPED_DIRS: tuple[str, ...] = (
@@ -29,7 +28,7 @@ SKIPPED_DIRS: tuple[str, ...] = (
 """Frames whose file is under one of these directories are never an allocation's source."""
 
 _skipped_code: dict[CodeType, bool] = {}
-_getframe: Callable[[int], FrameType] = sys._getframe  # pyright: ignore[reportPrivateUsage]
+_getframe = getframe
 
 
 @dataclass(frozen=True, slots=True)

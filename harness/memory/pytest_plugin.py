@@ -36,7 +36,7 @@ import inspect
 import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -295,22 +295,10 @@ def outside_torch_modes() -> Generator[None, None, None]:
     ``meta:<profile>``, ``torch.device("meta")`` (a function mode): a simulation under them would
     build its CPU metadata on ``meta`` and be counted twice.
     """
-    import torch
-    import torch.overrides
-    from torch.utils._python_dispatch import (  # pyright: ignore[reportPrivateUsage]
-        _disable_current_modes,  # pyright: ignore[reportPrivateUsage]
-    )
+    from harness.torch_compat import no_torch_modes
 
-    pop_mode = cast("Callable[[], object]", torch.overrides._pop_mode)  # pyright: ignore[reportPrivateUsage]
-    push_mode = cast("Callable[[object], None]", torch.overrides._push_mode)  # pyright: ignore[reportPrivateUsage, reportUnknownMemberType]
-    depth: int = torch._C._len_torch_function_stack()  # pyright: ignore[reportPrivateUsage]
-    function_modes = [pop_mode() for _ in range(depth)]
-    try:
-        with _disable_current_modes():
-            yield
-    finally:
-        for mode in reversed(function_modes):
-            push_mode(mode)
+    with no_torch_modes():
+        yield
 
 
 @pytest.hookimpl(wrapper=True)

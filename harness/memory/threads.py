@@ -24,24 +24,19 @@ covers it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import sys
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from torch.utils._python_dispatch import (  # pyright: ignore[reportPrivateUsage]
-    TorchDispatchMode,
-    _get_current_dispatch_mode,  # pyright: ignore[reportPrivateUsage]
-)
+
+from harness.cpython_compat import set_profile_in_other_threads
+from harness.torch_compat import UnwrappedDispatchMode, current_dispatch_mode
 
 if TYPE_CHECKING:
     from _typeshed import ProfileFunction
-
-ProfileHook = Callable[[FrameType | None, str, Any], object]
-"""A profile function as ``sys.setprofile`` takes it (ours never look at the frame)."""
 
 
 class Dispatcher(Protocol):
@@ -59,16 +54,12 @@ class Dispatcher(Protocol):
         ...
 
 
-class _Relay(TorchDispatchMode):  # type: ignore[no-untyped-call]
+class _Relay(UnwrappedDispatchMode):
     """The tracker's stand-in in another thread."""
 
     def __init__(self, tracker: Dispatcher) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]  # pyright: ignore[reportUnknownMemberType]
+        super().__init__()
         self.tracker = tracker
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # as MemoryTracker: no recursive dynamo-disable wrapper on every op
 
     def __torch_dispatch__(
         self,
@@ -123,7 +114,7 @@ def _reconcile() -> None:
     """In the calling thread: pop relays of stopped coverages, push relays of active ones."""
     relays: list[tuple[ThreadCoverage, _Relay]] = _local.__dict__.setdefault("relays", [])
     while relays and relays[-1][0] not in _active:
-        if _get_current_dispatch_mode() is not relays[-1][1]:
+        if current_dispatch_mode() is not relays[-1][1]:
             break  # another mode was pushed above it: it stays, passing ops through
         relays.pop()[1].__exit__(None, None, None)  # type: ignore[no-untyped-call]
     me = threading.get_ident()
@@ -147,56 +138,6 @@ def _reconcile_once(frame: FrameType | None, event: str, arg: Any) -> None:
     del frame, event, arg
     sys.setprofile(None)
     _reconcile()
-
-
-def set_profile_in_other_threads(hook: ProfileHook) -> None:
-    """``sys.setprofile(hook)`` in every live Python thread but the calling one."""
-    if sys.version_info >= (3, 12):
-        mine, new_threads = sys.getprofile(), threading.getprofile()
-        threading.setprofile_all_threads(hook)  # also sets these two: put them back
-        sys.setprofile(mine)
-        threading.setprofile(new_threads)
-        return
-    _set_profile_through_the_c_api(hook)
-
-
-_TraceFunc = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.py_object, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p
-)
-"""C's ``Py_tracefunc``: ``int (*)(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)``."""
-
-
-def _call_hook(hook: ProfileHook, frame: int | None, what: int, arg: int | None) -> int:
-    del frame, what, arg
-    with contextlib.suppress(Exception):  # a profile hook must not raise into unrelated code
-        hook(None, "call", None)
-    return 0
-
-
-_trampoline = _TraceFunc(_call_hook)
-"""Kept for the life of the process: installed hooks point at it."""
-
-
-def _set_profile_through_the_c_api(hook: ProfileHook) -> None:
-    """What Python 3.12's ``threading.setprofile_all_threads`` does, for 3.10 and 3.11."""
-    api = ctypes.pythonapi
-    interpreter = api["PyInterpreterState_Get"]
-    interpreter.restype, interpreter.argtypes = ctypes.c_void_p, []
-    head = api["PyInterpreterState_ThreadHead"]
-    head.restype, head.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
-    following = api["PyThreadState_Next"]
-    following.restype, following.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
-    thread_id = api["PyThreadState_GetID"]
-    thread_id.restype, thread_id.argtypes = ctypes.c_uint64, [ctypes.c_void_p]
-    set_profile = api["_PyEval_SetProfile"]
-    set_profile.restype = ctypes.c_int
-    set_profile.argtypes = [ctypes.c_void_p, _TraceFunc, ctypes.py_object]
-    me = threading.get_ident()
-    state = head(interpreter())
-    while state:
-        if thread_id(state) != me:
-            set_profile(state, _trampoline, hook)
-        state = following(state)
 
 
 @contextlib.contextmanager

@@ -43,11 +43,11 @@ from types import TracebackType
 from typing import Any, cast
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from harness.memory.allocation import Allocation, SourceLine, caller_source
 from harness.memory.ledger import Ledger
 from harness.memory.threads import ThreadCoverage
+from harness.torch_compat import UnwrappedDispatchMode, storage_key
 
 
 class _StorageRef(weakref.ref[torch.UntypedStorage]):
@@ -85,7 +85,7 @@ def _info(func: Any) -> _OpInfo:
     return info
 
 
-class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
+class MemoryTracker(UnwrappedDispatchMode):
     """Reports storages that aten ops create while the mode is active to ``ledger``.
 
     Args:
@@ -101,24 +101,13 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         devices: Iterable[str] = ("cpu", "meta"),
         all_threads: bool = True,
     ) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]  # pyright: ignore[reportUnknownMemberType]
+        super().__init__()
         self.ledger = Ledger() if ledger is None else ledger
         self.devices = frozenset(devices)
         self.active = False
         """Whether the mode is entered (relays in other threads pass ops through otherwise)."""
         self._coverage = ThreadCoverage(self) if all_threads else None
         self._live: dict[int, _StorageRef] = {}
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        """Keep ``__torch_dispatch__`` unwrapped by ``torch._disable_dynamo``.
-
-        TorchDispatchMode wraps subclasses' ``__torch_dispatch__`` so that dynamo skips it; the
-        wrapper disables dynamo recursively for every Python frame below it, which makes each
-        tracked op markedly slower (``scripts/bench_tracker.py`` measures the tracker). The
-        tracker is for eager runs; it is not meant to be active while ``torch.compile`` traces.
-        """
-        return False
 
     def __enter__(self) -> MemoryTracker:
         super().__enter__()  # type: ignore[no-untyped-call]  # pyright: ignore[reportUnknownMemberType]
@@ -303,10 +292,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
             self.ledger.free(ref.token)
 
 
-def _key(storage: torch.UntypedStorage) -> int:
-    """Identity of the C++ storage (stable while it lives; meta storages have no data pointer)."""
-    key: int = storage._cdata  # pyright: ignore[reportPrivateUsage]
-    return key
+_key = storage_key
 
 
 def _storage(tensor: torch.Tensor) -> torch.UntypedStorage | None:

@@ -52,10 +52,7 @@ def analyze(
         ((by_display[d], s) for d, s in summaries.items()), watch=deleted, external=external
     )
     rules = RuleSet(select)
-    try:
-        findings, classes, checked = _analyze(project, summaries, changed, rules)
-    finally:
-        project.release()
+    findings, classes, checked = _analyze(project, summaries, changed, rules)
     for path in unreadable:
         findings.extend(
             located(rule, issue, path.display, 1, 1) for rule, issue in rules.check(path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import re
 import tokenize
 from collections.abc import Callable, Iterator
 from io import StringIO
@@ -21,6 +20,7 @@ from harness.overrides import dispatch as dispatch_facts
 from harness.overrides.callsites import CallSite, FileHits
 from harness.overrides.dispatch import DispatchSummary
 from harness.overrides.signature import MethodKind, Signature, dotted_name, from_function
+from harness.overrides.suppress import IGNORE_COMMENT
 
 
 class Import(NamedTuple):
@@ -219,7 +219,6 @@ class FileSummary:
         return f"FileSummary{self._key()!r}"
 
 
-IGNORE_RE = re.compile(r"#\s*harness:\s*ignore\b(?:\[([^\]]*)\])?")
 _PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 
 
@@ -252,14 +251,14 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
 
 def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     """``# harness: ignore[...]`` comments; tokenized so that strings do not count."""
-    if "harness:" not in text or IGNORE_RE.search(text) is None:
+    if "harness:" not in text or IGNORE_COMMENT.search(text) is None:
         return ()
     found: list[tuple[int, tuple[str, ...]]] = []
     try:
         for tok in tokenize.generate_tokens(StringIO(text).readline):
             if tok.type != tokenize.COMMENT:
                 continue
-            match = IGNORE_RE.match(tok.string) or IGNORE_RE.search(tok.string)
+            match = IGNORE_COMMENT.match(tok.string) or IGNORE_COMMENT.search(tok.string)
             if match is None:
                 continue
             codes = tuple(c.strip() for c in (match.group(1) or "").split(",") if c.strip())

@@ -7,10 +7,15 @@ suppression would otherwise hide the next real problem on its line).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
 from harness.overrides.findings import Finding
+
+IGNORE_COMMENT = re.compile(r"#\s*harness:\s*ignore\b(?:\[([^\]]*)\])?")
+"""A ``# harness: ignore[CODE, ...]`` comment, or a bare ``# harness: ignore`` (group 1: the
+codes as written, ``None`` when bare): the one pattern that reads and strips them."""
 
 
 class IgnoreComment(NamedTuple):

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import re
 import sys
 import tempfile
 from collections.abc import Generator
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.overrides.suppress import IGNORE_COMMENT
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.backends.mla.common import MLACommonBackend
 from harness.reference.config import VllmConfig
@@ -32,9 +32,6 @@ from harness.reference.engine import Engine, start_engine
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request
 from harness.regressions.entry import Check, CheckOutcome, Variant
-
-SUPPRESSION = re.compile(r"#\s*harness:\s*ignore\[[^\]]*\]")
-"""An inline ``# harness: ignore[CODE]`` comment (see :mod:`harness.overrides.suppress`)."""
 
 
 def variant_classes(variant: Variant) -> list[type]:
@@ -147,7 +144,7 @@ def _scannable(modules: dict[str, Path], honour: bool) -> Generator[dict[Path, P
                 if not init.exists():
                     init.write_text("")
             copy.parent.mkdir(parents=True, exist_ok=True)
-            copy.write_text(SUPPRESSION.sub("", original.read_text(encoding="utf-8")))
+            copy.write_text(IGNORE_COMMENT.sub("", original.read_text(encoding="utf-8")))
             originals[copy.resolve()] = original
         yield originals
 

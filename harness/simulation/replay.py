@@ -18,13 +18,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import (  # pyright: ignore[reportPrivateUsage]
-    _disable_current_modes,  # pyright: ignore[reportPrivateUsage]
-)
 
 from harness.memory.ledger import Ledger, LedgerEvent, Recording
 from harness.reference.model import LlamaDecoderLayer
 from harness.reference.runner import ModelRunner
+from harness.torch_compat import disable_current_modes
 
 
 @dataclass(eq=False)
@@ -149,7 +147,7 @@ class _ReplayingLayer(nn.Module):
             for token in tokens.values():
                 ledger.free(token)
             raise
-        with _disable_current_modes():  # the tracker must not count it twice
+        with disable_current_modes():  # the tracker must not count it twice
             out = torch.empty_strided(entry.shape, entry.stride, dtype=entry.dtype, device="meta")
         weakref.finalize(out.untyped_storage(), ledger.free, tokens.pop(entry.output_index))
         assert not tokens, "a replayable recording frees all but its output"

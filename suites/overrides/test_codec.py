@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from harness.overrides import codec
+from harness.overrides.callsites import Receiver
+from harness.overrides.signature import ParamKind
 from harness.overrides.summary import summarize
 
 HERE = Path(__file__).resolve().parent
@@ -34,3 +36,21 @@ def test_round_trip_of_a_diagnostic_and_of_calls() -> None:
 def test_corrupt_data_raises_a_catchable_error() -> None:
     with pytest.raises((ValueError, EOFError, TypeError)):
         codec.loads(b"\x00garbage")
+
+
+def test_enums_and_frozensets_come_back_as_their_types() -> None:
+    source = b"class A:\n    @staticmethod\n    def f(a, *, b=1): A.g(1, x=2)\n    def g(self): self.f(1)\n"
+    back = codec.loads(codec.dumps(summarize(source)))
+    (cls,) = back.classes
+    assert all(type(p.kind) is ParamKind for m in cls.methods for p in m.params)
+    assert all(type(m.decorators) is frozenset for m in cls.methods)
+    assert cls.calls and all(type(c.receiver) is Receiver for c in cls.calls)
+
+
+def test_a_deferred_part_of_the_wrong_shape_is_corrupt() -> None:
+    import marshal
+
+    (cls,) = codec.loads(codec.dumps(summarize(b"class A:\n    def f(self): self.f()\n"))).classes
+    blob = marshal.dumps(tuple(row[:-1] for row in marshal.loads(cls._calls.blob)))  # type: ignore[union-attr]
+    with pytest.raises(codec.CorruptSummary):
+        codec._calls(blob)

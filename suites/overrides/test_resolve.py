@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.overrides.discover import discover
 from harness.overrides.resolve import Project
 from harness.overrides.summary import summarize
@@ -119,3 +121,34 @@ def test_relative_import_inside_a_namespace_package(tmp_path: Path) -> None:
     )
     (b_impl,) = [c for c in p.classes if c.key == "b.impl.Impl"]
     assert [c.key for c in p.mro(b_impl)] == ["b.impl.Impl", "b.base.Base"]
+
+
+def test_a_project_is_freed_by_reference_counting_alone(tmp_path: Path) -> None:
+    # No reference cycle (a class refers to its module weakly): dropping the project frees
+    # every module and class at once, with the cyclic collector switched off.
+    import gc
+    import weakref
+
+    files = {
+        "base.py": "class Base:\n    class Inner: ...\n    def f(self): ...\n",
+        "app.py": "from base import Base\nclass A(Base):\n    class Inner(Base.Inner): ...\n",
+        "more.py": "from app import A\nclass B(A): ...\nclass C(B, A): ...\n",
+    }
+    p = project(tmp_path, files)
+    by_key = {c.key: c for c in p.classes}
+    assert p.definer(by_key["more.C"], "f") is by_key["base.Base"]
+    assert by_key["base.Base"].module is p.modules["base"]
+    del by_key
+    refs = [weakref.ref(o) for o in (p, *p.files, *p.classes)]
+    gc.disable()
+    try:
+        del p
+        assert [r() for r in refs if r() is not None] == []
+    finally:
+        gc.enable()
+
+
+def test_a_class_kept_past_its_project_says_so(tmp_path: Path) -> None:
+    cls = project(tmp_path, {"a.py": "class A: ...\n"}).classes[0]
+    with pytest.raises(RuntimeError, match=r"a\.A: its project was freed"):
+        _ = cls.module

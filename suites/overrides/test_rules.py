@@ -97,3 +97,12 @@ def test_lookup_by_code_or_symbol() -> None:
     assert get("renamed-parameter").code == "HO101"
     with pytest.raises(HarnessError, match="available: HO101"):
         get("HO999")
+
+
+def test_every_rule_module_is_registered_once_under_its_own_code() -> None:
+    # A new rule file that is not in the registry's list would never run.
+    here = Path(rules.__file__).parent
+    files = sorted(p.stem for p in here.glob("ho[0-9]*.py"))
+    assert [r.module for r in RULES.values()] == [f"harness.overrides.rules.{f}" for f in files]
+    for rule in RULES.values():
+        assert rule.module.rpartition(".")[2].startswith(rule.code.lower() + "_")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.reference.backends.abstract import AttentionBackend
@@ -45,3 +47,22 @@ def test_a_variant_that_allocates_in_a_thread_fails_the_memory_checks(check: Che
     outcome = check.run(Variant(ThreadedOOMBackend))
     assert outcome.failed, outcome.detail
     assert "aten.clone" in outcome.detail or "out of memory" in outcome.detail
+
+
+def test_scanned_copies_keep_no_comment_the_checker_reads_as_an_ignore(tmp_path: Path) -> None:
+    # The catalog strips inline suppressions from the copies it scans with the same pattern
+    # the checker reads them with: a bare one and a spaced one are gone too.
+    from harness.overrides.summary import summarize
+    from harness.regressions.checks import _scannable  # pyright: ignore[reportPrivateUsage]
+
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "class A:\n"
+        "    def f(self, a): ...  # harness: ignore[HO101]\n"
+        "    def g(self, a): ...  #harness:ignore\n"
+        "    def h(self, a): ...  # harness: ignore [HO102]\n"
+    )
+    assert len(summarize(source.read_bytes()).ignores) == 3
+    with _scannable({"pkg.mod": source}, honour=False) as originals:
+        (copy,) = [c for c, o in originals.items() if o == source]
+        assert summarize(copy.read_bytes()).ignores == ()

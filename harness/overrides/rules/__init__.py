@@ -12,35 +12,12 @@ a rule's module names its code.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any, NamedTuple
 
 from harness.errors import HarnessError
-from harness.overrides.rules import (
-    ho101_renamed_parameter,
-    ho102_reordered_parameters,
-    ho103_removed_parameter,
-    ho104_added_required_parameter,
-    ho105_narrowed_parameter_kind,
-    ho106_removed_default,
-    ho107_dropped_variadic,
-    ho108_method_kind_mismatch,
-    ho109_property_method_mismatch,
-    ho110_async_sync_mismatch,
-    ho111_mro_sibling_conflict,
-    ho112_narrowed_catch_all,
-    ho201_missing_override_decorator,
-    ho202_override_without_base,
-    ho301_unused_ignore,
-    ho302_ignore_without_code,
-    ho303_stale_baseline_entry,
-    ho401_unparsable_file,
-    ho402_cyclic_inheritance,
-    ho403_inconsistent_mro,
-    ho404_unreadable_path,
-    ho405_misrooted_import,
-)
 from harness.overrides.rules._facts import Issue, NoBase, Pair, Sibling
 
 
@@ -60,6 +37,8 @@ class Rule(NamedTuple):
     """Report an issue only with a call in the project that the override rejects."""
     drift: bool = False
     """A difference between an override's signature and its base's."""
+    module: str = ""
+    """The module that defines the rule."""
 
     def format(self, fields: dict[str, str]) -> str:
         """The message for one finding."""
@@ -78,6 +57,7 @@ def _rule(module: ModuleType) -> Rule:
         check=module.check,
         needs_evidence=getattr(module, "NEEDS_EVIDENCE", False),
         drift=getattr(module, "DRIFT", False),
+        module=module.__name__,
     )
 
 
@@ -93,31 +73,34 @@ def _registry(modules: list[ModuleType]) -> dict[str, Rule]:
     return rules
 
 
+_MODULES = (
+    "ho101_renamed_parameter",
+    "ho102_reordered_parameters",
+    "ho103_removed_parameter",
+    "ho104_added_required_parameter",
+    "ho105_narrowed_parameter_kind",
+    "ho106_removed_default",
+    "ho107_dropped_variadic",
+    "ho108_method_kind_mismatch",
+    "ho109_property_method_mismatch",
+    "ho110_async_sync_mismatch",
+    "ho111_mro_sibling_conflict",
+    "ho112_narrowed_catch_all",
+    "ho201_missing_override_decorator",
+    "ho202_override_without_base",
+    "ho301_unused_ignore",
+    "ho302_ignore_without_code",
+    "ho303_stale_baseline_entry",
+    "ho401_unparsable_file",
+    "ho402_cyclic_inheritance",
+    "ho403_inconsistent_mro",
+    "ho404_unreadable_path",
+    "ho405_misrooted_import",
+)
+"""The rule modules of this package, in code order: the one list of rules."""
+
 RULES: dict[str, Rule] = _registry(
-    [
-        ho101_renamed_parameter,
-        ho102_reordered_parameters,
-        ho103_removed_parameter,
-        ho104_added_required_parameter,
-        ho105_narrowed_parameter_kind,
-        ho106_removed_default,
-        ho107_dropped_variadic,
-        ho108_method_kind_mismatch,
-        ho109_property_method_mismatch,
-        ho110_async_sync_mismatch,
-        ho111_mro_sibling_conflict,
-        ho112_narrowed_catch_all,
-        ho201_missing_override_decorator,
-        ho202_override_without_base,
-        ho301_unused_ignore,
-        ho302_ignore_without_code,
-        ho303_stale_baseline_entry,
-        ho401_unparsable_file,
-        ho402_cyclic_inheritance,
-        ho403_inconsistent_mro,
-        ho404_unreadable_path,
-        ho405_misrooted_import,
-    ]
+    [importlib.import_module(f"{__name__}.{name}") for name in _MODULES]
 )
 """Every rule by code, in code order."""
 

@@ -1,0 +1,37 @@
+"""Statement blocks: the bodies a compound statement holds, and a class's functions.
+
+Both walks are iterative, so deeply nested input cannot overflow the stack.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+
+def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists a loop, ``with``, ``try`` or ``match`` holds (``[]`` otherwise)."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+        return [stmt.body, stmt.orelse]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [stmt.body]
+    if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        node: ast.Try = stmt  # type: ignore[assignment]  # ast.TryStar has the same fields
+        return [node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody]
+    if isinstance(stmt, ast.Match):
+        return [case.body for case in stmt.cases]
+    return []
+
+
+def class_functions(node: ast.ClassDef) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The ``def`` statements of a class body, also under ``if``, ``try``, ``with``, loops."""
+    stack: list[ast.stmt] = list(reversed(node.body))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield stmt
+        else:
+            for block in reversed(
+                blocks(stmt) if not isinstance(stmt, ast.If) else [stmt.body, stmt.orelse]
+            ):
+                stack.extend(reversed(block))

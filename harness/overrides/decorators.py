@@ -1,0 +1,69 @@
+"""Methods as their decorators leave them, for decorators the scanned project defines.
+
+A decorator that resolves to a descriptor class reading as a value (``__get__`` calls the
+function, like ``functools.cached_property``) makes a property; one that resolves to a function
+returning an inner function of its own signature (``def deco(fn): def wrap(dialect, conn,
+**kw): ...; return wrap``) makes that signature the method's; an instance of any other class
+replaces the function (the name is then *opaque*: bound, no longer compared as a method).
+"""
+
+from __future__ import annotations
+
+from harness.overrides.dispatch import DESCRIPTOR_METHOD, DESCRIPTOR_NONE, DESCRIPTOR_VALUE
+from harness.overrides.mro import MroIndex
+from harness.overrides.names import NameBinding
+from harness.overrides.signature import PROPERTY, Signature
+from harness.overrides.tree import ClassInfo, FunctionInfo
+
+
+def descriptor_kind(index: MroIndex, cls: ClassInfo) -> int:
+    """How instances of ``cls`` behave as class attributes (``DESCRIPTOR_*``)."""
+    for member in index.walk(cls):
+        if member.facts is not None and member.facts.descriptor != DESCRIPTOR_NONE:
+            return member.facts.descriptor
+        if "property" in member.summary.bases or "builtins.property" in member.summary.bases:
+            return DESCRIPTOR_VALUE  # class cached(property)
+    return DESCRIPTOR_NONE
+
+
+def apply_decorators(names: NameBinding, index: MroIndex, cls: ClassInfo) -> None:
+    """Rewrite the methods of ``cls`` whose decorators the project defines."""
+    if cls.facts is None or not cls.facts.decorators:
+        return
+    by_line = dict(cls.facts.decorators)
+    methods: dict[str, Signature] = {}
+    for name, sig in cls.methods.items():
+        decorators = by_line.get(sig.line)
+        effective = _decorated(names, index, cls, sig, decorators) if decorators else sig
+        if effective is None:
+            cls.opaque.add(name)
+        else:
+            methods[name] = effective
+    cls.replace_methods(methods)
+
+
+def _decorated(
+    names: NameBinding,
+    index: MroIndex,
+    cls: ClassInfo,
+    sig: Signature,
+    decorators: tuple[str, ...],
+) -> Signature | None:
+    """The signature the decorators leave, or ``None`` when the name no longer binds a
+    function (a non-descriptor object replaces it: its calls are not the ``def``'s)."""
+    for written in reversed(decorators):  # the innermost decorator applies first
+        called = written.endswith("()")
+        target = names.resolve(cls.module, written.removesuffix("()"))
+        if isinstance(target, ClassInfo) and not called:
+            kind = descriptor_kind(index, target)
+            if kind == DESCRIPTOR_VALUE:
+                sig = sig._replace(decorators=sig.decorators | {PROPERTY})
+            elif kind != DESCRIPTOR_METHOD:
+                return None  # an instance of the class replaces the function
+        elif (
+            isinstance(target, FunctionInfo)
+            and target.wrapper.factory == called
+            and not target.wrapper.passthrough
+        ):
+            sig = sig._replace(params=target.wrapper.params)
+    return sig
