@@ -113,6 +113,8 @@ def test_the_memory_report_counts_allocations_made_in_other_threads() -> None:
     lm.engine.generate([[1, 2, 3]], [SamplingParams(max_tokens=2)])
     sites = lm.engine.memory_report().top_sites
     assert any(s.source and s.source.startswith("suites/simulation/variants.py:") for s in sites)
-    meta = HarnessRefLM(pretrained="llama-3.1-8b", device="meta:h100-95", backend=ThreadedOOMBackend)
+    meta = HarnessRefLM(
+        pretrained="llama-3.1-8b", device="meta:h100-95", backend=ThreadedOOMBackend
+    )
     with pytest.raises(EngineOutOfMemoryError, match=r"Tried to allocate 2\.12 GiB"):
         meta.engine.generate([[1] * 900] * 4, [SamplingParams(max_tokens=8)] * 4)
