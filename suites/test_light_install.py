@@ -169,4 +169,4 @@ def _bisect_without_extras(light_venv: Path, tmp_path: Path) -> None:
     missing = _run(*bisect, "--check", "regressions")
     assert missing.returncode == 2, missing.stdout + missing.stderr
     assert missing.stderr.startswith("harness: error: ") and missing.stderr.count("\n") == 1
-    assert "pip install 'harness[engine]'" in missing.stderr
+    assert "pip install 'attn-metadata-harness[engine]'" in missing.stderr
