@@ -36,6 +36,7 @@ help: ## Show this help
 $(VENV)/.installed-%: pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@$(PY) ci/install_guard.py '$(EXTRAS)' -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' $(WITH)
 	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' $(WITH)
 	@# This checkout was the distribution "harness" before: drop that editable install (its pytest
 	@# plugins would register twice).
