@@ -55,6 +55,7 @@ DESCRIPTOR_METHOD = 2
 
 GUARD_ISINSTANCE = "isinstance"
 GUARD_PARAM = "param"
+GUARD_IDENTITY = "identity"
 ANY_NAME = ""
 """A dynamic-dispatch prefix that matches every method name."""
 _MIN_PREFIX = 3
@@ -67,8 +68,9 @@ class Atom(NamedTuple):
     """One test a guarded call depends on."""
 
     kind: str
-    """:data:`GUARD_ISINSTANCE` (``names`` = the classes) or :data:`GUARD_PARAM`
-    (``names`` = ``(method, parameter)``)."""
+    """:data:`GUARD_ISINSTANCE` (``names`` = the classes), :data:`GUARD_PARAM`
+    (``names`` = ``(method, parameter)``) or :data:`GUARD_IDENTITY` (``type(self).m is C.m``:
+    ``names`` = ``(m, C)``)."""
     names: tuple[str, ...]
     negated: bool
     """The call runs only when the test is false."""
@@ -119,7 +121,9 @@ class Wrapper(NamedTuple):
     factory: bool
     """``@name(...)``: calling it returns the decorator."""
     passthrough: bool
-    """The inner function takes ``*args, **kwargs``: calls reach the wrapped function."""
+    """The inner function takes ``*args, **kwargs``: calls reach the wrapped function, less
+    the keyword-only parameters among ``params`` (written, or popped from ``**kwargs``): the
+    wrapper consumes those."""
 
 
 class DispatchSummary(NamedTuple):
@@ -150,7 +154,7 @@ _ATTR_ASSIGN = re.compile(
 _GETATTR = re.compile(r"g(?<![\w.]g)etattr\([ \t]*(self|cls|[A-Za-z_][\w.]*)[ \t]*,[ \t]*")
 _STRING_HEAD = re.compile(r"""([rRbBuU]?[fF]?[rR]?)(['"])""")
 _RAISE_GUARD = ("isinstance(", "raise")
-_GUARD_WORDS = ("isinstance(", "signature(")
+_GUARD_WORDS = ("isinstance(", "signature(", "type(", "__class__.")
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
@@ -231,6 +235,10 @@ def _test_atoms(
         if all(n is not None for n in names):
             return [Atom(GUARD_ISINSTANCE, tuple(n for n in names if n), not truth, test.lineno)]
         return []
+    identity = _identity_test(test, self_name)
+    if identity is not None:
+        name, owner, is_ = identity
+        return [Atom(GUARD_IDENTITY, (name, owner), is_ != truth, test.lineno)]
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -243,6 +251,39 @@ def _test_atoms(
             holds = truth if isinstance(test.ops[0], ast.In) else not truth
             return [Atom(GUARD_PARAM, (method, test.left.value), not holds, test.lineno)]
     return []
+
+
+def _identity_test(test: ast.expr, self_name: str) -> tuple[str, str, bool] | None:
+    """``(m, C, True)`` for ``type(self).m is C.m`` (``self.__class__.m`` too; ``False`` for
+    ``is not``)."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Attribute)
+    ):
+        return None
+    holder = test.left.value
+    own = (
+        isinstance(holder, ast.Call)
+        and isinstance(holder.func, ast.Name)
+        and holder.func.id == "type"
+        and len(holder.args) == 1
+        and isinstance(holder.args[0], ast.Name)
+        and holder.args[0].id == self_name
+    ) or (
+        isinstance(holder, ast.Attribute)
+        and holder.attr == "__class__"
+        and isinstance(holder.value, ast.Name)
+        and holder.value.id == self_name
+    )
+    other = dotted_name(test.comparators[0])
+    if not own or other is None:
+        return None
+    owner, _, method = other.rpartition(".")
+    if method != test.left.attr or not owner:
+        return None
+    return method, owner, isinstance(test.ops[0], ast.Is)
 
 
 def _signature_of_self_method(node: ast.expr, self_name: str) -> str | None:
@@ -481,7 +522,40 @@ def _wrapper(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
     params = from_function(inner, {}).params
     kinds = {p.kind for p in params}
     passthrough = ParamKind.VAR_POSITIONAL in kinds and ParamKind.VAR_KEYWORD in kinds
+    if passthrough and inner.args.kwarg is not None:
+        params = _with_popped(params, _popped(inner, inner.args.kwarg.arg))
     return Wrapper(func.name, func.lineno, params, factory, passthrough)
+
+
+def _popped(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> dict[str, bool]:
+    """Keywords ``func`` takes out of its ``**kwargs`` (``kwargs.pop("k", default)``), and
+    whether a default is given: the wrapped function never receives them."""
+    out: dict[str, bool] = {}
+    for stmt in func.body:
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "pop"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == kwargs
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and not node.keywords
+            ):
+                out[node.args[0].value] = len(node.args) > 1 or out.get(node.args[0].value, False)
+    return out
+
+
+def _with_popped(params: tuple[Param, ...], popped: dict[str, bool]) -> tuple[Param, ...]:
+    """``params`` with the popped keywords as keyword-only parameters before ``**kwargs``."""
+    names = {p.name for p in params}
+    extra = [Param(n, ParamKind.KEYWORD_ONLY, d) for n, d in popped.items() if n not in names]
+    if not extra:
+        return params
+    last = [p for p in params if p.kind is ParamKind.VAR_KEYWORD]
+    return (*(p for p in params if p.kind is not ParamKind.VAR_KEYWORD), *extra, *last)
 
 
 def _first_param(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
@@ -731,7 +805,12 @@ def extract(
                 continue
             f_text = "\n".join(lines[stmt.lineno - 1 : f_last])
             self_name = positional[0].arg
-            if f"isinstance({self_name}" in f_text or "signature(" in f_text:
+            if (
+                f"isinstance({self_name}" in f_text
+                or "signature(" in f_text
+                or f"type({self_name})." in f_text
+                or f"{self_name}.__class__." in f_text
+            ):
                 guards.extend(_call_guards(stmt, self_name, calls))
     facts = tuple(
         ClassFacts(

@@ -30,7 +30,7 @@ from harness.overrides.dispatch import (
     ClassFacts,
     Wrapper,
 )
-from harness.overrides.signature import PROPERTY, Signature
+from harness.overrides.signature import PROPERTY, ParamKind, Signature
 from harness.overrides.summary import ClassSummary, FileSummary, Import
 
 _MAX_DEPTH = 40
@@ -571,12 +571,8 @@ class Project:
                     sig = sig._replace(decorators=sig.decorators | {PROPERTY})
                 elif kind != DESCRIPTOR_METHOD:
                     return None  # an instance of the class replaces the function
-            elif (
-                isinstance(target, FunctionInfo)
-                and target.wrapper.factory == called
-                and not target.wrapper.passthrough
-            ):
-                sig = sig._replace(params=target.wrapper.params)
+            elif isinstance(target, FunctionInfo) and target.wrapper.factory == called:
+                sig = _through_wrapper(sig, target.wrapper)
         return sig
 
     # -- MRO -------------------------------------------------------------------------------
@@ -817,3 +813,20 @@ def _c3(sequences: list[list[ClassInfo]]) -> list[ClassInfo] | None:
                 heads[i] = at = at + 1
                 if at < len(seq):
                     tails[id(seq[at])] -= 1
+
+
+def _through_wrapper(sig: Signature, wrapper: Wrapper) -> Signature:
+    """What a call of ``sig``'s method accepts once ``wrapper`` replaces it: the wrapper's
+    own parameters, or for a pass-through (``*args, **kwargs``) the method's, plus the
+    keywords the wrapper consumes (its keyword-only parameters)."""
+    if not wrapper.passthrough:
+        return sig._replace(params=wrapper.params)
+    names = {p.name for p in sig.params}
+    consumed = [
+        p for p in wrapper.params if p.kind is ParamKind.KEYWORD_ONLY and p.name not in names
+    ]
+    if not consumed:
+        return sig
+    if any(p.kind is ParamKind.VAR_KEYWORD for p in sig.params):
+        return sig  # the method takes any keyword already
+    return sig._replace(params=(*sig.params, *consumed))

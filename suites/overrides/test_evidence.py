@@ -171,3 +171,26 @@ def test_cls_receiver_in_a_class_method(tmp_path: Path) -> None:
     assert proven.evidence.error.endswith("got an unexpected keyword argument 'device_ids'")
     # `cls.inst(None, a=1)` passes the instance explicitly: not a bound call, no proof.
     assert found["inst"].severity is Severity.WARNING and found["inst"].evidence is None
+
+
+def test_a_wrapper_that_pops_a_keyword_never_passes_it_to_the_override(tmp_path: Path) -> None:
+    base = (
+        "def consume(fn):\n"
+        "    def wrap(*args, **kwargs):\n"
+        "        kwargs.pop('decorate', None)\n"
+        "        return fn(*args, **kwargs)\n"
+        "    return wrap\n\n"
+        "class Base:\n"
+        "    def f(self, x, decorate=False): ...\n\n"
+        "    def run(self):\n        return self.f(1, decorate=True)\n"
+    )
+    popped = (
+        "from base import Base, consume\nclass Sub(Base):\n    @consume\n    def f(self, x): ...\n"
+    )
+    assert all(
+        f.severity is Severity.WARNING
+        for f in findings(tmp_path, {"base.py": base, "sub.py": popped})
+    )
+    plain = base.replace("kwargs.pop('decorate', None)", "print(kwargs)")
+    found = findings(tmp_path, {"base.py": plain, "sub.py": popped})
+    assert [f.severity for f in found] == [Severity.ERROR]

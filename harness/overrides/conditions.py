@@ -1,0 +1,145 @@
+"""The conditions a call runs under inside its function, as source text.
+
+Shown with an error's evidence ("reached only if ..."): the tests of the ``if``/``elif``/
+``while`` blocks and ``match`` cases around the call, negated for ``else`` branches and for
+early exits before it (``if not x: return``), and the left side of ``a and f()``,
+``f() if a else b``. Read from the file when a finding needs them (only proofs do), so a
+check of an unchanged tree never parses for them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_LIMIT = 160
+"""Longest condition text shown; longer ones are cut with an ellipsis."""
+
+
+def _text(source: str, node: ast.AST) -> str:
+    text = ast.get_source_segment(source, node) or ast.unparse(node)
+    text = " ".join(text.split())
+    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+
+
+def _negate(source: str, node: ast.expr) -> str:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _text(source, node.operand)
+    text = _text(source, node)
+    loose = isinstance(node, (ast.BoolOp, ast.IfExp, ast.NamedExpr, ast.Lambda))
+    return f"not ({text})" if loose else f"not {text}"
+
+
+def _holds(node: ast.AST, line: int, col: int) -> bool:
+    first = getattr(node, "lineno", 0)
+    last = getattr(node, "end_lineno", None) or first
+    if not first <= line <= last:
+        return False
+    if line == first and col < getattr(node, "col_offset", 0):
+        return False
+    end_col = getattr(node, "end_col_offset", None)
+    return not (line == last and end_col is not None and col > end_col)
+
+
+def _ends_in_exit(body: Sequence[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], _EXITS)
+
+
+class _Finder:
+    """Walks from a function down to the call, collecting the conditions in force."""
+
+    def __init__(self, source: str, line: int, col: int) -> None:
+        self.source = source
+        self.line = line
+        self.col = col
+        self.found: list[str] | None = None
+
+    def body(self, stmts: Sequence[ast.stmt], held: list[str]) -> bool:
+        held = list(held)
+        for stmt in stmts:
+            if _holds(stmt, self.line, self.col):
+                return self.stmt(stmt, held)
+            if isinstance(stmt, ast.If) and stmt.lineno < self.line:
+                if _ends_in_exit(stmt.body) and not _ends_in_exit(stmt.orelse):
+                    held.append(_negate(self.source, stmt.test))
+                elif _ends_in_exit(stmt.orelse) and not _ends_in_exit(stmt.body):
+                    held.append(_text(self.source, stmt.test))
+        return False
+
+    def stmt(self, stmt: ast.stmt, held: list[str]) -> bool:
+        if isinstance(stmt, (ast.If, ast.While)):
+            test = _text(self.source, stmt.test)
+            if _holds(stmt.test, self.line, self.col):
+                return self.expr(stmt.test, held)
+            if self.body(stmt.body, [*held, test]):
+                return True
+            return self.body(stmt.orelse, [*held, _negate(self.source, stmt.test)])
+        if isinstance(stmt, ast.Match):
+            subject = _text(self.source, stmt.subject)
+            for case in stmt.cases:
+                pattern = _text(self.source, case.pattern)
+                if self.body(case.body, [*held, f"{subject} matches {pattern}"]):
+                    return True
+            return self.expr(stmt.subject, held)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return self.body(stmt.body, [])  # what held where it was defined is not a test
+        blocks: list[Sequence[ast.stmt]] = []
+        for name in ("body", "orelse", "finalbody"):
+            value = getattr(stmt, name, None)
+            if isinstance(value, list):
+                blocks.append(value)  # pyright: ignore[reportUnknownArgumentType]
+        for block in blocks:
+            if self.body(block, held):
+                return True
+        for handler in getattr(stmt, "handlers", ()):
+            caught = "an exception" if handler.type is None else _text(self.source, handler.type)
+            if self.body(handler.body, [*held, f"{caught} is raised"]):
+                return True
+        return self.expr(stmt, held)
+
+    def expr(self, root: ast.AST, held: list[str]) -> bool:
+        node: ast.AST = root
+        held = list(held)
+        while True:
+            step: ast.AST | None = None
+            if isinstance(node, ast.BoolOp):
+                for i, value in enumerate(node.values):
+                    if _holds(value, self.line, self.col):
+                        for before in node.values[:i]:
+                            held.append(
+                                _text(self.source, before)
+                                if isinstance(node.op, ast.And)
+                                else _negate(self.source, before)
+                            )
+                        step = value
+                        break
+            elif isinstance(node, ast.IfExp):
+                test = _text(self.source, node.test)
+                if _holds(node.body, self.line, self.col):
+                    held.append(test)
+                    step = node.body
+                elif _holds(node.orelse, self.line, self.col):
+                    held.append(_negate(self.source, node.test))
+                    step = node.orelse
+            if step is None:
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, ast.expr) and _holds(child, self.line, self.col):
+                        step = child
+                        break
+            if step is None:
+                self.found = held
+                return True
+            node = step
+
+
+def conditions(source: str, line: int, col: int) -> tuple[str, ...]:
+    """The conditions under which the call at ``line``/``col`` (1-based column) runs, outermost
+    first; ``()`` when it runs unconditionally in its function or cannot be found."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    finder = _Finder(source, line, col - 1)
+    finder.body(tree.body, [])
+    return tuple(dict.fromkeys(finder.found or ()))
