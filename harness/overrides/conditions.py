@@ -10,6 +10,7 @@ check of an unchanged tree never parses for them.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from collections.abc import Sequence
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -49,14 +50,28 @@ def _ends_in_exit(body: Sequence[ast.stmt]) -> bool:
 class _Finder:
     """Walks from a function down to the call, collecting the conditions in force."""
 
-    def __init__(self, source: str, line: int, col: int) -> None:
+    def __init__(self, source: str, line: int, col: int, starts: dict[int, list[int]]) -> None:
         self.source = source
+        self.starts = starts
+        """First lines of the statements of module and class bodies, by ``id`` of the body."""
         self.line = line
         self.col = col
         self.found: list[str] | None = None
 
-    def body(self, stmts: Sequence[ast.stmt], held: list[str]) -> bool:
+    def body(self, stmts: Sequence[ast.stmt], held: list[str], in_function: bool = True) -> bool:
+        """Descend into the statement of ``stmts`` holding the call. Early exits before it
+        count only in a function body (elsewhere none can exit), so module and class bodies
+        are searched by line (a file of thousands of classes costs a bisection per call)."""
         held = list(held)
+        if not in_function:
+            starts = self.starts.get(id(stmts))
+            if starts is None:
+                starts = self.starts[id(stmts)] = [s.lineno for s in stmts]
+            at = bisect_right(starts, self.line) - 1
+            for stmt in stmts[max(at - 1, 0) : at + 1]:  # decorators start before `def`
+                if _holds(stmt, self.line, self.col):
+                    return self.stmt(stmt, held)
+            return False
         for stmt in stmts:
             if _holds(stmt, self.line, self.col):
                 return self.stmt(stmt, held)
@@ -82,8 +97,10 @@ class _Finder:
                 if self.body(case.body, [*held, f"{subject} matches {pattern}"]):
                     return True
             return self.expr(stmt.subject, held)
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return self.body(stmt.body, [])  # what held where it was defined is not a test
+        if isinstance(stmt, ast.ClassDef):
+            return self.body(stmt.body, [], in_function=False)
         blocks: list[Sequence[ast.stmt]] = []
         for name in ("body", "orelse", "finalbody"):
             value = getattr(stmt, name, None)
@@ -133,13 +150,28 @@ class _Finder:
             node = step
 
 
+class Conditions:
+    """The conditions of calls in one file (parsed once, on the first question)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._tree: ast.Module | None = None
+        self._starts: dict[int, list[int]] = {}
+
+    def at(self, line: int, col: int) -> tuple[str, ...]:
+        """The conditions under which the call at ``line``/``col`` (1-based column) runs,
+        outermost first; ``()`` when it runs unconditionally in its function or cannot be
+        found."""
+        if self._tree is None:
+            try:
+                self._tree = ast.parse(self.source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._tree = ast.Module(body=[], type_ignores=[])
+        finder = _Finder(self.source, line, col - 1, self._starts)
+        finder.body(self._tree.body, [], in_function=False)
+        return tuple(dict.fromkeys(finder.found or ()))
+
+
 def conditions(source: str, line: int, col: int) -> tuple[str, ...]:
-    """The conditions under which the call at ``line``/``col`` (1-based column) runs, outermost
-    first; ``()`` when it runs unconditionally in its function or cannot be found."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ()
-    finder = _Finder(source, line, col - 1)
-    finder.body(tree.body, [])
-    return tuple(dict.fromkeys(finder.found or ()))
+    """:meth:`Conditions.at` for one call of ``source``."""
+    return Conditions(source).at(line, col)

@@ -528,8 +528,8 @@ def _wrapper(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
 
 
 def _popped(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> dict[str, bool]:
-    """Keywords ``func`` takes out of its ``**kwargs`` (``kwargs.pop("k", default)``), and
-    whether a default is given: the wrapped function never receives them."""
+    """Keywords ``func`` takes out of its ``**kwargs`` (``kwargs.pop("k", ...)``), each
+    optional: the wrapped function never receives them."""
     out: dict[str, bool] = {}
     for stmt in func.body:
         for node in ast.walk(stmt):
@@ -544,7 +544,7 @@ def _popped(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> dict[s
                 and isinstance(node.args[0].value, str)
                 and not node.keywords
             ):
-                out[node.args[0].value] = len(node.args) > 1 or out.get(node.args[0].value, False)
+                out[node.args[0].value] = True  # absent, it is a KeyError, not a TypeError
     return out
 
 

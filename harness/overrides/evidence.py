@@ -26,7 +26,7 @@ from typing import NamedTuple
 from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
-from harness.overrides.conditions import conditions
+from harness.overrides.conditions import Conditions
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
@@ -82,7 +82,7 @@ class EvidenceIndex:
         self._by_method: dict[str, list[CallEntry]] = {}
         self._forwarded: dict[str, list[Forwarded]] = {}
         self.reach = Reach(project, self.calls)
-        self._sources: dict[str, str] = {}
+        self._sources: dict[str, Conditions] = {}
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -161,17 +161,16 @@ class EvidenceIndex:
 
     def _with_guards(self, proof: Proof) -> Proof:
         """``proof`` with the conditions its call runs under in its function."""
-        module = proof.module
-        source = self._sources.get(module.file.path)
-        if source is None:
+        path = proof.module.file.path
+        known = self._sources.get(path)
+        if known is None:
             try:
-                with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-                    source = handle.read()
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    known = Conditions(handle.read())
             except OSError:
-                source = ""
-            self._sources[module.file.path] = source
-        found = conditions(source, proof.call.line, proof.call.col) if source else ()
-        return proof._replace(guards=found)
+                known = Conditions("")
+            self._sources[path] = known
+        return proof._replace(guards=known.at(proof.call.line, proof.call.col))
 
 
 def _rank(proof: Proof) -> tuple[bool, bool, bool, str, int]:
