@@ -57,6 +57,18 @@ class _Finder:
         self.line = line
         self.col = col
         self.found: list[str] | None = None
+        self.origin: dict[str, tuple[ast.expr, bool]] = {}
+        """Condition text -> the test and the value it must have."""
+
+    def _pos(self, test: ast.expr) -> str:
+        text = _text(self.source, test)
+        self.origin.setdefault(text, (test, True))
+        return text
+
+    def _neg(self, test: ast.expr) -> str:
+        text = _negate(self.source, test)
+        self.origin.setdefault(text, (test, False))
+        return text
 
     def body(self, stmts: Sequence[ast.stmt], held: list[str], in_function: bool = True) -> bool:
         """Descend into the statement of ``stmts`` holding the call. Early exits before it
@@ -77,19 +89,18 @@ class _Finder:
                 return self.stmt(stmt, held)
             if isinstance(stmt, ast.If) and stmt.lineno < self.line:
                 if _ends_in_exit(stmt.body) and not _ends_in_exit(stmt.orelse):
-                    held.append(_negate(self.source, stmt.test))
+                    held.append(self._neg(stmt.test))
                 elif _ends_in_exit(stmt.orelse) and not _ends_in_exit(stmt.body):
-                    held.append(_text(self.source, stmt.test))
+                    held.append(self._pos(stmt.test))
         return False
 
     def stmt(self, stmt: ast.stmt, held: list[str]) -> bool:
         if isinstance(stmt, (ast.If, ast.While)):
-            test = _text(self.source, stmt.test)
             if _holds(stmt.test, self.line, self.col):
                 return self.expr(stmt.test, held)
-            if self.body(stmt.body, [*held, test]):
+            if self.body(stmt.body, [*held, self._pos(stmt.test)]):
                 return True
-            return self.body(stmt.orelse, [*held, _negate(self.source, stmt.test)])
+            return self.body(stmt.orelse, [*held, self._neg(stmt.test)])
         if isinstance(stmt, ast.Match):
             subject = _text(self.source, stmt.subject)
             for case in stmt.cases:
@@ -124,20 +135,16 @@ class _Finder:
                 for i, value in enumerate(node.values):
                     if _holds(value, self.line, self.col):
                         for before in node.values[:i]:
-                            held.append(
-                                _text(self.source, before)
-                                if isinstance(node.op, ast.And)
-                                else _negate(self.source, before)
-                            )
+                            and_ = isinstance(node.op, ast.And)
+                            held.append(self._pos(before) if and_ else self._neg(before))
                         step = value
                         break
             elif isinstance(node, ast.IfExp):
-                test = _text(self.source, node.test)
                 if _holds(node.body, self.line, self.col):
-                    held.append(test)
+                    held.append(self._pos(node.test))
                     step = node.body
                 elif _holds(node.orelse, self.line, self.col):
-                    held.append(_negate(self.source, node.test))
+                    held.append(self._neg(node.test))
                     step = node.orelse
             if step is None:
                 for child in ast.iter_child_nodes(node):
@@ -158,18 +165,32 @@ class Conditions:
         self._tree: ast.Module | None = None
         self._starts: dict[int, list[int]] = {}
 
-    def at(self, line: int, col: int) -> tuple[str, ...]:
-        """The conditions under which the call at ``line``/``col`` (1-based column) runs,
-        outermost first; ``()`` when it runs unconditionally in its function or cannot be
-        found."""
+    @property
+    def tree(self) -> ast.Module:
+        """The parsed file (empty when it does not parse)."""
         if self._tree is None:
             try:
                 self._tree = ast.parse(self.source)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._tree = ast.Module(body=[], type_ignores=[])
+        return self._tree
+
+    def tests(self, line: int, col: int) -> list[tuple[str, ast.expr | None, bool]]:
+        """The conditions of the call at ``line``/``col`` (1-based column), outermost first:
+        each its text, the test it comes from (``None`` for a ``match`` case or a handler)
+        and the value that test must have."""
         finder = _Finder(self.source, line, col - 1, self._starts)
-        finder.body(self._tree.body, [], in_function=False)
-        return tuple(dict.fromkeys(finder.found or ()))
+        finder.body(self.tree.body, [], in_function=False)
+        out: list[tuple[str, ast.expr | None, bool]] = []
+        for text in dict.fromkeys(finder.found or ()):
+            test, value = finder.origin.get(text, (None, True))
+            out.append((text, test, value))
+        return out
+
+    def at(self, line: int, col: int) -> tuple[str, ...]:
+        """The conditions' texts (see :meth:`tests`); ``()`` when the call runs
+        unconditionally in its function or cannot be found."""
+        return tuple(text for text, _, _ in self.tests(line, col))
 
 
 def conditions(source: str, line: int, col: int) -> tuple[str, ...]:

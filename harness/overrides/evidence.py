@@ -21,12 +21,14 @@ about the override and is not used.
 
 from __future__ import annotations
 
+import ast
 from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions
+from harness.overrides.decide import Decider
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
@@ -49,6 +51,8 @@ class Proof(NamedTuple):
     """Why the call reaches the override only through an object of unknown type, when so."""
     guards: tuple[str, ...] = ()
     """The conditions the call runs under in its function (for certain proofs)."""
+    subject: ClassInfo | None = None
+    """The class whose instance ``self`` is at the call, for ``self``/``super()`` calls."""
 
 
 def shape_of(call: CallSite) -> CallShape:
@@ -83,6 +87,7 @@ class EvidenceIndex:
         self._forwarded: dict[str, list[Forwarded]] = {}
         self.reach = Reach(project, self.calls)
         self._sources: dict[str, Conditions] = {}
+        self._decider: Decider | None = None
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -155,13 +160,11 @@ class EvidenceIndex:
             prover.prove(call, site, module, None)
         for hop in forwarded:
             prover.prove(hop.call, hop.site, hop.module, hop)
-        out = prover.out
+        out = [self._with_guards(p) if p.certain else p for p in prover.out]
         out.sort(key=_rank)
-        return [self._with_guards(p) if p.certain else p for p in out]
+        return out
 
-    def _with_guards(self, proof: Proof) -> Proof:
-        """``proof`` with the conditions its call runs under in its function."""
-        path = proof.module.file.path
+    def _file(self, path: str) -> Conditions:
         known = self._sources.get(path)
         if known is None:
             try:
@@ -170,7 +173,42 @@ class EvidenceIndex:
             except OSError:
                 known = Conditions("")
             self._sources[path] = known
-        return proof._replace(guards=known.at(proof.call.line, proof.call.col))
+        return known
+
+    def _with_guards(self, proof: Proof) -> Proof:
+        """``proof`` with the conditions its call runs under in its function; a warning
+        instead when one of them is decided false for the class (:mod:`.decide`)."""
+        tests = self._file(proof.module.file.path).tests(proof.call.line, proof.call.col)
+        proof = proof._replace(guards=tuple(text for text, _, _ in tests))
+        if proof.subject is None:
+            return proof
+        for text, test, value in tests:
+            attr = _self_attribute(test, value)
+            if attr is None:
+                continue
+            if self._decider is None:
+                self._decider = Decider(self.project, self.reach, lambda p: self._file(p).tree)
+            why = self._decider.empty_for(proof.subject, attr)
+            if why is not None:
+                where = f"{proof.module.file.display}:{proof.call.line}"
+                said = f"it runs only if {text} (at {where}), but {why}"
+                return proof._replace(certain=False, unreached=said)
+        return proof
+
+
+def _self_attribute(test: ast.expr | None, value: bool) -> str | None:
+    """``x`` when the condition needs ``self.x`` truthy (``self.x`` true, ``not self.x``
+    false)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, value = test.operand, not value
+    if (
+        value
+        and isinstance(test, ast.Attribute)
+        and isinstance(test.value, ast.Name)
+        and test.value.id == "self"
+    ):
+        return test.attr
+    return None
 
 
 def _rank(proof: Proof) -> tuple[bool, bool, bool, str, int]:
@@ -242,6 +280,7 @@ class _Prover:
             return  # `cls.m(obj, ...)` passes self explicitly: shape unknown
         project, reach = self.project, self.reach
         best: tuple[int, str | None] | None = None
+        subject: ClassInfo | None = None
         for x in self.inheritors:
             if not project.in_mro(site, x) or not self._hops(x, hop):
                 continue
@@ -250,7 +289,7 @@ class _Prover:
                 continue  # x overrides the caller and never reaches this one
             level, why = reach.verdict(x, call, site, module)
             if level == YES:
-                best = (YES, None)
+                best, subject = (YES, None), x
                 break
             if best is None or level > best[0]:
                 best = (level, why)
@@ -265,6 +304,7 @@ class _Prover:
             unreached=why if level == NO else None,
             untyped=why if level == UNTYPED else None,
             hop=hop,
+            subject=subject,
         )
 
     def on_super(self, call: CallSite, site: ClassInfo, module: ModuleInfo) -> None:
@@ -284,6 +324,7 @@ class _Prover:
             level == YES,
             unreached=why if level == NO else None,
             untyped=why if level == UNTYPED else None,
+            subject=site,
         )
 
     def on_constructed(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
@@ -317,6 +358,7 @@ class _Prover:
         unreached: str | None = None,
         untyped: str | None = None,
         hop: Forwarded | None = None,
+        subject: ClassInfo | None = None,
     ) -> None:
         """Record the proof if the override rejects the call and the base does not."""
         key = (module.file.display, call.line, call.col)
@@ -335,4 +377,6 @@ class _Prover:
             return  # wrong against the base as well: not evidence about this override
         self.seen.add(key)
         via = None if hop is None else f"{hop.forwarder.qualname}.{hop.method}(*args, **kwargs)"
-        self.out.append(Proof(call, module, error, certain, unreached, via, untyped))
+        self.out.append(
+            Proof(call, module, error, certain, unreached, via, untyped, subject=subject)
+        )
