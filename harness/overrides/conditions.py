@@ -43,6 +43,23 @@ def _holds(node: ast.AST, line: int, col: int) -> bool:
     return not (line == last and end_col is not None and col > end_col)
 
 
+_CATCHES_TYPE_ERROR = frozenset({"TypeError", "Exception", "BaseException"})
+
+
+def _caught_names(node: ast.expr | None) -> frozenset[str] | None:
+    """The last components of the exception classes ``node`` names (``None``: everything)."""
+    if node is None:
+        return None
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    names: set[str] = set()
+    for item in items:
+        if isinstance(item, ast.Attribute):
+            names.add(item.attr)
+        elif isinstance(item, ast.Name):
+            names.add(item.id)
+    return frozenset(names)
+
+
 def _ends_in_exit(body: Sequence[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], _EXITS)
 
@@ -57,6 +74,9 @@ class _Finder:
         self.line = line
         self.col = col
         self.found: list[str] | None = None
+        self.caught: str | None = None
+        """Where a ``TypeError`` raised by the call is handled (``except TypeError:`` around
+        it, ``with pytest.raises(TypeError):``), described; ``None`` when nowhere."""
         self.origin: dict[str, tuple[ast.expr, bool]] = {}
         """Condition text -> the test and the value it must have."""
 
@@ -119,12 +139,40 @@ class _Finder:
                 blocks.append(value)  # pyright: ignore[reportUnknownArgumentType]
         for block in blocks:
             if self.body(block, held):
+                if block is getattr(stmt, "body", None) and self.caught is None:
+                    self.caught = self._catcher(stmt)
                 return True
         for handler in getattr(stmt, "handlers", ()):
             caught = "an exception" if handler.type is None else _text(self.source, handler.type)
             if self.body(handler.body, [*held, f"{caught} is raised"]):
                 return True
         return self.expr(stmt, held)
+
+    def _catcher(self, stmt: ast.stmt) -> str | None:
+        """How ``stmt`` (holding the call in its body) handles a ``TypeError``, if it does."""
+        where = f"line {stmt.lineno}"
+        for handler in getattr(stmt, "handlers", ()):
+            caught = _caught_names(handler.type)
+            if caught is None or caught & _CATCHES_TYPE_ERROR:
+                shown = (
+                    "except:"
+                    if handler.type is None
+                    else f"except {_text(self.source, handler.type)}:"
+                )
+                return f"{shown} at {where}"
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                expr = item.context_expr
+                if not isinstance(expr, ast.Call):
+                    continue
+                func = expr.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name not in ("raises", "assertRaises", "assertRaisesRegex", "suppress"):
+                    continue
+                caught = _caught_names(expr.args[0] if expr.args else None)
+                if caught is not None and caught & _CATCHES_TYPE_ERROR:
+                    return f"with {_text(self.source, expr)}: at {where}"
+        return None
 
     def expr(self, root: ast.AST, held: list[str]) -> bool:
         node: ast.AST = root
@@ -174,6 +222,13 @@ class Conditions:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._tree = ast.Module(body=[], type_ignores=[])
         return self._tree
+
+    def caught(self, line: int, col: int) -> str | None:
+        """Where a ``TypeError`` of the call at ``line``/``col`` is handled, if anywhere in its
+        function (``except TypeError:``, ``with pytest.raises(TypeError):``)."""
+        finder = _Finder(self.source, line, col - 1, self._starts)
+        finder.body(self.tree.body, [], in_function=False)
+        return finder.caught
 
     def tests(self, line: int, col: int) -> list[tuple[str, ast.expr | None, bool]]:
         """The conditions of the call at ``line``/``col`` (1-based column), outermost first:

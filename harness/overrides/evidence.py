@@ -178,8 +178,13 @@ class EvidenceIndex:
     def _with_guards(self, proof: Proof) -> Proof:
         """``proof`` with the conditions its call runs under in its function; a warning
         instead when one of them is decided false for the class (:mod:`.decide`)."""
-        tests = self._file(proof.module.file.path).tests(proof.call.line, proof.call.col)
+        known = self._file(proof.module.file.path)
+        tests = known.tests(proof.call.line, proof.call.col)
         proof = proof._replace(guards=tuple(text for text, _, _ in tests))
+        caught = known.caught(proof.call.line, proof.call.col)
+        if caught is not None:
+            said = f"the TypeError is handled where it is raised ({caught})"
+            return proof._replace(certain=False, unreached=said)
         if proof.subject is None:
             return proof
         for text, test, value in tests:

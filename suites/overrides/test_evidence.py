@@ -241,3 +241,42 @@ def test_the_same_condition_stays_an_error_when_the_subclass_fills_it(tmp_path: 
     )
     assert f.severity is Severity.ERROR and f.evidence is not None
     assert f.evidence.guards == ("self._hooks",)
+
+
+CAUGHT = """\
+class Base:
+    def get_offset(self, bbox, renderer): ...
+
+    def extent(self):
+        {wrap}
+            px = self.get_offset(1, 2)
+        {handler}
+            px = self.get_offset()
+        return px
+
+
+class Sub(Base):
+    def get_offset(self): ...
+"""
+
+
+def test_a_call_whose_type_error_is_handled_is_no_error(tmp_path: Path) -> None:
+    f = only(findings(tmp_path, {"m.py": CAUGHT.format(wrap="try:", handler="except TypeError:")}))
+    assert f.severity is Severity.WARNING and f.evidence is not None
+    assert (
+        f.evidence.unreached
+        == "the TypeError is handled where it is raised (except TypeError: at line 5)"
+    )
+    other = CAUGHT.format(wrap="try:", handler="except KeyError:")
+    assert only(findings(tmp_path, {"m.py": other})).severity is Severity.ERROR
+
+
+def test_a_call_expected_to_raise_in_a_test_is_no_error(tmp_path: Path) -> None:
+    test = (
+        "import pytest\nfrom m import Sub\n\ndef test_it():\n"
+        "    s = Sub()\n    with pytest.raises(TypeError):\n        s.get_offset(1, 2)\n"
+    )
+    source = "class Base:\n    def get_offset(self, bbox, renderer): ...\n\nclass Sub(Base):\n    def get_offset(self): ...\n"
+    f = only(findings(tmp_path, {"m.py": source, "test_m.py": test}))
+    assert f.severity is Severity.WARNING and f.evidence is not None
+    assert f.evidence.unreached is not None and "pytest.raises(TypeError)" in f.evidence.unreached
