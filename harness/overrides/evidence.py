@@ -1,22 +1,15 @@
-"""Call-site evidence: calls in the project that the override provably rejects.
+"""Call-site evidence: calls in the project that an override provably rejects.
 
-A call proves a crash (``error``) when Python is certain to dispatch it to the override:
-
-* ``self.m(...)`` inside a method ``f`` of a class ``A`` in the MRO of the overriding class
-  (or of a subclass that inherits the override), where that class inherits ``f`` from ``A``;
-* ``super().m(...)`` in a subclass whose next definition of ``m`` is the override;
-* ``C(...).m(...)`` or ``x = C(...); x.m(...)`` where ``C`` resolves to a class whose
-  ``m`` is the override.
-
-A receiver only annotated as a base class (``x: Base``) might be any subclass, so such a call
-is shown as ``warning`` evidence. So is a ``self``/``super()`` call that cannot run for any
-class inheriting the override (:mod:`harness.overrides.reach`: a guard excludes it, or the
-calling method is reached only through methods those classes override), or that runs only
-when a call on an object of unknown type reaches its method, with the reason. An error's
-evidence lists the conditions its call runs under (:mod:`harness.overrides.conditions`).
-The rejection is decided by binding the call's shape against the override's signature
-(:mod:`harness.overrides.binding`); a call the base signature rejects too proves nothing
-about the override and is not used.
+One proof function per kind of receiver (:class:`_Prover`): ``self.m(...)``/``cls.m(...)`` in
+a method the subclass runs (:mod:`harness.overrides.reach`), ``super().m(...)`` landing on the
+override, ``C(...).m(...)`` on a class inheriting it (``error``), and ``x: Base`` receivers
+(``warning``: any subclass). A ``self`` call is a warning, with the reason, when it cannot run
+for any class inheriting the override, when only an object of unknown type leads to its method,
+when a ``self.<attr>`` condition is decided false for the class (:mod:`.decide`) or when its
+``TypeError`` is handled around it. An error lists the conditions its call runs under
+(:mod:`harness.overrides.conditions`). Rejection is decided by binding the call's shape
+against the override (:mod:`harness.overrides.binding`); a call the base rejects too proves
+nothing about the override.
 """
 
 from __future__ import annotations

@@ -1,26 +1,16 @@
-"""Modules outside the scanned tree: the standard library and installed packages, read from
-source files, without importing anything. The standard library is the running
-interpreter's; installed packages are read only from an environment the user names
-(:func:`environment`, ``--python``), so a verdict never depends on what is installed beside
-the checker.
+"""Modules outside the scanned tree, read from source files without importing anything.
 
-A base class such as ``threading.Thread`` or ``torch.nn.Module`` is resolved by finding its
-module the way ``import`` would, but only with :class:`importlib.machinery.PathFinder` over
-that search path, one dotted component at a time: no package ``__init__`` runs, no meta-path
-hook is consulted. The module's ``.py`` file is summarised like a file of the tree, and
-cached by content hash the same way, once per machine
-(:class:`~harness.overrides.cache.InstalledCache`). A module with no Python source (a C
-extension, a built-in module) is read from a type stub instead, when one exists: ``name.pyi`` beside it,
-a ``<package>-stubs`` distribution, or the standard-library stubs of an installed typeshed
-(mypy ships one). Classes of such modules are never checked themselves; they provide bases,
-signatures and call sites. Every file read is recorded (:attr:`InstalledModules.used`), so
-that a stored result is reused only while those files are unchanged.
-
-A module of the tree's own top-level packages that the scanned paths leave out (``pkg.base``
-when only ``pkg/sub.py`` is passed, or ``vllm.attention.abstract`` when only ``vllm/v1`` is)
-is never looked up on ``sys.path``: it is read the same way from beside the tree, under the
-import roots that name the scanned files, so a base defined there still gives its signatures
-and call sites instead of silently leaving the subclass unchecked.
+The standard library is the running interpreter's; installed packages are read only from an
+environment the user names (:func:`environment`, ``--python``), so a verdict never depends on
+what is installed beside the checker. A module is found as ``import`` would, but only with
+:class:`importlib.machinery.PathFinder` over that search path, one dotted component at a time
+(no package ``__init__`` runs, no meta-path hook is consulted), and summarised like a file of
+the tree, cached by content hash once per machine (:class:`~harness.overrides.cache.InstalledCache`).
+A module without Python source is read from a stub (``name.pyi`` beside it, a ``<package>-stubs``
+distribution, or the typeshed of a mypy found on the search path). Every file read is recorded
+(:attr:`InstalledModules.used`) so a stored result is reused only while they are unchanged.
+Modules of the tree's own top-level packages that the scanned paths leave out are read from
+beside the tree (under the import roots that name the scanned files), never from the search path.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """Whether a call inside a method can run for an instance of a given class.
 
-A call ``self.m(...)`` in ``A.f`` proves a crash for a subclass ``X`` only if ``A.f`` can run
-with ``self`` an ``X``. :meth:`Reach.why_not` answers with ``None`` (it can, as far as the
-source shows) or a sentence saying why it cannot:
-
-* a **guard** around the call excludes ``X``: ``isinstance(self, C)`` where ``C`` is (not) in
-  ``X``'s MRO, or ``"p" in inspect.signature(self.m).parameters`` where ``X``'s ``m`` has
-  (lacks) ``p``;
-* ``A.f`` is **not reached** for ``X``: ``X`` overrides ``f`` (and nothing in ``X``'s MRO
-  calls ``super().f()`` on the way), and every call of ``f`` in the tree is itself on a path
-  that does not run for ``X``.
-
-A method counts as reached from outside, and so always runs, when it is a dunder (Python
-calls it), when its name escapes (``self.f`` used without a call, ``getattr(self, "f")``,
-``getattr(self, prefix + name)`` matching it), when some class in ``X``'s MRO could not be
-resolved (an unseen base may call it), when some call of ``f`` on an untyped object does not
-exclude ``X``, or when nothing in the tree calls it at all (an entry point for the project's
-users). The call graph is the tree's: a method the tree calls is taken to be reached only
-through those calls.
+:meth:`Reach.verdict` answers :data:`YES` (a path of calls on ``self``/``cls`` or on objects
+known to be of that class leads there, or the method is an entry point), :data:`UNTYPED` (only
+calls on objects of unknown type, or typed as a base, lead there) or :data:`NO`, with a sentence
+saying why. A **guard** can exclude the class (``isinstance(self, C)``, ``"p" in
+inspect.signature(self.m).parameters``, ``type(self).m is C.m``), or the method is **not
+reached**: the class overrides it without ``super()`` on the way, and every call of it runs on
+paths that do not hold the class. A method always runs when it is a dunder, when its name
+escapes (``self.f`` uncalled, ``getattr(self, "f")``, a matching ``getattr`` prefix), when the
+class's MRO is not fully resolved, or when nothing in its hierarchy calls it (a public method is
+then an entry point; a private one called only on untyped objects is :data:`UNTYPED`).
 """
 
 from __future__ import annotations
