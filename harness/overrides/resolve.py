@@ -573,7 +573,34 @@ class Project:
                     return None  # an instance of the class replaces the function
             elif isinstance(target, FunctionInfo) and target.wrapper.factory == called:
                 sig = _through_wrapper(sig, target.wrapper)
+            elif (
+                target is None
+                and not called
+                and self.builtin_name(cls.module, written) in _PROPERTIES
+            ):
+                sig = sig._replace(decorators=sig.decorators | {PROPERTY})
         return sig
+
+    def builtin_name(self, module: ModuleInfo, name: str, depth: int = 0) -> str | None:
+        """The standard-library name that ``name`` stands for in ``module`` through aliases
+        and imports (``property`` for ``cache_readonly`` imported from a stub that says
+        ``cache_readonly = property``), when the chain ends there."""
+        if depth > _MAX_DEPTH or name in module.classes or name in module.functions:
+            return None
+        alias = module.aliases.get(name)
+        if alias is not None and alias != name:
+            head, _, last = alias.rpartition(".")
+            if head in ("", "builtins", "functools") and last in _PROPERTIES:
+                return last
+            return None if head else self.builtin_name(module, alias, depth + 1)
+        imp = module.imports.get(name)
+        if imp is None or imp.attr is None:
+            return None
+        absolute = self.absolute_module(module, imp.module, imp.level)
+        if absolute in ("builtins", "functools"):
+            return imp.attr
+        source = self._module(absolute)
+        return None if source is None else self.builtin_name(source, imp.attr, depth + 1)
 
     # -- MRO -------------------------------------------------------------------------------
 
@@ -813,6 +840,9 @@ def _c3(sequences: list[list[ClassInfo]]) -> list[ClassInfo] | None:
                 heads[i] = at = at + 1
                 if at < len(seq):
                     tails[id(seq[at])] -= 1
+
+
+_PROPERTIES = frozenset({"property", "cached_property"})
 
 
 def _through_wrapper(sig: Signature, wrapper: Wrapper) -> Signature:
