@@ -113,6 +113,33 @@ PROJECTS: tuple[Project, ...] = (
     Project("SQLAlchemy", "2.1.9", "sqlalchemy"),
     Project("Django", "5.2.19", "django"),
     Project("sympy", "1.14.0", "sympy"),
+    # The precision slice (docs/precision.md): projects the checker was not developed against.
+    Project(
+        "twisted",
+        "24.11.0",
+        "twisted",
+        known=(
+            Known(
+                "twisted/conch/endpoints.py:347 HO103 error twisted.conch.endpoints._UserAuth.getPassword",
+                "True positive: a PASSWD_CHANGEREQ reply makes the inherited "
+                "ssh_USERAUTH_PK_OK_password call self.getPassword(prompt); _UserAuth's takes none.",
+            ),
+            Known(
+                "twisted/internet/unix.py:652 HO101 error twisted.internet.unix.ConnectedDatagramPort.write",
+                "True positive: the inherited udp.Port.writeSequence(seq, addr) calls "
+                "self.write(data, addr); ConnectedDatagramPort.write takes no addr.",
+            ),
+            Known(
+                "twisted/trial/_asyncrunner.py:28 HO103 error twisted.trial._asyncrunner.TestSuite.run",
+                "True positive: the inherited unittest.TestSuite.debug() calls self.run(debug, True).",
+            ),
+        ),
+    ),
+    Project("pandas", "2.2.3", "pandas"),
+    Project("matplotlib", "3.9.2", "matplotlib"),
+    Project("celery", "5.4.0", "celery"),
+    Project("Sphinx", "8.1.3", "sphinx"),
+    Project("Scrapy", "2.12.0", "scrapy"),
     Project("torch", "2.13.0", "torch", installed=True),
     Project("lm_eval", "0.4.13", "lm_eval", installed=True),
 )

@@ -227,10 +227,19 @@ def _evidence(proof: Proof | None, cls: ClassInfo) -> tuple[Severity, str, Evide
         receiver=_RECEIVER_WORDS[proof.call.receiver],
         unreached=proof.unreached,
         via=proof.via,
+        untyped=proof.untyped,
+        guards=proof.guards,
     )
     where = f"{ev.path}:{ev.line}" + (f" (through {proof.via})" if proof.via else "")
     if proof.certain:
-        return Severity.ERROR, f"; the call at {where} raises {ev.error}", ev
+        only = f", reached only if {' and '.join(proof.guards)}" if proof.guards else ""
+        return Severity.ERROR, f"; the call at {where} raises {ev.error}{only}", ev
+    if proof.untyped is not None:
+        said = (
+            f"; the call at {where} would raise {ev.error} for {cls.qualname}, "
+            f"but only an object of unknown type leads there: {proof.untyped}"
+        )
+        return Severity.WARNING, said, ev
     if proof.unreached is not None:
         said = (
             f"; the call at {where} would raise {ev.error}, "

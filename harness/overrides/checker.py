@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from harness import __version__
+from harness.errors import HarnessError
 from harness.overrides.cache import SCHEMA, Source, code_version, locate, read_sources
 from harness.overrides.config import Excluder
 from harness.overrides.discover import (
@@ -29,6 +30,7 @@ from harness.overrides.results import ResultStore, fingerprint, run_key
 
 if TYPE_CHECKING:
     from harness.overrides.baseline import StaleEntry
+    from harness.overrides.external import Environment
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,9 @@ class CheckOptions:
     external: bool = True
     """Resolve bases outside the tree from the interpreter's installed packages and
     standard library (:mod:`harness.overrides.external`)."""
+    python: str | None = None
+    """The environment installed packages are read from (``--python``: an interpreter, a
+    virtual environment or a directory of packages); ``None``: the standard library only."""
     roots: tuple[str, ...] = ()
     """Set by :func:`check`: the scanned paths (never searched as installed packages)."""
 
@@ -76,6 +81,8 @@ class Stats:
     are re-checked), and named on standard error in case they are typing mistakes."""
     external: tuple[tuple[str, str], ...] = ()
     """``(path, content hash)`` of the files read from outside the tree."""
+    environment: str = ""
+    """What the bases outside the tree were read from, in words."""
 
 
 @dataclass
@@ -124,6 +131,7 @@ def _check(
     changed_paths = None if changed is None else sorted(_changed_files(files, present))
     deleted = frozenset(name for p in missing for name in module_names(p, roots, cwd))
     cache_dir = locate(options.cache_dir, roots, cwd)
+    env = _environment(options, cwd)
     sources, unread = read_sources(files)
     unreadable = [*unreadable, *unread]
     key = run_key(
@@ -139,6 +147,7 @@ def _check(
             ",".join(sorted(options.select)),
             None if options.excluder is None else "\0".join(options.excluder.patterns),
             str(options.external),
+            None if env is None else "\0".join((env.version, *env.search)),
         ]
     )
     print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
@@ -148,9 +157,12 @@ def _check(
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)
     stats = Stats(len(files), reused=findings is not None, excluded=excluded, missing=missing)
+    stats.environment = "" if env is None else env.describe()
     if findings is None:
         options = replace(options, roots=tuple(roots))
-        findings = _analyze(sources, unreadable, changed_paths, deleted, cache_dir, options, stats)
+        findings = _analyze(
+            sources, unreadable, changed_paths, deleted, cache_dir, options, stats, env
+        )
         store.put(key, print_, findings, stats.external)
     if options.baseline is not None:
         from harness.overrides import baseline as baseline_mod
@@ -178,6 +190,7 @@ def _analyze(
     cache_dir: str | None,
     options: CheckOptions,
     stats: Stats,
+    env: Environment | None = None,
 ) -> list[Finding]:
     from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, InstalledCache, load
@@ -200,6 +213,7 @@ def _analyze(
             import_roots=lambda: _naming_roots(sources),
             local_cache=cache,
             cwd=cwd,
+            env=env,
         )
     try:
         findings, stats.classes, stats.checked_classes = analyze(
@@ -214,11 +228,23 @@ def _analyze(
     except CorruptSummary:  # a cached part decoded only now is broken: start again without
         Cache(cache_dir).clear()
         installed.clear()
-        return _analyze(sources, unreadable, changed, deleted, None, options, stats)
+        return _analyze(sources, unreadable, changed, deleted, None, options, stats, env)
     cache.save()
     if external is not None:
         stats.external = tuple(sorted(set(external.used)))
     return findings
+
+
+def _environment(options: CheckOptions, cwd: str) -> Environment | None:
+    """Where bases outside the tree are read from (``None`` when they are not read)."""
+    if not options.external:
+        return None
+    from harness.overrides.external import environment
+
+    try:
+        return environment(options.python, cwd)
+    except ValueError as exc:
+        raise HarnessError(str(exc)) from None
 
 
 def _naming_roots(sources: Sequence[Source]) -> list[str]:

@@ -139,6 +139,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="parser processes, at most the CPUs this process may use (default: up to 8)",
     )
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="read installed packages' bases from this environment: an interpreter, a virtual "
+        "environment or a directory of packages (default: the standard library only)",
+    )
     parser.add_argument("--statistics", action="store_true", help="print run statistics to stderr")
     parser.add_argument(
         "--allow-empty",
@@ -192,6 +198,7 @@ def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
         baseline=None if args.write_baseline else baseline,
         excluder=excluder,
         ignore=_codes([*config.ignore, *args.ignore]),
+        python=args.python or config.python,
     )
     return options, args.fail_on or config.fail_on or "error"
 
@@ -246,6 +253,8 @@ def run(args: argparse.Namespace) -> int:
             + (" (stored result of an identical run reused)" if s.reused else ""),
             file=sys.stderr,
         )
+        if s.environment:
+            print(f"harness overrides: {s.environment}", file=sys.stderr)
     for path in result.stats.excluded:
         print(f"harness overrides: {path} is excluded by the configuration", file=sys.stderr)
     if result.stats.missing:

@@ -53,7 +53,9 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 """Names never walked into by default: hidden entries, caches, virtual environments, builds."""
 
 FAIL_ON = ("error", "warning")
-_KEYS = frozenset({"exclude", "extend-exclude", "select", "ignore", "fail-on", "baseline"})
+_KEYS = frozenset(
+    {"exclude", "extend-exclude", "select", "ignore", "fail-on", "baseline", "python"}
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class Config:
     fail_on: str | None = None
     baseline: str | None = None
     """Absolute path of the baseline file, if the file names one."""
+    python: str | None = None
+    """Absolute path of the environment installed packages are read from (an interpreter, a
+    virtual environment or a directory of packages), if the file names one."""
     excluder: Excluder = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -140,6 +145,9 @@ def load(path: str | Path | None) -> Config:
     baseline = table.get("baseline")
     if baseline is not None and not isinstance(baseline, str):
         raise HarnessError(f"{file}: baseline must be a string (a path)")
+    python = table.get("python")
+    if python is not None and not isinstance(python, str):
+        raise HarnessError(f"{file}: python must be a string (an interpreter or environment)")
     exclude = _strings(table, "exclude", file)
     return Config(
         path=str(file),
@@ -150,6 +158,7 @@ def load(path: str | Path | None) -> Config:
         ignore=frozenset(_strings(table, "ignore", file) or ()),
         fail_on=fail_on,
         baseline=None if baseline is None else os.path.join(root, baseline),
+        python=None if python is None else os.path.join(root, os.path.expanduser(python)),
     )
 
 

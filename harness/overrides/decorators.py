@@ -9,10 +9,15 @@ replaces the function (the name is then *opaque*: bound, no longer compared as a
 
 from __future__ import annotations
 
-from harness.overrides.dispatch import DESCRIPTOR_METHOD, DESCRIPTOR_NONE, DESCRIPTOR_VALUE
+from harness.overrides.dispatch import (
+    DESCRIPTOR_METHOD,
+    DESCRIPTOR_NONE,
+    DESCRIPTOR_VALUE,
+    Wrapper,
+)
 from harness.overrides.mro import MroIndex
-from harness.overrides.names import NameBinding
-from harness.overrides.signature import PROPERTY, Signature
+from harness.overrides.names import PROPERTY_BUILTINS, NameBinding
+from harness.overrides.signature import PROPERTY, ParamKind, Signature
 from harness.overrides.tree import ClassInfo, FunctionInfo
 
 
@@ -60,10 +65,29 @@ def _decorated(
                 sig = sig._replace(decorators=sig.decorators | {PROPERTY})
             elif kind != DESCRIPTOR_METHOD:
                 return None  # an instance of the class replaces the function
+        elif isinstance(target, FunctionInfo) and target.wrapper.factory == called:
+            sig = _through_wrapper(sig, target.wrapper)
         elif (
-            isinstance(target, FunctionInfo)
-            and target.wrapper.factory == called
-            and not target.wrapper.passthrough
+            target is None
+            and not called
+            and names.builtin_name(cls.module, written) in PROPERTY_BUILTINS
         ):
-            sig = sig._replace(params=target.wrapper.params)
+            sig = sig._replace(decorators=sig.decorators | {PROPERTY})
     return sig
+
+
+def _through_wrapper(sig: Signature, wrapper: Wrapper) -> Signature:
+    """What a call of ``sig``'s method accepts once ``wrapper`` replaces it: the wrapper's
+    own parameters, or for a pass-through (``*args, **kwargs``) the method's, plus the
+    keywords the wrapper consumes (its keyword-only parameters)."""
+    if not wrapper.passthrough:
+        return sig._replace(params=wrapper.params)
+    names = {p.name for p in sig.params}
+    consumed = [
+        p for p in wrapper.params if p.kind is ParamKind.KEYWORD_ONLY and p.name not in names
+    ]
+    if not consumed:
+        return sig
+    if any(p.kind is ParamKind.VAR_KEYWORD for p in sig.params):
+        return sig  # the method takes any keyword already
+    return sig._replace(params=(*sig.params, *consumed))

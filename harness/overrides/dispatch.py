@@ -24,6 +24,7 @@ from harness.overrides.facts import (
     DESCRIPTOR_METHOD,
     DESCRIPTOR_NONE,
     DESCRIPTOR_VALUE,
+    GUARD_IDENTITY,
     GUARD_ISINSTANCE,
     GUARD_PARAM,
     Atom,
@@ -53,6 +54,7 @@ __all__ = [
     "DESCRIPTOR_NONE",
     "DESCRIPTOR_VALUE",
     "EMPTY",
+    "GUARD_IDENTITY",
     "GUARD_ISINSTANCE",
     "GUARD_PARAM",
     "Atom",
@@ -65,7 +67,7 @@ __all__ = [
 ]
 
 EMPTY = DispatchSummary((), (), (), (), ())
-_GUARD_WORDS = ("isinstance(", "signature(")
+_GUARD_WORDS = ("isinstance(", "signature(", "type(", "__class__.")
 
 
 def extract(
@@ -121,7 +123,12 @@ def extract(
                 continue
             f_text = "\n".join(lines[stmt.lineno - 1 : f_last])
             self_name = positional[0].arg
-            if f"isinstance({self_name}" in f_text or "signature(" in f_text:
+            if (
+                f"isinstance({self_name}" in f_text
+                or "signature(" in f_text
+                or f"type({self_name})." in f_text
+                or f"{self_name}.__class__." in f_text
+            ):
                 guards.extend(call_guards(stmt, self_name, calls))
     facts = tuple(
         ClassFacts(

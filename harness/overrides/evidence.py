@@ -1,30 +1,28 @@
-"""Call-site evidence: calls in the project that the override provably rejects.
+"""Call-site evidence: calls in the project that an override provably rejects.
 
-A call proves a crash (``error``) when Python is certain to dispatch it to the override:
-
-* ``self.m(...)`` inside a method ``f`` of a class ``A`` in the MRO of the overriding class
-  (or of a subclass that inherits the override), where that class inherits ``f`` from ``A``;
-* ``super().m(...)`` in a subclass whose next definition of ``m`` is the override;
-* ``C(...).m(...)`` or ``x = C(...); x.m(...)`` where ``C`` resolves to a class whose
-  ``m`` is the override.
-
-A receiver only annotated as a base class (``x: Base``) might be any subclass, so such a call
-is shown as ``warning`` evidence. So is a ``self``/``super()`` call that cannot run for any
-class inheriting the override (:mod:`harness.overrides.reach`: a guard excludes it, or the
-calling method is reached only through methods those classes override), with the reason.
-The rejection is decided by binding the call's shape against the override's signature
-(:mod:`harness.overrides.binding`); a call the base signature rejects too proves nothing
-about the override and is not used.
+One proof function per kind of receiver (:class:`_Prover`): ``self.m(...)``/``cls.m(...)`` in
+a method the subclass runs (:mod:`harness.overrides.reach`), ``super().m(...)`` landing on the
+override, ``C(...).m(...)`` on a class inheriting it (``error``), and ``x: Base`` receivers
+(``warning``: any subclass). A ``self`` call is a warning, with the reason, when it cannot run
+for any class inheriting the override, when only an object of unknown type leads to its method,
+when a ``self.<attr>`` condition is decided false for the class (:mod:`.decide`) or when its
+``TypeError`` is handled around it. An error lists the conditions its call runs under
+(:mod:`harness.overrides.conditions`). Rejection is decided by binding the call's shape
+against the override (:mod:`harness.overrides.binding`); a call the base rejects too proves
+nothing about the override.
 """
 
 from __future__ import annotations
 
+import ast
 from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
-from harness.overrides.reach import Reach
+from harness.overrides.conditions import Conditions
+from harness.overrides.decide import Decider
+from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
 
@@ -42,6 +40,12 @@ class Proof(NamedTuple):
     """Why the call cannot run for the classes that inherit the override, when it cannot."""
     via: str | None = None
     """``Class.method(*args, **kwargs)`` that forwards the call's arguments to the override."""
+    untyped: str | None = None
+    """Why the call reaches the override only through an object of unknown type, when so."""
+    guards: tuple[str, ...] = ()
+    """The conditions the call runs under in its function (for certain proofs)."""
+    subject: ClassInfo | None = None
+    """The class whose instance ``self`` is at the call, for ``self``/``super()`` calls."""
 
 
 def shape_of(call: CallSite) -> CallShape:
@@ -75,6 +79,8 @@ class EvidenceIndex:
         self._by_method: dict[str, list[CallEntry]] = {}
         self._forwarded: dict[str, list[Forwarded]] = {}
         self.reach = Reach(project, self.calls)
+        self._sources: dict[str, Conditions] = {}
+        self._decider: Decider | None = None
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -82,6 +88,7 @@ class EvidenceIndex:
         :meth:`Project.release`); the index is unusable afterwards."""
         self._by_method.clear()
         self._forwarded.clear()
+        self._sources.clear()
         self.reach.release()
 
     def calls(self, name: str) -> list[CallEntry]:
@@ -141,102 +148,233 @@ class EvidenceIndex:
         forwarded = self.forwarded(name)
         if not calls and not forwarded:
             return []
-        project = self.project
-        qualname = f"{cls.qualname}.{name}"
-        inheritors = [
+        prover = _Prover(self, cls, name, override, base, within)
+        for call, site, module in calls:
+            prover.prove(call, site, module, None)
+        for hop in forwarded:
+            prover.prove(hop.call, hop.site, hop.module, hop)
+        out = [self._with_guards(p) if p.certain else p for p in prover.out]
+        out.sort(key=_rank)
+        return out
+
+    def _file(self, path: str) -> Conditions:
+        known = self._sources.get(path)
+        if known is None:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    known = Conditions(handle.read())
+            except OSError:
+                known = Conditions("")
+            self._sources[path] = known
+        return known
+
+    def _with_guards(self, proof: Proof) -> Proof:
+        """``proof`` with the conditions its call runs under in its function; a warning
+        instead when one of them is decided false for the class (:mod:`.decide`)."""
+        known = self._file(proof.module.file.path)
+        tests = known.tests(proof.call.line, proof.call.col)
+        proof = proof._replace(guards=tuple(text for text, _, _ in tests))
+        caught = known.caught(proof.call.line, proof.call.col)
+        if caught is not None:
+            said = f"the TypeError is handled where it is raised ({caught})"
+            return proof._replace(certain=False, unreached=said)
+        if proof.subject is None:
+            return proof
+        for text, test, value in tests:
+            attr = _self_attribute(test, value)
+            if attr is None:
+                continue
+            if self._decider is None:
+                self._decider = Decider(self.project, self.reach, lambda p: self._file(p).tree)
+            why = self._decider.empty_for(proof.subject, attr)
+            if why is not None:
+                where = f"{proof.module.file.display}:{proof.call.line}"
+                said = f"it runs only if {text} (at {where}), but {why}"
+                return proof._replace(certain=False, unreached=said)
+        return proof
+
+
+def _self_attribute(test: ast.expr | None, value: bool) -> str | None:
+    """``x`` when the condition needs ``self.x`` truthy (``self.x`` true, ``not self.x``
+    false)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, value = test.operand, not value
+    if (
+        value
+        and isinstance(test, ast.Attribute)
+        and isinstance(test.value, ast.Name)
+        and test.value.id == "self"
+    ):
+        return test.attr
+    return None
+
+
+def _rank(proof: Proof) -> tuple[bool, bool, bool, str, int]:
+    return (
+        not proof.certain,
+        proof.untyped is None,
+        proof.unreached is not None,
+        proof.module.file.display,
+        proof.call.line,
+    )
+
+
+class _Prover:
+    """The proofs of one override: one method per kind of receiver (see the module
+    docstring), each deciding whether its call reaches the override and how surely."""
+
+    def __init__(
+        self,
+        index: EvidenceIndex,
+        cls: ClassInfo,
+        name: str,
+        override: Signature,
+        base: Signature | None,
+        within: ClassInfo | None,
+    ) -> None:
+        project = index.project
+        self.project = project
+        self.reach = index.reach
+        self.name = name
+        self.cls = cls
+        self.override = override
+        self.base = base
+        self.within = within
+        self.qualname = f"{cls.qualname}.{name}"
+        self.inheritors = [
             x
             for x in project.inheritors(cls, name)
             if not project.shadowed(x, name) and (within is None or project.in_mro(within, x))
         ]
-        out: list[Proof] = []
-        seen: set[tuple[str, int, int]] = set()
-        reach = self.reach
+        self.out: list[Proof] = []
+        self.seen: set[tuple[str, int, int]] = set()
 
-        def add(
-            call: CallSite,
-            module: ModuleInfo,
-            certain: bool,
-            *,
-            through: bool = True,
-            unreached: str | None = None,
-            via: str | None = None,
-        ) -> None:
-            key = (module.file.display, call.line, call.col)
-            if key in seen:
-                return
-            shape = shape_of(call)
-            error = bind_method(shape, override, qualname, through_instance=through)
-            if error is None:
-                return
-            if (
-                base is not None
-                and not base.is_property
-                and bind_method(shape, base, name, through_instance=through)
-            ):
-                return  # wrong against the base as well: not evidence about this override
-            seen.add(key)
-            out.append(Proof(call, module, error, certain, unreached, via))
+    def prove(
+        self, call: CallSite, site: ClassInfo | None, module: ModuleInfo, hop: Forwarded | None
+    ) -> None:
+        """Add the proof ``call`` gives, if any."""
+        if site is not None and call.receiver in (Receiver.SELF, Receiver.CLS):
+            self.on_self(call, site, module, hop)
+        elif site is not None and call.receiver is Receiver.SUPER:
+            if hop is None:
+                self.on_super(call, site, module)
+        elif call.receiver is Receiver.CONSTRUCTED and call.receiver_class is not None:
+            self.on_constructed(call, module, hop)
+        elif call.receiver is Receiver.ANNOTATED and call.receiver_class is not None:
+            self.on_annotated(call, module, hop)
 
-        entries: list[tuple[CallSite, ClassInfo | None, ModuleInfo, Forwarded | None]]
-        entries = [(c, s, m, None) for c, s, m in calls]
-        entries.extend((f.call, f.site, f.module, f) for f in forwarded)
-        for call, site_cls, module, hop in entries:
-            via = None if hop is None else f"{hop.forwarder.qualname}.{hop.method}(*args, **kwargs)"
+    def _hops(self, x: ClassInfo, hop: Forwarded | None) -> bool:
+        """The forwarding method is what ``x`` dispatches the outer call to."""
+        return hop is None or self.project.definer(x, hop.method) is hop.forwarder
 
-            def hops(x: ClassInfo, hop: Forwarded | None = hop) -> bool:
-                """The forwarding method is what ``x`` dispatches the outer call to."""
-                return hop is None or project.definer(x, hop.method) is hop.forwarder
-
-            if call.receiver in (Receiver.SELF, Receiver.CLS) and site_cls is not None:
-                # Runs on an instance (or, for `cls`, the class) of some inheritor X if X
-                # inherits the calling method and that method can run for X.
-                on_class = call.receiver is Receiver.CLS
-                if on_class and override.kind is MethodKind.INSTANCE:
-                    continue  # `cls.m(obj, ...)` passes self explicitly: shape unknown
-                why: str | None = None
-                for x in inheritors:
-                    if not project.in_mro(site_cls, x) or not hops(x):
-                        continue
-                    inherits = project.definer(x, call.caller) is site_cls
-                    if not inherits and not reach.runs(x, site_cls, call.caller):
-                        continue  # x overrides the caller and never reaches this one
-                    why = reach.why_not(x, call, site_cls, module)
-                    if why is None:
-                        add(call, module, True, through=not on_class, via=via)
-                        break
-                else:
-                    if why is not None:
-                        add(call, module, False, through=not on_class, unreached=why, via=via)
-            elif call.receiver is Receiver.SUPER and site_cls is not None:
-                start = site_cls
-                if call.receiver_class is not None:
-                    start = project.resolve_class(module, call.receiver_class) or site_cls
-                if project.definer(site_cls, name, after=start) is cls and (
-                    within is None or project.in_mro(within, site_cls)
-                ):
-                    why = reach.why_not(site_cls, call, site_cls, module)
-                    add(call, module, why is None, unreached=why)
-            elif call.receiver is Receiver.CONSTRUCTED and call.receiver_class is not None:
-                target = project.resolve_class(module, call.receiver_class)
-                if target is not None and target in inheritors and hops(target):
-                    add(call, module, True, via=via)
-            elif call.receiver is Receiver.ANNOTATED and call.receiver_class is not None:
-                target = project.resolve_class(module, call.receiver_class)
-                if target is None or not hops(target):
-                    continue
-                related = project.in_mro(cls, target) or project.in_mro(target, cls)
-                if within is not None:
-                    related = related and (
-                        project.in_mro(within, target) or project.in_mro(target, within)
-                    )
-                if related and not project.shadowed(target, name):
-                    add(call, module, False, via=via)
-        out.sort(
-            key=lambda p: (
-                not p.certain,
-                p.unreached is not None,
-                p.module.file.display,
-                p.call.line,
-            )
+    def on_self(
+        self, call: CallSite, site: ClassInfo, module: ModuleInfo, hop: Forwarded | None
+    ) -> None:
+        """``self.m(...)``/``cls.m(...)`` in ``site.<caller>``: an error when, for some class
+        inheriting the override, the caller runs along a path of typed calls; a warning
+        when only an untyped receiver reaches it, or when it cannot run (with the reason)."""
+        on_class = call.receiver is Receiver.CLS
+        if on_class and self.override.kind is MethodKind.INSTANCE:
+            return  # `cls.m(obj, ...)` passes self explicitly: shape unknown
+        project, reach = self.project, self.reach
+        best: tuple[int, str | None] | None = None
+        subject: ClassInfo | None = None
+        for x in self.inheritors:
+            if not project.in_mro(site, x) or not self._hops(x, hop):
+                continue
+            inherits = project.definer(x, call.caller) is site
+            if not inherits and not reach.runs(x, site, call.caller):
+                continue  # x overrides the caller and never reaches this one
+            level, why = reach.verdict(x, call, site, module)
+            if level == YES:
+                best, subject = (YES, None), x
+                break
+            if best is None or level > best[0]:
+                best = (level, why)
+        if best is None:
+            return
+        level, why = best
+        self.add(
+            call,
+            module,
+            level == YES,
+            through=not on_class,
+            unreached=why if level == NO else None,
+            untyped=why if level == UNTYPED else None,
+            hop=hop,
+            subject=subject,
         )
-        return out
+
+    def on_super(self, call: CallSite, site: ClassInfo, module: ModuleInfo) -> None:
+        """``super().m(...)`` in ``site``: the next ``m`` after ``site`` is the override."""
+        project = self.project
+        start = site
+        if call.receiver_class is not None:
+            start = project.resolve_class(module, call.receiver_class) or site
+        if project.definer(site, self.name, after=start) is not self.cls:
+            return
+        if self.within is not None and not project.in_mro(self.within, site):
+            return
+        level, why = self.reach.verdict(site, call, site, module)
+        self.add(
+            call,
+            module,
+            level == YES,
+            unreached=why if level == NO else None,
+            untyped=why if level == UNTYPED else None,
+            subject=site,
+        )
+
+    def on_constructed(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
+        """``C(...).m(...)``: an error when ``C`` inherits the override."""
+        assert call.receiver_class is not None
+        target = self.project.resolve_class(module, call.receiver_class)
+        if target is not None and target in self.inheritors and self._hops(target, hop):
+            self.add(call, module, True, hop=hop)
+
+    def on_annotated(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
+        """``x: C`` then ``x.m(...)``: ``x`` may be any subclass of ``C``, so a warning."""
+        assert call.receiver_class is not None
+        project = self.project
+        target = project.resolve_class(module, call.receiver_class)
+        if target is None or not self._hops(target, hop):
+            return
+        related = project.in_mro(self.cls, target) or project.in_mro(target, self.cls)
+        if self.within is not None:
+            within = self.within
+            related = related and (project.in_mro(within, target) or project.in_mro(target, within))
+        if related and not project.shadowed(target, self.name):
+            self.add(call, module, False, hop=hop)
+
+    def add(
+        self,
+        call: CallSite,
+        module: ModuleInfo,
+        certain: bool,
+        *,
+        through: bool = True,
+        unreached: str | None = None,
+        untyped: str | None = None,
+        hop: Forwarded | None = None,
+        subject: ClassInfo | None = None,
+    ) -> None:
+        """Record the proof if the override rejects the call and the base does not."""
+        key = (module.file.display, call.line, call.col)
+        if key in self.seen:
+            return
+        shape = shape_of(call)
+        error = bind_method(shape, self.override, self.qualname, through_instance=through)
+        if error is None:
+            return
+        base = self.base
+        if (
+            base is not None
+            and not base.is_property
+            and bind_method(shape, base, self.name, through_instance=through)
+        ):
+            return  # wrong against the base as well: not evidence about this override
+        self.seen.add(key)
+        via = None if hop is None else f"{hop.forwarder.qualname}.{hop.method}(*args, **kwargs)"
+        self.out.append(
+            Proof(call, module, error, certain, unreached, via, untyped, subject=subject)
+        )

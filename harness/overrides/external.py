@@ -1,31 +1,29 @@
-"""Modules outside the scanned tree: the standard library and installed packages, read from
-the source files the running interpreter would import, without importing anything.
+"""Modules outside the scanned tree, read from source files without importing anything.
 
-A base class such as ``threading.Thread`` or ``torch.nn.Module`` is resolved by finding its
-module the way ``import`` would, but only with :class:`importlib.machinery.PathFinder` over
-``sys.path``, one dotted component at a time: no package ``__init__`` runs, no meta-path
-hook is consulted. The module's ``.py`` file is summarised like a file of the tree, and
-cached by content hash the same way, once per machine
-(:class:`~harness.overrides.cache.InstalledCache`). A module with no Python source (a C
-extension, a built-in module) is read from a type stub instead, when one exists: ``name.pyi`` beside it,
-a ``<package>-stubs`` distribution, or the standard-library stubs of an installed typeshed
-(mypy ships one). Classes of such modules are never checked themselves; they provide bases,
-signatures and call sites. Every file read is recorded (:attr:`InstalledModules.used`), so
-that a stored result is reused only while those files are unchanged.
-
-A module of the tree's own top-level packages that the scanned paths leave out (``pkg.base``
-when only ``pkg/sub.py`` is passed, or ``vllm.attention.abstract`` when only ``vllm/v1`` is)
-is never looked up on ``sys.path``: it is read the same way from beside the tree, under the
-import roots that name the scanned files, so a base defined there still gives its signatures
-and call sites instead of silently leaving the subclass unchecked.
+The standard library is the running interpreter's; installed packages are read only from an
+environment the user names (:func:`environment`, ``--python``), so a verdict never depends on
+what is installed beside the checker. A module is found as ``import`` would, but only with
+:class:`importlib.machinery.PathFinder` over that search path, one dotted component at a time
+(no package ``__init__`` runs, no meta-path hook is consulted), and summarised like a file of
+the tree, cached by content hash once per machine (:class:`~harness.overrides.cache.InstalledCache`).
+A module without Python source is read from a stub (``name.pyi`` beside it, a ``<package>-stubs``
+distribution, or the typeshed of a mypy found on the search path). Every file read is recorded
+(:attr:`InstalledModules.used`) so a stored result is reused only while they are unchanged.
+Modules of the tree's own top-level packages that the scanned paths leave out are read from
+beside the tree (under the import roots that name the scanned files), never from the search path.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import platform
+import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec, PathFinder
+from typing import NamedTuple
 
 from harness.overrides.cache import BlobStore, digest, summary_of
 from harness.overrides.discover import SourceFile, display_path
@@ -34,6 +32,76 @@ from harness.overrides.summary import FileSummary
 _NOT_READ = frozenset({"typing", "typing_extensions"})
 """Modules whose classes (``Generic``, ``Protocol``...) shape types, not methods: reading
 them (the largest of the standard library) would add nothing to a check."""
+
+
+class Environment(NamedTuple):
+    """Where modules outside the tree are read from."""
+
+    search: tuple[str, ...]
+    """Directories searched, in order."""
+    version: str
+    """The Python version whose standard library is read (``3.11.7``)."""
+    named: str | None
+    """The environment the user named (``--python``), or ``None``: the standard library only."""
+
+    def describe(self) -> str:
+        """One line for the report: what was read."""
+        if self.named is None:
+            return (
+                f"bases read from the Python {self.version} standard library only "
+                "(installed packages are read with --python)"
+            )
+        return f"bases read from the Python {self.version} environment {self.named}"
+
+
+_PROBE = "import json, platform, sys; print(json.dumps([sys.path, platform.python_version()]))"
+
+
+def _stdlib() -> list[str]:
+    paths = sysconfig.get_paths()
+    out = [paths["stdlib"], paths["platstdlib"]]
+    out.append(os.path.join(paths["platstdlib"], "lib-dynload"))
+    return list(dict.fromkeys(os.path.abspath(p) for p in out if os.path.isdir(p)))
+
+
+def _interpreter_of(directory: str) -> str | None:
+    for rel in (("bin", "python3"), ("bin", "python"), ("Scripts", "python.exe")):
+        candidate = os.path.join(directory, *rel)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def environment(python: str | None, base: str | None = None) -> Environment:
+    """The search path for modules outside the tree: the running interpreter's standard
+    library alone when ``python`` is ``None`` (the same verdict wherever the checker is
+    installed); else the environment ``python`` names: an interpreter (its ``sys.path``,
+    standard library included), a virtual environment's directory (its interpreter), or a
+    directory of packages (searched after the running interpreter's standard library).
+    ``base``: the directory a relative ``python`` is relative to. ``ValueError`` with a
+    one-line reason when it names nothing usable."""
+    if python is None:
+        return Environment(tuple(_stdlib()), platform.python_version(), None)
+    path = os.path.abspath(os.path.join(base or os.getcwd(), os.path.expanduser(python)))
+    executable = path if os.path.isfile(path) else None
+    if executable is None and os.path.isdir(path):
+        executable = _interpreter_of(path)
+        if executable is None:
+            search = (*_stdlib(), path)
+            return Environment(search, platform.python_version(), python)
+    if executable is None:
+        raise ValueError(f"--python {python}: no such interpreter or directory")
+    try:
+        done = subprocess.run(
+            [executable, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60
+        )
+        found, version = json.loads(done.stdout)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        raise ValueError(f"--python {python}: not a Python interpreter that runs") from None
+    search = tuple(
+        os.path.abspath(p) for p in found if isinstance(p, str) and p and os.path.isdir(p)
+    )
+    return Environment(search, str(version), python)
 
 
 class InstalledModules:
@@ -48,13 +116,15 @@ class InstalledModules:
         import_roots: Callable[[], Sequence[str]] = tuple,
         local_cache: BlobStore | None = None,
         cwd: str | None = None,
+        env: Environment | None = None,
     ) -> None:
         """``tree``: top-level module names the scanned tree defines (never looked up on
         ``sys.path``). ``local``: directories whose modules are not "installed" (the scanned
         roots and the working directory), left out of the search path. ``import_roots``:
         gives the directories that name the scanned files (asked once, on the first lookup
         there), where modules of ``tree`` that were not scanned are read from (summaries
-        kept in ``local_cache``, else ``cache``; paths shown relative to ``cwd``)."""
+        kept in ``local_cache``, else ``cache``; paths shown relative to ``cwd``). ``env``:
+        where else to search (default: the standard library only, see :func:`environment`)."""
         self.cache = cache
         self.tree = frozenset(tree)
         self._import_roots = import_roots
@@ -62,9 +132,10 @@ class InstalledModules:
         self.local_cache = local_cache or cache
         self.cwd = cwd
         skip = {os.path.realpath(p) for p in local}
+        self.env = env or environment(None)
         self.search = [
             p
-            for p in sys.path
+            for p in self.env.search
             if p and os.path.isabs(p) and os.path.realpath(p) not in skip and os.path.isdir(p)
         ]
         self.used: list[tuple[str, str]] = []

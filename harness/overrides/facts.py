@@ -18,6 +18,7 @@ DESCRIPTOR_METHOD = 2
 
 GUARD_ISINSTANCE = "isinstance"
 GUARD_PARAM = "param"
+GUARD_IDENTITY = "identity"
 ANY_NAME = ""
 """A dynamic-dispatch prefix that matches every method name."""
 MIN_PREFIX = 3
@@ -30,8 +31,9 @@ class Atom(NamedTuple):
     """One test a guarded call depends on."""
 
     kind: str
-    """:data:`GUARD_ISINSTANCE` (``names`` = the classes) or :data:`GUARD_PARAM`
-    (``names`` = ``(method, parameter)``)."""
+    """:data:`GUARD_ISINSTANCE` (``names`` = the classes), :data:`GUARD_PARAM`
+    (``names`` = ``(method, parameter)``) or :data:`GUARD_IDENTITY` (``type(self).m is C.m``:
+    ``names`` = ``(m, C)``)."""
     names: tuple[str, ...]
     negated: bool
     """The call runs only when the test is false."""
@@ -82,7 +84,9 @@ class Wrapper(NamedTuple):
     factory: bool
     """``@name(...)``: calling it returns the decorator."""
     passthrough: bool
-    """The inner function takes ``*args, **kwargs``: calls reach the wrapped function."""
+    """The inner function takes ``*args, **kwargs``: calls reach the wrapped function, less
+    the keyword-only parameters among ``params`` (written, or popped from ``**kwargs``): the
+    wrapper consumes those."""
 
 
 class DispatchSummary(NamedTuple):

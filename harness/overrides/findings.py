@@ -36,6 +36,10 @@ class Evidence:
     """Why the call cannot run for the class holding the override (then not an error)."""
     via: str | None = None
     """The ``*args, **kwargs`` method that forwards the call's arguments, if any."""
+    untyped: str | None = None
+    """Why the call reaches the class only through an object of unknown type (not an error)."""
+    guards: tuple[str, ...] = ()
+    """Source text of the conditions the call runs under in its function."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of the shared contract plus the TypeError text."""
@@ -47,6 +51,8 @@ class Evidence:
             "receiver": self.receiver,
             "unreached": self.unreached,
             "via": self.via,
+            "untyped": self.untyped,
+            "guards": list(self.guards),
         }
 
 

@@ -1,7 +1,7 @@
 """Guards around ``self.m(...)`` calls, and the classes a function raises for.
 
-A guard is what must hold for a call to run: ``isinstance(self, C)`` tests and ``"p" in
-inspect.signature(self.m).parameters`` tests, in ``if``/``else`` blocks or as an early exit
+A guard is what must hold for a call to run: ``isinstance(self, C)`` tests, ``"p" in
+inspect.signature(self.m).parameters`` tests and ``type(self).m is C.m`` identity tests, in ``if``/``else`` blocks or as an early exit
 (``if test: return``) before the call, directly or through a local name bound once to the test.
 """
 
@@ -11,7 +11,7 @@ import ast
 from collections.abc import Sequence
 
 from harness.overrides.blocks import blocks
-from harness.overrides.facts import GUARD_ISINSTANCE, GUARD_PARAM, Atom, Guard
+from harness.overrides.facts import GUARD_IDENTITY, GUARD_ISINSTANCE, GUARD_PARAM, Atom, Guard
 from harness.overrides.signature import dotted_name
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -47,6 +47,10 @@ def _test_atoms(
         if all(n is not None for n in names):
             return [Atom(GUARD_ISINSTANCE, tuple(n for n in names if n), not truth, test.lineno)]
         return []
+    identity = _identity_test(test, self_name)
+    if identity is not None:
+        name, owner, is_ = identity
+        return [Atom(GUARD_IDENTITY, (name, owner), is_ != truth, test.lineno)]
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -59,6 +63,39 @@ def _test_atoms(
             holds = truth if isinstance(test.ops[0], ast.In) else not truth
             return [Atom(GUARD_PARAM, (method, test.left.value), not holds, test.lineno)]
     return []
+
+
+def _identity_test(test: ast.expr, self_name: str) -> tuple[str, str, bool] | None:
+    """``(m, C, True)`` for ``type(self).m is C.m`` (``self.__class__.m`` too; ``False`` for
+    ``is not``)."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Attribute)
+    ):
+        return None
+    holder = test.left.value
+    own = (
+        isinstance(holder, ast.Call)
+        and isinstance(holder.func, ast.Name)
+        and holder.func.id == "type"
+        and len(holder.args) == 1
+        and isinstance(holder.args[0], ast.Name)
+        and holder.args[0].id == self_name
+    ) or (
+        isinstance(holder, ast.Attribute)
+        and holder.attr == "__class__"
+        and isinstance(holder.value, ast.Name)
+        and holder.value.id == self_name
+    )
+    other = dotted_name(test.comparators[0])
+    if not own or other is None:
+        return None
+    owner, _, method = other.rpartition(".")
+    if method != test.left.attr or not owner:
+        return None
+    return method, owner, isinstance(test.ops[0], ast.Is)
 
 
 def _signature_of_self_method(node: ast.expr, self_name: str) -> str | None:

@@ -30,6 +30,8 @@ from harness.overrides.tree import (
 
 _MAX_DEPTH = 40
 _TYPING_FORMS = frozenset({"Generic", "Protocol", "NamedTuple", "TypedDict"})
+PROPERTY_BUILTINS = frozenset({"property", "cached_property"})
+"""Standard-library decorators (``builtins``, ``functools``) that make a method a property."""
 
 
 class NameBinding:
@@ -153,6 +155,27 @@ class NameBinding:
             self._watched_lookups.add(key)
         self._touched = outer or self._touched
         return result
+
+    def builtin_name(self, module: ModuleInfo, name: str, depth: int = 0) -> str | None:
+        """The standard-library name that ``name`` stands for in ``module`` through aliases
+        and imports (``property`` for ``cache_readonly`` imported from a stub that says
+        ``cache_readonly = property``), when the chain ends there."""
+        if depth > _MAX_DEPTH or name in module.classes or name in module.functions:
+            return None
+        alias = module.aliases.get(name)
+        if alias is not None and alias != name:
+            head, _, last = alias.rpartition(".")
+            if head in ("", "builtins", "functools") and last in PROPERTY_BUILTINS:
+                return last
+            return None if head else self.builtin_name(module, alias, depth + 1)
+        imp = module.imports.get(name)
+        if imp is None or imp.attr is None:
+            return None
+        absolute = self.absolute_module(module, imp.module, imp.level)
+        if absolute in ("builtins", "functools"):
+            return imp.attr
+        source = self._module(absolute)
+        return None if source is None else self.builtin_name(source, imp.attr, depth + 1)
 
     def _module(self, name: str) -> ModuleInfo | None:
         """The module of that name, else one the external provider can read (loaded once);

@@ -1,23 +1,15 @@
 """Whether a call inside a method can run for an instance of a given class.
 
-A call ``self.m(...)`` in ``A.f`` proves a crash for a subclass ``X`` only if ``A.f`` can run
-with ``self`` an ``X``. :meth:`Reach.why_not` answers with ``None`` (it can, as far as the
-source shows) or a sentence saying why it cannot:
-
-* a **guard** around the call excludes ``X``: ``isinstance(self, C)`` where ``C`` is (not) in
-  ``X``'s MRO, or ``"p" in inspect.signature(self.m).parameters`` where ``X``'s ``m`` has
-  (lacks) ``p``;
-* ``A.f`` is **not reached** for ``X``: ``X`` overrides ``f`` (and nothing in ``X``'s MRO
-  calls ``super().f()`` on the way), and every call of ``f`` in the tree is itself on a path
-  that does not run for ``X``.
-
-A method counts as reached from outside, and so always runs, when it is a dunder (Python
-calls it), when its name escapes (``self.f`` used without a call, ``getattr(self, "f")``,
-``getattr(self, prefix + name)`` matching it), when some class in ``X``'s MRO could not be
-resolved (an unseen base may call it), when some call of ``f`` on an untyped object does not
-exclude ``X``, or when nothing in the tree calls it at all (an entry point for the project's
-users). The call graph is the tree's: a method the tree calls is taken to be reached only
-through those calls.
+:meth:`Reach.verdict` answers :data:`YES` (a path of calls on ``self``/``cls`` or on objects
+known to be of that class leads there, or the method is an entry point), :data:`UNTYPED` (only
+calls on objects of unknown type, or typed as a base, lead there) or :data:`NO`, with a sentence
+saying why. A **guard** can exclude the class (``isinstance(self, C)``, ``"p" in
+inspect.signature(self.m).parameters``, ``type(self).m is C.m``), or the method is **not
+reached**: the class overrides it without ``super()`` on the way, and every call of it runs on
+paths that do not hold the class. A method always runs when it is a dunder, when its name
+escapes (``self.f`` uncalled, ``getattr(self, "f")``, a matching ``getattr`` prefix), when the
+class's MRO is not fully resolved, or when nothing in its hierarchy calls it (a public method is
+then an entry point; a private one called only on untyped objects is :data:`UNTYPED`).
 """
 
 from __future__ import annotations
@@ -25,10 +17,22 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.overrides.callsites import CallSite, Receiver
-from harness.overrides.dispatch import ANY_NAME, GUARD_ISINSTANCE, ForeignCall, Guard
+from harness.overrides.dispatch import (
+    ANY_NAME,
+    GUARD_IDENTITY,
+    GUARD_ISINSTANCE,
+    ForeignCall,
+    Guard,
+)
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 
 _MAX_DEPTH = 60
+NO = 0
+"""The method cannot run for the class."""
+UNTYPED = 1
+"""It runs only if a call on an object of unknown type (or typed as a base) holds one."""
+YES = 2
+"""It runs: an entry point, or a path of calls on ``self``/``cls``/the class itself."""
 CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
 """``calls(name)``: every call of a method of that name, with its class and module."""
 
@@ -68,7 +72,7 @@ class Reach:
                 self._escaping.setdefault(name, []).append(cls)
             if cls.facts.dynamic:
                 self._dynamic.append((cls, cls.facts.dynamic))
-        self._memo: dict[tuple[int, int, str], bool] = {}
+        self._memo: dict[tuple[int, int, str], int] = {}
         self._active: set[tuple[int, int, str]] = set()
         self._tainted = False
 
@@ -82,17 +86,28 @@ class Reach:
 
     # -- the question ----------------------------------------------------------------------
 
+    def verdict(
+        self, x: ClassInfo, call: CallSite, owner: ClassInfo, module: ModuleInfo
+    ) -> tuple[int, str | None]:
+        """Whether ``call`` (written in ``owner.<call.caller>``) runs with ``self`` an instance
+        of ``x`` (:data:`YES`, :data:`UNTYPED` or :data:`NO`), and why not when not YES."""
+        guarded = self.guard_excludes(x, call, module)
+        if guarded is not None:
+            return NO, guarded
+        level = self.runs(x, owner, call.caller)
+        if level == YES:
+            return YES, None
+        if level == UNTYPED:
+            return UNTYPED, self._untyped_reason(x, owner, call.caller)
+        return NO, self._unreached_reason(x, owner, call.caller)
+
     def why_not(
         self, x: ClassInfo, call: CallSite, owner: ClassInfo, module: ModuleInfo
     ) -> str | None:
         """Why ``call`` (written in ``owner.<call.caller>``) cannot run with ``self`` an
         instance of ``x``; ``None`` when it can."""
-        guarded = self.guard_excludes(x, call, module)
-        if guarded is not None:
-            return guarded
-        if self.runs(x, owner, call.caller):
-            return None
-        return self._unreached_reason(x, owner, call.caller)
+        level, why = self.verdict(x, call, owner, module)
+        return None if level != NO else why
 
     def guard_excludes(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
         """A guard around ``call`` that is false for instances of ``x``, described."""
@@ -117,6 +132,18 @@ class Reach:
                         f"it runs only when {test} is {wanted} (at {where}), "
                         f"which it is not for {x.qualname}"
                     )
+            elif atom.kind == GUARD_IDENTITY:
+                method, name = atom.names
+                target = project.resolve_class(module, name)
+                if target is None or not project.fully_resolved(x):
+                    continue
+                same = project.definer(x, method) is project.definer(target, method)
+                if same == atom.negated:
+                    test = f"type(self).{method} is {'not ' if atom.negated else ''}{name}.{method}"
+                    return (
+                        f"it runs only when {test} (tested at {where}), which it is not for "
+                        f"{x.qualname}"
+                    )
             else:
                 method, param = atom.names
                 definer = project.definer(x, method)
@@ -135,17 +162,19 @@ class Reach:
 
     # -- reachability ----------------------------------------------------------------------
 
-    def runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
-        """Whether ``owner.method`` can run with ``self`` an instance of ``x``."""
+    def runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> int:
+        """Whether ``owner.method`` can run with ``self`` an instance of ``x``: :data:`YES`,
+        :data:`UNTYPED` (only through receivers whose type is not known to be ``x``) or
+        :data:`NO`."""
         if not method:
-            return True  # a module-level function: anyone may call it
+            return YES  # a module-level function: anyone may call it
         key = (id(x), id(owner), method)
         known = self._memo.get(key)
         if known is not None:
             return known
         if key in self._active or len(self._active) > _MAX_DEPTH:
             self._tainted = True  # no new reach along a cycle; do not memoise what used this
-            return len(self._active) > _MAX_DEPTH
+            return YES if len(self._active) > _MAX_DEPTH else NO
         outer_taint = self._tainted
         self._tainted = False
         self._active.add(key)
@@ -153,17 +182,20 @@ class Reach:
             result = self._runs(x, owner, method)
         finally:
             self._active.discard(key)
-        if result or not self._tainted:
+        if result == YES or not self._tainted:
             self._memo[key] = result
         self._tainted = self._tainted or outer_taint
         return result
 
-    def _runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
+    def _runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> int:
         project = self.project
         if not project.in_mro(owner, x):
-            return False
-        if project.definer(x, method) is owner and self._dispatched(x, owner, method):
-            return True
+            return NO
+        best = NO
+        if project.definer(x, method) is owner:
+            best = self._dispatched(x, owner, method)
+            if best == YES:
+                return YES
         # super().method() in a class before `owner` in x's MRO that lands on owner's method.
         for call, site, module in self.calls(method):
             if call.receiver is not Receiver.SUPER or site is None:
@@ -173,38 +205,50 @@ class Reach:
             start = site
             if call.receiver_class is not None:
                 start = project.resolve_class(module, call.receiver_class) or site
-            if project.definer(x, method, after=start) is owner and self._call_runs(
-                x, call, site, module
-            ):
-                return True
-        return False
+            if project.definer(x, method, after=start) is owner:
+                best = max(best, self._call_runs(x, call, site, module))
+                if best == YES:
+                    return YES
+        return best
 
-    def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
+    def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str) -> int:
         """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
 
         A method that the tree never calls on an object of ``owner``'s hierarchy is an entry
         point (its callers are the project's users); one that the tree does call there is
-        taken to be reached only through those calls."""
+        taken to be reached only through those calls: :data:`YES` when one of them is on
+        ``self``/``cls`` along a path that runs, or on an object known to be an ``x``;
+        :data:`UNTYPED` when only calls on objects of unknown type (or typed as a base of
+        ``x``) may hold one. A private method called only on objects of unknown type is
+        :data:`UNTYPED` too; a public one is an entry point all the same."""
         project = self.project
         if _is_dunder(method) or self._escapes(method, x):
-            return True
+            return YES
         if not project.fully_resolved(x):
-            return True
+            return YES
         internal = 0
+        best = NO
+        untyped = False
         for other, module in self.foreign.get(method, ()):
             if other.receiver_class is None:
-                if not self._rejects(other.rejected, module, x):
-                    return True
-                internal += 1
+                if self._rejects(other.rejected, module, x):
+                    internal += 1
+                else:
+                    untyped = True
                 continue
             target = project.resolve_class(module, other.receiver_class)
-            if target is None or target is x:
-                return True
-            internal += self._related(target, owner)
+            if target is x:
+                return YES
+            if target is None:
+                untyped = True
+            else:
+                internal += self._related(target, owner)
         for call, site, module in self.calls(method):
             if call.receiver in (Receiver.SELF, Receiver.CLS) and site is not None:
-                if project.in_mro(site, x) and self._call_runs(x, call, site, module):
-                    return True
+                if project.in_mro(site, x):
+                    best = max(best, self._call_runs(x, call, site, module))
+                    if best == YES:
+                        return YES
                 internal += self._related(site, owner)
             elif call.receiver in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
                 target = (
@@ -212,17 +256,26 @@ class Reach:
                     if call.receiver_class is None
                     else project.resolve_class(module, call.receiver_class)
                 )
+                if target is x:
+                    return YES
                 exact = call.receiver is Receiver.CONSTRUCTED
-                if target is None or target is x or (not exact and project.in_mro(target, x)):
-                    return True
-                internal += self._related(target, owner)
-        return internal == 0
+                if target is None or (not exact and project.in_mro(target, x)):
+                    untyped = True
+                if target is not None:
+                    internal += self._related(target, owner)
+        if internal == 0:
+            # No call in the class's own hierarchy: a public method is an entry point for the
+            # project's users; a private one is reached only by the calls the tree makes.
+            return UNTYPED if untyped and method.startswith("_") else YES
+        return max(best, UNTYPED) if untyped else best
 
     def _related(self, a: ClassInfo, b: ClassInfo) -> bool:
         return self.project.in_mro(b, a) or self.project.in_mro(a, b)
 
-    def _call_runs(self, x: ClassInfo, call: CallSite, site: ClassInfo, module: ModuleInfo) -> bool:
-        return self.guard_excludes(x, call, module) is None and self.runs(x, site, call.caller)
+    def _call_runs(self, x: ClassInfo, call: CallSite, site: ClassInfo, module: ModuleInfo) -> int:
+        if self.guard_excludes(x, call, module) is not None:
+            return NO
+        return self.runs(x, site, call.caller)
 
     def _escapes(self, method: str, x: ClassInfo) -> bool:
         """Whether ``method`` can be called from outside the call graph for an ``x``."""
@@ -244,6 +297,63 @@ class Reach:
         return False
 
     # -- explanation -------------------------------------------------------------------------
+
+    def _untyped_reason(self, x: ClassInfo, owner: ClassInfo, method: str) -> str:
+        """Name where ``owner.method`` is called on objects not known to be an ``x``."""
+        chain: list[str] = []
+        seen: set[tuple[int, str]] = set()
+        while True:
+            places = self._untyped_places(x, method)
+            target = f"{owner.qualname}.{method}()"
+            if places:
+                shown = ", ".join(places[:3]) + ("" if len(places) <= 3 else ", ...")
+                head = f"{target} is called only on objects whose class is unknown ({shown})"
+                return head + "".join(f", which {c}" for c in reversed(chain))
+            nxt = self._untyped_caller(x, owner, method)
+            if nxt is None or (id(nxt[0]), nxt[1]) in seen or len(chain) > 8:
+                return f"{target} is reached only through objects whose class is unknown"
+            seen.add((id(nxt[0]), nxt[1]))
+            chain.append(f"calls {target}")
+            owner, method = nxt
+
+    def _untyped_places(self, x: ClassInfo, method: str) -> list[str]:
+        project = self.project
+        places: dict[str, None] = {}
+        for other, module in self.foreign.get(method, ()):
+            if other.receiver_class is None and not self._rejects(other.rejected, module, x):
+                places[f"obj.{method}() in {module.file.display}"] = None
+            elif other.receiver_class is not None and (
+                project.resolve_class(module, other.receiver_class) is None
+            ):
+                places[f"self.<attr>.{method}() in {module.file.display}"] = None
+        for call, _, module in self.calls(method):
+            if call.receiver not in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
+                continue
+            target = (
+                None
+                if call.receiver_class is None
+                else project.resolve_class(module, call.receiver_class)
+            )
+            if target is None or (
+                call.receiver is Receiver.ANNOTATED
+                and target is not x
+                and project.in_mro(target, x)
+            ):
+                places[f"{module.file.display}:{call.line}"] = None
+        return list(places)
+
+    def _untyped_caller(
+        self, x: ClassInfo, owner: ClassInfo, method: str
+    ) -> tuple[ClassInfo, str] | None:
+        """A ``self`` call of ``owner.method`` whose own method is reached only untyped."""
+        for call, site, module in self.calls(method):
+            if call.receiver not in (Receiver.SELF, Receiver.CLS, Receiver.SUPER) or site is None:
+                continue
+            if not self.project.in_mro(site, x) or not call.caller:
+                continue
+            if self._call_runs(x, call, site, module) == UNTYPED:
+                return site, call.caller
+        return None
 
     def _unreached_reason(self, x: ClassInfo, owner: ClassInfo, method: str) -> str:
         """Name the callers of ``owner.method`` and why each does not run for ``x``."""

@@ -38,6 +38,8 @@ def text(finding: Finding) -> str:
         ev = finding.evidence
         lines.append(f"    call:     {ev.path}:{ev.line}: {ev.text}")
         lines.append(f"    raises:   {ev.error}")
+        if ev.guards:
+            lines.append(f"    reached only if {' and '.join(ev.guards)}")
     return "\n".join(lines)
 
 

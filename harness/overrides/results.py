@@ -35,11 +35,10 @@ def run_key(parts: Sequence[str | None]) -> bytes:
 
 def _encode(f: Finding) -> tuple[Any, ...]:
     ev = f.evidence
-    evidence = (
-        None
-        if ev is None
-        else (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver, ev.unreached, ev.via)
-    )
+    evidence: tuple[Any, ...] | None = None
+    if ev is not None:
+        evidence = (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver, ev.unreached)
+        evidence += (ev.via, ev.untyped, ev.guards)
     differences = tuple((d.code, d.symbol, d.message, d.params) for d in f.differences)
     return (
         f.path, f.line, f.col, f.code, f.symbol, f.severity.value, f.message, f.class_name,
@@ -50,7 +49,7 @@ def _encode(f: Finding) -> tuple[Any, ...]:
 
 _S, _I, _NS, _NI = str, int, (str, type(None)), (int, type(None))
 _FINDING = (_S, _I, _I, _S, _S, _S, _S, _NS, _NS, _NS, _NS, _NI, tuple, _NS, _NS, object, tuple, _S)
-_EVIDENCE = (_S, _I, _I, _S, _S, _S, _NS, _NS)
+_EVIDENCE = (_S, _I, _I, _S, _S, _S, _NS, _NS, _NS, tuple)
 _DIFFERENCE = (_S, _S, _S, tuple)
 
 
@@ -70,7 +69,10 @@ def _names(raw: tuple[Any, ...]) -> tuple[str, ...]:
 def _decode(raw: Any) -> Finding:
     """A stored finding, every field type-checked (``ValueError`` if anything is off)."""
     r = _shaped(raw, _FINDING)
-    ev = None if r[15] is None else Evidence(*_shaped(r[15], _EVIDENCE))
+    ev = None
+    if r[15] is not None:
+        f = _shaped(r[15], _EVIDENCE)
+        ev = Evidence(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], _names(f[9]))
     differences = tuple(
         Difference(d[0], d[1], d[2], _names(d[3])) for d in (_shaped(x, _DIFFERENCE) for x in r[16])
     )

@@ -327,6 +327,20 @@ def _flatten(body: list[ast.stmt]) -> list[ast.stmt] | Iterator[ast.stmt]:
     return body
 
 
+def _type_checking_only(body: list[ast.stmt]) -> set[int]:
+    """Ids of the class statements in ``if TYPE_CHECKING:`` blocks (and their nested
+    blocks): type checkers read them, Python never defines them."""
+    out: set[int] = set()
+    for stmt in _flatten(body):
+        if not isinstance(stmt, ast.If):
+            continue
+        test = dotted_name(stmt.test)
+        if test is None or test.rpartition(".")[2] != "TYPE_CHECKING":
+            continue
+        out.update(id(s) for s in _flatten(stmt.body) if isinstance(s, ast.ClassDef))
+    return out
+
+
 def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     stack = [iter(body)]
     while stack:
@@ -473,9 +487,11 @@ def _summarize_text(text: str) -> FileSummary:
     hits = FileHits(text, external)
     calls: list[CallSite] = []
     pending: list[tuple[ast.ClassDef, str]] = []
+    static: set[int] = _type_checking_only(tree.body) if "TYPE_CHECKING" in text else set()
     for stmt in top:
         if isinstance(stmt, ast.ClassDef):
-            pending.append((stmt, stmt.name))
+            if id(stmt) not in static:
+                pending.append((stmt, stmt.name))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             calls.extend(callsites.collect(stmt, hits, caller="", self_name=None))
     statements: list[tuple[ast.ClassDef, ClassSummary]] = []

@@ -8,7 +8,13 @@ import ast
 
 from harness.overrides.blocks import class_functions
 from harness.overrides.facts import DESCRIPTOR_METHOD, DESCRIPTOR_NONE, DESCRIPTOR_VALUE, Wrapper
-from harness.overrides.signature import ParamKind, canonical_decorator, dotted_name, from_function
+from harness.overrides.signature import (
+    Param,
+    ParamKind,
+    canonical_decorator,
+    dotted_name,
+    from_function,
+)
 
 
 def unknown_decorators(
@@ -95,7 +101,40 @@ def wrapper_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
     params = from_function(inner, {}).params
     kinds = {p.kind for p in params}
     passthrough = ParamKind.VAR_POSITIONAL in kinds and ParamKind.VAR_KEYWORD in kinds
+    if passthrough and inner.args.kwarg is not None:
+        params = _with_popped(params, _popped(inner, inner.args.kwarg.arg))
     return Wrapper(func.name, func.lineno, params, factory, passthrough)
+
+
+def _popped(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> dict[str, bool]:
+    """Keywords ``func`` takes out of its ``**kwargs`` (``kwargs.pop("k", ...)``), each
+    optional: the wrapped function never receives them."""
+    out: dict[str, bool] = {}
+    for stmt in func.body:
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "pop"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == kwargs
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and not node.keywords
+            ):
+                out[node.args[0].value] = True  # absent, it is a KeyError, not a TypeError
+    return out
+
+
+def _with_popped(params: tuple[Param, ...], popped: dict[str, bool]) -> tuple[Param, ...]:
+    """``params`` with the popped keywords as keyword-only parameters before ``**kwargs``."""
+    names = {p.name for p in params}
+    extra = [Param(n, ParamKind.KEYWORD_ONLY, d) for n, d in popped.items() if n not in names]
+    if not extra:
+        return params
+    last = [p for p in params if p.kind is ParamKind.VAR_KEYWORD]
+    return (*(p for p in params if p.kind is not ParamKind.VAR_KEYWORD), *extra, *last)
 
 
 def _first_param(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:

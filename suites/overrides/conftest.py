@@ -7,8 +7,8 @@ Fixture annotations (see ``fixtures/``):
 - ``# evidence: HO101`` at the end of the line of the call a finding must show as its evidence;
 - ``# fixture-args: --flag ...`` on the first line of a fixture module (or of a package's
   ``__init__.py``): extra command-line arguments for that fixture;
-- ``# fixture-python-path: DIR`` there: ``DIR`` (under ``fixtures/``) is put on ``sys.path``,
-  standing for an installed package the fixture's bases come from;
+- ``# fixture-python-path: DIR`` there: ``DIR`` (under ``fixtures/``) is passed as ``--python``,
+  standing for the environment the fixture's installed bases come from;
 - ``# fixture-max-python: 3.11`` there: the fixture is skipped on newer interpreters (its
   findings depend on what the running parser can read).
 
@@ -114,7 +114,9 @@ def fixture_args(root: Path) -> list[str]:
         return []
     first = head.read_text(encoding="utf-8").partition("\n")[0]
     match = _ARGS.match(first)
-    return shlex.split(match["args"]) if match else []
+    site = fixture_header(root, "python-path")
+    extra = [] if site is None else ["--python", str(FIXTURES / site)]
+    return [*(shlex.split(match["args"]) if match else []), *extra]
 
 
 def fixture_header(root: Path, key: str) -> str | None:
@@ -219,7 +221,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(autouse=True)
 def _fixture_environment(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Apply a parametrised fixture's ``python-path`` and ``max-python`` headers."""
+    """Apply a parametrised fixture's ``max-python`` header."""
     if "fixture_name" not in request.fixturenames:
         return
     root = FIXTURES / str(request.getfixturevalue("fixture_name"))
@@ -228,9 +230,6 @@ def _fixture_environment(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
         major, minor = (int(p) for p in newest.split("."))
         if sys.version_info[:2] > (major, minor):
             pytest.skip(f"written for Python <= {newest} (the parser reads it on this one)")
-    extra = fixture_header(root, "python-path")
-    if extra is not None:
-        monkeypatch.syspath_prepend(str(FIXTURES / extra))
 
 
 @pytest.fixture

@@ -171,3 +171,114 @@ def test_cls_receiver_in_a_class_method(tmp_path: Path) -> None:
     assert proven.evidence.error.endswith("got an unexpected keyword argument 'device_ids'")
     # `cls.inst(None, a=1)` passes the instance explicitly: not a bound call, no proof.
     assert found["inst"].severity is Severity.WARNING and found["inst"].evidence is None
+
+
+def test_a_wrapper_that_pops_a_keyword_never_passes_it_to_the_override(tmp_path: Path) -> None:
+    base = (
+        "def consume(fn):\n"
+        "    def wrap(*args, **kwargs):\n"
+        "        kwargs.pop('decorate', None)\n"
+        "        return fn(*args, **kwargs)\n"
+        "    return wrap\n\n"
+        "class Base:\n"
+        "    def f(self, x, decorate=False): ...\n\n"
+        "    def run(self):\n        return self.f(1, decorate=True)\n"
+    )
+    popped = (
+        "from base import Base, consume\nclass Sub(Base):\n    @consume\n    def f(self, x): ...\n"
+    )
+    assert all(
+        f.severity is Severity.WARNING
+        for f in findings(tmp_path, {"base.py": base, "sub.py": popped})
+    )
+    plain = base.replace("kwargs.pop('decorate', None)", "print(kwargs)")
+    found = findings(tmp_path, {"base.py": plain, "sub.py": popped})
+    assert [f.severity for f in found] == [Severity.ERROR]
+
+
+HOOKS = """\
+class Base:
+    def __init__(self):
+        self._hooks = []
+
+    def register(self, hook):
+        self._hooks.append(hook)
+
+    def fire(self):
+        if not self._hooks:
+            return
+        self.on_fire(1, loud=True)
+
+    def on_fire(self, n, loud=False): ...
+
+
+class Sub(Base):
+    def register(self, hook):
+        return None
+
+    def on_fire(self, n, quiet=False): ...
+"""
+
+
+def test_a_condition_on_an_attribute_only_an_overridden_method_fills_is_decided(
+    tmp_path: Path,
+) -> None:
+    f = only(findings(tmp_path, {"m.py": HOOKS}))
+    assert f.severity is Severity.WARNING and f.evidence is not None
+    assert f.evidence.unreached is not None
+    assert "it runs only if self._hooks" in f.evidence.unreached
+    assert "only Base.register() sets self._hooks, and it does not run for Sub" in (
+        f.evidence.unreached
+    )
+
+
+def test_the_same_condition_stays_an_error_when_the_subclass_fills_it(tmp_path: Path) -> None:
+    f = only(
+        findings(
+            tmp_path,
+            {"m.py": HOOKS.replace("        return None\n", "        super().register(hook)\n")},
+        )
+    )
+    assert f.severity is Severity.ERROR and f.evidence is not None
+    assert f.evidence.guards == ("self._hooks",)
+
+
+CAUGHT = """\
+class Base:
+    def get_offset(self, bbox, renderer): ...
+
+    def extent(self):
+        {wrap}
+            px = self.get_offset(1, 2)
+        {handler}
+            px = self.get_offset()
+        return px
+
+
+class Sub(Base):
+    def get_offset(self): ...
+"""
+
+
+def test_a_call_whose_type_error_is_handled_is_no_error(tmp_path: Path) -> None:
+    f = only(findings(tmp_path, {"m.py": CAUGHT.format(wrap="try:", handler="except TypeError:")}))
+    assert f.severity is Severity.WARNING and f.evidence is not None
+    assert (
+        f.evidence.unreached
+        == "the TypeError is handled where it is raised (except TypeError: at line 5)"
+    )
+    for handler in ("except KeyError:", "except Exception:", "except:"):
+        # A catch-all only reports the crash (threading runs self.run() under one).
+        other = CAUGHT.format(wrap="try:", handler=handler)
+        assert only(findings(tmp_path, {"m.py": other})).severity is Severity.ERROR, handler
+
+
+def test_a_call_expected_to_raise_in_a_test_is_no_error(tmp_path: Path) -> None:
+    test = (
+        "import pytest\nfrom m import Sub\n\ndef test_it():\n"
+        "    s = Sub()\n    with pytest.raises(TypeError):\n        s.get_offset(1, 2)\n"
+    )
+    source = "class Base:\n    def get_offset(self, bbox, renderer): ...\n\nclass Sub(Base):\n    def get_offset(self): ...\n"
+    f = only(findings(tmp_path, {"m.py": source, "test_m.py": test}))
+    assert f.severity is Severity.WARNING and f.evidence is not None
+    assert f.evidence.unreached is not None and "pytest.raises(TypeError)" in f.evidence.unreached

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.machinery
+import json
 import os
+import platform
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,8 +57,7 @@ def test_an_installed_base_is_read_not_imported(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site = _site(tree, init="raise RuntimeError('imported!')\n")
-    monkeypatch.syspath_prepend(str(site))
-    (finding,) = _run(tree, cache_dir=None)
+    (finding,) = _run(tree, cache_dir=None, python=str(site))
     assert (finding.code, finding.severity) == ("HO101", Severity.ERROR)
     assert finding.evidence is not None and finding.evidence.path.endswith("trap/engine.py")
     assert "trap" not in sys.modules and "trap.engine" not in sys.modules
@@ -66,21 +68,19 @@ def test_without_the_package_the_base_is_unresolved(tree: Path) -> None:
 
 
 def test_external_bases_can_be_turned_off(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(_site(tree)))
-    assert _run(tree, cache_dir=None, external=False) == []
+    assert _run(tree, cache_dir=None, external=False, python=str(_site(tree))) == []
 
 
 def test_a_stored_result_is_not_reused_once_the_installed_base_changes(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site = _site(tree)
-    monkeypatch.syspath_prepend(str(site))
     cache = str(tree / "cache")
-    assert [f.severity for f in _run(tree, cache_dir=cache)] == [Severity.ERROR]
+    assert [f.severity for f in _run(tree, cache_dir=cache, python=str(site))] == [Severity.ERROR]
     # The package is upgraded: its base now takes `tokens`. The tree itself did not change.
     engine = site / "trap" / "engine.py"
     engine.write_text(engine.read_text().replace("num_tokens", "tokens"), encoding="utf-8")
-    assert _run(tree, cache_dir=cache) == []
+    assert _run(tree, cache_dir=cache, python=str(site)) == []
 
 
 def test_a_module_without_source_is_read_from_its_stub(
@@ -100,8 +100,7 @@ def test_a_module_without_source_is_read_from_its_stub(
         "    def encode(self, text, *, special=True):\n        return []\n",
         encoding="utf-8",
     )
-    monkeypatch.syspath_prepend(str(tree / "site"))
-    (finding,) = _run(tree, cache_dir=None)
+    (finding,) = _run(tree, cache_dir=None, python=str(tree / "site"))
     assert finding.code == "HO101"
     assert finding.base_path is not None and finding.base_path.endswith("_core.pyi")
 
@@ -132,23 +131,28 @@ def test_installed_summaries_are_shared_by_projects_and_follow_content(
     xdg = tree / "xdg"
     monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
     site = _site(tree)
-    monkeypatch.syspath_prepend(str(site))
     made: list[int] = []
     summarize = cache_mod._summarize_one  # pyright: ignore[reportPrivateUsage]
     monkeypatch.setattr(cache_mod, "_summarize_one", lambda d: made.append(len(d)) or summarize(d))
-    assert [f.severity for f in _run(tree, cache_dir=str(tree / "one"))] == [Severity.ERROR]
+    assert [f.severity for f in _run(tree, cache_dir=str(tree / "one"), python=str(site))] == [
+        Severity.ERROR
+    ]
     first = len(made)  # the tree's file and trap/engine.py
     assert first == 2 and len(_installed_entries(xdg)) == 1
     # Another project (a fresh cache of its own) summarises only its own file.
-    assert [f.severity for f in _run(tree, cache_dir=str(tree / "two"))] == [Severity.ERROR]
+    assert [f.severity for f in _run(tree, cache_dir=str(tree / "two"), python=str(site))] == [
+        Severity.ERROR
+    ]
     assert len(made) == first + 1
     # A corrupt entry is a miss, never a wrong summary; an upgraded package is read again.
     for entry in _installed_entries(xdg):
         entry.write_bytes(entry.read_bytes()[:-3] + b"\0\0\0")
-    assert [f.severity for f in _run(tree, cache_dir=str(tree / "three"))] == [Severity.ERROR]
+    assert [f.severity for f in _run(tree, cache_dir=str(tree / "three"), python=str(site))] == [
+        Severity.ERROR
+    ]
     engine = site / "trap" / "engine.py"
     engine.write_text(engine.read_text().replace("num_tokens", "tokens"), encoding="utf-8")
-    assert _run(tree, cache_dir=str(tree / "four")) == []
+    assert _run(tree, cache_dir=str(tree / "four"), python=str(site)) == []
     # Without a cache, nothing is written there.
     before = _installed_entries(xdg)
     engine.write_text(engine.read_text() + "\n# 0.2\n", encoding="utf-8")
@@ -218,3 +222,48 @@ def test_a_stored_result_follows_a_base_read_beside_the_tree(project: Path) -> N
     assert [f.severity for f in check(paths, options=opts).findings] == [Severity.ERROR]
     common.write_text(BASE.replace("block_table_tensor", "block_table"), encoding="utf-8")
     assert check(paths, options=opts).findings == []
+
+
+def test_installed_packages_are_read_only_from_a_named_environment(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On the checker's own sys.path (installed beside it), the package is not read.
+    monkeypatch.syspath_prepend(str(_site(tree)))
+    assert _run(tree, cache_dir=None) == []
+
+
+def _cli(tree: Path, *args: str, path: str | None = None) -> tuple[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if path is not None:
+        env["PYTHONPATH"] = path
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.overrides", "--no-cache", "--format", "json", "--statistics",
+         *args, "app"],
+        cwd=tree, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout, done.stderr
+
+
+def test_a_light_and_a_full_install_give_the_same_findings(tree: Path) -> None:
+    site = str(_site(tree))
+    light, said = _cli(tree)
+    full, _ = _cli(tree, path=site)  # the package importable beside the checker
+    assert light == full and json.loads(light) == []
+    assert "standard library only" in said and platform.python_version() in said
+    named, said = _cli(tree, "--python", site)
+    assert [f["severity"] for f in json.loads(named)] == ["error"]
+    assert f"environment {site}" in said
+    interpreter, _ = _cli(tree, "--python", sys.executable, path=site)
+    assert json.loads(interpreter) == []  # that interpreter's own sys.path (-I: no PYTHONPATH)
+
+
+def test_an_environment_that_does_not_exist_is_a_one_line_error(tree: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.overrides", "--python", "nowhere", "app"],
+        cwd=tree, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip() == "harness: error: --python nowhere: no such interpreter or directory"
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,30 @@ def test_baseline_is_relative_to_the_configuration_file(tmp_path: Path) -> None:
     assert load(path).baseline == str(tmp_path / "proj" / "b.json")
 
 
+def test_python_names_an_environment_relative_to_the_configuration_file(tmp_path: Path) -> None:
+    path = _pyproject(tmp_path / "proj", '[tool.harness.overrides]\npython = ".venv"\n')
+    assert load(path).python == str(tmp_path / "proj" / ".venv")
+
+
+def test_the_configured_environment_is_where_installed_bases_come_from(tmp_path: Path) -> None:
+    site = tmp_path / "proj" / "site" / "lib"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text(
+        "class Engine:\n    def step(self, n): ...\n    def run(self):\n        self.step(n=1)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "proj" / "app.py").write_text(
+        "from lib import Engine\nclass Mine(Engine):\n    def step(self, m): ...\n",
+        encoding="utf-8",
+    )
+    _pyproject(tmp_path / "proj", '[tool.harness.overrides]\npython = "site"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.overrides", "--no-cache", "app.py"],
+        cwd=tmp_path / "proj", capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1 and "HO101" in done.stdout, done.stdout + done.stderr
+
+
 def test_exclude_replaces_the_defaults_and_extend_exclude_adds(tmp_path: Path) -> None:
     path = _pyproject(
         tmp_path, '[tool.harness.overrides]\nexclude = ["gen"]\nextend-exclude = ["x_*.py"]\n'
@@ -94,6 +120,7 @@ def test_exclude_replaces_the_defaults_and_extend_exclude_adds(tmp_path: Path) -
         ("[tool.harness.overrides]\nexclude = 'gen'\n", "exclude must be a list of strings"),
         ("[tool.harness.overrides]\nfail-on = 'never'\n", "fail-on must be one of"),
         ("[tool.harness.overrides]\nbaseline = 3\n", "baseline must be a string"),
+        ("[tool.harness.overrides]\npython = 3\n", "python must be a string"),
         ("[tool.harness]\noverrides = 3\n", "must be a table"),
     ],
 )

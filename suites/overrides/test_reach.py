@@ -57,3 +57,97 @@ def test_a_super_chain_reaches_the_base_method(tmp_path: Path) -> None:
     )
     (finding,) = _findings(tmp_path, source)
     assert finding.severity is Severity.ERROR  # Mid.setup runs Base.setup through super()
+
+
+UNTYPED = """\
+class Base:
+    def execute(self):
+        return self.load_batch()
+
+    def load_batch(self):
+        return self._make_key(1, b=2)
+
+    def _make_key(self, a, b=0):
+        return a, b
+
+
+class Sub(Base):
+    def execute(self):
+        return None
+
+    def _make_key(self, a, bb=0):
+        return a, bb
+
+
+def drive(other):
+    return other.runner.load_batch()
+"""
+
+
+def test_a_method_reached_only_through_an_untyped_receiver_is_a_warning_saying_so(
+    tmp_path: Path,
+) -> None:
+    (finding,) = _findings(tmp_path, UNTYPED)
+    assert finding.severity is Severity.WARNING
+    assert finding.evidence is not None and finding.evidence.untyped is not None
+    assert "Base.load_batch() is called only on objects whose class is unknown" in (
+        finding.evidence.untyped
+    )
+    assert "only an object of unknown type leads there" in finding.message
+
+
+def test_the_same_method_called_on_the_subclass_itself_is_an_error(tmp_path: Path) -> None:
+    (finding,) = _findings(tmp_path, UNTYPED + "\n\ndef main():\n    return Sub().load_batch()\n")
+    assert finding.severity is Severity.ERROR
+
+
+def test_a_dispatcher_overridden_without_super_does_not_reach_its_branches(
+    tmp_path: Path,
+) -> None:
+    source = (
+        "class Base:\n    def forward(self, x):\n        return self.forward_cpu(x, fast=True)\n\n"
+        "    def forward_cpu(self, x, fast=False):\n        return x\n\n\n"
+        "class Sub(Base):\n    def forward(self, x):\n        return x\n\n"
+        "    def forward_cpu(self, x, quick=False):\n        return x\n"
+    )
+    (finding,) = _findings(tmp_path, source)
+    assert finding.severity is Severity.WARNING
+
+
+def test_a_base_init_the_subclass_never_calls_starts_no_path(tmp_path: Path) -> None:
+    source = (
+        "class Base:\n    def __init__(self):\n        self._setup(1, size=2)\n\n"
+        "    def _setup(self, a, size=0):\n        return a\n\n\n"
+        "class Sub(Base):\n    def __init__(self):\n        self.x = 1\n\n"
+        "    def _setup(self, a, width=0):\n        return a\n"
+    )
+    (finding,) = _findings(tmp_path, source)
+    assert finding.severity is Severity.WARNING
+    called = source.replace("self.x = 1", "super().__init__()")
+    (finding,) = _findings(tmp_path, called)
+    assert finding.severity is Severity.ERROR
+
+
+IDENTITY = """\
+class Base:
+    def run(self, x):
+        if type(self).decode {op} Base.decode:
+            return None
+        return self.decode(x, fast=True)
+
+    def decode(self, x, fast=False):
+        return x
+
+
+class Sub(Base):
+    def decode(self, x, quick=False):
+        return x
+"""
+
+
+def test_an_identity_guard_on_the_method_excludes_its_overrides(tmp_path: Path) -> None:
+    (finding,) = _findings(tmp_path, IDENTITY.format(op="is not"))
+    assert finding.severity is Severity.WARNING
+    assert finding.evidence is not None and finding.evidence.unreached is not None
+    (finding,) = _findings(tmp_path, IDENTITY.format(op="is"))
+    assert finding.severity is Severity.ERROR

@@ -152,3 +152,25 @@ def test_a_class_kept_past_its_project_says_so(tmp_path: Path) -> None:
     cls = project(tmp_path, {"a.py": "class A: ...\n"}).classes[0]
     with pytest.raises(RuntimeError, match=r"a\.A: its project was freed"):
         _ = cls.module
+
+
+def test_a_decorator_a_stub_aliases_to_property_makes_a_property(tmp_path: Path) -> None:
+    # pandas: `cache_readonly = property` in _libs/properties.pyi, re-exported by a module.
+    from harness.overrides.checker import CheckOptions, check
+
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/props.pyi": "cache_readonly = property\n",
+        "pkg/deco.py": "from pkg.props import cache_readonly\n",
+        "pkg/m.py": (
+            "from pkg.deco import cache_readonly\n"
+            "class Base:\n    @property\n    def ctor(self):\n        return list\n\n"
+            "    def make(self, x):\n        return self.ctor(x)\n\n"
+            "class Sub(Base):\n    @cache_readonly\n    def ctor(self):\n        return tuple\n"
+        ),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    options = CheckOptions(cache_dir=None, cwd=str(tmp_path))
+    assert check([str(tmp_path / "pkg")], options=options).findings == []

@@ -129,3 +129,14 @@ def test_parse_failures_are_at_the_real_position() -> None:
     assert at(b"x = 1\ny = 2\x00\n") == (2, 6)
     assert at(b"x = 1\ns = '\xff'\n") == (2, 6)  # the undecodable byte
     assert at(b"# -*- coding: no-such-codec -*-\n") == (1, 1)
+
+
+def test_classes_under_type_checking_are_not_run_time_classes() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    class Proto:\n        def f(self, a): ...\n"
+        "else:\n    class Proto:\n        def f(self, b): ...\n"
+        "class Real:\n    pass\n"
+    )
+    classes = summarize(source.encode()).classes
+    assert [(c.qualname, c.line) for c in classes] == [("Proto", 6), ("Real", 8)]

@@ -1,0 +1,250 @@
+"""The conditions a call runs under inside its function, as source text.
+
+Shown with an error's evidence ("reached only if ..."): the tests of the ``if``/``elif``/
+``while`` blocks and ``match`` cases around the call, negated for ``else`` branches and for
+early exits before it (``if not x: return``), and the left side of ``a and f()``,
+``f() if a else b``. Read from the file when a finding needs them (only proofs do), so a
+check of an unchanged tree never parses for them.
+"""
+
+from __future__ import annotations
+
+import ast
+from bisect import bisect_right
+from collections.abc import Sequence
+
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_LIMIT = 160
+"""Longest condition text shown; longer ones are cut with an ellipsis."""
+
+
+def _text(source: str, node: ast.AST) -> str:
+    text = ast.get_source_segment(source, node) or ast.unparse(node)
+    text = " ".join(text.split())
+    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+
+
+def _negate(source: str, node: ast.expr) -> str:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _text(source, node.operand)
+    text = _text(source, node)
+    loose = isinstance(node, (ast.BoolOp, ast.IfExp, ast.NamedExpr, ast.Lambda))
+    return f"not ({text})" if loose else f"not {text}"
+
+
+def _holds(node: ast.AST, line: int, col: int) -> bool:
+    first = getattr(node, "lineno", 0)
+    last = getattr(node, "end_lineno", None) or first
+    if not first <= line <= last:
+        return False
+    if line == first and col < getattr(node, "col_offset", 0):
+        return False
+    end_col = getattr(node, "end_col_offset", None)
+    return not (line == last and end_col is not None and col > end_col)
+
+
+_CATCHES_TYPE_ERROR = frozenset({"TypeError"})
+"""A handler naming ``TypeError`` expects it; a catch-all (``except:``, ``except Exception:``)
+only reports it (``threading`` runs ``self.run()`` under one), so the crash stands."""
+
+
+def _caught_names(node: ast.expr | None) -> frozenset[str] | None:
+    """The last components of the exception classes ``node`` names (``None``: everything)."""
+    if node is None:
+        return None
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    names: set[str] = set()
+    for item in items:
+        if isinstance(item, ast.Attribute):
+            names.add(item.attr)
+        elif isinstance(item, ast.Name):
+            names.add(item.id)
+    return frozenset(names)
+
+
+def _ends_in_exit(body: Sequence[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], _EXITS)
+
+
+class _Finder:
+    """Walks from a function down to the call, collecting the conditions in force."""
+
+    def __init__(self, source: str, line: int, col: int, starts: dict[int, list[int]]) -> None:
+        self.source = source
+        self.starts = starts
+        """First lines of the statements of module and class bodies, by ``id`` of the body."""
+        self.line = line
+        self.col = col
+        self.found: list[str] | None = None
+        self.caught: str | None = None
+        """Where a ``TypeError`` raised by the call is handled (``except TypeError:`` around
+        it, ``with pytest.raises(TypeError):``), described; ``None`` when nowhere."""
+        self.origin: dict[str, tuple[ast.expr, bool]] = {}
+        """Condition text -> the test and the value it must have."""
+
+    def _pos(self, test: ast.expr) -> str:
+        text = _text(self.source, test)
+        self.origin.setdefault(text, (test, True))
+        return text
+
+    def _neg(self, test: ast.expr) -> str:
+        text = _negate(self.source, test)
+        self.origin.setdefault(text, (test, False))
+        return text
+
+    def body(self, stmts: Sequence[ast.stmt], held: list[str], in_function: bool = True) -> bool:
+        """Descend into the statement of ``stmts`` holding the call. Early exits before it
+        count only in a function body (elsewhere none can exit), so module and class bodies
+        are searched by line (a file of thousands of classes costs a bisection per call)."""
+        held = list(held)
+        if not in_function:
+            starts = self.starts.get(id(stmts))
+            if starts is None:
+                starts = self.starts[id(stmts)] = [s.lineno for s in stmts]
+            at = bisect_right(starts, self.line) - 1
+            for stmt in stmts[max(at - 1, 0) : at + 1]:  # decorators start before `def`
+                if _holds(stmt, self.line, self.col):
+                    return self.stmt(stmt, held)
+            return False
+        for stmt in stmts:
+            if _holds(stmt, self.line, self.col):
+                return self.stmt(stmt, held)
+            if isinstance(stmt, ast.If) and stmt.lineno < self.line:
+                if _ends_in_exit(stmt.body) and not _ends_in_exit(stmt.orelse):
+                    held.append(self._neg(stmt.test))
+                elif _ends_in_exit(stmt.orelse) and not _ends_in_exit(stmt.body):
+                    held.append(self._pos(stmt.test))
+        return False
+
+    def stmt(self, stmt: ast.stmt, held: list[str]) -> bool:
+        if isinstance(stmt, (ast.If, ast.While)):
+            if _holds(stmt.test, self.line, self.col):
+                return self.expr(stmt.test, held)
+            if self.body(stmt.body, [*held, self._pos(stmt.test)]):
+                return True
+            return self.body(stmt.orelse, [*held, self._neg(stmt.test)])
+        if isinstance(stmt, ast.Match):
+            subject = _text(self.source, stmt.subject)
+            for case in stmt.cases:
+                pattern = _text(self.source, case.pattern)
+                if self.body(case.body, [*held, f"{subject} matches {pattern}"]):
+                    return True
+            return self.expr(stmt.subject, held)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self.body(stmt.body, [])  # what held where it was defined is not a test
+        if isinstance(stmt, ast.ClassDef):
+            return self.body(stmt.body, [], in_function=False)
+        blocks: list[Sequence[ast.stmt]] = []
+        for name in ("body", "orelse", "finalbody"):
+            value = getattr(stmt, name, None)
+            if isinstance(value, list):
+                blocks.append(value)  # pyright: ignore[reportUnknownArgumentType]
+        for block in blocks:
+            if self.body(block, held):
+                if block is getattr(stmt, "body", None) and self.caught is None:
+                    self.caught = self._catcher(stmt)
+                return True
+        for handler in getattr(stmt, "handlers", ()):
+            caught = "an exception" if handler.type is None else _text(self.source, handler.type)
+            if self.body(handler.body, [*held, f"{caught} is raised"]):
+                return True
+        return self.expr(stmt, held)
+
+    def _catcher(self, stmt: ast.stmt) -> str | None:
+        """How ``stmt`` (holding the call in its body) handles a ``TypeError``, if it does."""
+        where = f"line {stmt.lineno}"
+        for handler in getattr(stmt, "handlers", ()):
+            caught = _caught_names(handler.type)
+            if handler.type is not None and caught is not None and caught & _CATCHES_TYPE_ERROR:
+                return f"except {_text(self.source, handler.type)}: at {where}"
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                expr = item.context_expr
+                if not isinstance(expr, ast.Call):
+                    continue
+                func = expr.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name not in ("raises", "assertRaises", "assertRaisesRegex", "suppress"):
+                    continue
+                caught = _caught_names(expr.args[0] if expr.args else None)
+                if caught is not None and caught & _CATCHES_TYPE_ERROR:
+                    return f"with {_text(self.source, expr)}: at {where}"
+        return None
+
+    def expr(self, root: ast.AST, held: list[str]) -> bool:
+        node: ast.AST = root
+        held = list(held)
+        while True:
+            step: ast.AST | None = None
+            if isinstance(node, ast.BoolOp):
+                for i, value in enumerate(node.values):
+                    if _holds(value, self.line, self.col):
+                        for before in node.values[:i]:
+                            and_ = isinstance(node.op, ast.And)
+                            held.append(self._pos(before) if and_ else self._neg(before))
+                        step = value
+                        break
+            elif isinstance(node, ast.IfExp):
+                if _holds(node.body, self.line, self.col):
+                    held.append(self._pos(node.test))
+                    step = node.body
+                elif _holds(node.orelse, self.line, self.col):
+                    held.append(self._neg(node.test))
+                    step = node.orelse
+            if step is None:
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, ast.expr) and _holds(child, self.line, self.col):
+                        step = child
+                        break
+            if step is None:
+                self.found = held
+                return True
+            node = step
+
+
+class Conditions:
+    """The conditions of calls in one file (parsed once, on the first question)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._tree: ast.Module | None = None
+        self._starts: dict[int, list[int]] = {}
+
+    @property
+    def tree(self) -> ast.Module:
+        """The parsed file (empty when it does not parse)."""
+        if self._tree is None:
+            try:
+                self._tree = ast.parse(self.source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._tree = ast.Module(body=[], type_ignores=[])
+        return self._tree
+
+    def caught(self, line: int, col: int) -> str | None:
+        """Where a ``TypeError`` of the call at ``line``/``col`` is handled, if anywhere in its
+        function (``except TypeError:``, ``with pytest.raises(TypeError):``)."""
+        finder = _Finder(self.source, line, col - 1, self._starts)
+        finder.body(self.tree.body, [], in_function=False)
+        return finder.caught
+
+    def tests(self, line: int, col: int) -> list[tuple[str, ast.expr | None, bool]]:
+        """The conditions of the call at ``line``/``col`` (1-based column), outermost first:
+        each its text, the test it comes from (``None`` for a ``match`` case or a handler)
+        and the value that test must have."""
+        finder = _Finder(self.source, line, col - 1, self._starts)
+        finder.body(self.tree.body, [], in_function=False)
+        out: list[tuple[str, ast.expr | None, bool]] = []
+        for text in dict.fromkeys(finder.found or ()):
+            test, value = finder.origin.get(text, (None, True))
+            out.append((text, test, value))
+        return out
+
+    def at(self, line: int, col: int) -> tuple[str, ...]:
+        """The conditions' texts (see :meth:`tests`); ``()`` when the call runs
+        unconditionally in its function or cannot be found."""
+        return tuple(text for text, _, _ in self.tests(line, col))
+
+
+def conditions(source: str, line: int, col: int) -> tuple[str, ...]:
+    """:meth:`Conditions.at` for one call of ``source``."""
+    return Conditions(source).at(line, col)
