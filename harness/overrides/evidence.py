@@ -84,8 +84,8 @@ class EvidenceIndex:
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
-        the project is freed at once by reference counting when the check ends (see
-        :meth:`Project.release`); the index is unusable afterwards."""
+        the project is freed at once by reference counting when the check ends; the index is
+        unusable afterwards."""
         self._by_method.clear()
         self._forwarded.clear()
         self._sources.clear()
