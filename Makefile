@@ -37,12 +37,13 @@ $(VENV)/.installed-%: pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@$(PY) ci/install_guard.py '$(EXTRAS)' -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' $(WITH)
-	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' $(WITH)
-	@# This checkout was the distribution "harness" before: drop that editable install (its pytest
-	@# plugins would register twice).
+	@# This checkout was the distribution "harness" before: drop that editable install first (its
+	@# pytest plugins would register twice; uninstalled afterwards, it takes the shared
+	@# bin/harness script with it).
 	@if $(PY) -m pip show harness 2>/dev/null | grep -qx "Editable project location: $(CURDIR)"; then \
 		$(PY) -m pip uninstall -q -y harness; fi
 	@rm -rf harness.egg-info
+	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' $(WITH)
 	@touch $@
 
 install: $(STAMP) ## Install the project with EXTRAS (engine,eval,dev) pinned by CONSTRAINTS (constraints.txt) into .venv; PYTHON_ENV=system: nothing
