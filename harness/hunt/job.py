@@ -1,22 +1,17 @@
 """``harness hunt``: every check this project has, on built-in defaults, as one list of rows.
 
-Sections, in order (each row is one check; a row *misbehaves* when its verdict is not the one
-expected, and the job fails if any row misbehaves or the scanned tree holds a proven crash):
+Sections, in order (a row *misbehaves* when its verdict is not the one expected; the job fails if
+any row misbehaves or the scanned tree holds a proven crash):
 
-1. ``overrides`` -- the strict override checker over ``PATH`` (default: this package's reference
-   implementation). An ``error`` finding is a proven crash.
+1. ``overrides`` -- the strict override checker over ``PATH`` (default: the reference
+   implementation); an ``error`` finding is a proven crash.
 2. ``catalog`` -- every catalog entry verified (:func:`harness.regressions.verify.verify`).
-3. ``scaling`` -- the scaling detector, on its default settings, on the reference FlashInfer and
-   FlashAttention backends (nothing but the KV cache may scale), then on each catalog entry's
-   buggy variant where the reference model can run it (its verdict is reported, not judged:
-   only ``flashinfer-oom`` is a memory bug, and its catalog checks judge it).
-4. ``gsm8k`` -- vLLM's sizing and the whole gsm8k workload on each default device profile with
-   the reference FlashInfer backend (every allocation must fit) and with ``flashinfer-oom``'s
-   buggy variant (it must run out of memory, as vLLM did).
-5. ``budget`` -- on each device, what the reference run uses beyond ``gpu_memory_utilization x
-   capacity`` (the share vLLM sized everything for: its peak of torch plus non-torch memory, minus
-   that share) must fit in the ``(1 - gpu_memory_utilization) x capacity`` margin; the row says
-   how much of the margin it takes.
+3. ``scaling`` -- the scaling detector on the reference FlashInfer and FlashAttention backends,
+   then on each entry's buggy variant where the reference model can run it (reported, not judged).
+4. ``gsm8k`` -- vLLM's sizing and the whole gsm8k workload on each device profile, with the
+   reference FlashInfer backend (must fit) and ``flashinfer-oom``'s buggy variant (must OOM).
+5. ``budget`` -- what the reference run uses beyond ``gpu_memory_utilization x capacity`` must fit
+   in the ``(1 - gpu_memory_utilization) x capacity`` margin; the row says how much it takes.
 """
 
 from __future__ import annotations
