@@ -9,11 +9,9 @@ A golden file is ``<root>/<name>.json``::
     }
 
 Keys are sorted and floats rounded so that a change shows as a small diff. The header names the
-test that owns the file (the one that checks it), so a run can tell which golden files its tests
-should have checked, even when it ran only some of them. Goldens are written only on purpose
-(``update=True``); a mismatch writes ``<name>.obtained.json`` beside the golden so CI can upload it,
-and the failure prints the diff and the command that regenerates it. The pytest side (fixture,
-options, unused files, summary) is :mod:`harness.golden_plugin`.
+owning test, so a partial run can tell which goldens its tests should have checked. Goldens are
+written only with ``update=True``; a mismatch writes ``<name>.obtained.json`` beside the golden and
+prints the diff and the regenerating command. The pytest side is :mod:`harness.golden_plugin`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """What a bisect step runs in the worktree, and how its result becomes a verdict.
 
-- a command (``harness bisect ... -- CMD ARGS...``): its exit status under ``git bisect run``'s
-  contract (:mod:`harness.bisect.verdict`);
-- ``overrides``: this package's override checker, isolated (``-I``) from the worktree it scans:
-  bad only when an ``error`` finding appears; a tree with unparsable files and no error is a skip;
-- ``pytest:EXPR``: ``python -m pytest`` in the worktree, with the worktree first on
-  ``PYTHONPATH``; ``EXPR`` is a node id or path (it holds ``::``, ``/`` or ``.py``) or else a
-  ``-k`` expression. Exit 0 good, 1 bad (tests failed); collection errors, usage errors and "no
-  tests ran" (2-5) are skips;
-- ``regressions``: the worktree's own ``harness regressions verify`` (bisecting this project;
-  it needs the ``engine`` extra here, checked before anything runs).
-
-A check past the timeout is a skip; a command that cannot be started is judged as 126/127.
+The checks: a command (``harness bisect ... -- CMD ARGS...``, judged by ``git bisect run``'s
+contract in :mod:`harness.bisect.verdict`), ``overrides`` (the override checker), ``pytest:EXPR``
+and ``regressions`` (the worktree's own ``harness regressions verify``). What each judges good,
+bad or skip is listed in ``docs/bisect.md``. A check past the timeout is a skip; a command that
+cannot be started is judged as 126/127.
 """
 
 from __future__ import annotations

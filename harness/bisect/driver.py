@@ -1,17 +1,10 @@
 """The bisection: git's own choice of midpoints, one check (with retries) per step, in a
 temporary worktree.
 
-``bisect(repo, good, bad, check)`` keeps the latest bad commit, every good commit and the skipped
-ones, and asks ``git rev-list --bisect-all`` (read-only: unlike ``git bisect``, it writes no refs
-into the user's repository) for the best untested midpoint. Each candidate is checked out in a
-detached temporary worktree of ``repo`` (:func:`~harness.bisect.worktree.temporary_worktree`) and
-marked with the check's verdict: good, bad or skip; an abort verdict stops everything. A bad verdict is re-run up to ``retries`` times: bad only if every run says so,
-good (and *flaky*) if one passes. When only the bad commit is left it is the first bad commit;
-when only skipped commits are left, the first bad commit is one of them. At the end the check runs
-on the first bad commit and its parent unless a step already did, so the report holds both outputs;
-the status is ``found`` only when it fails there and passes at the parent (``bad-passes``: it
-passes at ``--bad`` itself; ``unconfirmed``: otherwise). A command that cannot be executed, or
-exits 126 or 127, is retried once on the good commit: the same there aborts (``git bisect run``).
+``bisect(repo, good, bad, check)`` asks read-only ``git rev-list --bisect-all`` for each midpoint,
+checks it out in a detached temporary worktree, and records the check's verdict; at the end it
+confirms the first bad commit against its parent. Retries, skips and the report's statuses are
+described in ``docs/bisect.md``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ at the culprit and at its parent. ``format()`` is the text report, ``to_dict()``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from harness.bisect.checks import CheckRun
@@ -84,8 +84,8 @@ class BisectReport:
         return {
             "status": self.status,
             "first_bad": None if self.first_bad is None else self.first_bad.sha,
-            "culprit": None if self.first_bad is None else self.first_bad.to_dict(),
-            "parent": None if self.parent is None else self.parent.to_dict(),
+            "culprit": None if self.first_bad is None else asdict(self.first_bad),
+            "parent": None if self.parent is None else asdict(self.parent),
             "confirmed": self.confirmed,
             "candidates": [c.sha for c in self.candidates],
             "steps": [s.to_dict() for s in self.steps],

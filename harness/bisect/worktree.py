@@ -1,12 +1,8 @@
 """Git plumbing for bisect: read-only queries on the user's repository, and a temporary worktree.
 
-The user's working tree, index and HEAD are never touched: every command that checks anything
-out runs in a detached worktree under the system's temporary directory, created from the user's
-repository (a bare one too) and removed again on success, on failure and on Ctrl-C: git runs the
-removal in its own session (a terminal's Ctrl-C does not reach it) and is retried; if it still
-fails, our directory and our own admin entry are deleted by hand. Nothing repository-wide (no
-``git worktree prune``) ever runs. Hooks are disabled for every command run there
-(``core.hooksPath=/dev/null``), so a ``post-checkout`` hook never runs.
+The user's working tree, index and HEAD are never touched: anything checked out lives in a
+detached worktree under the temporary directory, removed on success, failure and Ctrl-C, with
+hooks disabled. How the removal survives Ctrl-C is in ``docs/bisect.md``.
 """
 
 from __future__ import annotations
@@ -72,9 +68,6 @@ class Commit:
     @property
     def short(self) -> str:
         return self.sha[:12]
-
-    def to_dict(self) -> dict[str, str]:
-        return {"sha": self.sha, "subject": self.subject, "author": self.author, "date": self.date}
 
 
 def commit(repo: Path, rev: str) -> Commit:

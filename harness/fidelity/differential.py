@@ -1,12 +1,9 @@
 """The differential engine: random inputs from a fixed seed, both sides, exact comparison, shrinking.
 
 A :class:`Differential` names the vLLM code it executes, draws an input from a
-``numpy.random.Generator``, runs vLLM's code and the reference's on it and returns outcomes that
-:func:`~harness.fidelity.outcome.normalise` makes comparable. An exception of one of the
-differential's ``expected_errors`` types is an outcome (both sides must raise alike); any other
-exception means the differential itself is broken, which is reported as an error and never as
-agreement. The first disagreeing input is shrunk greedily with the differential's ``shrink``
-candidates, keeping a candidate whenever it still disagrees.
+``numpy.random.Generator``, runs both sides and compares their normalised outcomes. An exception
+of one of its ``expected_errors`` types is an outcome (both sides must raise alike); any other
+is reported as an error, never as agreement. The first disagreeing input is shrunk greedily.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """What a side of a differential produced, in a form that compares exactly and prints readably.
 
-:func:`normalise` turns tensors into ``{"tensor": dtype, "shape": ..., "values": ...}`` (the device
-is ignored, dtype, shape and every value are compared), numpy arrays and scalars likewise,
-dataclasses into their fields, and an exception into ``{"raises": <builtin class>, "message": ...}``
-where the class is the nearest built-in one in its MRO (the reference's
-``InsufficientKVCacheMemoryError`` is a ``ValueError``, as vLLM's) and the message is the
-exception's arguments joined by spaces with whitespace runs collapsed (vLLM sometimes passes its
-message as two arguments). :func:`first_difference` compares them.
+:func:`normalise` turns tensors, arrays, dataclasses and exceptions into plain data (an exception
+becomes its nearest built-in class and its collapsed message, as ``docs/fidelity.md`` describes);
+:func:`first_difference` compares two of them.
 """
 
 from __future__ import annotations

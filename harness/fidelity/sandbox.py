@@ -1,18 +1,10 @@
 """Load vLLM modules from their source text, with stubs for every other vLLM import.
 
-Inside ``with VllmSandbox(source, real=..., stubs=...) as sandbox``:
-
-- a module named in ``real`` is compiled from its file under the source tree and executed (its
-  imports resolve through this sandbox);
-- a module named in ``stubs`` is that stub module;
-- any other module under the stubbed roots (``vllm``, ``flashinfer`` ...) is an automatic stub: a
-  package whose every attribute is a stub class. A stub class can be subclassed, called,
-  subscripted and given attributes, but using one as a truth value raises :class:`StubValueError`,
-  so vLLM code that reads a value nobody provided fails loudly instead of computing with a dummy.
-
-Packages (``vllm/__init__.py`` ...) are never executed. On entry, modules already imported under
-the stubbed roots are set aside; on exit they come back and everything the sandbox added is
-removed, so the installed ``vllm`` (if any) is never imported and nothing leaks into later imports.
+Inside ``with VllmSandbox(source, real=..., stubs=...) as sandbox``, a module named in ``real`` is
+compiled from its file under the source tree, one named in ``stubs`` is that stub, and any other
+module under the stubbed roots (``vllm``, ``flashinfer`` ...) is an automatic stub whose classes
+refuse to be used as a truth value (:class:`StubValueError`). Packages are never executed, and on
+exit every module the sandbox added is removed, so the installed ``vllm`` is never imported.
 """
 
 from __future__ import annotations

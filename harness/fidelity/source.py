@@ -1,11 +1,9 @@
 """Where vLLM's source comes from: a directory given by the user, or a pinned wheel unpacked once.
 
-``fetch_vllm_source(version)`` runs ``pip download vllm==VERSION --no-deps --only-binary=:all:``
-into a temporary directory, unpacks only the wheel's ``vllm/**/*.py`` files into
-``$XDG_CACHE_HOME/harness/vllm-VERSION`` (default ``~/.cache/harness/vllm-VERSION``): it unpacks
-under a temporary name, checks ``vllm/_version.py``, writes a ``.harness-complete`` marker and
-renames the whole tree into place, so ``vllm-VERSION`` only ever appears complete. A complete one
-is reused; a ``vllm-VERSION`` without the marker is not ours and is never touched (an error).
+``fetch_vllm_source(version)`` downloads the wheel with ``pip download``, unpacks its ``vllm/**/*.py``
+under a temporary name and renames it into ``$XDG_CACHE_HOME/harness/vllm-VERSION`` with a
+``.harness-complete`` marker, so the tree only ever appears complete. A complete tree is reused; one
+without the marker is not ours and is never touched (an error).
 """
 
 from __future__ import annotations

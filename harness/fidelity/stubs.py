@@ -1,11 +1,8 @@
 """The explicit stubs the compared vLLM modules import, and the list of modules loaded for real.
 
-Where a helper is vLLM's own small function (``cdiv``, ``get_dtype_size``,
-``get_layers_from_vllm_config`` ...), the stub executes vLLM's definition, cut out of its file
-(:func:`~harness.fidelity.sandbox.extract_definitions`). What is ours: a silent logger, a platform
-that is not CUDA, FlashAttention version 2 (no ahead-of-time scheduling), no pinned memory, the
-environment variables the compared code reads at their defaults, and ``flashinfer`` wrappers that
-record their constructor and ``plan`` arguments instead of planning.
+vLLM's own small helpers (``cdiv``, ``get_dtype_size`` ...) run vLLM's definitions, cut out of its
+files; the rest is ours (logger, platform, FlashAttention 2, no pinned memory, environment
+variables at their defaults, ``flashinfer`` wrappers that record their arguments).
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """``harness hunt``: every check this project has, on built-in defaults, as one list of rows.
 
-Sections, in order (each row is one check; a row *misbehaves* when its verdict is not the one
-expected, and the job fails if any row misbehaves or the scanned tree holds a proven crash):
+Sections, in order (a row *misbehaves* when its verdict is not the one expected; the job fails if
+any row misbehaves or the scanned tree holds a proven crash):
 
-1. ``overrides`` -- the strict override checker over ``PATH`` (default: this package's reference
-   implementation). An ``error`` finding is a proven crash.
+1. ``overrides`` -- the strict override checker over ``PATH`` (default: the reference
+   implementation); an ``error`` finding is a proven crash.
 2. ``catalog`` -- every catalog entry verified (:func:`harness.regressions.verify.verify`).
-3. ``scaling`` -- the scaling detector, on its default settings, on the reference FlashInfer and
-   FlashAttention backends (nothing but the KV cache may scale), then on each catalog entry's
-   buggy variant where the reference model can run it (its verdict is reported, not judged:
-   only ``flashinfer-oom`` is a memory bug, and its catalog checks judge it).
-4. ``gsm8k`` -- vLLM's sizing and the whole gsm8k workload on each default device profile with
-   the reference FlashInfer backend (every allocation must fit) and with ``flashinfer-oom``'s
-   buggy variant (it must run out of memory, as vLLM did).
-5. ``budget`` -- on each device, what the reference run uses beyond ``gpu_memory_utilization x
-   capacity`` (the share vLLM sized everything for: its peak of torch plus non-torch memory, minus
-   that share) must fit in the ``(1 - gpu_memory_utilization) x capacity`` margin; the row says
-   how much of the margin it takes.
+3. ``scaling`` -- the scaling detector on the reference FlashInfer and FlashAttention backends,
+   then on each entry's buggy variant where the reference model can run it (reported, not judged).
+4. ``gsm8k`` -- vLLM's sizing and the whole gsm8k workload on each device profile, with the
+   reference FlashInfer backend (must fit) and ``flashinfer-oom``'s buggy variant (must OOM).
+5. ``budget`` -- what the reference run uses beyond ``gpu_memory_utilization x capacity`` must fit
+   in the ``(1 - gpu_memory_utilization) x capacity`` margin; the row says how much it takes.
 """
 
 from __future__ import annotations
@@ -30,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from harness.overrides import CheckOptions
-    from harness.reference.backends.abstract import AttentionBackend
     from harness.regressions import Regression
+    from harness.regressions.entry import Variant
     from harness.regressions.verify import VerifyResult
     from harness.simulation.simulate import SimulationResult
 
@@ -145,9 +140,9 @@ def hunt(
         for entry in entries:
             say(f"catalog {entry.id}", len(report.rows), plan)
             add(_catalog(entry, report))
-        for name, backend in _reference_backends():
+        for name, variant in _reference_backends():
             say(f"scaling: reference {name}", len(report.rows), plan)
-            add(_scaling(f"reference {name}", backend, "pass", scaling_steps))
+            add(_scaling(f"reference {name}", variant, "pass", scaling_steps))
         for entry in entries:
             say(f"scaling: {entry.id}", len(report.rows), plan)
             add(_entry_scaling(entry, scaling_steps))
@@ -173,10 +168,11 @@ def _reference_dir() -> Path:
     return Path(harness.reference.__file__).parent
 
 
-def _reference_backends() -> list[tuple[str, type[AttentionBackend]]]:
+def _reference_backends() -> list[tuple[str, Variant]]:
     from harness.reference.backends import get_attn_backend
+    from harness.regressions.entry import Variant
 
-    return [(name, get_attn_backend(name)) for name in ("FLASHINFER", "FLASH_ATTN")]
+    return [(name, Variant(get_attn_backend(name))) for name in ("FLASHINFER", "FLASH_ATTN")]
 
 
 def _timed(
@@ -258,16 +254,11 @@ def _catalog(entry: Regression, report: HuntReport) -> Row:
     return _timed("catalog", entry.id, "pass", run)
 
 
-def _scaling(
-    name: str, backend: type[AttentionBackend], expected: Expect | None, max_steps: int | None
-) -> Row:
+def _scaling(name: str, variant: Variant, expected: Expect | None, max_steps: int | None) -> Row:
     def run() -> tuple[str, str, bool]:
-        from harness.simulation.scaling import detect_scaling
-        from harness.simulation.workload import get_workload
+        from harness.regressions.checks import run_scaling
 
-        report = detect_scaling(
-            model="tiny", workload=get_workload("tiny"), backend=backend, max_steps=max_steps
-        )
+        report = run_scaling(variant, max_steps=max_steps)
         if report.ok:
             return "pass", f"only the KV cache scales ({report.num_steps} steps)", False
         first = report.findings[0].describe().replace("\n", " ")
@@ -286,7 +277,7 @@ def _entry_scaling(entry: Regression, max_steps: int | None) -> Row:
         return Row("scaling", f"{entry.id} (buggy)", "n/a", None, why, 0.0)
     with warnings.catch_warnings():  # flashinfer-global-config's variant warns by design
         warnings.simplefilter("ignore", ConfigReadOutsideContextWarning)
-        return _scaling(f"{entry.id} (buggy)", buggy.backend, None, max_steps)
+        return _scaling(f"{entry.id} (buggy)", buggy, None, max_steps)
 
 
 def _gsm8k(report: HuntReport, device: str, regression: str | None, max_steps: int | None) -> Row:
@@ -296,18 +287,12 @@ def _gsm8k(report: HuntReport, device: str, regression: str | None, max_steps: i
     def run() -> tuple[str, str, bool]:
         from harness.memory.sizes import format_size
         from harness.regressions import get_regression
-        from harness.simulation.simulate import simulate
-        from harness.simulation.workload import gsm8k
+        from harness.regressions.checks import run_simulation
 
-        # No backend: the reference FlashInfer backend, and no regression label on the plot.
-        backend = None if regression is None else get_regression(regression).backend
-        result = simulate(
-            model=DEFAULT_MODEL,
-            device=device,
-            workload=gsm8k(),
-            backend=backend,
-            regression=regression,
-            max_steps=max_steps,
+        # None: the reference FlashInfer backend, and no regression label on the plot.
+        variant = None if regression is None else get_regression(regression).buggy
+        result = run_simulation(
+            variant, device=device, model=DEFAULT_MODEL, max_steps=max_steps, label=regression
         )
         report.simulations[f"{label}@{device}"] = result
         blocks = "" if result.sizing is None else f"{result.sizing.num_blocks} blocks; "

@@ -1,19 +1,10 @@
 """``aiter-mla-last-page-len``: AITER MLA's decode metadata put the whole sequence in the last page.
 
-What vLLM shipped. The ROCm AITER MLA builder describes each decode request's KV cache to AITER's
-``mla_decode_fwd`` CSR-style: ``paged_kv_indptr``, ``paged_kv_indices`` and
-``paged_kv_last_page_len``, the number of tokens in each request's last page. Its kernel pages are
-single tokens, so the last page always holds one token, but ``_build_decode`` set
-``paged_kv_last_page_len = torch.where(seq_lens == 0, 1, seq_lens)``: the whole sequence length
-(a 127-token sequence claimed 127 tokens in its last page). PR #31282 fixed it (last page lengths
-of 1) and PR #38146 backported the fix to v0.13.0.
-
-How the variants reproduce it. The reference AITER builder pages by the KV cache group's block
-size, so its correct last page length is ``seq_len`` modulo the page size (a full page when that is
-0). The buggy builder computes it as vLLM did, ``where(seq_lens == 0, 1, seq_lens)``, which is
-right only for sequences that fit in one page. The fixed builder is the reference one. The check
-uses MLA's head size 576 and pages of 4 tokens, so that last pages of 1 to 4 tokens all occur (vLLM
-0.9.0 asserts a block size of 1 for AITER; the reference does not, see ``docs/fidelity.md``).
+The ROCm AITER MLA builder's ``_build_decode`` set ``paged_kv_last_page_len`` to the whole sequence
+length instead of the tokens in the last page; PR #31282 fixed it and PR #38146 backported the fix
+to v0.13.0. The buggy builder computes it as vLLM did; the fixed builder is the reference one
+(``seq_len`` modulo the page size). Details, and why the check uses pages of 4 tokens:
+``docs/regressions.md``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """``cascade-prefix-schedule``: cascade attention's prefix pass was scheduled for the whole batch.
 
-What vLLM shipped. With FlashAttention 3, vLLM's V1 FlashAttention builder computes each attention
-pass's scheduler metadata ahead of time (``schedule(batch_size=..., cu_query_lens=...,
-seqlens=...)``, FA3's ``get_scheduler_metadata``). Cascade attention runs two passes: the shared
-prefix, attended once as a *single* sequence by every query token, then each request's own suffix.
-The prefix pass was scheduled with ``batch_size=num_reqs``, a copy of the suffix pass's call, so
-the first cascade batch failed in the kernel with ``RuntimeError: scheduler_metadata must have
-shape (metadata_size)`` (issue #17276, "EngineCore encountered a fatal error" on a nightly).
-PR #17283 passed ``batch_size=1``.
-
-How the variants reproduce it. The reference FlashAttention backend has no ahead-of-time
-scheduling; these variants add a stand-in that keeps only what the bug is about: a schedule is
-sized for the batch it was made for (``batch_size + 1`` entries: cumulative KV tiles per
-sequence), and the attention pass refuses a schedule made for another batch size, with FA3's
-message. The fixed builder schedules the prefix pass as one sequence; the buggy one as
-``num_reqs``. Everything else is the reference FlashAttention backend.
+vLLM's V1 FlashAttention (FA3) builder scheduled cascade attention's shared-prefix pass with
+``batch_size=num_reqs`` instead of 1, so the first cascade batch failed with ``scheduler_metadata
+must have shape (metadata_size)`` (issue #17276); PR #17283 passed ``batch_size=1``. The variants
+add a stand-in for FA3's ahead-of-time schedule to the reference FlashAttention backend. Details:
+``docs/regressions.md``.
 """
 
 from __future__ import annotations

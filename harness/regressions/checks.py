@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
 from harness.overrides.suppress import IGNORE_COMMENT
@@ -32,6 +33,10 @@ from harness.reference.engine import Engine, start_engine
 from harness.reference.runner import ModelRunner
 from harness.reference.scheduler import Request
 from harness.regressions.entry import Check, CheckOutcome, Variant
+
+if TYPE_CHECKING:
+    from harness.simulation.scaling import ScalingReport
+    from harness.simulation.simulate import SimulationResult
 
 
 def variant_classes(variant: Variant) -> list[type]:
@@ -209,18 +214,23 @@ def oracle_check(scenario: str) -> Check:
 # -- memory ----------------------------------------------------------------------------------
 
 
+def run_scaling(variant: Variant, *, model: str = "tiny", max_steps: int | None) -> ScalingReport:
+    """The scaling detector on ``model`` and the tiny workload, with the variant's backend."""
+    from harness.simulation.scaling import detect_scaling
+    from harness.simulation.workload import get_workload
+
+    if variant.runner is not None:
+        raise HarnessError("the scaling detector runs the reference runner")
+    return detect_scaling(
+        model=model, workload=get_workload("tiny"), backend=variant.backend, max_steps=max_steps
+    )
+
+
 def scaling_check(*, model: str = "tiny", max_steps: int | None = 2) -> Check:
     """The scaling detector on ``model``: only the KV cache may scale with ``num_blocks``."""
 
     def run(variant: Variant) -> CheckOutcome:
-        from harness.simulation.scaling import detect_scaling
-        from harness.simulation.workload import get_workload
-
-        if variant.runner is not None:
-            raise HarnessError("the scaling detector runs the reference runner")
-        report = detect_scaling(
-            model=model, workload=get_workload("tiny"), backend=variant.backend, max_steps=max_steps
-        )
+        report = run_scaling(variant, model=model, max_steps=max_steps)
         if report.ok:
             return CheckOutcome(
                 False, f"only the KV cache scales with num_blocks ({report.num_steps} steps)"
@@ -235,6 +245,26 @@ def scaling_check(*, model: str = "tiny", max_steps: int | None = 2) -> Check:
     )
 
 
+def run_simulation(
+    variant: Variant | None, *, device: str, model: str, max_steps: int | None, label: str | None
+) -> SimulationResult:
+    """vLLM's sizing, then gsm8k on a simulated ``device``; ``None`` runs the reference FlashInfer
+    backend. ``label`` names the variant in the report (``None``: the backend's class name)."""
+    from harness.simulation.simulate import simulate
+    from harness.simulation.workload import gsm8k
+
+    if variant is not None and variant.runner is not None:
+        raise HarnessError("the simulation runs the reference runner")
+    return simulate(
+        model=model,
+        device=device,
+        workload=gsm8k(),
+        backend=None if variant is None else variant.backend,
+        regression=label,
+        max_steps=max_steps,
+    )
+
+
 def simulate_check(
     *, device: str = "h100-95", model: str = "llama-3.1-8b", max_steps: int | None = None
 ) -> Check:
@@ -242,18 +272,9 @@ def simulate_check(
 
     def run(variant: Variant) -> CheckOutcome:
         from harness.memory.sizes import format_size
-        from harness.simulation.simulate import simulate
-        from harness.simulation.workload import gsm8k
 
-        if variant.runner is not None:
-            raise HarnessError("the simulation runs the reference runner")
-        result = simulate(
-            model=model,
-            device=device,
-            workload=gsm8k(),
-            backend=variant.backend,
-            regression=variant.label,
-            max_steps=max_steps,
+        result = run_simulation(
+            variant, device=device, model=model, max_steps=max_steps, label=variant.label
         )
         blocks = "" if result.sizing is None else f"num_blocks {result.sizing.num_blocks}: "
         if result.oom is not None:

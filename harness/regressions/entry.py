@@ -113,13 +113,3 @@ class Regression:
                 f"{self.id}` instead"
             )
         return self.buggy.backend
-
-    @property
-    def name(self) -> str:
-        """``id`` (the name the memory commands print)."""
-        return self.id
-
-    @property
-    def summary(self) -> str:
-        """``title``."""
-        return self.title

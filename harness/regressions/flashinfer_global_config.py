@@ -1,21 +1,9 @@
 """``flashinfer-global-config``: the FlashInfer builder read the global config it was no longer in.
 
-What vLLM shipped. PR #17483 moved the construction of metadata builders to KV-cache
-initialisation, which runs outside ``set_current_vllm_config``. The V1 FlashInfer builder still
-took its config from ``get_current_vllm_config()`` in its constructor, so it got a default
-config with no model in it, and planning failed in ``get_per_layer_parameters`` with
-``assert len(per_layer_params) > 0, "No attention layers found in the model."`` on the first
-batch (reported on PR #17483 with ``lm_eval ... --tasks gsm8k`` and the FlashInfer backend).
-PR #18086 made the builder use the runner's ``vllm_config``, as the V0 builder did.
-
-How the variants reproduce it. Builders take their config through one seam,
-``AttentionMetadataBuilder._get_vllm_config``; the buggy builder returns
-``get_current_vllm_config()`` there instead. The reference's global config warns
-(``ConfigReadOutsideContextWarning``) and returns a default config when read outside its context,
-as vLLM's does; a default config describes a different model than the one the runner serves, so
-the builder plans with the wrong number of query heads, softmax scale and window. vLLM's default
-config had no layers at all, hence its assertion; ours has a default model, hence wrong
-parameters: the same read, with a different symptom. The fixed builder is the reference one.
+PR #17483 moved building metadata builders outside ``set_current_vllm_config``; the V1 FlashInfer
+builder still read ``get_current_vllm_config()`` and planned with a default config. PR #18086
+made it use the runner's ``vllm_config``. The buggy builder returns the global config from
+``_get_vllm_config``; the fixed builder is the reference one. Details: ``docs/regressions.md``.
 """
 
 from __future__ import annotations

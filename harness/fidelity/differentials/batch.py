@@ -281,21 +281,13 @@ def reference_common(case: BatchCase) -> CommonAttentionMetadata:
 def vllm_model_config(num_heads: int, num_kv_heads: int, head_size: int) -> SimpleNamespace:
     """The ``ModelConfig`` methods vLLM's builders call for head counts and sizes."""
 
-    def get_num_attention_heads(parallel_config: object) -> int:
-        del parallel_config
-        return num_heads
-
-    def get_num_kv_heads(parallel_config: object) -> int:
-        del parallel_config
-        return num_kv_heads
-
-    def get_head_size() -> int:
-        return head_size
+    def returns(value: int) -> Callable[..., int]:
+        return lambda *_: value
 
     return SimpleNamespace(
-        get_num_attention_heads=get_num_attention_heads,
-        get_num_kv_heads=get_num_kv_heads,
-        get_head_size=get_head_size,
+        get_num_attention_heads=returns(num_heads),
+        get_num_kv_heads=returns(num_kv_heads),
+        get_head_size=returns(head_size),
     )
 
 

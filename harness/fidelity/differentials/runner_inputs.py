@@ -1,13 +1,9 @@
 """The runner's input preparation: positions, token ids, slot mapping and the persistent buffers.
 
-vLLM's side runs ``GPUModelRunner._prepare_inputs`` from ``gpu_model_runner.py`` on a stub runner:
-its persistent buffers come from ``GPUModelRunner.__init__``'s own statements (run on the stub),
-its block table is vLLM's ``MultiGroupBlockTable`` holding the batch, its group's builder is vLLM's
-FlashAttention builder. The reference's side is a real reference ``ModelRunner`` (tiny model,
-FlashAttention) given the batch as new requests and run with ``execute_model(run_model=False)``.
-Compared after the step: each token's position, token id and KV cache slot, and the whole device
-buffers (``input_ids``, ``query_start_loc`` with its -1 tail, ``seq_lens`` with its 0 tail, the
-block table and the group's slot-mapping buffer), dtypes included.
+vLLM's side runs ``GPUModelRunner._prepare_inputs`` on a stub runner whose buffers come from
+``GPUModelRunner.__init__``'s own statements; the reference's side is a real ``ModelRunner`` (tiny
+model, FlashAttention) run with ``execute_model(run_model=False)``. Compared after the step: each
+token's position, token id and slot, and the whole device buffers, dtypes included.
 """
 
 from __future__ import annotations
