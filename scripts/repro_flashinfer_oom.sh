@@ -89,6 +89,13 @@ with open(sys.argv[2], "w", buffering=1) as out:
 EOF
 SAMPLER=$!
 trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
+# lm_eval starts once the first sample is written: a run that fails at once still has its GPU
+# sampled (and a loaded machine cannot stop the sampler before it opened its file).
+for _ in $(seq 300); do
+  [[ "$(wc -l <"$SAMPLES" 2>/dev/null || echo 0)" -ge 2 ]] && break
+  kill -0 "$SAMPLER" 2>/dev/null || fail_env "the NVML sampler of GPU $GPU exited"
+  sleep 0.1
+done
 
 limit_args=()
 if [[ -n "$LIMIT" ]]; then
@@ -111,7 +118,7 @@ wait "$SAMPLER" 2>/dev/null || true
 import csv, glob, importlib.metadata, json, os, re, sys
 status, log, samples, results_dir, report, model, backend = sys.argv[1:]
 text = open(log, errors="replace").read()
-rows = list(csv.DictReader(open(samples)))
+rows = list(csv.DictReader(open(samples))) if os.path.exists(samples) else []
 peak = max((int(r["used_bytes"]) for r in rows), default=0)
 total = int(rows[0]["total_bytes"]) if rows else 0
 kv_lines = [

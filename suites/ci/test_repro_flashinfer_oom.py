@@ -13,11 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "repro_flashinfer_oom.sh"
 FAKES = {
     "pynvml.py": """
-import types
-def nvmlInit(): pass
+import os, time, types
+def nvmlInit():
+    time.sleep(float(os.environ.get("FAKE_NVML_INIT_S", "0")))
 def nvmlDeviceGetHandleByIndex(i): return i
 def nvmlDeviceGetUUID(h): return f"GPU-fake-{h}"
 def nvmlDeviceGetMemoryInfo(h): return types.SimpleNamespace(used=(h + 1) << 30, total=80 << 30)
@@ -35,9 +38,12 @@ raise SystemExit(1)
 }
 
 
+@pytest.mark.parametrize("nvml_init_s", ["0", "1"], ids=["fast-nvml", "slow-sampler-start"])
 def test_lm_eval_gets_the_sampled_gpus_uuid_and_the_report_records_versions(
-    tmp_path: Path,
+    tmp_path: Path, nvml_init_s: str
 ) -> None:
+    # A slow NVML start (a loaded machine) must not leave the run unsampled: lm_eval waits
+    # for the sampler's first sample.
     fakes = tmp_path / "fakes"
     for name, text in FAKES.items():
         (fakes / name).parent.mkdir(parents=True, exist_ok=True)
@@ -46,7 +52,7 @@ def test_lm_eval_gets_the_sampled_gpus_uuid_and_the_report_records_versions(
     python.write_text(f'#!/bin/sh\nPYTHONPATH={fakes} exec {sys.executable} "$@"\n')
     python.chmod(0o755)
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHON": str(python)}
+    env = {**os.environ, "PYTHON": str(python), "FAKE_NVML_INIT_S": nvml_init_s}
     env.pop("CUDA_DEVICE_ORDER", None)
     done = subprocess.run(
         ["bash", str(SCRIPT), "--gpu", "2", "--limit", "1", "--out", str(out)],
