@@ -1,17 +1,12 @@
 """``harness-ref``: an lm-eval model backed by the reference engine.
 
-It follows lm-eval 0.4.13's ``vllm`` model (``lm_eval/models/vllm_causallms.py``) step by step:
-contexts are tokenised in one batch (BOS first, as Llama 3's tokenizer does), sorted longest
-first by lm-eval's ``Collator``, and with ``batch_size=auto`` every request goes to the engine in
-one ``generate`` call (the engine's scheduler batches them); with an integer batch size, one call
-per chunk. Generation kwargs go through lm-eval's own ``normalize_gen_kwargs`` and
-``handle_stop_sequences`` (the EOS text joins the stop strings), contexts through
-``maybe_truncate``, and outputs through ``postprocess_generated_text``.
-
-On ``device=cpu`` the engine is :class:`~harness.eval.engine.ReferenceEngine` (real values); on
-``device=meta:PROFILE`` it is :class:`~harness.eval.simulated.SimulatedEngine` (the model's shape
-on a simulated GPU). ``loglikelihood`` and ``loglikelihood_rolling`` are answered on the CPU from
-a dense forward of the same model; on ``meta`` there are no values to score, so they raise.
+It follows lm-eval 0.4.13's ``vllm`` model (``lm_eval/models/vllm_causallms.py``): batch
+tokenisation with BOS, the ``Collator``'s longest-first order, one ``generate`` call with
+``batch_size=auto``, lm-eval's own ``normalize_gen_kwargs``, ``handle_stop_sequences``,
+``maybe_truncate`` and ``postprocess_generated_text``. The engine is
+:class:`~harness.eval.engine.ReferenceEngine` on ``device=cpu`` and
+:class:`~harness.eval.simulated.SimulatedEngine` on ``device=meta:PROFILE``; loglikelihoods come
+from a dense CPU forward (on ``meta`` they raise).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """lm-eval's own ``gsm8k`` task, pointed at local splits.
 
-The task configuration is the one lm-eval ships (``lm_eval/tasks/gsm8k/gsm8k.yaml``: the
-``"Question: {{question}}\\nAnswer:"`` template, ``until`` stop sequences, the ``strict-match``
-and ``flexible-extract`` filters, ``exact_match`` with its regexes, 5 shots from ``train``), read
-from lm-eval's index of that one directory, so a change upstream shows up here. Only where the
-documents come from changes: ``custom_dataset`` hands lm-eval the in-memory splits of
-:mod:`harness.eval.data` instead of ``datasets.load_dataset("openai/gsm8k")``.
-
-The task manager indexes only lm-eval's ``gsm8k`` directory (a handful of files) instead of all
-built-in tasks (thousands of YAML files, seconds); :func:`use_local_splits` does the same to
-every gsm8k task of a full index (``harness lm-eval``).
-
-:func:`cached_templates` keeps lm-eval from compiling the same Jinja templates again for every
-document and every shot while it builds the requests.
+The task configuration is the one lm-eval ships (``lm_eval/tasks/gsm8k/gsm8k.yaml``), read from
+lm-eval's index of that one directory; only the documents change: ``custom_dataset`` hands lm-eval
+the in-memory splits of :mod:`harness.eval.data`. :func:`use_local_splits` does the same to every
+gsm8k task of a full index (``harness lm-eval``); :func:`cached_templates` keeps lm-eval from
+compiling the same Jinja templates for every document and shot.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """The model runner (vLLM 0.9.0's ``v1/worker/gpu_model_runner.py``, reduced to the attention path).
 
 ``ModelRunner(vllm_config, device, attn_backend)`` keeps vLLM's life cycle and names:
-
-1. ``profile_run()``: a forward of ``max_num_batched_tokens`` dummy tokens with NO attention
-   metadata (nothing is built, nothing is written), then a dummy sampler step; vLLM sizes the KV
-   cache from the memory this peaks at.
-2. ``get_kv_cache_spec()``: one ``FullAttentionSpec`` or ``SlidingWindowSpec`` per attention layer.
-3. ``initialize_kv_cache(kv_cache_config)``: per KV cache group one backend and one metadata builder
-   (given its group's spec, its group's ``BlockTable``, the config and the device), then one KV cache
-   tensor per layer in the backend's shape.
-4. ``execute_model(scheduler_output)``: update the persistent batch, let group 0's builder reorder
-   it, compute positions and every group's slot mapping with numpy, build each group's metadata
-   once and map each of its layers to that one object, run the model, sample greedily. With
-   ``trace=True`` the output carries a :class:`~harness.reference.step_trace.StepTrace` of the
-   step; nothing else about a step is kept on the runner.
-
-Two more interfaces serve tools that measure the runner without reaching into it:
-:meth:`ModelRunner.persistent_device_tensors` (what stays on the device from construction on, for
-KV cache sizing) and :meth:`ModelRunner.wrap_decoder_layers` (instrument every decoder layer, for
-layer replay).
-
-Every data-dependent shape comes from CPU numpy; device tensors exist only where vLLM has them, so
-the same code drives Llama-3.1-8B's shape on the ``meta`` device (where samples are token 0).
+``profile_run()`` (dummy tokens, no attention metadata), ``get_kv_cache_spec()``,
+``initialize_kv_cache(kv_cache_config)`` (one builder per KV cache group, given its spec, block
+table, config and device) and ``execute_model(scheduler_output)`` (update the persistent batch,
+reorder, positions and slot mappings with numpy, one metadata per group, run the model, sample
+greedily; ``trace=True`` adds a :class:`~harness.reference.step_trace.StepTrace`).
+:meth:`~ModelRunner.persistent_device_tensors` and :meth:`~ModelRunner.wrap_decoder_layers` serve
+tools that measure the runner. Data-dependent shapes come from CPU numpy, so the same code runs
+Llama-3.1-8B's shape on ``meta``.
 """
 
 from __future__ import annotations
