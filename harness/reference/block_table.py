@@ -1,12 +1,9 @@
 """Per-group block tables that own their group's slot mapping (``vllm/v1/worker/block_table.py``).
 
-Row operations are vLLM 0.9.0's; a table per group with its own block size is vLLM 0.9.1's; the
-table owning its block size and slot-mapping computation is vLLM 0.10.0's (``docs/fidelity.md``).
-
-Row ``i`` of a group's block table lists the KV cache blocks of the request in batch slot ``i``.
-The slot of token position ``pos`` of that request is
-``block_table[i, pos // block_size] * block_size + pos % block_size``; each group computes it with
-its own ``block_size``.
+Row operations are vLLM 0.9.0's, a table per group with its own block size 0.9.1's, the table
+computing its slot mapping 0.10.0's (``docs/fidelity.md``). Row ``i`` lists the blocks of the
+request in batch slot ``i``; position ``pos`` maps to slot
+``block_table[i, pos // block_size] * block_size + pos % block_size``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """A Llama-shaped decoder for the reference runner (vLLM's ``model_executor/models/llama.py``, tiny).
 
-Embedding, RMSNorm, rotary embeddings (neox style), grouped-query attention, SwiGLU MLP, lm_head.
-Attention layers are named ``model.layers.{i}.self_attn.attn`` as in vLLM and receive their
-metadata explicitly: ``forward(input_ids, positions, kv_caches, attn_metadata)`` with both dicts
-keyed by layer name (no module-global forward context). ``attn_metadata=None`` is the profiling
-run: attention writes nothing and returns zeros, as vLLM's impls do.
-
-Weights are seeded random numbers. On the ``meta`` device they cost no memory (``weight_bytes``
-still counts them), so the runner can drive Llama-3.1-8B's shape for memory accounting.
+Attention layers are named ``model.layers.{i}.self_attn.attn`` as in vLLM and get their metadata
+explicitly: ``forward(input_ids, positions, kv_caches, attn_metadata)`` (dicts keyed by layer
+name); ``attn_metadata=None`` is the profiling run (attention writes nothing, returns zeros).
+Weights are seeded random numbers; on ``meta`` they cost nothing, so the runner drives
+Llama-3.1-8B's shape for memory accounting.
 """
 
 from __future__ import annotations

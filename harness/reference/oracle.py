@@ -1,16 +1,11 @@
 """Pure-torch paged attention: the executable oracle every reference backend computes with.
 
 ``reshape_and_cache`` writes K/V through a slot mapping (vLLM's ``reshape_and_cache_flash``),
-``paged_attention`` reads them back through per-request block tables, and ``dense_attention``
-computes the same thing from contiguous K/V with ``scaled_dot_product_attention`` and no paging at
-all; the two agree to fp32 ``atol=1e-5, rtol=1e-5`` (:data:`FP32_ATOL`, :data:`FP32_RTOL`).
-
-Positions: a request with ``seq_len`` tokens in its KV cache and ``query_len`` query tokens has its
-queries at positions ``seq_len - query_len .. seq_len - 1`` (the newest tokens). Query position
-``p`` sees key position ``j`` iff ``j <= p`` (causal) and ``p - j < sliding_window`` (vLLM's
-``window_size = (sliding_window - 1, 0)``).
-
-All functions need real data: on the ``meta`` device callers skip them and only produce shapes.
+``paged_attention`` reads them back through block tables, ``dense_attention`` computes the same
+from contiguous K/V; they agree to :data:`FP32_ATOL`/:data:`FP32_RTOL`. A request's queries are its
+newest ``query_len`` positions; query ``p`` sees key ``j`` iff ``j <= p`` and
+``p - j < sliding_window`` (vLLM's ``window_size = (sliding_window - 1, 0)``). Real data only: on
+``meta`` callers skip these functions.
 """
 
 from __future__ import annotations

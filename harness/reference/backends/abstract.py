@@ -1,12 +1,9 @@
 """The attention backend interface (vLLM 0.9.0 ``vllm/attention/backends/abstract.py``) and the V1
-builder contract of ``vllm/v1/attention/backends/`` as later vLLM has it: an abstract builder class
-(0.9.2) built with its group's spec, config and device and no runner (0.10.0), plus its group's
-block table (0.9.0); ``docs/fidelity.md`` lists these choices.
+builder contract: an abstract builder class (vLLM 0.9.2) built with its group's spec, config and
+device and no runner (0.10.0), plus its group's block table (0.9.0); ``docs/fidelity.md``.
 
-A backend names three classes: a metadata dataclass, the builder that makes one per step for its
-KV cache group, and the impl that writes K/V and computes attention from that metadata. Builders
-receive exactly their group's ``kv_cache_spec``, its ``block_table``, the ``vllm_config`` and the
-``device``: never a model runner, and never the global config.
+A backend names a metadata dataclass, the builder that makes one per step for its KV cache group,
+and the impl that writes K/V and attends; builders never see a model runner or the global config.
 """
 
 from __future__ import annotations

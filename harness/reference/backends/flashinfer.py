@@ -1,15 +1,11 @@
 """FlashInfer-style backend (vLLM 0.9.0 ``vllm/v1/attention/backends/flashinfer.py``).
 
 KV cache ``(num_blocks, 2, block_size, num_kv_heads, head_size)``; head sizes 64, 128 or 256, and
-every attention layer of the model must share window, soft cap and scale (vLLM's checks and
-messages). The builder reorders the batch decode-first and describes each request's pages CSR-style
-(``paged_kv_indptr``, ``paged_kv_indices``, ``paged_kv_last_page_len``); those have data-dependent
-shapes, so they are computed from the CPU block table and CPU sequence lengths and then copied to
-the device (which also makes ``meta`` work). Like 0.9.0 it copies the CPU slot mapping to a fresh
-device tensor and never writes the group's device slot-mapping buffer. Each per-step tensor comes
-from a small named method, so a regression variant can subclass one seam. :func:`plan_calls` says
-exactly what the wrappers are planned with; with CUDA and ``flashinfer`` importable the builder
-plans real wrappers with it. The reference impl itself always computes with the oracle.
+all layers must share window, soft cap and scale (vLLM's checks). The builder reorders the batch
+decode-first and describes each request's pages CSR-style from the CPU block table (so ``meta``
+works); like 0.9.0 it copies the CPU slot mapping to a fresh device tensor. Each per-step tensor
+comes from a small named method a variant can override. :func:`plan_calls` is what the wrappers
+are planned with (real ones with CUDA and ``flashinfer``); the impl computes with the oracle.
 """
 
 from __future__ import annotations
