@@ -135,11 +135,8 @@ def own_pids(status_path: str = "/proc/self/status") -> tuple[int, ...]:
 def match_process(
     processes: Sequence[tuple[int, int | None]], pids: Collection[int], reserved_bytes: int
 ) -> NvmlLookup:
-    """Pick this process among NVML's ``(pid, used bytes)`` entries of one device.
-
-    By PID first. Inside a container's PID namespace NVML reports host PIDs that match none of
-    ours; then the entry is ours only if it is the one whose usage covers the ``reserved_bytes``
-    torch's allocator holds on the device (our CUDA context's memory includes them).
+    """Pick this process among NVML's ``(pid, used bytes)`` entries of one device: by PID, else
+    (host PIDs in a container) the one entry whose usage covers torch's ``reserved_bytes``.
     """
     for pid, used in processes:
         if pid in pids:

@@ -159,10 +159,8 @@ def group_by_site(entries: Iterable[tuple[Allocation, int]], k: int) -> list[All
 class Ledger:
     """The one account of allocations and frees (see the module docstring).
 
-    Args:
-        capacity: a device that sizes and may refuse each allocation; ``None`` counts storage
-            bytes and refuses nothing.
-        record_timeline: keep one :class:`TimelinePoint` per event (off for long runs).
+    ``capacity`` sizes and may refuse each allocation (``None``: storage bytes, no refusal);
+    ``record_timeline`` keeps one :class:`TimelinePoint` per event.
     """
 
     def __init__(

@@ -271,11 +271,8 @@ def harness_memory_tracker(request: pytest.FixtureRequest) -> MemoryTracker:
 
 @contextlib.contextmanager
 def outside_torch_modes() -> Generator[None, None, None]:
-    """Run the block with no torch function or dispatch mode of this thread active; restore them.
-
-    Inside a budgeted test body these are the budget's tracker (a dispatch mode) and, for
-    ``meta:<profile>``, ``torch.device("meta")`` (a function mode): a simulation under them would
-    build its CPU metadata on ``meta`` and be counted twice.
+    """Run the block with no torch function or dispatch mode of this thread active; restore them
+    (a simulation under the budget's tracker and ``meta`` device would be counted twice).
     """
     from harness.torch_compat import no_torch_modes
 

@@ -63,10 +63,8 @@ def _info(func: Any) -> _OpInfo:
 class MemoryTracker(UnwrappedDispatchMode):
     """Reports storages that aten ops create while the mode is active to ``ledger``.
 
-    Args:
-        ledger: where allocations and frees go (default: a fresh :class:`Ledger`).
-        devices: device types to track (``"cpu"``, ``"meta"``, ``"cuda"``).
-        all_threads: also cover every other Python thread while active (see the module doc).
+    ``ledger`` defaults to a fresh :class:`Ledger`; ``devices`` are the tracked device types;
+    ``all_threads`` covers every other Python thread too.
     """
 
     def __init__(
@@ -294,11 +292,8 @@ def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Te
 
 
 def _aliases_an_input(tensor: torch.Tensor, args: tuple[Any, ...]) -> bool:
-    """Whether ``tensor`` shares a storage with a tensor argument.
-
-    A schema's alias annotation (``Tensor(a)``) says an op *may* return its input: under
-    ``torch.inference_mode()`` ``aten.contiguous`` of a permuted tensor, or ``aten.to`` to another
-    device, return a brand-new storage all the same, and that is an allocation.
+    """Whether ``tensor`` shares a storage with a tensor argument (a schema's ``Tensor(a)`` says an
+    op *may* alias; ``aten.contiguous`` or ``aten.to`` under inference mode may still allocate).
     """
     storage = _storage(tensor)
     if storage is None:

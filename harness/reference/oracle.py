@@ -126,14 +126,10 @@ def _attend_decodes(
     scale: float,
     sliding_window: int | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``_attend`` for requests with one query token each (at position ``seq_len - 1``, which sees
-    every earlier key whether or not the pass is causal), batched over padded K/V.
+    """``_attend`` for requests with one query token each, batched over padded K/V.
 
-    ``query`` is ``(num_reqs, num_heads, head_size)``, ``block_table`` the requests' rows. Each
-    request's blocks are gathered whole (``index_select``, one copy), and each KV head's queries
-    are multiplied with its keys and values in place (``bmm`` reads the strided head directly).
-    Keys a request cannot see (past its length, outside its window) are masked and their values
-    zeroed: unwritten slots and the null block may hold NaN.
+    ``query`` is ``(num_reqs, num_heads, head_size)``, ``block_table`` the requests' rows. Keys a
+    request cannot see are masked and their values zeroed (unwritten slots may hold NaN).
     """
     num_reqs, num_heads, _ = query.shape
     block_size, num_kv_heads = key_cache.shape[1], key_cache.shape[2]

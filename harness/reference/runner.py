@@ -132,13 +132,11 @@ class ModelRunner:
         return self.model
 
     def persistent_device_tensors(self) -> dict[str, list[torch.Tensor]]:
-        """The device tensors that exist from construction on and stay, by what they are.
+        """The device tensors that exist from construction on, by what they are.
 
-        ``"weights"``: the model's parameters and buffers (vLLM's ``load_model``). ``"runner
-        buffers"``: ``input_ids``, ``positions``, ``query_start_loc``, ``seq_lens`` and each KV
-        cache group's device block table and slot mapping (the runner's constructor). vLLM
-        allocates both before profiling, so the KV cache sizing counts them first. The KV caches
-        are not among them: :meth:`initialize_kv_cache` allocates those later.
+        ``"weights"`` (vLLM's ``load_model``) and ``"runner buffers"`` (input ids, positions,
+        ``query_start_loc``, ``seq_lens``, each group's block table and slot mapping): vLLM allocates
+        both before profiling. The KV caches are not among them.
         """
         buffers = [self.input_ids, self.positions, self.query_start_loc, self.seq_lens]
         for block_table in self.input_batch.block_table.block_tables:
@@ -151,10 +149,8 @@ class ModelRunner:
     def wrap_decoder_layers(self, wrap: Callable[[nn.Module], nn.Module]) -> None:
         """Replace every decoder layer ``layer`` of the model with ``wrap(layer)``.
 
-        The wrapper is called as the layer is, ``(positions, hidden_states, kv_caches,
-        attn_metadata) -> hidden_states``, and must return what the layer would. It is the one
-        sanctioned way to instrument layers (``harness.simulation.replay`` replays their allocations);
-        weights and KV caches stay where they are. Wrapping again wraps the wrappers.
+        The wrapper is called as the layer is and must return what it would (layer replay uses this);
+        wrapping again wraps the wrappers.
         """
         layers = self.model.model.layers
         for i, layer in enumerate(layers):
@@ -236,9 +232,8 @@ class ModelRunner:
     def _dummy_run(self, num_tokens: int, skip_attn: bool = True) -> torch.Tensor:
         """Forward ``num_tokens`` dummy tokens split over up to ``max_num_seqs`` requests.
 
-        With ``skip_attn`` (profiling) there is no attention metadata at all; otherwise every group
-        builds metadata for a batch of fresh prefills (this needs ``initialize_kv_cache``) whose
-        slots are all ``PAD_SLOT_ID``, so the dummy tokens write nothing into the KV cache.
+        ``skip_attn`` (profiling): no attention metadata; otherwise fresh prefills whose slots are all
+        ``PAD_SLOT_ID``, so nothing is written into the KV cache.
         """
         assert num_tokens <= self.max_num_tokens
         num_reqs = min(self.max_num_reqs, num_tokens)

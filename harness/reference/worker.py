@@ -1,4 +1,4 @@
-"""vLLM's KV cache sizing (``Worker.determine_available_memory``), in vLLM 0.9.0's order, over the runner.
+"""vLLM's KV cache sizing (``Worker.determine_available_memory``) in vLLM 0.9.0's order.
 
 Weights and persistent buffers, a profiling forward of ``max_num_batched_tokens`` dummy tokens,
 non-torch memory; then ``available = total * gpu_memory_utilization - peak`` and

@@ -50,9 +50,9 @@ class SchedulerOutputLike(Protocol):
 class KVCacheAware(Protocol):
     """A builder that wants its KV cache group's tensors: the documented hook for user variants.
 
-    vLLM 0.9.0's builders held the model runner and could reach ``runner.kv_caches``; ours get no
-    runner. A builder that declares ``bind_kv_caches`` is handed its group's caches (layer name ->
-    tensor) by ``ModelRunner.initialize_kv_cache`` itself, right after they are allocated.
+    ``ModelRunner.initialize_kv_cache`` hands a builder that declares ``bind_kv_caches`` its group's
+    caches (layer name -> tensor) right after allocating them (vLLM 0.9.0 builders read
+    ``runner.kv_caches``; ours get no runner).
     """
 
     def bind_kv_caches(self, kv_caches: dict[str, torch.Tensor]) -> None: ...

@@ -408,9 +408,7 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
     def _plan(self, attn_metadata: FlashInferMetadata) -> None:
         """Allocate the workspace (first build only); on CUDA with flashinfer, plan the wrappers.
 
-        The global hyperparameters are inferred here, on the first plan, as vLLM 0.9.0 does: a
-        model whose layers disagree fails its first step. The reference impl computes with the
-        oracle whether or not real wrappers were planned.
+        The global hyperparameters are inferred on the first plan, as vLLM 0.9.0 does.
         """
         self._get_workspace_buffer()
         calls = plan_calls(attn_metadata, self._get_global_hyperparameters(), self.use_tensor_cores)
