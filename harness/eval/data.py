@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ def load_gsm8k(data_dir: str | None = None, seed: int = 0) -> Gsm8kData:
     Cached: the task and the model of one run get the same object (and so the same tokenizer).
     """
     if data_dir is None:
-        train, test = (tuple(p.to_dict() for p in make_split(seed, s)) for s in SPLITS)
+        train, test = (tuple(asdict(p) for p in make_split(seed, s)) for s in SPLITS)
         return Gsm8kData(f"generated:seed={seed}", train, test)
     root = Path(data_dir)
     if not root.is_dir():

@@ -41,9 +41,6 @@ class Problem:
     answer: str
     """Worked solution, one step per line, ending ``#### <final answer>``."""
 
-    def to_dict(self) -> dict[str, str]:
-        return {"question": self.question, "answer": self.answer}
-
 
 def _step(a: int, op: str, b: int) -> tuple[str, int]:
     """``"a op b = <<a op b=r>>r"`` and ``r`` (integer arithmetic; division must be exact)."""
