@@ -58,9 +58,8 @@ class Gsm8kData:
 
 @functools.lru_cache(maxsize=4)
 def load_gsm8k(data_dir: str | None = None, seed: int = 0) -> Gsm8kData:
-    """Generated splits for ``seed`` (``data_dir`` None) or the real ones read from ``data_dir``.
-
-    Cached: the task and the model of one run get the same object (and so the same tokenizer).
+    """Generated splits for ``seed`` (``data_dir`` None) or the real ones from ``data_dir``; cached,
+    so the task and the model of one run share one object (and tokenizer).
     """
     if data_dir is None:
         train, test = (tuple(asdict(p) for p in make_split(seed, s)) for s in SPLITS)

@@ -53,8 +53,8 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
 
     ``model_args`` (:mod:`harness.eval.model_args` checks the first four):
 
-    - ``pretrained``: ``tiny`` (default) or ``meta-llama/Llama-3.1-8B-Instruct`` (= ``llama-3.1-8b``,
-      default device ``meta:h100-95``, seeded output lengths, empty texts);
+    - ``pretrained``: ``tiny`` (default) or ``meta-llama/Llama-3.1-8B-Instruct``
+      (= ``llama-3.1-8b``, default device ``meta:h100-95``, seeded output lengths, empty texts);
     - ``device``: ``cpu`` or ``meta:PROFILE``; ``attention_backend``: ``FLASHINFER`` or
       ``FLASH_ATTN`` (else ``VLLM_ATTENTION_BACKEND``, else FlashInfer);
     - ``regression``: a catalog name or ``MODULE:ATTR`` run in place of that backend (a caller that

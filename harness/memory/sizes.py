@@ -33,10 +33,8 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_size(text: str | int) -> int:
-    """Return the number of bytes ``text`` denotes, e.g. ``parse_size("64 MiB") == 67108864``.
-
-    An ``int`` is returned unchanged (it must not be negative). Fractions are rounded down to
-    whole bytes.
+    """The bytes ``text`` denotes, e.g. ``parse_size("64 MiB") == 67108864``; an ``int`` (not
+    negative) is returned unchanged, fractions are rounded down.
     """
     if isinstance(text, bool):
         raise HarnessError(f"invalid size {text!r}: expected a number of bytes or e.g. '64 MiB'")

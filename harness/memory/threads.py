@@ -62,10 +62,8 @@ class _Relay(UnwrappedDispatchMode):
 
 
 class ThreadCoverage:
-    """Relays of one tracker in every thread but its own, from :meth:`start` to :meth:`stop`.
-
-    Coverages nest: every thread reconciles its relays with all active coverages at once, so a
-    second tracker never takes a thread away from the first.
+    """Relays of one tracker in every thread but its own, from :meth:`start` to :meth:`stop`;
+    coverages nest, so a second tracker never takes a thread away from the first.
     """
 
     def __init__(self, tracker: Dispatcher) -> None:
@@ -129,10 +127,8 @@ def _reconcile_once(frame: FrameType | None, event: str, arg: Any) -> None:
 
 @contextlib.contextmanager
 def one_torch_thread() -> Generator[None, None, None]:
-    """Pin torch to one intra-op thread inside the block.
-
-    The engine's CPU tensors are small and meta ops do no math, so extra threads only contend: on
-    a loaded machine they make run times swing several-fold.
+    """Pin torch to one intra-op thread inside the block (small CPU tensors and meta ops only
+    contend, and make run times swing on a loaded machine).
     """
     previous = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -101,10 +101,8 @@ class MemoryTracker(UnwrappedDispatchMode):
         super().__exit__(exc_type, exc, traceback)  # type: ignore[no-untyped-call]  # pyright: ignore[reportUnknownMemberType]
 
     def account_existing(self, tensors: Iterable[torch.Tensor], label: str) -> int:
-        """Report storages of tensors created before the tracker (e.g. weights) as ``label``.
-
-        Storages already tracked and shared storages are reported once; their source is ``None``
-        (their allocation was never seen). Returns the bytes the ledger counted for them.
+        """Report storages of tensors created before the tracker (e.g. weights) as ``label``,
+        each once, with source ``None``; returns the bytes the ledger counted for them.
         """
         with self.ledger.lock:
             before = self.ledger.current_bytes

@@ -101,10 +101,8 @@ class BlockTable:
     def compute_slot_mapping(
         self, req_indices: npt.NDArray[np.integer], positions: npt.NDArray[np.integer]
     ) -> None:
-        """Fill ``slot_mapping_np[:len(positions)]`` for tokens at ``positions`` of ``req_indices``.
-
-        ``req_indices[t]`` is the batch row of token ``t`` and ``positions[t]`` its position in
-        that request. A position outside the row's blocks is a scheduler bug and raises.
+        """Fill ``slot_mapping_np[:len(positions)]``: token ``t`` is at ``positions[t]`` of
+        batch row ``req_indices[t]``. A position outside the row's blocks (a scheduler bug) raises.
         """
         num_tokens = positions.shape[0]
         if num_tokens > self.max_num_batched_tokens:

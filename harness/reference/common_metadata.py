@@ -13,8 +13,8 @@ import torch
 class CommonAttentionMetadata:
     """What every group's builder needs about the batch, computed once per step by the runner.
 
-    Tokens of request ``i`` are ``query_start_loc[i]:query_start_loc[i + 1]``; each ``_cpu`` twin holds
-    the same values on the CPU, so building works on ``meta``.
+    Tokens of request ``i`` are ``query_start_loc[i]:query_start_loc[i + 1]``;
+    each ``_cpu`` twin holds the same values on the CPU, so building works on ``meta``.
     """
 
     query_start_loc: torch.Tensor

@@ -104,10 +104,8 @@ def start_engine(
     trace: bool = False,
     wrap_step: StepHook | None = None,
 ) -> Engine:
-    """A runner of ``backend`` with a KV cache of exactly ``num_blocks`` blocks, and its engine.
-
-    ``profile`` runs vLLM's ``profile_run`` first; ``kv_cache_region`` wraps the KV cache's
-    allocation (a ledger region, a recording); ``trace`` and ``wrap_step`` go to :class:`Engine`.
+    """A runner of ``backend`` with a KV cache of exactly ``num_blocks`` blocks, and its engine;
+    ``profile`` runs ``profile_run`` first, ``kv_cache_region`` wraps the KV cache's allocation.
     """
     runner = runner_cls(vllm_config, device, backend, seed=seed)
     if profile:

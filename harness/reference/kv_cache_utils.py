@@ -37,10 +37,8 @@ def _max_memory_usage_bytes(vllm_config: VllmConfig, kv_cache_spec: dict[str, KV
 def estimate_max_model_len(
     vllm_config: VllmConfig, kv_cache_spec: dict[str, KVCacheSpec], available_memory: int
 ) -> int:
-    """The longest ``max_model_len`` whose one request fits in ``available_memory`` (0: none).
-
-    vLLM's binary search over ``[1, max_model_len]``; vLLM probes by assigning to its (mutable)
-    config, ours builds a config per probe.
+    """The longest ``max_model_len`` whose one request fits in ``available_memory`` (0: none), by
+    vLLM's binary search (a config per probe instead of vLLM's mutation).
     """
     model_config = vllm_config.model_config
 
@@ -204,10 +202,8 @@ def get_kv_cache_config(
 def kv_cache_config_for_num_blocks(
     vllm_config: VllmConfig, kv_cache_spec: dict[str, KVCacheSpec], num_blocks: int
 ) -> KVCacheConfig:
-    """The layout :func:`get_kv_cache_config` would give, with exactly ``num_blocks`` blocks.
-
-    The same check applies: the blocks must hold one request of ``max_model_len`` tokens.
-    ``num_gpu_blocks_override`` does not apply (the caller chose the number).
+    """The layout :func:`get_kv_cache_config` would give, with exactly ``num_blocks`` blocks (which
+    must hold one request of ``max_model_len``; ``num_gpu_blocks_override`` does not apply).
     """
     specs, grouped_layer_names = _layout(vllm_config, kv_cache_spec)
     page_size = next(iter(specs.values())).page_size_bytes

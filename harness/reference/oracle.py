@@ -160,9 +160,8 @@ def _attend_decodes(
 
 
 def _decode_runs(starts: list[int], lens: list[int]) -> list[tuple[int, int]]:
-    """``(first, count)`` of each batch of at most :data:`DECODE_BATCH` consecutive decodes.
-
-    Consecutive decodes own consecutive query rows, so a batch is two slices, never a gather.
+    """``(first, count)`` of each batch of at most :data:`DECODE_BATCH` consecutive decodes (whose
+    query rows are consecutive, so a batch is two slices).
     """
     runs: list[tuple[int, int]] = []
     for i, seq_len in enumerate(lens):

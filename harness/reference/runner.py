@@ -135,8 +135,8 @@ class ModelRunner:
         """The device tensors that exist from construction on, by what they are.
 
         ``"weights"`` (vLLM's ``load_model``) and ``"runner buffers"`` (input ids, positions,
-        ``query_start_loc``, ``seq_lens``, each group's block table and slot mapping): vLLM allocates
-        both before profiling. The KV caches are not among them.
+        ``query_start_loc``, ``seq_lens``, each group's block table and slot mapping):
+        vLLM allocates both before profiling. The KV caches are not among them.
         """
         buffers = [self.input_ids, self.positions, self.query_start_loc, self.seq_lens]
         for block_table in self.input_batch.block_table.block_tables:
@@ -149,8 +149,8 @@ class ModelRunner:
     def wrap_decoder_layers(self, wrap: Callable[[nn.Module], nn.Module]) -> None:
         """Replace every decoder layer ``layer`` of the model with ``wrap(layer)``.
 
-        The wrapper is called as the layer is and must return what it would (layer replay uses this);
-        wrapping again wraps the wrappers.
+        The wrapper is called as the layer is and must return what it would (layer replay
+        uses this); wrapping again wraps the wrappers.
         """
         layers = self.model.model.layers
         for i, layer in enumerate(layers):
@@ -183,10 +183,8 @@ class ModelRunner:
         return specs
 
     def initialize_kv_cache(self, kv_cache_config: KVCacheConfig) -> None:
-        """One backend + builder per group, one KV cache tensor per layer, impls on the layers.
-
-        Every builder that declares ``bind_kv_caches`` (:class:`KVCacheAware`) then receives its
-        group's caches; no caller has to finish this set-up.
+        """One backend + builder per group, one KV cache tensor per layer, impls on the layers;
+        builders that declare ``bind_kv_caches`` (:class:`KVCacheAware`) get their group's caches.
         """
         if self.attn_metadata_builders:
             raise RuntimeError("initialize_kv_cache was already called")
@@ -232,8 +230,8 @@ class ModelRunner:
     def _dummy_run(self, num_tokens: int, skip_attn: bool = True) -> torch.Tensor:
         """Forward ``num_tokens`` dummy tokens split over up to ``max_num_seqs`` requests.
 
-        ``skip_attn`` (profiling): no attention metadata; otherwise fresh prefills whose slots are all
-        ``PAD_SLOT_ID``, so nothing is written into the KV cache.
+        ``skip_attn`` (profiling): no attention metadata; otherwise fresh prefills whose slots are
+        all ``PAD_SLOT_ID``, so nothing is written into the KV cache.
         """
         assert num_tokens <= self.max_num_tokens
         num_reqs = min(self.max_num_reqs, num_tokens)

@@ -175,10 +175,8 @@ def summarize_metadata(metadata: object) -> dict[str, object]:
 
 
 def dense_check(model: LlamaForCausalLM, trace: StepTrace) -> float:
-    """Max |paged - dense| of the traced step, request by request.
-
-    The dense side runs ``model`` over each request's whole sequence so far (prompt and outputs,
-    no KV cache) and keeps the rows of this step's tokens. NaN when any difference is NaN.
+    """Max |paged - dense| of the traced step: ``model`` over each request's whole sequence so far,
+    no KV cache, rows of this step's tokens. NaN when any difference is NaN.
     """
     hidden_states = trace.hidden_states
     if hidden_states is None:

@@ -67,10 +67,7 @@ def size_kv_cache(
     capacity_bytes: int,
     non_torch_bytes: int,
 ) -> KVCacheSizing:
-    """Run steps 1-6 on ``runner`` under the active ``tracker``; returns the numbers.
-
-    The runner's KV caches exist afterwards (``runner.initialize_kv_cache`` ran).
-    """
+    """Run steps 1-6 on ``runner`` under the active ``tracker``; the KV caches exist afterwards."""
     vllm_config = runner.vllm_config
     ledger = tracker.ledger
     weights_bytes = 0

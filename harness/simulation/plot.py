@@ -42,10 +42,8 @@ LABEL_GAP_POINTS = 11.0
 
 
 def check_plot_path(path: str | Path) -> Path:
-    """``path`` as a ``Path`` if a PNG can be written there; otherwise a :class:`HarnessError`.
-
-    Nothing is left behind: a file that did not exist is created to prove it can be, then removed;
-    an existing file is opened for appending and not written.
+    """``path`` as a ``Path`` if a PNG can be written there (checked, leaving nothing behind);
+    otherwise a :class:`HarnessError`.
     """
     out = Path(path)
     if out.suffix.lower() != ".png":

@@ -224,10 +224,8 @@ def detect_scaling(
     dtype: torch.dtype = DEFAULT_DTYPE,
     max_steps: int | None = None,
 ) -> ScalingReport:
-    """Run ``workload`` at two ``num_blocks`` and report what scales (see the module docstring).
-
-    ``backend`` is the attention backend class of every KV cache group (default: the reference
-    FlashInfer backend); ``regression`` names it in the report (default: the class's name).
+    """Run ``workload`` at two ``num_blocks`` and report what scales (module docstring); ``backend``
+    defaults to the reference FlashInfer, ``regression`` labels it (default: the class's name).
     """
     a_blocks, b_blocks = num_blocks
     if a_blocks <= 0 or b_blocks <= 0 or a_blocks == b_blocks:

@@ -184,10 +184,8 @@ def simulate(
     max_steps: int | None = None,
     top_k: int = 10,
 ) -> SimulationResult:
-    """Size the KV cache and run ``workload`` on a simulated ``device``; see the module docstring.
-
-    ``backend`` is the attention backend class of every KV cache group (default: the reference
-    FlashInfer backend); ``regression`` names it in the report (default: the class's name).
+    """Size the KV cache and run ``workload`` on a simulated ``device`` (module docstring);
+    ``backend`` defaults to the reference FlashInfer, ``regression`` labels it (default: its name).
     """
     started = time.perf_counter()
     if not 0.0 < gpu_memory_utilization <= 1.0:

@@ -110,10 +110,8 @@ class AttentionMetadataBuilder(ABC, Generic[M]):
 
 
 class AttentionImpl(ABC, Generic[M]):
-    """One layer's attention: writes this step's K/V into the paged cache, then attends.
-
-    Works on real data with the pure-torch oracle. On the ``meta`` device there is no data:
-    ``forward`` only checks and returns shapes.
+    """One layer's attention: writes this step's K/V into the paged cache, then attends (with the
+    oracle; on ``meta`` ``forward`` only checks and returns shapes).
     """
 
     def __init__(

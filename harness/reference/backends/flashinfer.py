@@ -92,10 +92,8 @@ class PerLayerParameters:
 
 
 def get_per_layer_parameters(vllm_config: VllmConfig) -> dict[str, PerLayerParameters]:
-    """Every attention layer of the model, by vLLM's layer name, with its planning parameters.
-
-    vLLM reads them from each layer's impl; the reference model's layers are described by the model
-    config alone: a window per layer type, no logit soft cap, scale ``head_dim ** -0.5``.
+    """Every attention layer, by vLLM's layer name, with its planning parameters (from the model
+    config: a window per layer type, no soft cap, scale ``head_dim ** -0.5``).
     """
     model_config = vllm_config.model_config
     sm_scale = model_config.head_dim**-0.5
@@ -113,10 +111,8 @@ def get_per_layer_parameters(vllm_config: VllmConfig) -> dict[str, PerLayerParam
 def infer_global_hyperparameters(
     per_layer_params: dict[str, PerLayerParameters],
 ) -> PerLayerParameters:
-    """The parameters every layer shares; vLLM's ``AssertionError`` when layers differ.
-
-    vLLM 0.9.0 (and 0.10.0) checks every attention layer of the MODEL, not only the builder's
-    group: a model mixing full and sliding-window layers cannot use FlashInfer.
+    """The parameters every layer shares; vLLM's ``AssertionError`` when layers differ (vLLM 0.9.0
+    checks every attention layer of the MODEL, not only the builder's group).
     """
     if not per_layer_params:
         raise AssertionError("No attention layers found in the model.")
@@ -463,11 +459,7 @@ def paged_kv_to_block_table(
     paged_kv_last_page_len: torch.Tensor,
     page_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Invert the CSR page description: a zero-padded block table and the sequence lengths.
-
-    Request ``i``'s pages ``paged_kv_indices[indptr[i]:indptr[i + 1]]`` fill the start of row
-    ``i``; all rows are filled by one masked assignment (row-major, the CSR order).
-    """
+    """Invert the CSR page description: a zero-padded block table and the sequence lengths."""
     indptr = to_int_list(paged_kv_indptr)
     num_pages = [end - start for start, end in itertools.pairwise(indptr)]
     device = paged_kv_indices.device

@@ -74,10 +74,8 @@ class DecodePrefillSplit:
 def split_decodes_and_prefills(
     common_attn_metadata: CommonAttentionMetadata, decode_threshold: int = 1
 ) -> DecodePrefillSplit:
-    """Split a decode-first batch from its CPU query lengths.
-
-    vLLM 0.9.0 stashes these counts in ``reorder_batch``; we recompute them here so that builders
-    of every group (only group 0 reorders) agree. A batch that is not decode-first raises.
+    """Split a decode-first batch from its CPU query lengths (vLLM 0.9.0 stashes the counts in
+    ``reorder_batch``; recomputed so every group agrees). A batch not decode-first raises.
     """
     qsl = common_attn_metadata.query_start_loc_cpu[: common_attn_metadata.num_reqs + 1]
     is_decode = (qsl[1:] - qsl[:-1]) <= decode_threshold
