@@ -75,10 +75,8 @@ self_test(missing_hooks())
 class UnwrappedDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """A dispatch mode whose ``__torch_dispatch__`` torch does not wrap to disable dynamo.
 
-    ``TorchDispatchMode`` wraps subclasses' ``__torch_dispatch__`` so that dynamo skips it
-    unless ``_should_skip_dynamo`` says no; the wrapper disables dynamo recursively for every
-    Python frame below it, which makes each op markedly slower (``scripts/bench_tracker.py``
-    measures the tracker). For modes of eager runs, not active while ``torch.compile`` traces.
+    That wrapper disables dynamo for every frame below it, making each op markedly slower
+    (``scripts/bench_tracker.py``). For eager runs only, not while ``torch.compile`` traces.
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

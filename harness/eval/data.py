@@ -1,23 +1,16 @@
 """gsm8k's train and test splits, offline: generated from a seed, or read from a local copy.
 
-``load_gsm8k(None, seed)`` generates gsm8k-format problems (:mod:`harness.eval.problems`);
-``load_gsm8k(DIR)`` reads a local copy of the real splits, in either published layout:
-
-- ``DIR/train.jsonl`` and ``DIR/test.jsonl``, one ``{"question": ..., "answer": ...}`` object per
-  line (``openai/grade-school-math``'s ``grade_school_math/data/``);
-- ``DIR/**/train-*.parquet`` and ``DIR/**/test-*.parquet`` (the Hugging Face dataset repository
-  ``openai/gsm8k``, e.g. ``main/test-00000-of-00001.parquet``).
-
-Nothing is downloaded and nothing is written: the splits become in-memory ``datasets.Dataset``
-objects that lm-eval's task reads through its ``custom_dataset`` hook (:mod:`harness.eval.task`).
-The tokenizer of the run is learnt from the training split (:attr:`Gsm8kData.tokenizer`).
+``load_gsm8k(None, seed)`` generates problems (:mod:`harness.eval.problems`); ``load_gsm8k(DIR)``
+reads ``DIR/{train,test}.jsonl`` (``openai/grade-school-math``) or ``DIR/**/{train,test}-*.parquet``
+(the Hugging Face ``openai/gsm8k`` layout). Nothing is downloaded or written; the splits are
+in-memory ``datasets.Dataset`` objects, and :attr:`Gsm8kData.tokenizer` is learnt from train.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +58,11 @@ class Gsm8kData:
 
 @functools.lru_cache(maxsize=4)
 def load_gsm8k(data_dir: str | None = None, seed: int = 0) -> Gsm8kData:
-    """Generated splits for ``seed`` (``data_dir`` None) or the real ones read from ``data_dir``.
-
-    Cached: the task and the model of one run get the same object (and so the same tokenizer).
+    """Generated splits for ``seed`` (``data_dir`` None) or the real ones from ``data_dir``; cached,
+    so the task and the model of one run share one object (and tokenizer).
     """
     if data_dir is None:
-        train, test = (tuple(p.to_dict() for p in make_split(seed, s)) for s in SPLITS)
+        train, test = (tuple(asdict(p) for p in make_split(seed, s)) for s in SPLITS)
         return Gsm8kData(f"generated:seed={seed}", train, test)
     root = Path(data_dir)
     if not root.is_dir():

@@ -1,12 +1,9 @@
 """The CPU engine behind ``harness-ref``: vLLM's ``LLM.generate`` loop over the reference engine.
 
-:class:`ReferenceEngine` runs the one engine loop (:mod:`harness.reference.engine`) on the CPU:
-real weights, a paged KV cache of ``num_gpu_blocks`` blocks, greedy sampling. ``generate`` adds
-every request at once and steps until all are finished. Stopping follows vLLM 0.9.0 V1: after
-each step every request's new tokens are detokenised; EOS finishes a request (kept in
-``token_ids``, not in the text), a stop string aborts it and cuts the text before it. Step shapes
-go to :class:`EngineStats`; with ``track_memory`` every CPU allocation, in every thread, goes to
-a ledger with one region per step.
+:class:`ReferenceEngine` runs :mod:`harness.reference.engine` on the CPU with real weights and
+greedy sampling. Stopping follows vLLM 0.9.0 V1: EOS finishes a request (kept in ``token_ids``,
+not in the text), a stop string aborts it and cuts the text. With ``track_memory`` every CPU
+allocation goes to a ledger, one region per step.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """``harness-ref``: an lm-eval model backed by the reference engine.
 
-It follows lm-eval 0.4.13's ``vllm`` model (``lm_eval/models/vllm_causallms.py``) step by step:
-contexts are tokenised in one batch (BOS first, as Llama 3's tokenizer does), sorted longest
-first by lm-eval's ``Collator``, and with ``batch_size=auto`` every request goes to the engine in
-one ``generate`` call (the engine's scheduler batches them); with an integer batch size, one call
-per chunk. Generation kwargs go through lm-eval's own ``normalize_gen_kwargs`` and
-``handle_stop_sequences`` (the EOS text joins the stop strings), contexts through
-``maybe_truncate``, and outputs through ``postprocess_generated_text``.
-
-On ``device=cpu`` the engine is :class:`~harness.eval.engine.ReferenceEngine` (real values); on
-``device=meta:PROFILE`` it is :class:`~harness.eval.simulated.SimulatedEngine` (the model's shape
-on a simulated GPU). ``loglikelihood`` and ``loglikelihood_rolling`` are answered on the CPU from
-a dense forward of the same model; on ``meta`` there are no values to score, so they raise.
+It follows lm-eval 0.4.13's ``vllm`` model (``lm_eval/models/vllm_causallms.py``): batch
+tokenisation with BOS, the ``Collator``'s longest-first order, one ``generate`` call with
+``batch_size=auto``, lm-eval's own ``normalize_gen_kwargs``, ``handle_stop_sequences``,
+``maybe_truncate`` and ``postprocess_generated_text``. The engine is
+:class:`~harness.eval.engine.ReferenceEngine` on ``device=cpu`` and
+:class:`~harness.eval.simulated.SimulatedEngine` on ``device=meta:PROFILE``; loglikelihoods come
+from a dense CPU forward (on ``meta`` they raise).
 """
 
 from __future__ import annotations
@@ -56,23 +51,17 @@ CPU_NUM_GPU_BLOCKS = 4096
 class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
     """lm-eval's ``vllm`` model with the reference engine in vLLM's place (module docstring).
 
-    ``model_args`` (:mod:`harness.eval.model_args` resolves and checks the first four):
+    ``model_args`` (:mod:`harness.eval.model_args` checks the first four):
 
-    - ``pretrained``: ``tiny`` (the default; on the CPU its vocabulary is widened to the
-      tokenizer's and ``max_model_len`` set to lm-eval's default maximum length, 2048), or
-      ``meta-llama/Llama-3.1-8B-Instruct`` (= ``llama-3.1-8b``, default device ``meta:h100-95``;
-      meta tensors have no values, so output lengths come from a seeded length model and the
-      texts are empty);
-    - ``device``: ``cpu`` or ``meta:PROFILE``;
-    - ``attention_backend``: ``FLASHINFER`` or ``FLASH_ATTN`` (else ``VLLM_ATTENTION_BACKEND``,
-      else FlashInfer);
-    - ``regression``: a catalog name (``harness regressions``) or ``MODULE:ATTR`` run in place of
-      that backend; a caller that resolved it already passes ``backend=<class>`` (``regression``
-      is then only its label), as ``harness eval`` does with ``harness.cli``'s resolver;
-    - ``data`` (a directory with the real splits; default: generated), ``seed``,
-      ``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``, ``max_num_batched_tokens``,
-      ``num_gpu_blocks`` (CPU KV cache size), ``gpu_memory_utilization`` (meta), ``quiet``, and
-      ``track_memory`` (CPU: account every allocation for the memory report, on by default).
+    - ``pretrained``: ``tiny`` (default) or ``meta-llama/Llama-3.1-8B-Instruct``
+      (= ``llama-3.1-8b``, default device ``meta:h100-95``, seeded output lengths, empty texts);
+    - ``device``: ``cpu`` or ``meta:PROFILE``; ``attention_backend``: ``FLASHINFER`` or
+      ``FLASH_ATTN`` (else ``VLLM_ATTENTION_BACKEND``, else FlashInfer);
+    - ``regression``: a catalog name or ``MODULE:ATTR`` run in place of that backend (a caller that
+      resolved it passes ``backend=<class>``, and ``regression`` is its label);
+    - ``data``, ``seed``, ``max_gen_toks`` (256), ``max_length``, ``max_num_seqs``,
+      ``max_num_batched_tokens``, ``num_gpu_blocks``, ``gpu_memory_utilization``, ``quiet``,
+      ``track_memory`` (CPU, on by default).
     """
 
     def __init__(
@@ -318,11 +307,8 @@ def _cpu_model_config(preset: ModelConfig, tokenizer: Tokenizer) -> ModelConfig:
 
 
 def register() -> None:
-    """Register ``harness-ref`` with lm-eval (idempotent).
-
-    lm-eval imports ``lm_eval.models`` (which registers its built-in models, lazily) only while its
-    registry is empty, so that import comes first: registering into an empty registry would hide
-    every built-in model.
+    """Register ``harness-ref`` with lm-eval (idempotent); ``lm_eval.models`` is imported first, as
+    registering into an empty registry would hide every built-in model.
     """
     import lm_eval.models  # noqa: F401  # pyright: ignore[reportUnusedImport]  # registers built-ins
     from lm_eval.api.registry import model_registry

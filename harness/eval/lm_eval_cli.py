@@ -200,12 +200,9 @@ def _seed(value: object) -> int:
 
 @contextmanager
 def command_line_hooks() -> Generator[None, None, None]:
-    """Within the block, lm-eval's command line points every gsm8k task of its task manager at
-    local splits (``data=DIR`` and ``seed=N`` from lm-eval's task metadata, ``--model_args``
-    merged with ``--metadata``, as ``harness-ref`` reads them); the ``ValueError`` its
-    configuration raises for bad input (unknown tasks, ``--log_samples`` without
-    ``--output_path``, ...) and a dataset that is not there offline become a one-line
-    :class:`HarnessError`."""
+    """Within the block, lm-eval's command line points every gsm8k task at local splits, and its
+    ``ValueError`` for bad input (or a dataset missing offline) becomes a one-line HarnessError.
+    """
     from lm_eval.config.evaluate_config import EvaluatorConfig
 
     from harness.eval.data import load_gsm8k

@@ -1,17 +1,10 @@
 """``harness-ref``'s ``model_args``: the model shape, device and attention backend of one run.
 
-:func:`resolve_model_choice` turns the arguments lm-eval hands the model (``pretrained``,
-``device``, ``attention_backend``, ``regression``) and the ``VLLM_ATTENTION_BACKEND``
-environment variable into a :class:`ModelChoice`, or raises a one-line
-:class:`~harness.errors.HarnessError`. ``harness lm-eval`` calls it before any work, the model's
-constructor again: the same rules, so a bad argument fails up front, never after lm-eval's
-task indexing.
-
-Precedence of the backend, as in vLLM 0.9.0's ``vllm/attention/selector.py``, where a forced
-backend "takes precedence over the VLLM_ATTENTION_BACKEND environment variable":
-``attention_backend=`` wins over the environment variable, which wins over the default
-(FlashInfer). ``regression=`` runs a variant's code in place of that backend; a variant of
-another backend than the one asked for is an error (it would never run).
+:func:`resolve_model_choice` turns ``pretrained``, ``device``, ``attention_backend``,
+``regression`` and ``VLLM_ATTENTION_BACKEND`` into a :class:`ModelChoice` or a one-line
+:class:`~harness.errors.HarnessError`, before any work. Backend precedence follows vLLM 0.9.0's
+``vllm/attention/selector.py``: ``attention_backend=`` over the environment variable over the
+default (FlashInfer). A ``regression=`` of another backend than the one asked for is an error.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Deterministic gsm8k-format problems: a question, a worked answer, and ``#### N`` at the end.
 
-gsm8k itself cannot be downloaded here, and lm-eval ships only its task configuration. These
-problems have the dataset's shape, so lm-eval's own prompt template, stop sequences and answer
-filters apply to them unchanged: grade-school word problems of two to four steps, each step a
-sentence with a calculator annotation (``48/2 = <<48/2=24>>24``, as gsm8k writes them), and the
-final line ``#### <integer>``. Every problem is drawn from ``random.Random`` seeded by
-``(seed, split, index)``, so the same seed gives the same problem on every machine and a problem
-does not change when the split size does.
-
-The default split sizes are gsm8k's (``main``: 7,473 train and 1,319 test examples). Questions
-and answers are somewhat shorter than gsm8k's, whose averages are about 246 and 276 characters.
+gsm8k cannot be downloaded here; these problems have its shape (two to four steps with
+calculator annotations such as ``<<48/2=24>>24``, then ``#### <integer>``), so lm-eval's prompt
+template, stop sequences and filters apply unchanged. Each problem is drawn from
+``random.Random((seed, split, index))``; the default split sizes are gsm8k's (7,473 / 1,319).
 """
 
 from __future__ import annotations
@@ -46,9 +40,6 @@ class Problem:
     question: str
     answer: str
     """Worked solution, one step per line, ending ``#### <final answer>``."""
-
-    def to_dict(self) -> dict[str, str]:
-        return {"question": self.question, "answer": self.answer}
 
 
 def _step(a: int, op: str, b: int) -> tuple[str, int]:

@@ -1,13 +1,9 @@
 """The meta-device engine behind ``harness-ref``: lm-eval's requests on a simulated GPU.
 
 :class:`SimulatedEngine` runs each ``generate`` call through
-:func:`harness.simulation.simulate.simulate`: the model's full shape on ``meta``, the KV cache
-sized as vLLM sizes it, every step checked against the device's capacity. ``meta`` tensors hold no
-values, so how long each request generates comes from a seeded length model
-(:func:`output_length`: a gsm8k answer length plus the 3 tokens before the stop string, or
-``max_tokens`` for the rare runaway), seeded by the run's seed and the prompt's token ids. The
-texts returned are empty. Limits default to vLLM 0.9.0's for the ``LLM`` class
-(:func:`vllm_default_limits`); an out-of-memory error ends the run (:class:`EngineOutOfMemoryError`).
+:func:`harness.simulation.simulate.simulate`. ``meta`` tensors hold no values, so output lengths
+come from a seeded length model (:func:`output_length`) and the texts are empty. Limits default
+to vLLM 0.9.0's ``LLM`` class (:func:`vllm_default_limits`); an out-of-memory error ends the run.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """lm-eval's own ``gsm8k`` task, pointed at local splits.
 
-The task configuration is the one lm-eval ships (``lm_eval/tasks/gsm8k/gsm8k.yaml``: the
-``"Question: {{question}}\\nAnswer:"`` template, ``until`` stop sequences, the ``strict-match``
-and ``flexible-extract`` filters, ``exact_match`` with its regexes, 5 shots from ``train``), read
-from lm-eval's index of that one directory, so a change upstream shows up here. Only where the
-documents come from changes: ``custom_dataset`` hands lm-eval the in-memory splits of
-:mod:`harness.eval.data` instead of ``datasets.load_dataset("openai/gsm8k")``.
-
-The task manager indexes only lm-eval's ``gsm8k`` directory (a handful of files) instead of all
-built-in tasks (thousands of YAML files, seconds); :func:`use_local_splits` does the same to
-every gsm8k task of a full index (``harness lm-eval``).
-
-:func:`cached_templates` keeps lm-eval from compiling the same Jinja templates again for every
-document and every shot while it builds the requests.
+The task configuration is the one lm-eval ships (``lm_eval/tasks/gsm8k/gsm8k.yaml``), read from
+lm-eval's index of that one directory; only the documents change: ``custom_dataset`` hands lm-eval
+the in-memory splits of :mod:`harness.eval.data`. :func:`use_local_splits` does the same to every
+gsm8k task of a full index (``harness lm-eval``); :func:`cached_templates` keeps lm-eval from
+compiling the same Jinja templates for every document and shot.
 """
 
 from __future__ import annotations
@@ -63,11 +55,8 @@ def reads_gsm8k(config: dict[str, Any]) -> bool:
 
 
 def use_local_splits(task_manager: Any, data: Gsm8kData) -> list[str]:
-    """Point every task in ``task_manager``'s index that reads gsm8k at ``data`` instead (its
-    configuration otherwise unchanged, includes and functions resolved); returns their names.
-
-    ``harness lm-eval`` runs it on the task manager lm-eval's own command line builds, so
-    ``--tasks gsm8k`` (and ``gsm8k_cot``, the ``math_word_problems`` tag, ...) stay offline.
+    """Point every task in ``task_manager``'s index that reads gsm8k at ``data`` instead (otherwise
+    unchanged); returns their names. ``harness lm-eval`` runs it on lm-eval's own task manager.
     """
     from lm_eval.tasks._yaml_loader import load_yaml
 
@@ -101,11 +90,8 @@ def _with_local_splits(config: dict[str, Any], data: Gsm8kData) -> dict[str, Any
 def cached_templates() -> Generator[None, None, None]:
     """Within the block, lm-eval's Jinja environment compiles each template source once.
 
-    lm-eval 0.4.13's ``utils.apply_template`` calls ``env.from_string`` for every document, shot
-    and field, compiling the template anew each time (its known slow path,
-    EleutherAI/lm-evaluation-harness#1286); for 5-shot gsm8k that is 12 compilations per prompt.
-    Here compiled templates are kept by their source text for the block: the same templates,
-    rendered the same way, compiled once. The environment is restored afterwards.
+    lm-eval 0.4.13's ``utils.apply_template`` compiles anew for every document, shot and field
+    (EleutherAI/lm-evaluation-harness#1286); the environment is restored afterwards.
     """
     import lm_eval.utils
 

@@ -1,20 +1,10 @@
 r"""A small word-level tokenizer built locally from text, never downloaded.
 
-Llama 3's tokenizer cannot be fetched here, so prompts are tokenised by a stand-in that counts
-tokens the way Llama 3 does for gsm8k text: Llama 3 splits text with a regular expression (words
-with their leading space, numbers in runs of at most three digits, punctuation runs, newlines)
-and then applies BPE over a 128k vocabulary in which almost every common English pre-token is a
-single token. Here the same split (:data:`LLAMA3_SPLIT_PATTERN`, the ``pat_str`` of
-``meta-llama/llama3``'s ``tokenizer.py`` written for the standard library's ``re``: ``\p{L}``
-becomes ``[^\W\d_]`` and ``\p{N}`` becomes ``\d``, which differ only on non-decimal numerals such
-as ``½``) is followed by a vocabulary of whole pre-tokens learnt from a corpus; a pre-token
-outside the vocabulary becomes its UTF-8 bytes, so every string round-trips exactly
-(``decode(encode(s)) == s``).
-
-Ids: 0-255 are the bytes, 256 is ``<|begin_of_text|>`` (BOS), 257 ``<|end_of_text|>`` (EOS), then
-every run of two or three digits (a single digit is a byte; all are single tokens in Llama 3's
-vocabulary too), then the learnt pre-tokens, most frequent first (ties broken by the text), so the same corpus always gives the
-same ids.
+It counts tokens the way Llama 3 does for gsm8k text: Llama 3's pre-tokenising split
+(:data:`LLAMA3_SPLIT_PATTERN`, ``meta-llama/llama3``'s ``pat_str`` for the standard ``re``), then a
+vocabulary of whole pre-tokens learnt from a corpus; anything else becomes its UTF-8 bytes, so
+``decode(encode(s)) == s``. Ids: 0-255 bytes, 256 BOS, 257 EOS, then two- and three-digit runs,
+then the learnt pre-tokens, most frequent first (ties by text). ``docs/architecture.md`` says why.
 """
 
 from __future__ import annotations

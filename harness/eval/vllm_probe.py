@@ -1,20 +1,13 @@
 """On a GPU with vLLM: does any per-step allocation grow with the number of KV cache blocks?
 
-The check that catches the FlashInfer regression class on the real engine. vLLM is run twice with
-two ``num_gpu_blocks_override`` values (each in its own process, so the GPU is clean), on the
-same gsm8k-format 5-shot prompts with greedy decoding. In each run the engine lives in the
-measuring process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, eager mode), so torch's allocator
-statistics see it: after start-up, ``memory_allocated`` is the weights plus the KV cache; during
-``generate`` the peak above it is what the steps allocate. The steps' memory must not depend on
-how many blocks the KV cache has. The KV cache's own growth between the two runs (the difference
-of the start-up baselines) is the yardstick: the check fails when the step peak grows by more
-than :data:`MAX_GROWTH_SHARE` of it (one layer's worth of KV cache, the regression's clone, is
-1/32 of it for Llama-3.1-8B) and by more than :data:`NOISE_BYTES`.
+vLLM runs twice, with two ``num_gpu_blocks_override`` values, each in its own process, in-process
+engine (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and eager mode, on gsm8k-format prompts. The check
+fails when the step peak above start-up grows by more than :data:`MAX_GROWTH_SHARE` of the KV
+cache's own growth and by more than :data:`NOISE_BYTES`.
 
-``python -m harness.eval.vllm_probe compare --model M --num-blocks A B`` prints the two
-measurements and the verdict as JSON; exit 0 when nothing scales, 1 when something does, 2 on
-usage errors. ``measure`` is the one-run step it uses. Needs CUDA and vLLM in the interpreter that
-runs it (not harness's CPU venv): this module imports vLLM only inside ``measure``.
+``python -m harness.eval.vllm_probe compare --model M --num-blocks A B`` prints both measurements
+and the verdict as JSON; exit 0 when nothing scales, 1 when something does, 2 on usage errors.
+Needs CUDA and vLLM in its interpreter; vLLM is imported only inside ``measure``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """What one allocation event carries, and the source line it is attributed to.
 
-An :class:`Allocation` is made by an event source (:class:`~harness.memory.tracker.MemoryTracker`)
-and counted by the :class:`~harness.memory.ledger.Ledger`. Its :class:`SourceLine` is the first
-Python frame, walking outwards from the allocating op, that is neither torch's own code nor this
-package's (``harness.memory``: the accounting machinery and its drivers never allocate on purpose,
-so a frame of theirs is never the cause). No list of client modules is kept: a frame is skipped
-by the directory its file lives in.
+An :class:`Allocation` is made by an event source and counted by the
+:class:`~harness.memory.ledger.Ledger`. Its :class:`SourceLine` is the first frame, outwards from
+the op, that is neither torch's nor this package's (skipped by the directory its file lives in).
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """Measure device memory on a real CUDA GPU, and refuse to measure where there is none.
 
-Public API:
-
-- ``cuda_unavailable_reason(device_index=0) -> str | None`` -- why a CUDA measurement is
-  impossible here, or ``None``. Without CUDA, torch's ``max_memory_allocated()`` returns 0 for
-  everything, which would make every budget pass; callers must skip with this reason instead.
-- ``probe(device_index=0) -> CudaMemoryStats`` -- torch's allocator counters
-  (``memory_allocated``/``max_memory_allocated``/``memory_reserved``/``max_memory_reserved``), the
-  driver's view (``torch.cuda.mem_get_info``: free and total) and, where ``nvidia-ml-py`` is
-  installed, this process's device memory from NVML, whose difference to ``reserved`` is the memory
-  torch does not manage (CUDA context, cuBLAS/NCCL workspaces, FlashInfer buffers from raw CUDA).
-  Raises :class:`CudaUnavailableError` without CUDA.
-- :class:`CudaPeak` -- ``with CudaPeak() as peak: ...`` then ``peak.peak_bytes``: the highest
-  allocated bytes during the block above those allocated at its start (resets torch's peak
-  statistics on entry, synchronizes on entry and exit). Raises :class:`CudaUnavailableError` on
-  entry without CUDA.
-- ``nvml_process_lookup(device_index=0) -> NvmlLookup`` -- this process's usage from NVML and how
-  it was found, or why not. NVML names the device by its PCI bus id (never by index: NVML counts
-  in PCI order, CUDA fastest-first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``), and the process by
-  any of its PIDs (``/proc/self/status`` NSpid); in a container's PID namespace NVML shows host
-  PIDs, so the lookup falls back to the one process whose usage covers torch's reserved pool, and
-  otherwise says it cannot tell. ``nvml_process_bytes`` is its byte count.
+Without CUDA torch's ``max_memory_allocated()`` returns 0, which would pass every budget, so
+:func:`cuda_unavailable_reason` says why a measurement is impossible and callers skip with it.
+:func:`probe` gives torch's allocator counters, the driver's free/total and, with
+``nvidia-ml-py``, this process's usage from NVML (:func:`nvml_process_lookup`, by PCI bus id and
+PID, with a fallback inside PID namespaces). :class:`CudaPeak` measures one block's peak above
+its start. Everything raises :class:`CudaUnavailableError` without CUDA.
 """
 
 from __future__ import annotations
@@ -150,11 +135,8 @@ def own_pids(status_path: str = "/proc/self/status") -> tuple[int, ...]:
 def match_process(
     processes: Sequence[tuple[int, int | None]], pids: Collection[int], reserved_bytes: int
 ) -> NvmlLookup:
-    """Pick this process among NVML's ``(pid, used bytes)`` entries of one device.
-
-    By PID first. Inside a container's PID namespace NVML reports host PIDs that match none of
-    ours; then the entry is ours only if it is the one whose usage covers the ``reserved_bytes``
-    torch's allocator holds on the device (our CUDA context's memory includes them).
+    """Pick this process among NVML's ``(pid, used bytes)`` entries of one device: by PID, else
+    (host PIDs in a container) the one entry whose usage covers torch's ``reserved_bytes``.
     """
     for pid, used in processes:
         if pid in pids:

@@ -1,21 +1,11 @@
 """Named GPU profiles with the capacities torch reports for them.
 
-Public API:
-
-- :class:`DeviceProfile` -- ``name``, ``total_memory`` (bytes, what
-  ``torch.cuda.get_device_properties(i).total_memory`` / the total of ``torch.cuda.mem_get_info``
-  return, i.e. the "total capacity" in torch's out-of-memory message), ``non_torch_bytes`` (device
-  memory a torch process uses outside torch's allocator: CUDA context, cuBLAS/NCCL workspaces),
-  ``multi_processor_count`` (what ``torch.cuda.get_device_properties(i).multi_processor_count``
-  returns: SMs, or compute units on ROCm; vLLM's cascade-attention heuristic reads it) and
-  ``source`` (where the capacity comes from).
-- ``DEVICE_PROFILES`` -- name -> profile; ``get_device_profile(name)`` (unknown name:
-  :class:`~harness.errors.HarnessError` listing the available ones);
-  ``register_device_profile(profile)`` (duplicate name: ``HarnessError``).
-
-Where only torch's printed two-decimal figure is public ("total capacity of 79.11 GiB"), the bytes
-are that figure rounded down to a 2 MiB multiple, so ``format_size(total_memory)`` prints exactly
-the cited text; the true value is within 5 MiB of it.
+:class:`DeviceProfile` holds ``total_memory`` (the "total capacity" of torch's out-of-memory
+message), ``non_torch_bytes`` (CUDA context, cuBLAS/NCCL workspaces), ``multi_processor_count``
+(read by vLLM's cascade-attention heuristic) and ``source``. ``DEVICE_PROFILES`` maps names to
+profiles; :func:`get_device_profile` and :func:`register_device_profile` raise
+:class:`~harness.errors.HarnessError` on an unknown or duplicate name. Where only torch's
+two-decimal figure is public, the bytes are it rounded down to 2 MiB (within 5 MiB of the truth).
 """
 
 from __future__ import annotations

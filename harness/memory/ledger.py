@@ -1,21 +1,12 @@
 """One account of memory: live bytes, the peak, regions and what was live, by source line.
 
-Event sources report to a :class:`Ledger`: the :class:`~harness.memory.tracker.MemoryTracker`
-(every storage an aten op creates) and the layer replay of :mod:`harness.simulation.replay` (recorded
-events issued again). An allocation is :meth:`Ledger.allocate`\\ d, which returns a token, and
-later :meth:`Ledger.free`\\ d with that token. Only the ledger counts: live bytes, the peak and
-what was live at it, named regions (e.g. one per serving step), an optional timeline, recordings
-of the events inside a block, and live bytes grouped by op and source line
-(:meth:`Ledger.sites_at_peak`, every byte accounted for).
-
-A capacity policy (:class:`CapacityPolicy`) sits on top: it says how many bytes a request takes on
-its device and may refuse an allocation before it counts.
-:class:`~harness.memory.sim_allocator.SimulatedDevice` is one (torch's CUDA caching allocator:
-512-byte blocks, segments, torch's out-of-memory error); without a policy the ledger counts
-storage bytes and refuses nothing.
-
-Events may arrive from several threads (:mod:`harness.memory.threads`); ``Ledger.lock`` (reentrant,
-since a garbage collection may free a storage in the middle of an allocation) serialises them.
+Event sources (the :class:`~harness.memory.tracker.MemoryTracker`, the layer replay of
+:mod:`harness.simulation.replay`) :meth:`Ledger.allocate` (which returns a token) and
+:meth:`Ledger.free`. Only the ledger counts: live bytes, the peak, named regions, an optional
+timeline, recordings, and live bytes by op and source line (:meth:`Ledger.sites_at_peak`).
+A :class:`CapacityPolicy` (e.g. :class:`~harness.memory.sim_allocator.SimulatedDevice`) sizes each
+request and may refuse it. ``Ledger.lock`` (reentrant: a garbage collection may free a storage
+during an allocation) serialises events from several threads.
 """
 
 from __future__ import annotations
@@ -168,10 +159,8 @@ def group_by_site(entries: Iterable[tuple[Allocation, int]], k: int) -> list[All
 class Ledger:
     """The one account of allocations and frees (see the module docstring).
 
-    Args:
-        capacity: a device that sizes and may refuse each allocation; ``None`` counts storage
-            bytes and refuses nothing.
-        record_timeline: keep one :class:`TimelinePoint` per event (off for long runs).
+    ``capacity`` sizes and may refuse each allocation (``None``: storage bytes, no refusal);
+    ``record_timeline`` keeps one :class:`TimelinePoint` per event.
     """
 
     def __init__(

@@ -1,16 +1,9 @@
 """The ``memory_budget`` marker as a pure function over a measurement (no pytest, no torch import).
 
-Public API:
-
-- ``memory_budget(peak, device="cpu", *, _measurement) -> BudgetExceeded | None`` -- the marker's
-  semantics; the pytest plugin measures the test body and calls it with the marker's arguments.
-  Its signature and docstring are the marker's ``--markers`` help.
-- :class:`BudgetDevice` / ``parse_budget_device(text)`` -- ``cpu``, ``meta:<profile>`` or ``cuda``.
-- :class:`Measurement` -- what was measured: peak bytes, how, and the allocations live at the peak.
-- :class:`BudgetExceeded` -- ``long_repr`` (the one-line failure text) and ``section`` (a report
-  section listing the largest allocations live at the peak with op and source line).
-- :class:`PeakIncrease` / ``compare_with_last_green(peak, previous, tolerance)`` -- "worse than the
-  last green run".
+:func:`memory_budget` is the marker's semantics (its signature and docstring are the marker's
+``--markers`` help); :func:`parse_budget_device` reads ``cpu``, ``meta:<profile>`` or ``cuda``;
+:class:`Measurement` is what was measured; :class:`BudgetExceeded` the failure text and report
+section; :func:`compare_with_last_green` the "worse than the last green run" check.
 """
 
 from __future__ import annotations

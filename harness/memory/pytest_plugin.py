@@ -1,32 +1,14 @@
 """pytest plugin (``pytest11`` entry point ``harness_memory``): memory budgets for tests.
 
 - Marker ``@pytest.mark.memory_budget(peak="64 MiB", device="cpu")`` bounds the peak of live tensor
-  bytes allocated during the test body (fixtures are outside it). ``device`` is ``cpu``,
-  ``meta:<profile>`` (e.g. ``meta:h100-95``: ``meta`` is the default device inside the body, and a
-  simulated GPU of that profile raises torch's out-of-memory error when it is full) or ``cuda``
-  (torch's ``max_memory_allocated``; without CUDA the test is skipped with the reason, never passed).
-  A failure lists the largest allocations live at the peak with op and source line. Arguments the
-  marker does not take (unknown or private names) fail that test with a one-line message.
-- Fixture ``harness_memory_tracker``: a fresh :class:`~harness.memory.tracker.MemoryTracker` (cpu
-  and meta) to measure a region (``with harness_memory_tracker: ...``); its summary is added to a
-  failing report. Its numbers are its ``ledger``'s
-  (``harness_memory_tracker.ledger.peak_bytes``).
-- The ``harness_simulate`` fixture, which runs the engine, is the ``harness_simulation`` plugin
-  (:mod:`harness.simulation.pytest_plugin`).
-- Threads: a budgeted body's allocations count from every Python thread, those it starts and
-  those that already existed (a thread pool's workers), not only the test's own thread.
-- "Worse than the last green run": each budgeted test's peak is kept in ``config.cache``; a higher
-  peak is reported in the terminal summary, and fails the test with ``--memory-fail-on-increase``.
+  bytes in the test body; ``device`` is ``cpu``, ``meta:<profile>`` (a simulated GPU) or ``cuda``
+  (skipped with the reason where there is none). A failure lists the largest live allocations.
+- Fixture ``harness_memory_tracker``: a fresh :class:`~harness.memory.tracker.MemoryTracker`.
+- A peak higher than the last green run's (``config.cache``) is reported, and fails the test with
+  ``--memory-fail-on-increase``. Options: ``--memory-top``, ``--memory-fail-on-increase``,
+  ``--memory-increase-tolerance`` (each with an ini twin, :func:`value_or_ini`).
 
-Options (one group; every flag has an ini twin, resolved by :func:`value_or_ini`):
-``--memory-top`` / ``memory_top``, ``--memory-fail-on-increase`` / ``memory_fail_on_increase``,
-``--memory-increase-tolerance`` / ``memory_increase_tolerance``.
-
-Safe in any project: only pytest and the standard library are imported at startup, torch when a
-budgeted test or one of the fixtures runs (without torch those fail with the install command;
-nothing else changes). The hooks read only what this plugin stored on the test item, never a
-fixture by name, and a failure inside them fails that test with the reason instead of stopping
-the session.
+Only pytest and the standard library are imported at startup; details in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -289,11 +271,8 @@ def harness_memory_tracker(request: pytest.FixtureRequest) -> MemoryTracker:
 
 @contextlib.contextmanager
 def outside_torch_modes() -> Generator[None, None, None]:
-    """Run the block with no torch function or dispatch mode of this thread active; restore them.
-
-    Inside a budgeted test body these are the budget's tracker (a dispatch mode) and, for
-    ``meta:<profile>``, ``torch.device("meta")`` (a function mode): a simulation under them would
-    build its CPU metadata on ``meta`` and be counted twice.
+    """Run the block with no torch function or dispatch mode of this thread active; restore them
+    (a simulation under the budget's tracker and ``meta`` device would be counted twice).
     """
     from harness.torch_compat import no_torch_modes
 

@@ -1,29 +1,12 @@
 """A simulated CUDA device: a capacity policy for the ledger, shaped like torch's caching allocator.
 
-Public API:
-
-- :class:`SimulatedDevice` -- ``SimulatedDevice("h100-95")`` (a profile or its name;
-  ``non_torch_bytes`` overrides the profile's and must leave room on the device). It is a
-  :class:`~harness.memory.ledger.CapacityPolicy`: ``Ledger(capacity=device)`` counts every
-  allocation in torch's block sizes and asks the device first; one that does not fit raises
-  :class:`SimulatedOutOfMemoryError` and is not counted. The ledger keeps the allocated bytes;
-  the device keeps what only it knows: ``reserved_bytes`` (segments), ``free_bytes`` (as
-  ``cudaMemGetInfo`` would say) and ``peak_reserved_bytes``.
-- :class:`SimulatedOutOfMemoryError` -- a ``torch.OutOfMemoryError`` whose first line is exactly
-  torch's message (torch 2.7, the version vLLM 0.9.0 pins), e.g. ``CUDA out of memory. Tried to
-  allocate 2.12 GiB. GPU 0 has a total capacity of 95.00 GiB of which 1.01 GiB is free. ...``,
-  followed by the op and source line. Attributes: ``requested_bytes`` (the size torch prints),
-  ``nbytes`` (the storage size asked for), ``free_bytes``, ``capacity_bytes``, ``allocated_bytes``,
-  ``reserved_bytes``, ``op``, ``source``, ``allocation``, ``torch_message``.
-
-How sizes are rounded (c10/cuda/CUDACachingAllocator.cpp): every block is rounded up to 512 bytes
-(``round_size``; torch's ``memory_allocated`` counts these); blocks up to 1 MiB come from 2 MiB
-segments, blocks below 10 MiB from 20 MiB segments, larger ones get their own segment rounded up
-to 2 MiB (``allocation_size``). When no cached block fits, torch asks the driver for one segment,
-and its message reports that segment size as "Tried to allocate". The simulation packs small and
-medium blocks into their segments without fragmentation and returns a segment as soon as it is
-empty (as if ``empty_cache()`` ran on every free), so ``reserved_bytes`` is a lower bound of what
-the real allocator would hold.
+:class:`SimulatedDevice` (``SimulatedDevice("h100-95")``) is a
+:class:`~harness.memory.ledger.CapacityPolicy`: ``Ledger(capacity=device)`` counts every
+allocation in torch's block sizes (512-byte rounding, 2 MiB / 20 MiB segments, as
+``c10/cuda/CUDACachingAllocator.cpp``) and refuses one that does not fit with
+:class:`SimulatedOutOfMemoryError`, whose first line is exactly torch 2.7's message (the torch
+vLLM 0.9.0 pins). Segments are returned as soon as they are empty, so ``reserved_bytes`` is a
+lower bound of the real allocator's; ``docs/architecture.md`` has the rounding rules.
 """
 
 from __future__ import annotations

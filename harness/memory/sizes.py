@@ -1,14 +1,8 @@
 """Byte sizes: parse human input ("64 MiB", "2GB") and print sizes the way torch does.
 
-Public API:
-
-- ``parse_size(text) -> int``: binary units ``B``, ``KiB``, ``MiB``, ``GiB``, ``TiB`` (powers of 1024)
-  and decimal units ``KB``, ``MB``, ``GB``, ``TB`` (powers of 1000), case-insensitive, optional
-  space, fractional values allowed ("2.5 GiB"); a bare number means bytes. Bad input raises
-  :class:`harness.errors.HarnessError`.
-- ``format_size(n) -> str``: exactly torch's ``format_size`` from
-  ``c10/cuda/CUDACachingAllocator.cpp`` ("1024 bytes", "1.50 KiB", "2.12 GiB"), so our messages
-  can be compared with torch's character for character.
+:func:`parse_size` takes binary (``KiB``..``TiB``) and decimal (``KB``..``TB``) units, any case,
+fractions, or bare bytes; bad input raises :class:`harness.errors.HarnessError`.
+:func:`format_size` is exactly torch's ``format_size`` (``c10/cuda/CUDACachingAllocator.cpp``).
 """
 
 from __future__ import annotations
@@ -39,10 +33,8 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_size(text: str | int) -> int:
-    """Return the number of bytes ``text`` denotes, e.g. ``parse_size("64 MiB") == 67108864``.
-
-    An ``int`` is returned unchanged (it must not be negative). Fractions are rounded down to
-    whole bytes.
+    """The bytes ``text`` denotes, e.g. ``parse_size("64 MiB") == 67108864``; an ``int`` (not
+    negative) is returned unchanged, fractions are rounded down.
     """
     if isinstance(text, bool):
         raise HarnessError(f"invalid size {text!r}: expected a number of bytes or e.g. '64 MiB'")

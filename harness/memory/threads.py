@@ -1,24 +1,11 @@
 """Threads: carry a tracker into every Python thread, and pin torch to one intra-op thread.
 
-``TorchDispatchMode`` is per thread: a mode pushed in one thread never sees another thread's ops,
-so an allocation made in a thread pool inside a budgeted test would pass unseen.
-:class:`ThreadCoverage` closes that gap for the lifetime of a tracker:
-
-- a thread started through :mod:`threading` while the tracker is active pushes a relay of it
-  before its ``run()`` (a ``threading.setprofile`` hook, chained to any existing one, that runs
-  once, in the new thread);
-- a thread that already exists (a pool's worker, say) pushes one the next time it runs Python
-  code: a one-shot profile hook is installed in each (``threading.setprofile_all_threads`` on
-  Python 3.12+; before that the C API function it is built on, ``_PyEval_SetProfile``, through
-  ctypes).
-
-A relay forwards every op to the tracker while the tracker is active and passes ops through after
-it exits; at exit another one-shot hook pops the relay in each thread where it is still the
-innermost mode. Not covered: threads that run no Python code (torch's own intra-op workers run
-kernels, not dispatched ops), a thread started with the low-level ``_thread`` module while a
-tracker is active, and memory a kernel allocates internally (no dispatch mode sees that; see
-:mod:`harness.memory.tracker`). A profiler set in another thread is replaced while a tracker
-covers it.
+``TorchDispatchMode`` is per thread. :class:`ThreadCoverage` pushes a relay of the tracker into
+threads started while it is active (a one-shot ``threading.setprofile`` hook) and into threads
+that already exist (a profile hook set in every thread, through
+:mod:`harness.cpython_compat` before Python 3.12), and pops it again at exit.
+Not covered: threads that run no Python code, threads started with ``_thread`` while a tracker is
+active, and memory a kernel allocates internally (``docs/architecture.md``).
 """
 
 from __future__ import annotations
@@ -75,10 +62,8 @@ class _Relay(UnwrappedDispatchMode):
 
 
 class ThreadCoverage:
-    """Relays of one tracker in every thread but its own, from :meth:`start` to :meth:`stop`.
-
-    Coverages nest: every thread reconciles its relays with all active coverages at once, so a
-    second tracker never takes a thread away from the first.
+    """Relays of one tracker in every thread but its own, from :meth:`start` to :meth:`stop`;
+    coverages nest, so a second tracker never takes a thread away from the first.
     """
 
     def __init__(self, tracker: Dispatcher) -> None:
@@ -142,10 +127,8 @@ def _reconcile_once(frame: FrameType | None, event: str, arg: Any) -> None:
 
 @contextlib.contextmanager
 def one_torch_thread() -> Generator[None, None, None]:
-    """Pin torch to one intra-op thread inside the block.
-
-    The engine's CPU tensors are small and meta ops do no math, so extra threads only contend: on
-    a loaded machine they make run times swing several-fold.
+    """Pin torch to one intra-op thread inside the block (small CPU tensors and meta ops only
+    contend, and make run times swing on a loaded machine).
     """
     previous = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -1,37 +1,12 @@
 """Report every storage an aten op creates to a ledger, under a ``TorchDispatchMode``.
 
-``with MemoryTracker(ledger) as tracker: ...`` reports to ``ledger`` (a fresh
-:class:`~harness.memory.ledger.Ledger` when none is given; ``tracker.ledger`` either way) each
-storage created on a tracked device (``cpu`` and ``meta`` by default, ``cuda`` on request) as an
-:class:`~harness.memory.allocation.Allocation`, and its death as a free:
-
-* a view (``t.T``, ``t[1:]``, ``t.view(...)``) allocates nothing;
-* ``.contiguous()`` of a permuted tensor, ``.clone()``, factory ops allocate their output;
-* an ``out=`` argument or ``resize_`` that grows a storage allocates the new size (as torch does,
-  the old buffer is released after the new one exists, so both count at that moment);
-* a storage is freed when it dies (a weak reference with a callback on the storage object, which
-  torch keeps alive exactly as long as the C++ storage), also after the ``with`` block ended.
-
-The tracker counts nothing itself: live bytes, the peak, regions and totals by source line are the
-ledger's, and a capacity policy on the ledger (a simulated GPU) may refuse an allocation, which
-then raises from the op that made it. :meth:`MemoryTracker.account_existing` reports tensors
-created before the tracker (model weights) as allocations.
-
-Threads. ``TorchDispatchMode`` is per thread. With ``all_threads=True`` (the default) the tracker
-also covers every other Python thread while it is active, those started inside the block and
-those that already existed (:mod:`harness.memory.threads`); ``all_threads=False`` watches the
-entering thread only (for single-threaded drivers that must not count a neighbour's work).
-
-What it cannot see. Only storages that dispatched aten ops return. Memory a kernel allocates
-internally and frees before returning never becomes a tensor: im2col columns of a CPU
-convolution, LAPACK work arrays, cuBLAS/cuDNN or FlashInfer workspaces (FlashInfer's planner
-allocates into buffers handed to it, and the CUDA kernels' scratch space is outside torch). Host
-memory that ``torch.from_numpy`` wraps is not an aten allocation either; its ``.to(device)`` copy
-is, wherever the device is not the host (``meta`` included).
-
-Cost: one Python call per aten op plus, per allocation, a storage lookup, a weak reference and a
-short frame walk (``sys._getframe``; the skip decision is cached per code object). Nothing depends
-on tensor sizes, so large ops pay close to nothing (``scripts/bench_tracker.py`` measures it).
+``with MemoryTracker(ledger) as tracker: ...`` reports each storage created on a tracked device
+(``cpu`` and ``meta`` by default, ``cuda`` on request) as an
+:class:`~harness.memory.allocation.Allocation`, and its death as a free. Views allocate nothing;
+a storage is freed when it dies, also after the block. The ledger does all counting.
+:meth:`MemoryTracker.account_existing` reports tensors made before the tracker (weights). With
+``all_threads=True`` (the default) every Python thread is covered (:mod:`harness.memory.threads`).
+What it cannot see (a kernel's internal workspace) and its cost: ``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -88,10 +63,8 @@ def _info(func: Any) -> _OpInfo:
 class MemoryTracker(UnwrappedDispatchMode):
     """Reports storages that aten ops create while the mode is active to ``ledger``.
 
-    Args:
-        ledger: where allocations and frees go (default: a fresh :class:`Ledger`).
-        devices: device types to track (``"cpu"``, ``"meta"``, ``"cuda"``).
-        all_threads: also cover every other Python thread while active (see the module doc).
+    ``ledger`` defaults to a fresh :class:`Ledger`; ``devices`` are the tracked device types;
+    ``all_threads`` covers every other Python thread too.
     """
 
     def __init__(
@@ -128,10 +101,8 @@ class MemoryTracker(UnwrappedDispatchMode):
         super().__exit__(exc_type, exc, traceback)  # type: ignore[no-untyped-call]  # pyright: ignore[reportUnknownMemberType]
 
     def account_existing(self, tensors: Iterable[torch.Tensor], label: str) -> int:
-        """Report storages of tensors created before the tracker (e.g. weights) as ``label``.
-
-        Storages already tracked and shared storages are reported once; their source is ``None``
-        (their allocation was never seen). Returns the bytes the ledger counted for them.
+        """Report storages of tensors created before the tracker (e.g. weights) as ``label``,
+        each once, with source ``None``; returns the bytes the ledger counted for them.
         """
         with self.ledger.lock:
             before = self.ledger.current_bytes
@@ -319,11 +290,8 @@ def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Te
 
 
 def _aliases_an_input(tensor: torch.Tensor, args: tuple[Any, ...]) -> bool:
-    """Whether ``tensor`` shares a storage with a tensor argument.
-
-    A schema's alias annotation (``Tensor(a)``) says an op *may* return its input: under
-    ``torch.inference_mode()`` ``aten.contiguous`` of a permuted tensor, or ``aten.to`` to another
-    device, return a brand-new storage all the same, and that is an allocation.
+    """Whether ``tensor`` shares a storage with a tensor argument (a schema's ``Tensor(a)`` says an
+    op *may* alias; ``aten.contiguous`` or ``aten.to`` under inference mode may still allocate).
     """
     storage = _storage(tensor)
     if storage is None:

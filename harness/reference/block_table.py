@@ -1,12 +1,9 @@
 """Per-group block tables that own their group's slot mapping (``vllm/v1/worker/block_table.py``).
 
-Row operations are vLLM 0.9.0's; a table per group with its own block size is vLLM 0.9.1's; the
-table owning its block size and slot-mapping computation is vLLM 0.10.0's (``docs/fidelity.md``).
-
-Row ``i`` of a group's block table lists the KV cache blocks of the request in batch slot ``i``.
-The slot of token position ``pos`` of that request is
-``block_table[i, pos // block_size] * block_size + pos % block_size``; each group computes it with
-its own ``block_size``.
+Row operations are vLLM 0.9.0's, a table per group with its own block size 0.9.1's, the table
+computing its slot mapping 0.10.0's (``docs/fidelity.md``). Row ``i`` lists the blocks of the
+request in batch slot ``i``; position ``pos`` maps to slot
+``block_table[i, pos // block_size] * block_size + pos % block_size``.
 """
 
 from __future__ import annotations
@@ -104,10 +101,8 @@ class BlockTable:
     def compute_slot_mapping(
         self, req_indices: npt.NDArray[np.integer], positions: npt.NDArray[np.integer]
     ) -> None:
-        """Fill ``slot_mapping_np[:len(positions)]`` for tokens at ``positions`` of ``req_indices``.
-
-        ``req_indices[t]`` is the batch row of token ``t`` and ``positions[t]`` its position in
-        that request. A position outside the row's blocks is a scheduler bug and raises.
+        """Fill ``slot_mapping_np[:len(positions)]``: token ``t`` is at ``positions[t]`` of
+        batch row ``req_indices[t]``. A position outside the row's blocks (a scheduler bug) raises.
         """
         num_tokens = positions.shape[0]
         if num_tokens > self.max_num_batched_tokens:

@@ -13,10 +13,8 @@ import torch
 class CommonAttentionMetadata:
     """What every group's builder needs about the batch, computed once per step by the runner.
 
-    Requests are in batch order; tokens of request ``i`` are
-    ``query_start_loc[i]:query_start_loc[i + 1]`` of the flattened batch. Every ``_cpu`` twin holds
-    the same values on the CPU: data-dependent shapes are computed from them, so building works
-    when the device is ``meta``.
+    Tokens of request ``i`` are ``query_start_loc[i]:query_start_loc[i + 1]``;
+    each ``_cpu`` twin holds the same values on the CPU, so building works on ``meta``.
     """
 
     query_start_loc: torch.Tensor

@@ -143,11 +143,6 @@ def get_current_vllm_config() -> VllmConfig:
     return _current_vllm_config
 
 
-# The short names for the same pair.
-set_current_config = set_current_vllm_config
-get_current_config = get_current_vllm_config
-
-
 _LLAMA_3_1_8B = ModelConfig(
     name="llama-3.1-8b",
     hidden_size=4096,

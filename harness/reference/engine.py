@@ -1,12 +1,8 @@
 """The one engine loop: schedule, execute, update (vLLM's ``EngineCore.step``, nano-vllm's ``step``).
 
-:class:`Engine` holds a runner whose KV cache is initialised and a scheduler over that cache.
-``step()`` schedules a batch, runs it and gives the output back to the scheduler; ``run()`` steps
-until every request is finished. Drivers observe it through hooks: ``wrap_step`` (a context
-manager around each step: a ledger region, a recording), ``after_execute`` and ``on_step``.
-:func:`start_engine` is the set-up for a KV cache of a given block count, and :func:`tracking`
-the one set-up of a tracked run: a :class:`~harness.memory.tracker.MemoryTracker` that watches
-every Python thread, inference mode and one torch thread.
+:class:`Engine` steps a runner and a scheduler together; drivers observe it through ``wrap_step``,
+``after_execute`` and ``run(on_step=...)``. :func:`start_engine` sets one up with a KV cache of a
+given block count; :func:`tracking` is the set-up of a tracked run (``docs/architecture.md``).
 """
 
 from __future__ import annotations
@@ -108,10 +104,8 @@ def start_engine(
     trace: bool = False,
     wrap_step: StepHook | None = None,
 ) -> Engine:
-    """A runner of ``backend`` with a KV cache of exactly ``num_blocks`` blocks, and its engine.
-
-    ``profile`` runs vLLM's ``profile_run`` first; ``kv_cache_region`` wraps the KV cache's
-    allocation (a ledger region, a recording); ``trace`` and ``wrap_step`` go to :class:`Engine`.
+    """A runner of ``backend`` with a KV cache of exactly ``num_blocks`` blocks, and its engine;
+    ``profile`` runs ``profile_run`` first, ``kv_cache_region`` wraps the KV cache's allocation.
     """
     runner = runner_cls(vllm_config, device, backend, seed=seed)
     if profile:

@@ -1,23 +1,12 @@
 """Turn per-layer KV cache specs and a memory figure into a ``KVCacheConfig``.
 
-Follows vLLM 0.9.0 ``vllm/v1/core/kv_cache_utils.get_kv_cache_config`` in its order:
-
-1. ``check_enough_kv_cache_memory``: one request of ``max_model_len`` tokens must fit.
-2. With ``SchedulerConfig.disable_hybrid_kv_cache_manager`` (the default, 0.9.0's only mode),
-   ``unify_hybrid_kv_cache_specs``: if full and sliding-window layers are both present, every
-   sliding layer becomes a ``FullAttentionSpec`` that keeps its ``sliding_window``.
-3. All layers of one ``type_id``: ONE group; ``num_blocks = available // page_size // num_layers``
-   (or ``num_gpu_blocks_override``), one tensor of ``num_blocks`` pages per layer. Anything else
-   raises ``NotImplementedError``, as 0.9.0 does.
-
-With the switch off, layers of several types that share a page size get one group per type, as
-the hybrid KV cache manager of vLLM 0.9.1 and later does; unlike vLLM (which splits types into
-groups of equal size whose layers share tensors) every layer owns its tensor here, so
-``num_blocks`` is counted over all layers (``docs/fidelity.md`` lists this deviation).
-The caller's ``kv_cache_spec`` dict is never modified (0.9.0 rewrites it in place).
-
-Tools that need a KV cache of an exact size (scenarios, the scaling detector, tests) ask for it
-with :func:`kv_cache_config_for_num_blocks` instead of computing a memory figure that divides back.
+Follows vLLM 0.9.0 ``vllm/v1/core/kv_cache_utils.get_kv_cache_config`` in its order: one request of
+``max_model_len`` must fit; with ``disable_hybrid_kv_cache_manager`` (the default, 0.9.0's only
+mode) sliding layers are unified to full ones; one type gives one group of
+``available // page_size // num_layers`` blocks. With the switch off, each type gets its own
+group, as vLLM 0.9.1's hybrid manager (every layer owns its tensor here: ``docs/fidelity.md``).
+The caller's spec dict is never modified. :func:`kv_cache_config_for_num_blocks` gives a config
+of an exact block count.
 """
 
 from __future__ import annotations
@@ -48,10 +37,8 @@ def _max_memory_usage_bytes(vllm_config: VllmConfig, kv_cache_spec: dict[str, KV
 def estimate_max_model_len(
     vllm_config: VllmConfig, kv_cache_spec: dict[str, KVCacheSpec], available_memory: int
 ) -> int:
-    """The longest ``max_model_len`` whose one request fits in ``available_memory`` (0: none).
-
-    vLLM's binary search over ``[1, max_model_len]``; vLLM probes by assigning to its (mutable)
-    config, ours builds a config per probe.
+    """The longest ``max_model_len`` whose one request fits in ``available_memory`` (0: none), by
+    vLLM's binary search (a config per probe instead of vLLM's mutation).
     """
     model_config = vllm_config.model_config
 
@@ -215,10 +202,8 @@ def get_kv_cache_config(
 def kv_cache_config_for_num_blocks(
     vllm_config: VllmConfig, kv_cache_spec: dict[str, KVCacheSpec], num_blocks: int
 ) -> KVCacheConfig:
-    """The layout :func:`get_kv_cache_config` would give, with exactly ``num_blocks`` blocks.
-
-    The same check applies: the blocks must hold one request of ``max_model_len`` tokens.
-    ``num_gpu_blocks_override`` does not apply (the caller chose the number).
+    """The layout :func:`get_kv_cache_config` would give, with exactly ``num_blocks`` blocks (which
+    must hold one request of ``max_model_len``; ``num_gpu_blocks_override`` does not apply).
     """
     specs, grouped_layer_names = _layout(vllm_config, kv_cache_spec)
     page_size = next(iter(specs.values())).page_size_bytes

@@ -1,13 +1,10 @@
 """A Llama-shaped decoder for the reference runner (vLLM's ``model_executor/models/llama.py``, tiny).
 
-Embedding, RMSNorm, rotary embeddings (neox style), grouped-query attention, SwiGLU MLP, lm_head.
-Attention layers are named ``model.layers.{i}.self_attn.attn`` as in vLLM and receive their
-metadata explicitly: ``forward(input_ids, positions, kv_caches, attn_metadata)`` with both dicts
-keyed by layer name (no module-global forward context). ``attn_metadata=None`` is the profiling
-run: attention writes nothing and returns zeros, as vLLM's impls do.
-
-Weights are seeded random numbers. On the ``meta`` device they cost no memory (``weight_bytes``
-still counts them), so the runner can drive Llama-3.1-8B's shape for memory accounting.
+Attention layers are named ``model.layers.{i}.self_attn.attn`` as in vLLM and get their metadata
+explicitly: ``forward(input_ids, positions, kv_caches, attn_metadata)`` (dicts keyed by layer
+name); ``attn_metadata=None`` is the profiling run (attention writes nothing, returns zeros).
+Weights are seeded random numbers; on ``meta`` they cost nothing, so the runner drives
+Llama-3.1-8B's shape for memory accounting.
 """
 
 from __future__ import annotations
@@ -25,10 +22,7 @@ from harness.reference.oracle import as_dtype, dense_attention
 
 @dataclass(frozen=True)
 class DenseAttentionMetadata:
-    """Metadata of the dense reference pass: the batch is one sequence, keys are its own tokens.
-
-    Nothing is read from or written to a KV cache; attention is ``oracle.dense_attention``.
-    """
+    """Metadata of the dense reference pass: one sequence, no KV cache (``dense_attention``)."""
 
 
 DENSE = DenseAttentionMetadata()
@@ -108,10 +102,7 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class Attention(nn.Module):
-    """vLLM's ``Attention`` layer: knows its name and window, delegates to the backend's impl.
-
-    The runner sets ``impl`` when it initialises the KV cache (one backend per KV cache group).
-    """
+    """vLLM's ``Attention`` layer: its name and window; ``impl`` is set by the runner per group."""
 
     def __init__(
         self,
@@ -307,10 +298,8 @@ def weight_bytes(model: nn.Module) -> int:
 def build_model(
     config: ModelConfig, device: torch.device | str = "cpu", seed: int = 0
 ) -> LlamaForCausalLM:
-    """A ``LlamaForCausalLM`` of ``config``'s shape with seeded random weights on ``device``.
-
-    Linear weights are uniform in ``±1/sqrt(fan_in)``, embeddings standard normal, norms one. On
-    ``meta`` nothing is initialised (there is no data).
+    """A ``LlamaForCausalLM`` of ``config``'s shape with seeded random weights on ``device``
+    (linear uniform in ``±1/sqrt(fan_in)``, embeddings normal, norms one; nothing on ``meta``).
     """
     device = torch.device(device)
     default_dtype = torch.get_default_dtype()

@@ -1,16 +1,11 @@
 """Pure-torch paged attention: the executable oracle every reference backend computes with.
 
 ``reshape_and_cache`` writes K/V through a slot mapping (vLLM's ``reshape_and_cache_flash``),
-``paged_attention`` reads them back through per-request block tables, and ``dense_attention``
-computes the same thing from contiguous K/V with ``scaled_dot_product_attention`` and no paging at
-all; the two agree to fp32 ``atol=1e-5, rtol=1e-5`` (:data:`FP32_ATOL`, :data:`FP32_RTOL`).
-
-Positions: a request with ``seq_len`` tokens in its KV cache and ``query_len`` query tokens has its
-queries at positions ``seq_len - query_len .. seq_len - 1`` (the newest tokens). Query position
-``p`` sees key position ``j`` iff ``j <= p`` (causal) and ``p - j < sliding_window`` (vLLM's
-``window_size = (sliding_window - 1, 0)``).
-
-All functions need real data: on the ``meta`` device callers skip them and only produce shapes.
+``paged_attention`` reads them back through block tables, ``dense_attention`` computes the same
+from contiguous K/V; they agree to :data:`FP32_ATOL`/:data:`FP32_RTOL`. A request's queries are its
+newest ``query_len`` positions; query ``p`` sees key ``j`` iff ``j <= p`` and
+``p - j < sliding_window`` (vLLM's ``window_size = (sliding_window - 1, 0)``). Real data only: on
+``meta`` callers skip these functions.
 """
 
 from __future__ import annotations
@@ -131,14 +126,10 @@ def _attend_decodes(
     scale: float,
     sliding_window: int | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``_attend`` for requests with one query token each (at position ``seq_len - 1``, which sees
-    every earlier key whether or not the pass is causal), batched over padded K/V.
+    """``_attend`` for requests with one query token each, batched over padded K/V.
 
-    ``query`` is ``(num_reqs, num_heads, head_size)``, ``block_table`` the requests' rows. Each
-    request's blocks are gathered whole (``index_select``, one copy), and each KV head's queries
-    are multiplied with its keys and values in place (``bmm`` reads the strided head directly).
-    Keys a request cannot see (past its length, outside its window) are masked and their values
-    zeroed: unwritten slots and the null block may hold NaN.
+    ``query`` is ``(num_reqs, num_heads, head_size)``, ``block_table`` the requests' rows. Keys a
+    request cannot see are masked and their values zeroed (unwritten slots may hold NaN).
     """
     num_reqs, num_heads, _ = query.shape
     block_size, num_kv_heads = key_cache.shape[1], key_cache.shape[2]
@@ -169,9 +160,8 @@ def _attend_decodes(
 
 
 def _decode_runs(starts: list[int], lens: list[int]) -> list[tuple[int, int]]:
-    """``(first, count)`` of each batch of at most :data:`DECODE_BATCH` consecutive decodes.
-
-    Consecutive decodes own consecutive query rows, so a batch is two slices, never a gather.
+    """``(first, count)`` of each batch of at most :data:`DECODE_BATCH` consecutive decodes (whose
+    query rows are consecutive, so a batch is two slices).
     """
     runs: list[tuple[int, int]] = []
     for i, seq_len in enumerate(lens):

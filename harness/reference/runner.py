@@ -1,27 +1,14 @@
 """The model runner (vLLM 0.9.0's ``v1/worker/gpu_model_runner.py``, reduced to the attention path).
 
 ``ModelRunner(vllm_config, device, attn_backend)`` keeps vLLM's life cycle and names:
-
-1. ``profile_run()``: a forward of ``max_num_batched_tokens`` dummy tokens with NO attention
-   metadata (nothing is built, nothing is written), then a dummy sampler step; vLLM sizes the KV
-   cache from the memory this peaks at.
-2. ``get_kv_cache_spec()``: one ``FullAttentionSpec`` or ``SlidingWindowSpec`` per attention layer.
-3. ``initialize_kv_cache(kv_cache_config)``: per KV cache group one backend and one metadata builder
-   (given its group's spec, its group's ``BlockTable``, the config and the device), then one KV cache
-   tensor per layer in the backend's shape.
-4. ``execute_model(scheduler_output)``: update the persistent batch, let group 0's builder reorder
-   it, compute positions and every group's slot mapping with numpy, build each group's metadata
-   once and map each of its layers to that one object, run the model, sample greedily. With
-   ``trace=True`` the output carries a :class:`~harness.reference.step_trace.StepTrace` of the
-   step; nothing else about a step is kept on the runner.
-
-Two more interfaces serve tools that measure the runner without reaching into it:
-:meth:`ModelRunner.persistent_device_tensors` (what stays on the device from construction on, for
-KV cache sizing) and :meth:`ModelRunner.wrap_decoder_layers` (instrument every decoder layer, for
-layer replay).
-
-Every data-dependent shape comes from CPU numpy; device tensors exist only where vLLM has them, so
-the same code drives Llama-3.1-8B's shape on the ``meta`` device (where samples are token 0).
+``profile_run()`` (dummy tokens, no attention metadata), ``get_kv_cache_spec()``,
+``initialize_kv_cache(kv_cache_config)`` (one builder per KV cache group, given its spec, block
+table, config and device) and ``execute_model(scheduler_output)`` (update the persistent batch,
+reorder, positions and slot mappings with numpy, one metadata per group, run the model, sample
+greedily; ``trace=True`` adds a :class:`~harness.reference.step_trace.StepTrace`).
+:meth:`~ModelRunner.persistent_device_tensors` and :meth:`~ModelRunner.wrap_decoder_layers` serve
+tools that measure the runner. Data-dependent shapes come from CPU numpy, so the same code runs
+Llama-3.1-8B's shape on ``meta``.
 """
 
 from __future__ import annotations
@@ -145,13 +132,11 @@ class ModelRunner:
         return self.model
 
     def persistent_device_tensors(self) -> dict[str, list[torch.Tensor]]:
-        """The device tensors that exist from construction on and stay, by what they are.
+        """The device tensors that exist from construction on, by what they are.
 
-        ``"weights"``: the model's parameters and buffers (vLLM's ``load_model``). ``"runner
-        buffers"``: ``input_ids``, ``positions``, ``query_start_loc``, ``seq_lens`` and each KV
-        cache group's device block table and slot mapping (the runner's constructor). vLLM
-        allocates both before profiling, so the KV cache sizing counts them first. The KV caches
-        are not among them: :meth:`initialize_kv_cache` allocates those later.
+        ``"weights"`` (vLLM's ``load_model``) and ``"runner buffers"`` (input ids, positions,
+        ``query_start_loc``, ``seq_lens``, each group's block table and slot mapping):
+        vLLM allocates both before profiling. The KV caches are not among them.
         """
         buffers = [self.input_ids, self.positions, self.query_start_loc, self.seq_lens]
         for block_table in self.input_batch.block_table.block_tables:
@@ -164,10 +149,8 @@ class ModelRunner:
     def wrap_decoder_layers(self, wrap: Callable[[nn.Module], nn.Module]) -> None:
         """Replace every decoder layer ``layer`` of the model with ``wrap(layer)``.
 
-        The wrapper is called as the layer is, ``(positions, hidden_states, kv_caches,
-        attn_metadata) -> hidden_states``, and must return what the layer would. It is the one
-        sanctioned way to instrument layers (``harness.simulation.replay`` replays their allocations);
-        weights and KV caches stay where they are. Wrapping again wraps the wrappers.
+        The wrapper is called as the layer is and must return what it would (layer replay
+        uses this); wrapping again wraps the wrappers.
         """
         layers = self.model.model.layers
         for i, layer in enumerate(layers):
@@ -200,10 +183,8 @@ class ModelRunner:
         return specs
 
     def initialize_kv_cache(self, kv_cache_config: KVCacheConfig) -> None:
-        """One backend + builder per group, one KV cache tensor per layer, impls on the layers.
-
-        Every builder that declares ``bind_kv_caches`` (:class:`KVCacheAware`) then receives its
-        group's caches; no caller has to finish this set-up.
+        """One backend + builder per group, one KV cache tensor per layer, impls on the layers;
+        builders that declare ``bind_kv_caches`` (:class:`KVCacheAware`) get their group's caches.
         """
         if self.attn_metadata_builders:
             raise RuntimeError("initialize_kv_cache was already called")
@@ -249,9 +230,8 @@ class ModelRunner:
     def _dummy_run(self, num_tokens: int, skip_attn: bool = True) -> torch.Tensor:
         """Forward ``num_tokens`` dummy tokens split over up to ``max_num_seqs`` requests.
 
-        With ``skip_attn`` (profiling) there is no attention metadata at all; otherwise every group
-        builds metadata for a batch of fresh prefills (this needs ``initialize_kv_cache``) whose
-        slots are all ``PAD_SLOT_ID``, so the dummy tokens write nothing into the KV cache.
+        ``skip_attn`` (profiling): no attention metadata; otherwise fresh prefills whose slots are
+        all ``PAD_SLOT_ID``, so nothing is written into the KV cache.
         """
         assert num_tokens <= self.max_num_tokens
         num_reqs = min(self.max_num_reqs, num_tokens)

@@ -1,12 +1,9 @@
 """Named scenarios: small models and fixed requests driven through scheduler, runner and oracle.
 
-Each step runs with ``execute_model(..., trace=True)``; its :class:`StepTrace` gives, per KV cache
-group, the block table rows, the slot mapping and the metadata the group's builder built, which
-the step's record summarises, and the step is checked against the oracle: the hidden states the
-runner computed through paged attention must equal a dense forward of each request's whole
-sequence (no KV cache) within :data:`ORACLE_TOLERANCE`. The demo prints these
-records; the golden tests snapshot them (metadata only: it depends on lengths and block ids, never
-on sampled token values, so it is the same on every machine).
+Each step runs with ``trace=True``; its record summarises each group's block table rows, slot
+mapping and metadata, and its hidden states must equal a dense forward of each whole sequence
+within :data:`ORACLE_TOLERANCE`. The demo prints the records; the golden tests snapshot them
+(metadata only, the same on every machine).
 """
 
 from __future__ import annotations
@@ -178,10 +175,8 @@ def summarize_metadata(metadata: object) -> dict[str, object]:
 
 
 def dense_check(model: LlamaForCausalLM, trace: StepTrace) -> float:
-    """Max |paged - dense| of the traced step, request by request.
-
-    The dense side runs ``model`` over each request's whole sequence so far (prompt and outputs,
-    no KV cache) and keeps the rows of this step's tokens. NaN when any difference is NaN.
+    """Max |paged - dense| of the traced step: ``model`` over each request's whole sequence so far,
+    no KV cache, rows of this step's tokens. NaN when any difference is NaN.
     """
     hidden_states = trace.hidden_states
     if hidden_states is None:

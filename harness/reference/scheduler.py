@@ -212,10 +212,8 @@ class Scheduler:
         return scheduler_output
 
     def finish_requests(self, request_ids: Iterable[str], finished_status: RequestStatus) -> None:
-        """Finish requests from outside (vLLM: a stop string or EOS seen by the caller, an abort).
-
-        Unknown or already finished ids are ignored. Their blocks are freed now; the runner hears
-        of them in the next step's ``finished_req_ids``.
+        """Finish requests from outside (a stop string, EOS, an abort); unknown ids are ignored.
+        Blocks are freed now; the runner hears of it in the next step's ``finished_req_ids``.
         """
         assert RequestStatus.is_finished(finished_status)
         for req_id in set(request_ids):

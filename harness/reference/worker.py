@@ -1,12 +1,9 @@
-"""vLLM's KV cache sizing (``Worker.determine_available_memory``), in vLLM's order, over the runner.
+"""vLLM's KV cache sizing (``Worker.determine_available_memory``) in vLLM 0.9.0's order.
 
-vLLM 0.9.0 sizes the KV cache once, at start-up: load the weights (and the runner's persistent
-buffers), profile one forward of ``max_num_batched_tokens`` dummy tokens without attention
-metadata, add non-torch memory, then ``available = total * gpu_memory_utilization - peak`` and
-``num_blocks = available // page_size // num_layers``, and allocate the KV caches. Nothing
-allocated after profiling was measured: it must fit in the headroom. Byte counts are the
-ledger's. Each step, with vLLM's source locations and where the terms come from for
-Llama-3.1-8B, is in ``docs/simulation.md``.
+Weights and persistent buffers, a profiling forward of ``max_num_batched_tokens`` dummy tokens,
+non-torch memory; then ``available = total * gpu_memory_utilization - peak`` and
+``num_blocks = available // page_size // num_layers``. Byte counts are the ledger's; every term,
+with vLLM's source locations, is derived in ``docs/simulation.md``.
 """
 
 from __future__ import annotations
@@ -70,10 +67,7 @@ def size_kv_cache(
     capacity_bytes: int,
     non_torch_bytes: int,
 ) -> KVCacheSizing:
-    """Run steps 1-6 on ``runner`` under the active ``tracker``; returns the numbers.
-
-    The runner's KV caches exist afterwards (``runner.initialize_kv_cache`` ran).
-    """
+    """Run steps 1-6 on ``runner`` under the active ``tracker``; the KV caches exist afterwards."""
     vllm_config = runner.vllm_config
     ledger = tracker.ledger
     weights_bytes = 0

@@ -2,19 +2,11 @@
 # (matplotlib annotates **kwargs without types)
 """Draw a simulation as a person reads it: where the device's memory went, then the zoomed story.
 
-Left, the whole device from 0 to its capacity: weights and runner buffers, the KV cache vLLM sized
-from the profiling run, what is left for serving steps, and the memory outside torch. A dashed
-bracket marks the range the right panel zooms into: from weights + KV cache up to the capacity,
-where serving steps live.
-
-Right, in that range: after an out-of-memory error, the failing step's live bytes event by event
-(each large allocation a coloured bar, so copies stack visibly), ending in the red allocation
-that does not fit; after a clean run, each step's peak and end-of-step live bytes. Lines for the
-capacity, the capacity less non-torch memory and vLLM's ``gpu_memory_utilization`` budget are
-labelled in the right margin, outside the data, pushed apart where they are close. The failure
-itself is spelled out in the panel's title.
-
-Uses matplotlib's Agg canvas directly (no global backend switch, no display needed).
+Left, the whole device: weights and buffers, the KV cache, what is left for serving steps and the
+memory outside torch; a bracket marks the range the right panel zooms into. Right: after an
+out-of-memory error the failing step's live bytes event by event, ending in the allocation that
+does not fit; after a clean run each step's peak and end-of-step bytes, with the capacity and
+``gpu_memory_utilization`` lines labelled in the margin.
 """
 
 from __future__ import annotations
@@ -50,10 +42,8 @@ LABEL_GAP_POINTS = 11.0
 
 
 def check_plot_path(path: str | Path) -> Path:
-    """``path`` as a ``Path`` if a PNG can be written there; otherwise a :class:`HarnessError`.
-
-    Nothing is left behind: a file that did not exist is created to prove it can be, then removed;
-    an existing file is opened for appending and not written.
+    """``path`` as a ``Path`` if a PNG can be written there (checked, leaving nothing behind);
+    otherwise a :class:`HarnessError`.
     """
     out = Path(path)
     if out.suffix.lower() != ".png":

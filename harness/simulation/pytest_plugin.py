@@ -1,12 +1,9 @@
 """pytest plugin (``pytest11`` entry point ``harness_simulation``): the ``harness_simulate`` fixture.
 
 ``harness_simulate(MyBackend, model=..., device=..., workload=...)`` runs
-:func:`harness.simulation.simulate.simulate` with an attention backend class (a variant) and
-returns its :class:`~harness.simulation.simulate.SimulationResult`. The simulation steps outside
-the test's memory budget (:mod:`harness.memory.pytest_plugin`): it builds its own meta model on its
-own simulated device, so the body's tracker and ``meta`` default device are set aside while it
-runs (its peak is ``result.peak_bytes``, not part of the body's). A failing report shows each
-simulation's summary. Only pytest is imported at startup; torch when the fixture runs.
+:func:`harness.simulation.simulate.simulate` with a backend class and returns its result. It
+steps outside the test's memory budget (the body's tracker and ``meta`` default device are set
+aside); a failing report shows each simulation's summary. Torch is imported when it runs.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Layer replay: identical decoder layers of a step allocate the same, so account them without running.
 
-:func:`install_layer_replay` wraps every decoder layer of a runner. The first layer of a step
-runs for real while the ledger records its allocation events; every later layer with the same key
-(layer class, window, impl class, input shapes and dtypes, KV cache shape, the identity of its
-metadata object) replays the recorded events instead, so the device check runs on each, and
-returns an untracked ``meta`` tensor of the output's shape whose death frees the output. Only
-self-contained recordings replay; :meth:`LayerReplay.clear` must run right after each forward.
-Why this is sound on ``meta``: ``docs/simulation.md``. ``simulate(..., memoize=False)`` runs
-every layer; the suite checks both modes account identically.
+:func:`install_layer_replay` wraps every decoder layer. The first layer of a step runs while the
+ledger records its events; each later layer with the same key (class, window, impl, input shapes
+and dtypes, KV cache shape, metadata identity) replays them, so the device check runs on each,
+and returns an untracked ``meta`` tensor of the output's shape. :meth:`LayerReplay.clear` must run
+after each forward. Why this is sound: ``docs/simulation.md``; ``memoize=False`` runs every layer.
 """
 
 from __future__ import annotations

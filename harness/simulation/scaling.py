@@ -1,14 +1,10 @@
 """Scaling detector: which allocations grow with ``num_blocks``?
 
-vLLM sizes ``num_blocks`` to fill whatever profiling left, so an allocation made after profiling
-whose size grows with ``num_blocks`` is an out-of-memory error waiting for a larger GPU; only the
-KV cache may scale. ``detect_scaling(model="tiny", workload=tiny(), backend=...)`` runs the
-workload at two block counts, pairs the two runs' allocations region by region (same op and source
-line, in order) and reports every pair whose size differs, with its bytes per block. Both counts
-must hold the workload without preemption, so the runs schedule alike (checked). The defaults,
-device ``meta`` and a bfloat16 KV cache, catch what the CPU or float32 would hide (a host-built
-tensor moved to the device, a cast of the cache); see ``docs/simulation.md``. What never becomes a
-tensor (a kernel's internal workspace) is not seen.
+vLLM sizes ``num_blocks`` to fill what profiling left, so a per-step allocation that grows with it
+is an out-of-memory error waiting for a larger GPU; only the KV cache may scale.
+:func:`detect_scaling` runs a workload at two block counts (both without preemption, checked),
+pairs the allocations region by region and reports each pair whose size differs. Defaults
+(``meta``, bfloat16 KV cache) catch what CPU or float32 would hide (``docs/simulation.md``).
 """
 
 from __future__ import annotations
@@ -228,10 +224,8 @@ def detect_scaling(
     dtype: torch.dtype = DEFAULT_DTYPE,
     max_steps: int | None = None,
 ) -> ScalingReport:
-    """Run ``workload`` at two ``num_blocks`` and report what scales (see the module docstring).
-
-    ``backend`` is the attention backend class of every KV cache group (default: the reference
-    FlashInfer backend); ``regression`` names it in the report (default: the class's name).
+    """Run ``workload`` at two ``num_blocks`` and report what scales (module docstring); ``backend``
+    defaults to the reference FlashInfer, ``regression`` labels it (default: the class's name).
     """
     a_blocks, b_blocks = num_blocks
     if a_blocks <= 0 or b_blocks <= 0 or a_blocks == b_blocks:

@@ -1,12 +1,10 @@
 """Simulate a workload at full model scale on a simulated GPU: vLLM's sizing, then every serving step.
 
-``simulate(model="llama-3.1-8b", device="h100-95", workload=gsm8k())`` builds the engine config and
-a ``meta`` runner of ``backend`` (default: the reference FlashInfer), one ledger whose capacity is
-the simulated device (fed by the tracker and by layer replay), sizes the KV cache as vLLM does
-(:mod:`harness.reference.worker`), then steps the engine (:mod:`harness.reference.engine`) over
-the workload until it ends or an allocation does not fit (also one refused in a thread that kept
-the error to itself). The result names the bytes live at the peak (or at the error) by op and
-source line, and keeps the failing (or highest) step's events for the plot.
+``simulate(model="llama-3.1-8b", device="h100-95", workload=gsm8k())`` builds a ``meta`` runner,
+one ledger whose capacity is the simulated device, sizes the KV cache
+(:mod:`harness.reference.worker`) and steps the engine until the workload ends or an allocation
+does not fit (also in another thread). The result names the bytes live at the peak or error by
+op and source line, and keeps the deciding step's events for the plot.
 """
 
 from __future__ import annotations
@@ -186,10 +184,8 @@ def simulate(
     max_steps: int | None = None,
     top_k: int = 10,
 ) -> SimulationResult:
-    """Size the KV cache and run ``workload`` on a simulated ``device``; see the module docstring.
-
-    ``backend`` is the attention backend class of every KV cache group (default: the reference
-    FlashInfer backend); ``regression`` names it in the report (default: the class's name).
+    """Size the KV cache and run ``workload`` on a simulated ``device`` (module docstring);
+    ``backend`` defaults to the reference FlashInfer, ``regression`` labels it (default: its name).
     """
     started = time.perf_counter()
     if not 0.0 < gpu_memory_utilization <= 1.0:

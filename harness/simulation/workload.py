@@ -1,13 +1,9 @@
 """Request workloads for the memory simulation; the main one is gsm8k as ``lm_eval`` sends it to vLLM.
 
-``lm_eval --model vllm --tasks gsm8k --num_fewshot 5 --batch_size auto`` hands vLLM all 1319
-requests of the gsm8k test split at once. No dataset may be downloaded at run time, so the
-request lengths are *drawn* (seeded, the same on every machine) from a distribution derived from
-published statistics: the 5-shot prompt template, gsm8k's characters per example, Llama 3's
-characters per token, log-normal spread, and the stop string that ends greedy output. The
-derivation of every constant is in ``docs/simulation.md``. Engine limits
-(:data:`GSM8K_SCHEDULER_LIMITS`) are vLLM 0.9.0's ``LLM``-class defaults on a large GPU;
-:func:`engine_config` is the ``VllmConfig`` a workload runs under (vLLM's ``EngineArgs``, reduced).
+No dataset may be downloaded, so gsm8k's request lengths are drawn (seeded) from a distribution
+derived from published statistics (``docs/simulation.md``). :data:`GSM8K_SCHEDULER_LIMITS` are
+vLLM 0.9.0's ``LLM``-class defaults on a large GPU; :func:`engine_config` is the ``VllmConfig`` a
+workload runs under.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The attention backend interface (vLLM 0.9.0 ``vllm/attention/backends/abstract.py``) and the V1
-builder contract of ``vllm/v1/attention/backends/`` as later vLLM has it: an abstract builder class
-(0.9.2) built with its group's spec, config and device and no runner (0.10.0), plus its group's
-block table (0.9.0); ``docs/fidelity.md`` lists these choices.
+builder contract: an abstract builder class (vLLM 0.9.2) built with its group's spec, config and
+device and no runner (0.10.0), plus its group's block table (0.9.0); ``docs/fidelity.md``.
 
-A backend names three classes: a metadata dataclass, the builder that makes one per step for its
-KV cache group, and the impl that writes K/V and computes attention from that metadata. Builders
-receive exactly their group's ``kv_cache_spec``, its ``block_table``, the ``vllm_config`` and the
-``device``: never a model runner, and never the global config.
+A backend names a metadata dataclass, the builder that makes one per step for its KV cache group,
+and the impl that writes K/V and attends; builders never see a model runner or the global config.
 """
 
 from __future__ import annotations
@@ -53,9 +50,9 @@ class SchedulerOutputLike(Protocol):
 class KVCacheAware(Protocol):
     """A builder that wants its KV cache group's tensors: the documented hook for user variants.
 
-    vLLM 0.9.0's builders held the model runner and could reach ``runner.kv_caches``; ours get no
-    runner. A builder that declares ``bind_kv_caches`` is handed its group's caches (layer name ->
-    tensor) by ``ModelRunner.initialize_kv_cache`` itself, right after they are allocated.
+    ``ModelRunner.initialize_kv_cache`` hands a builder that declares ``bind_kv_caches`` its group's
+    caches (layer name -> tensor) right after allocating them (vLLM 0.9.0 builders read
+    ``runner.kv_caches``; ours get no runner).
     """
 
     def bind_kv_caches(self, kv_caches: dict[str, torch.Tensor]) -> None: ...
@@ -113,10 +110,8 @@ class AttentionMetadataBuilder(ABC, Generic[M]):
 
 
 class AttentionImpl(ABC, Generic[M]):
-    """One layer's attention: writes this step's K/V into the paged cache, then attends.
-
-    Works on real data with the pure-torch oracle. On the ``meta`` device there is no data:
-    ``forward`` only checks and returns shapes.
+    """One layer's attention: writes this step's K/V into the paged cache, then attends (with the
+    oracle; on ``meta`` ``forward`` only checks and returns shapes).
     """
 
     def __init__(

@@ -98,9 +98,8 @@ def use_cascade_attention(
 ) -> bool:
     """vLLM's heuristic: is cascade attention faster than plain attention for this batch?
 
-    Never for a prefix under 256 tokens, alibi, sliding window, or fewer than 8 requests. Else
-    yes, unless the batch is all single-token decodes with grouped queries (where FlashDecoding is
-    strong): then compare the two with a wave-count model of 128x128 tiles on ``num_sms`` SMs.
+    Never under a 256-token prefix, with alibi, a sliding window or fewer than 8 requests; for
+    all-decode batches with grouped queries, a wave-count model of 128x128 tiles on ``num_sms`` SMs.
     """
     if common_prefix_len < 256 or use_alibi or use_sliding_window:
         return False

@@ -1,15 +1,11 @@
 """FlashInfer-style backend (vLLM 0.9.0 ``vllm/v1/attention/backends/flashinfer.py``).
 
 KV cache ``(num_blocks, 2, block_size, num_kv_heads, head_size)``; head sizes 64, 128 or 256, and
-every attention layer of the model must share window, soft cap and scale (vLLM's checks and
-messages). The builder reorders the batch decode-first and describes each request's pages CSR-style
-(``paged_kv_indptr``, ``paged_kv_indices``, ``paged_kv_last_page_len``); those have data-dependent
-shapes, so they are computed from the CPU block table and CPU sequence lengths and then copied to
-the device (which also makes ``meta`` work). Like 0.9.0 it copies the CPU slot mapping to a fresh
-device tensor and never writes the group's device slot-mapping buffer. Each per-step tensor comes
-from a small named method, so a regression variant can subclass one seam. :func:`plan_calls` says
-exactly what the wrappers are planned with; with CUDA and ``flashinfer`` importable the builder
-plans real wrappers with it. The reference impl itself always computes with the oracle.
+all layers must share window, soft cap and scale (vLLM's checks). The builder reorders the batch
+decode-first and describes each request's pages CSR-style from the CPU block table (so ``meta``
+works); like 0.9.0 it copies the CPU slot mapping to a fresh device tensor. Each per-step tensor
+comes from a small named method a variant can override. :func:`plan_calls` is what the wrappers
+are planned with (real ones with CUDA and ``flashinfer``); the impl computes with the oracle.
 """
 
 from __future__ import annotations
@@ -96,10 +92,8 @@ class PerLayerParameters:
 
 
 def get_per_layer_parameters(vllm_config: VllmConfig) -> dict[str, PerLayerParameters]:
-    """Every attention layer of the model, by vLLM's layer name, with its planning parameters.
-
-    vLLM reads them from each layer's impl; the reference model's layers are described by the model
-    config alone: a window per layer type, no logit soft cap, scale ``head_dim ** -0.5``.
+    """Every attention layer, by vLLM's layer name, with its planning parameters (from the model
+    config: a window per layer type, no soft cap, scale ``head_dim ** -0.5``).
     """
     model_config = vllm_config.model_config
     sm_scale = model_config.head_dim**-0.5
@@ -117,10 +111,8 @@ def get_per_layer_parameters(vllm_config: VllmConfig) -> dict[str, PerLayerParam
 def infer_global_hyperparameters(
     per_layer_params: dict[str, PerLayerParameters],
 ) -> PerLayerParameters:
-    """The parameters every layer shares; vLLM's ``AssertionError`` when layers differ.
-
-    vLLM 0.9.0 (and 0.10.0) checks every attention layer of the MODEL, not only the builder's
-    group: a model mixing full and sliding-window layers cannot use FlashInfer.
+    """The parameters every layer shares; vLLM's ``AssertionError`` when layers differ (vLLM 0.9.0
+    checks every attention layer of the MODEL, not only the builder's group).
     """
     if not per_layer_params:
         raise AssertionError("No attention layers found in the model.")
@@ -412,9 +404,7 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
     def _plan(self, attn_metadata: FlashInferMetadata) -> None:
         """Allocate the workspace (first build only); on CUDA with flashinfer, plan the wrappers.
 
-        The global hyperparameters are inferred here, on the first plan, as vLLM 0.9.0 does: a
-        model whose layers disagree fails its first step. The reference impl computes with the
-        oracle whether or not real wrappers were planned.
+        The global hyperparameters are inferred on the first plan, as vLLM 0.9.0 does.
         """
         self._get_workspace_buffer()
         calls = plan_calls(attn_metadata, self._get_global_hyperparameters(), self.use_tensor_cores)
@@ -469,11 +459,7 @@ def paged_kv_to_block_table(
     paged_kv_last_page_len: torch.Tensor,
     page_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Invert the CSR page description: a zero-padded block table and the sequence lengths.
-
-    Request ``i``'s pages ``paged_kv_indices[indptr[i]:indptr[i + 1]]`` fill the start of row
-    ``i``; all rows are filled by one masked assignment (row-major, the CSR order).
-    """
+    """Invert the CSR page description: a zero-padded block table and the sequence lengths."""
     indptr = to_int_list(paged_kv_indptr)
     num_pages = [end - start for start, end in itertools.pairwise(indptr)]
     device = paged_kv_indices.device

@@ -40,11 +40,8 @@ def device_num_sms(device: torch.device) -> int:
 def reorder_batch_to_split_decodes_and_prefills(
     input_batch: InputBatchLike, scheduler_output: SchedulerOutputLike, decode_threshold: int = 1
 ) -> bool:
-    """Move decodes (``<= decode_threshold`` scheduled tokens) to the front with few swaps.
-
-    vLLM's algorithm: walk the decodes from the back and the prefills from the front, swapping a
-    decode that sits past the decode region with the frontmost prefill, and stop at the first
-    decode already in place. Returns True if the batch changed.
+    """Move decodes (``<= decode_threshold`` scheduled tokens) to the front with few swaps (vLLM's
+    algorithm); True if the batch changed.
     """
     decodes: list[int] = []
     prefills: list[int] = []
@@ -77,10 +74,8 @@ class DecodePrefillSplit:
 def split_decodes_and_prefills(
     common_attn_metadata: CommonAttentionMetadata, decode_threshold: int = 1
 ) -> DecodePrefillSplit:
-    """Split a decode-first batch from its CPU query lengths.
-
-    vLLM 0.9.0 stashes these counts in ``reorder_batch``; we recompute them here so that builders
-    of every group (only group 0 reorders) agree. A batch that is not decode-first raises.
+    """Split a decode-first batch from its CPU query lengths (vLLM 0.9.0 stashes the counts in
+    ``reorder_batch``; recomputed so every group agrees). A batch not decode-first raises.
     """
     qsl = common_attn_metadata.query_start_loc_cpu[: common_attn_metadata.num_reqs + 1]
     is_decode = (qsl[1:] - qsl[:-1]) <= decode_threshold
@@ -102,9 +97,8 @@ def split_decodes_and_prefills(
 def copy_slot_mapping(block_table: BlockTable, num_actual_tokens: int) -> torch.Tensor:
     """Copy the group's CPU slot mapping into its device buffer; fill the unused tail with -1.
 
-    What vLLM 0.9.0's FlashAttention builder does (the -1 tail lets ``reshape_and_cache`` skip the
-    padding of a full CUDA graph); its FlashInfer and MLA builders leave the buffer alone and use
-    :func:`slot_mapping_to_device` instead. Returns the ``(num_actual_tokens,)`` device view.
+    vLLM 0.9.0's FlashAttention builder (its FlashInfer and MLA builders use
+    :func:`slot_mapping_to_device`). Returns the ``(num_actual_tokens,)`` device view.
     """
     block_table.slot_mapping[:num_actual_tokens].copy_(
         block_table.slot_mapping_cpu[:num_actual_tokens], non_blocking=True
@@ -168,11 +162,9 @@ def compute_cascade_attn_prefix_len(
     num_query_heads: int,
     num_sms: int = DEFAULT_NUM_SMS,
 ) -> int:
-    """The ``common_prefix_len`` to pass to ``builder.build`` (vLLM's runner method of that name).
-
-    The shared prefix is capped at the fewest computed tokens of any request (each query must sit
-    past the prefix), rounded down to the block size, and kept only if the builder's
-    ``use_cascade_attention`` heuristic says so; otherwise 0.
+    """The ``common_prefix_len`` to pass to ``builder.build`` (vLLM's runner method of that name):
+    capped at the fewest computed tokens, rounded down to the block size, 0 unless the builder's
+    ``use_cascade_attention`` says yes.
     """
     spec = builder.kv_cache_spec
     common_prefix_len = num_common_prefix_blocks * spec.block_size

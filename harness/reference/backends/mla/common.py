@@ -1,19 +1,11 @@
 """MLA backends' common part (vLLM 0.9.0 ``vllm/v1/attention/backends/mla/common.py``).
 
-MLA caches one compressed latent per token: ``[kv_c (kv_lora_rank), k_pe (qk_rope_head_dim)]``,
-so the KV cache is ``(num_blocks, block_size, head_size)`` with
-``head_size = kv_lora_rank + qk_rope_head_dim``, which must be 576 (512 + 64, DeepSeek's), as vLLM
-0.9.0's metadata checks. Like 0.9.0 the builder copies the CPU slot mapping to a fresh device
-tensor (the group's device slot-mapping buffer is not written). The builder reorders the batch decode-first,
-describes the prefills itself and delegates the decode part to ``_build_decode``, which it calls
-BY KEYWORD: ``self._build_decode(block_table_tensor=..., seq_lens=...)`` (vLLM after PR #17483
-renamed ``block_table`` to ``block_table_tensor``; a subclass that kept the old name crashed at
-runtime while mypy stayed quiet). Every subclass must keep those parameter names.
-
-The reference impl computes MLA as multi-query attention over the latent, the "absorbed" form
-vLLM's decode kernels use: queries already projected into the latent space,
-``k = [kv_c, k_pe]`` (one KV head), ``v = kv_c``; the output is the latent attention result
-(before ``W_UV``). Prefills use the same form (vLLM up-projects them; the math is equal).
+KV cache ``(num_blocks, block_size, head_size)`` with ``head_size = kv_lora_rank +
+qk_rope_head_dim``, which must be 576 as in vLLM 0.9.0. Like 0.9.0 the builder copies the CPU slot
+mapping to a fresh device tensor, reorders the batch decode-first, describes the prefills and
+calls ``_build_decode(block_table_tensor=..., seq_lens=...)`` BY KEYWORD (the names after vLLM PR
+#17483; every subclass must keep them). The impl computes MLA in the absorbed form, as
+multi-query attention over the latent (``k = [kv_c, k_pe]``, ``v = kv_c``), before ``W_UV``.
 """
 
 from __future__ import annotations
