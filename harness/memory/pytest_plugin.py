@@ -8,7 +8,7 @@
   ``--memory-fail-on-increase``. Options: ``--memory-top``, ``--memory-fail-on-increase``,
   ``--memory-increase-tolerance`` (each with an ini twin, :func:`value_or_ini`).
 
-Only pytest and the standard library are imported at startup; details in ``docs/architecture.md``.
+Only pytest and the standard library are imported at startup; details in ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 a storage is freed when it dies, also after the block. The ledger does all counting.
 :meth:`MemoryTracker.account_existing` reports tensors made before the tracker (weights). With
 ``all_threads=True`` (the default) every Python thread is covered (:mod:`harness.memory.threads`).
-What it cannot see (a kernel's internal workspace) and its cost: ``docs/architecture.md``.
+What it cannot see (a kernel's internal workspace) and its cost: ``docs/modules.md``.
 """
 
 from __future__ import annotations

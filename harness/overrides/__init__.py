@@ -8,12 +8,8 @@ Static and whole-tree: files are parsed with :mod:`ast`, never imported. Public 
     for finding in result.findings: ...
 
 From the shell: ``harness overrides [PATH...] [--changed FILE...]``, or
-``python -m harness.overrides ...`` (same options, without the other subcommands' imports).
-
-Pipeline (one module each): ``discover`` files -> ``summary`` per file (``signature``,
-``callsites``; cached by ``cache``/``codec``) -> ``resolve`` classes and MROs -> ``compare``
-and ``rules`` -> ``evidence`` (``binding`` simulates the call) -> ``suppress`` -> ``baseline``
--> ``report``; ``checker`` orchestrates and ``results`` reuses identical runs.
+``python -m harness.overrides ...``. The pipeline, one module a stage, is drawn in
+``docs/architecture.md``.
 """
 
 from __future__ import annotations

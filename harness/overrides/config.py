@@ -1,25 +1,11 @@
 """Project configuration: the ``[tool.harness.overrides]`` table of ``pyproject.toml``.
 
 Found the way ruff finds its own settings: the nearest ``pyproject.toml`` that has the table,
-walking up from the directory the scanned paths have in common (the working directory when
-no path is given).
-A ``pyproject.toml`` without the table is passed over. ``--config FILE`` names the file;
-``--isolated`` ignores every file. Command-line options win over the file::
-
-    [tool.harness.overrides]
-    extend-exclude = ["**/modular_*.py"]   # generated templates, never imported
-    select = ["missing-override-decorator"]  # optional rules to enable (code or symbol)
-    ignore = ["removed-default"]           # rules whose findings are not reported
-    fail-on = "warning"                    # exit 1 on warnings too (default: "error")
-    baseline = "overrides-baseline.json"   # relative to this pyproject.toml
-
-``exclude`` replaces the default exclusions (:data:`DEFAULT_EXCLUDE`); ``extend-exclude`` adds
-to them. A pattern without ``/`` matches the name of any file or directory met while walking
-(``build``, ``modular_*.py``); a pattern with ``/`` matches the path relative to the directory
-holding the configuration file (``src/gen/*.py``, ``**/legacy/**``).
-
-Reading TOML uses :mod:`tomllib` (Python 3.11+) or, on Python 3.10, the ``tomli`` package the
-base install requires there (pure Python, a few hundred lines).
+walking up from the directory the scanned paths have in common. ``--config FILE`` names the
+file, ``--isolated`` ignores every file, and command-line options win. Keys: ``exclude``,
+``extend-exclude``, ``select``, ``ignore``, ``fail-on``, ``baseline``, ``python`` (the README
+and ``docs/modules.md`` show a full table and how patterns match). TOML is read with
+:mod:`tomllib`, or ``tomli`` on Python 3.10.
 """
 
 from __future__ import annotations

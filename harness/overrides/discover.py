@@ -1,21 +1,11 @@
 """Find the Python files under the given paths and name their modules.
 
-A file's primary module name follows its ``__init__.py`` chain (``vllm/v1/attention/...``
--> ``vllm.v1.attention...``). Files outside regular packages (PEP 420 namespace packages,
-scripts, ``src/`` layouts) are named by their path from an import root, as ``python -m``
-would import them: the working directory when it holds the file, else the project root
-(:func:`project_root`), else the scanned root they were found under. Every file also gets,
-as aliases, the dotted names relative to each of those roots (and their suffixes), so an
-absolute import between files resolves whichever sub-path the user passed
-(``harness overrides pkg`` or ``pkg/base.py pkg/sub.py`` as well as ``.``). Walking is
-iterative and reports loops and unreadable entries instead of failing.
-
-Symlinks never change what is found: a file is known by its real path's place under the
-scanned roots. Every real directory is walked before any symlinked one, and a file reached
-both directly and through a symlink (``docs/examples/base.py -> ../../pkg/base.py``, or
-``aaa -> pkg``) is the direct one, once, with the names of the symlinked paths as aliases
-(``aaa.base``); a symlink whose target lies outside the roots is walked as if its contents
-were there.
+A file's primary module name follows its ``__init__.py`` chain; files outside regular packages
+are named by their path from an import root (the working directory when it holds the file, else
+the project root, else the scanned root), with the names from the other roots as aliases, so
+imports resolve whichever sub-path the user passed. Walking is iterative, reports loops and
+unreadable entries instead of failing, and symlinks never change what is found (a file is known
+by its real path; a symlinked path's names are aliases). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
