@@ -16,6 +16,10 @@ any row misbehaves or the scanned tree holds a proven crash):
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -237,11 +241,20 @@ def _overrides(target: Path, *, configured: bool, allow_empty: bool) -> Row:
     return _timed("overrides", str(target), "pass", run)
 
 
+def _installed(entry: Regression) -> bool:
+    """A user's registered entry (an entry point): its rows run in a child process, so that an
+    ``os._exit()`` or a native crash in its code is an error row, not the end of the hunt."""
+    from harness.regressions.registry import REGRESSIONS, is_builtin
+
+    return REGRESSIONS.get(entry.id) is entry and not is_builtin(entry.id)
+
+
 def _catalog(entry: Regression, report: HuntReport) -> Row:
     def run() -> tuple[str, str, bool]:
+        from harness.regressions.isolated import verify_in_child
         from harness.regressions.verify import verify
 
-        (result,) = verify([entry])
+        (result,) = [verify_in_child(entry.id)] if _installed(entry) else verify([entry])
         report.catalog.append(result)
         checks = ", ".join(
             f"{r.check}/{r.role}={r.verdict}" for r in result.runs if not r.as_expected
@@ -267,10 +280,41 @@ def _scaling(name: str, variant: Variant, expected: Expect | None, max_steps: in
     return _timed("scaling", name, expected, run)
 
 
-def _entry_scaling(entry: Regression, max_steps: int | None) -> Row:
+_SCALING_CHILD = """
+import dataclasses, json, sys
+from harness.hunt.job import _entry_scaling
+from harness.regressions import get_regression
+steps = None if sys.argv[2] == "" else int(sys.argv[2])
+row = _entry_scaling(get_regression(sys.argv[1]), steps, in_child=True)
+open(sys.argv[3], "w", encoding="utf-8").write(json.dumps(dataclasses.asdict(row)))
+"""
+
+
+def _entry_scaling_in_child(entry: Regression, max_steps: int | None) -> Row:
+    started = time.perf_counter()
+    name = f"{entry.id} (buggy)"
+    with tempfile.TemporaryDirectory(prefix="harness-hunt-") as scratch:
+        result = Path(scratch, "row.json")
+        steps = "" if max_steps is None else str(max_steps)
+        argv = [sys.executable, "-c", _SCALING_CHILD, entry.id, steps, str(result)]
+        child = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if result.exists():
+            return Row(**json.loads(result.read_text(encoding="utf-8")))
+    how = (
+        f"killed by signal {-child.returncode}"
+        if child.returncode < 0
+        else (f"exited with status {child.returncode}")
+    )
+    detail = f"the process running it {how} (os._exit(), or a crash in native code)"
+    return Row("scaling", name, "error", None, detail, time.perf_counter() - started)
+
+
+def _entry_scaling(entry: Regression, max_steps: int | None, *, in_child: bool = False) -> Row:
     from harness.reference.backends.mla.common import MLACommonBackend
     from harness.reference.config import ConfigReadOutsideContextWarning
 
+    if not in_child and _installed(entry):
+        return _entry_scaling_in_child(entry, max_steps)
     buggy = entry.buggy
     if buggy.runner is not None or issubclass(buggy.backend, MLACommonBackend):
         why = "perturbs the runner" if buggy.runner is not None else "MLA (no MLA model)"

@@ -106,6 +106,12 @@ def get_regression(regression_id: str) -> Regression:
         ) from None
 
 
+def is_builtin(regression_id: str) -> bool:
+    """Whether ``regression_id`` is one of this package's own entries (not a user's)."""
+    _load()
+    return _origins.get(regression_id, "") in BUILTIN_MODULES
+
+
 def available_regressions() -> list[str]:
     """Every registered id, sorted."""
     _load()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,78 @@ def test_a_tree_with_nothing_to_check_is_an_error_row_unless_allowed(tmp_path: P
     assert row.verdict == "error" and "no Python file to check" in row.detail
     (row, *_) = hunt(tmp_path, devices=(), entries=[], quick=True, allow_empty=True).rows
     assert row.verdict == "pass" and row.detail.startswith("0 files")
+
+
+OS_EXIT_ENTRY = """
+import os
+from harness.reference.backends.flashinfer import FlashInferBackend, FlashInferMetadataBuilder
+from harness.regressions import Check, Regression, Upstream, Variant
+from harness.regressions.entry import CheckOutcome
+
+
+class ExitBuilder(FlashInferMetadataBuilder):
+    def build(self, common_prefix_len, common_attn_metadata):
+        os._exit(0)
+
+
+class ExitBackend(FlashInferBackend):
+    @staticmethod
+    def get_builder_cls():
+        return ExitBuilder
+
+
+def exits_on_buggy(variant):
+    if variant.backend is ExitBackend:
+        os._exit(0)
+    return CheckOutcome(False, "ok")
+
+
+REGRESSION = Regression(
+    id="installed-os-exit",
+    title="an installed entry whose buggy variant ends the interpreter",
+    upstream=(Upstream("issue", 1, "reported in"),),
+    bug_class="test",
+    component="nothing",
+    buggy=Variant(ExitBackend),
+    fixed=Variant(FlashInferBackend),
+    checks=(Check("exits", "ends the interpreter on the buggy variant", exits_on_buggy),),
+    found_upstream="n/a",
+    caught_by="n/a",
+)
+"""
+
+
+def test_an_installed_entry_that_calls_os_exit_is_an_error_row_and_the_hunt_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's entry (an entry point) runs its catalog checks in a child process: its
+    ``os._exit(0)`` is an error row, its in-process scaling row is not run, the hunt reports."""
+    from harness.regressions import registry
+
+    site = tmp_path / "site"
+    (site / "exit_entries-1.0.dist-info").mkdir(parents=True)
+    (site / "exit_entries.py").write_text(OS_EXIT_ENTRY)
+    info = site / "exit_entries-1.0.dist-info"
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: exit-entries\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[harness.regressions]\ninstalled-os-exit = exit_entries:REGRESSION\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    for name, value in [("_entries", {}), ("_origins", {}), ("_loaded", False)]:
+        monkeypatch.setattr(registry, name, value)
+    entry = registry.get_regression("installed-os-exit")
+    assert not registry.is_builtin("installed-os-exit") and registry.is_builtin("flashinfer-oom")
+
+    def in_this_process(status: int) -> None:
+        raise AssertionError(f"os._exit({status}) ran in the hunt's own process")
+
+    monkeypatch.setattr(os, "_exit", in_this_process)  # the children have the real one
+    (tmp_path / "ok.py").write_text("class A:\n    pass\n")
+    report = hunt(tmp_path, devices=(), entries=[entry], quick=True)
+    rows = {(r.section, r.name): r for r in report.rows}
+    catalog = rows[("catalog", "installed-os-exit")]
+    assert catalog.misbehaves and "exited with status 0" in report.catalog[0].runs[0].error
+    scaling = rows[("scaling", "installed-os-exit (buggy)")]
+    assert scaling.verdict == "error" and "exited with status 0" in scaling.detail
+    assert not report.ok and len(report.rows) == 5
