@@ -149,7 +149,11 @@ class InstalledModules:
         if not name or top in _NOT_READ:
             return None
         local = top in self.tree
-        found = self._beside_tree(name) if local else self._source(name)
+        found = self._beside_tree(name) if local else self._source_of_project(name)
+        if found is None and not local:
+            found = self._source(name)
+        else:
+            local = True
         if found is None:
             return None
         path, is_package = found
@@ -165,6 +169,12 @@ class InstalledModules:
         real = os.path.realpath(path)
         shown = display_path(path, self.cwd) if local else path
         return SourceFile(path, shown, name, is_package, (), real), summary
+
+    def _source_of_project(self, name: str) -> tuple[str, bool] | None:
+        """A module of the project's own packages that the scanned paths left out
+        (``sglang.srt.base`` when only ``pipelines/`` was scanned): read beside the tree
+        before any installed copy, so the verdict does not depend on what is installed."""
+        return self._beside_tree(name)
 
     def _beside_tree(self, name: str) -> tuple[str, bool] | None:
         """``(path, is package)`` of module ``name`` under the first import root holding it
