@@ -158,18 +158,18 @@ class _Walker:
 
     def package_root(self, directory: str) -> str | None:
         """The import root of the project's regular packages nearest ``directory``: the
-        first directory from ``directory`` up to the project root that holds a package
-        (``python/`` beside ``python/sglang/__init__.py``), whatever was scanned."""
-        if self.project is None:
-            return None
-        rel = _below(directory, self.project)
-        if rel is None:
-            return None
-        for depth in range(len(rel), -1, -1):
-            current = os.path.join(self.project, *rel[:depth])
-            if self._holds_package(current):
+        first directory from ``directory`` up to the project root (without one, up to the
+        filesystem root) that is no package itself and holds one (``python/`` beside
+        ``python/sglang/``; ``lm_eval/tasks/`` is a package: ``lm_eval/tasks/ifeval/``
+        is named from above it)."""
+        current = directory
+        while True:
+            if not self._is_package(current) and self._holds_package(current):
                 return current
-        return None
+            parent = os.path.dirname(current)
+            if current == self.project or parent == current:
+                return None
+            current = parent
 
     def _directory_names(self, directory: str, root: str) -> list[list[str]]:
         """Per import root holding ``directory`` (preferred first, ``root`` last): the dotted

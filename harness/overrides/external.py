@@ -149,11 +149,10 @@ class InstalledModules:
         if not name or top in _NOT_READ:
             return None
         local = top in self.tree
-        found = self._beside_tree(name) if local else self._source_of_project(name)
+        found = self._beside_tree(name) if local else self._source(name)
         if found is None and not local:
-            found = self._source(name)
-        else:
-            local = True
+            found = self._source_of_project(name)
+            local = found is not None
         if found is None:
             return None
         path, is_package = found
@@ -172,8 +171,9 @@ class InstalledModules:
 
     def _source_of_project(self, name: str) -> tuple[str, bool] | None:
         """A module of the project's own packages that the scanned paths left out
-        (``sglang.srt.base`` when only ``pipelines/`` was scanned): read beside the tree
-        before any installed copy, so the verdict does not depend on what is installed."""
+        (``sglang.srt.base`` when only ``pipelines/`` was scanned), read beside the tree
+        when the environment has no such module (a stdlib ``unittest`` is never shadowed by
+        ``twisted/trial/unittest.py``)."""
         return self._beside_tree(name)
 
     def _beside_tree(self, name: str) -> tuple[str, bool] | None:

@@ -82,19 +82,22 @@ class DiffusersPipeline(Pipeline):
 """
 
 
+@pytest.mark.parametrize("marker", ["python/pyproject.toml", None])
 def test_keys_do_not_depend_on_where_the_scan_starts(
-    tmp_path: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch, marker: str | None
 ) -> None:
     """``harness overrides .`` vs ``harness overrides pipelines`` vs ``cd pipelines &&
     harness overrides .``: one baseline (a folder without ``__init__.py`` beside the
-    project's packages, whose base lives in a package the scan may leave out)."""
+    project's packages, whose base lives in a package the scan may leave out), with a
+    project marker or none."""
     files = {
-        "python/pyproject.toml": "[project]\nname = 'sglang'\n",
         "python/sglang/__init__.py": "",
         "python/sglang/srt/__init__.py": "",
         "python/sglang/srt/base.py": _PIPELINE_BASE,
         "python/pipelines/diffusers_pipeline.py": _PIPELINE,
     }
+    if marker is not None:
+        files[marker] = "[project]\nname = 'sglang'\n"
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
