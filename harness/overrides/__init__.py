@@ -9,11 +9,7 @@ Static and whole-tree: files are parsed with :mod:`ast`, never imported. Public 
 
 From the shell: ``harness overrides [PATH...] [--changed FILE...]``, or
 ``python -m harness.overrides ...`` (same options, without the other subcommands' imports).
-
-Pipeline (one module each): ``discover`` files -> ``summary`` per file (``signature``,
-``callsites``; cached by ``cache``/``codec``) -> ``resolve`` classes and MROs -> ``compare``
-and ``rules`` -> ``evidence`` (``binding`` simulates the call) -> ``suppress`` -> ``baseline``
--> ``report``; ``checker`` orchestrates and ``results`` reuses identical runs.
+The pipeline, one module per step, is described in docs/checker.md ("Pipeline").
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """On-disk cache of file summaries, and parallel summarising of the files not in it.
 
-Correctness comes first: every run reads and hashes every file, and a summary is reused only
-for the same content hash (a restored modification time or an equal size proves nothing).
-Cache files are framed with a magic string, a header naming the checker and Python versions,
-and a checksum of the payload; anything unreadable, corrupt, from another version or of the
-wrong shape is an empty cache, and a cache location that cannot be used means running
-without a cache, never an error. Writes are atomic (temp file + ``os.replace``).
-
-The cache directory is found like ruff's: ``--cache-dir`` if given, else
-``$XDG_CACHE_HOME/harness/<project>`` if that variable is set, else ``.harness_cache`` in the
-project root found from the scanned paths (:func:`harness.overrides.discover.project_root`).
-The directory gets a ``.gitignore`` holding ``*`` and a ``CACHEDIR.TAG``; the checker's files
-live in its ``overrides/`` subdirectory.
-
-Summaries of files read from outside the tree (the standard library, installed packages) are
-the same for every project, so they are kept once per machine, by content hash like the
-tree's, one small file each (:class:`InstalledCache`): in
-``$XDG_CACHE_HOME/harness/installed/<key>`` (``~/.cache`` when the variable is unset), one
-directory per interpreter and checker version (:func:`installed_directory`). Every run still
-reads and hashes each such file it uses; ``--no-cache`` reads and writes neither cache.
-
-Cold runs summarise new files in a process pool when there are enough of them.
+Every run reads and hashes every file; a summary is reused only for the same content hash.
+Cache files are framed (magic string, a header naming the checker and Python versions, a
+payload checksum): anything unreadable, corrupt or from another version is an empty cache, and
+an unusable location means running without a cache, never an error. Writes are atomic.
+The directory is ``--cache-dir``, else ``$XDG_CACHE_HOME/harness/<project>``, else
+``.harness_cache`` in the project root (:func:`harness.overrides.discover.project_root`).
+Summaries of files outside the tree (standard library, installed packages) are kept once per
+machine (:class:`InstalledCache`, :func:`installed_directory`). Cold runs summarise new files
+in a process pool when there are enough of them. Details: docs/checker.md ("Cache").
 """
 
 from __future__ import annotations

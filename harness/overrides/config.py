@@ -1,10 +1,8 @@
 """Project configuration: the ``[tool.harness.overrides]`` table of ``pyproject.toml``.
 
-Found the way ruff finds its own settings: the nearest ``pyproject.toml`` that has the table,
-walking up from the directory the scanned paths have in common (the working directory when
-no path is given).
-A ``pyproject.toml`` without the table is passed over. ``--config FILE`` names the file;
-``--isolated`` ignores every file. Command-line options win over the file::
+Found as ruff finds its settings: the nearest ``pyproject.toml`` with the table, walking up
+from the scanned paths' common directory. ``--config FILE`` names the file; ``--isolated``
+ignores every file; command-line options win over the file::
 
     [tool.harness.overrides]
     extend-exclude = ["**/modular_*.py"]   # generated templates, never imported
@@ -13,13 +11,7 @@ A ``pyproject.toml`` without the table is passed over. ``--config FILE`` names t
     fail-on = "warning"                    # exit 1 on warnings too (default: "error")
     baseline = "overrides-baseline.json"   # relative to this pyproject.toml
 
-``exclude`` replaces the default exclusions (:data:`DEFAULT_EXCLUDE`); ``extend-exclude`` adds
-to them. A pattern without ``/`` matches the name of any file or directory met while walking
-(``build``, ``modular_*.py``); a pattern with ``/`` matches the path relative to the directory
-holding the configuration file (``src/gen/*.py``, ``**/legacy/**``).
-
-Reading TOML uses :mod:`tomllib` (Python 3.11+) or, on Python 3.10, the ``tomli`` package the
-base install requires there (pure Python, a few hundred lines).
+Exclusion patterns and TOML reading: docs/checker.md ("Configuration").
 """
 
 from __future__ import annotations
