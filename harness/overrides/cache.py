@@ -6,7 +6,7 @@ checksum); anything unreadable, corrupt or from another version is an empty cach
 unusable location means running without a cache, never an error. Writes are atomic. The
 directory is found like ruff's (``--cache-dir``, ``$XDG_CACHE_HOME/harness/<project>``, else
 ``.harness_cache`` in the project root); summaries of files outside the tree are kept once per
-machine (:class:`InstalledCache`). Details: ``docs/modules.md``.
+machine (:class:`InstalledCache`). Details: ``docs/checker.md``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Found the way ruff finds its own settings: the nearest ``pyproject.toml`` that h
 walking up from the directory the scanned paths have in common. ``--config FILE`` names the
 file, ``--isolated`` ignores every file, and command-line options win. Keys: ``exclude``,
 ``extend-exclude``, ``select``, ``ignore``, ``fail-on``, ``baseline``, ``python`` (the README
-and ``docs/modules.md`` show a full table and how patterns match). TOML is read with
+and ``docs/checker.md`` show a full table and how patterns match). TOML is read with
 :mod:`tomllib`, or ``tomli`` on Python 3.10.
 """
 

@@ -1,11 +1,15 @@
 """Find the Python files under the given paths and name their modules.
 
-A file's primary module name follows its ``__init__.py`` chain; files outside regular packages
-are named by their path from an import root (the working directory when it holds the file, else
-the project root, else the scanned root), with the names from the other roots as aliases, so
-imports resolve whichever sub-path the user passed. Walking is iterative, reports loops and
-unreadable entries instead of failing, and symlinks never change what is found (a file is known
-by its real path; a symlinked path's names are aliases). Details: ``docs/modules.md``.
+A file in a regular package is named by its ``__init__.py`` chain (``vllm/v1/attention/...``
+-> ``vllm.v1.attention...``). A file outside regular packages (namespace packages, scripts,
+``src/`` layouts) is named by its path from an import root that does not depend on where the
+scan starts: the directory that holds the project's regular packages on the way to it
+(:meth:`_Walker.package_root`), else the project root (:func:`project_root`), else the
+working directory, else the scanned root. Its names from the other roots (and their
+suffixes) are aliases, so absolute imports resolve whichever sub-path was passed. Walking is
+iterative and reports loops and unreadable entries instead of failing. Symlinks never change
+what is found: a file is known by its real path, once, the direct path winning, with the names
+of symlinked paths as aliases; ``docs/checker.md`` ("Module names") has the details.
 """
 
 from __future__ import annotations
@@ -70,11 +74,14 @@ class _Displayer:
 class _Walker:
     """Collects files; knows which directories hold an ``__init__.py``."""
 
-    def __init__(self, cwd: str, anchors: Sequence[str] = ()) -> None:
+    def __init__(self, cwd: str, anchors: Sequence[str] = (), project: str | None = None) -> None:
         self.display = _Displayer(cwd)
         self.anchors = tuple(anchors)
         """Import roots every file is also named from, preferred first (see
         :func:`import_roots`); the scanned root a file was found under comes last."""
+        self.project = project
+        """The project root (:func:`project_root`): where :meth:`package_root` looks from."""
+        self.holds_package: dict[str, bool] = {}
         self.by_real: dict[str, tuple[bool, SourceFile]] = {}
         """Real path -> (reached through a symlink, the file as found)."""
         self.unreadable: list[Unreadable] = []
@@ -135,6 +142,35 @@ class _Walker:
             primary = preferred
         return primary, is_package, tuple(n for n in dict.fromkeys(names) if n != primary)
 
+    def _holds_package(self, directory: str) -> bool:
+        known = self.holds_package.get(directory)
+        if known is None:
+            try:
+                entries = os.listdir(directory)
+            except OSError:
+                entries = []
+            known = any(
+                name.isidentifier() and self._is_package(os.path.join(directory, name))
+                for name in entries
+            )
+            self.holds_package[directory] = known
+        return known
+
+    def package_root(self, directory: str) -> str | None:
+        """The import root of the project's regular packages nearest ``directory``: the
+        first directory from ``directory`` up to the project root (without one, up to the
+        filesystem root) that is no package itself and holds one (``python/`` beside
+        ``python/sglang/``; ``lm_eval/tasks/`` is a package: ``lm_eval/tasks/ifeval/``
+        is named from above it)."""
+        current = directory
+        while True:
+            if not self._is_package(current) and self._holds_package(current):
+                return current
+            parent = os.path.dirname(current)
+            if current == self.project or parent == current:
+                return None
+            current = parent
+
     def _directory_names(self, directory: str, root: str) -> list[list[str]]:
         """Per import root holding ``directory`` (preferred first, ``root`` last): the dotted
         names of the directory from it, longest first, made of identifiers only (empty for
@@ -143,7 +179,8 @@ class _Walker:
         known = self.directory_names.get(key)
         if known is None:
             known = list[list[str]]()
-            for anchor in dict.fromkeys((*self.anchors, root)):
+            first = self.package_root(directory)
+            for anchor in dict.fromkeys((*((first,) if first else ()), *self.anchors, root)):
                 rel = _below(directory, anchor)
                 if rel is not None:
                     valid = [p.isidentifier() for p in rel]
@@ -284,7 +321,7 @@ def discover(
     """
     base = os.path.abspath(cwd or os.getcwd())
     paths = list(paths)
-    walker = _Walker(base, import_roots(paths, base))
+    walker = _Walker(base, import_roots(paths, base), _marked_root(paths or [base]))
     walker.excluder = excluder or Excluder(DEFAULT_EXCLUDE, base)
     for given in paths:
         absolute = os.path.abspath(given)
@@ -313,7 +350,8 @@ def module_names(path: str, roots: Sequence[str], cwd: str | None = None) -> tup
     if not absolute.endswith((".py", ".pyi")):
         absolute = os.path.join(absolute, "__init__.py")
     base = os.path.abspath(cwd or os.getcwd())
-    walker = _Walker(os.path.dirname(absolute), import_roots(roots, base))
+    project = _marked_root(list(roots) or [base])
+    walker = _Walker(os.path.dirname(absolute), import_roots(roots, base), project)
     within = [os.path.abspath(r) for r in roots]
     root = max(
         (r for r in within if absolute.startswith(r.rstrip(os.sep) + os.sep)),
@@ -326,9 +364,13 @@ def module_names(path: str, roots: Sequence[str], cwd: str | None = None) -> tup
 
 def import_roots(paths: Sequence[str], cwd: str) -> tuple[str, ...]:
     """Directories files are named from, preferred first, before the scanned root each was
-    found under: ``cwd`` (``python -m`` imports from there), then the project root of
-    ``paths``. Neither depends on which sub-path of the project was passed."""
-    return tuple(dict.fromkeys((cwd, project_root(list(paths) or [cwd]))))
+    found under: the project root of ``paths`` (it does not depend on which sub-path of the
+    project was passed), then ``cwd`` (``python -m`` imports from there). Without a
+    :data:`ROOT_MARKERS` entry above the paths, ``cwd`` comes first."""
+    marked = _marked_root(list(paths) or [cwd])
+    if marked is None:  # no project root: as ``python -m`` from the working directory
+        return tuple(dict.fromkeys((cwd, project_root(list(paths) or [cwd]))))
+    return tuple(dict.fromkeys((marked, cwd)))
 
 
 def _below(directory: str, anchor: str) -> list[str] | None:
@@ -346,22 +388,31 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", ".hg")
 """Files or directories that mark a project root."""
 
 
-def project_root(paths: Sequence[str]) -> str:
-    """The nearest directory at or above the scanned paths' common directory that holds a
-    :data:`ROOT_MARKERS` entry; the common directory itself when none does."""
+def _common(paths: Sequence[str]) -> str:
     dirs = [p if os.path.isdir(p) else os.path.dirname(p) for p in map(os.path.abspath, paths)]
     try:
-        common = os.path.commonpath(dirs)
+        return os.path.commonpath(dirs)
     except ValueError:  # nothing in common (other drives)
-        common = dirs[0]
-    current = common
+        return dirs[0]
+
+
+def _marked_root(paths: Sequence[str]) -> str | None:
+    """The nearest directory at or above the paths' common directory holding a
+    :data:`ROOT_MARKERS` entry, or ``None``."""
+    current = _common(paths)
     while True:
         if any(os.path.exists(os.path.join(current, m)) for m in ROOT_MARKERS):
             return current
         parent = os.path.dirname(current)
         if parent == current:
-            return common
+            return None
         current = parent
+
+
+def project_root(paths: Sequence[str]) -> str:
+    """The nearest directory at or above the scanned paths' common directory that holds a
+    :data:`ROOT_MARKERS` entry; the common directory itself when none does."""
+    return _marked_root(paths) or _common(paths)
 
 
 def _symlink_reason(path: str) -> str:

@@ -104,6 +104,10 @@ def environment(python: str | None, base: str | None = None) -> Environment:
     return Environment(search, str(version), python)
 
 
+_INSTALLATION_DIRECTORIES = frozenset({"site-packages", "dist-packages"})
+"""Directories whose packages are installed ones, never read as the project's own."""
+
+
 class InstalledModules:
     """Reads modules that are not in the scanned tree; see the module docstring."""
 
@@ -150,6 +154,9 @@ class InstalledModules:
             return None
         local = top in self.tree
         found = self._beside_tree(name) if local else self._source(name)
+        if found is None and not local:
+            found = self._source_of_project(name)
+            local = found is not None
         if found is None:
             return None
         path, is_package = found
@@ -166,7 +173,15 @@ class InstalledModules:
         shown = display_path(path, self.cwd) if local else path
         return SourceFile(path, shown, name, is_package, (), real), summary
 
-    def _beside_tree(self, name: str) -> tuple[str, bool] | None:
+    def _source_of_project(self, name: str) -> tuple[str, bool] | None:
+        """A module of the project's own packages that the scanned paths left out
+        (``sglang.srt.base`` when only ``pipelines/`` was scanned), read beside the tree
+        when the environment has no such module (a stdlib ``unittest`` is never shadowed by
+        ``twisted/trial/unittest.py``). Never from an installation directory: ``sympy``
+        beside a scanned ``site-packages/torch`` is installed, not the project's."""
+        return self._beside_tree(name, project_only=True)
+
+    def _beside_tree(self, name: str, project_only: bool = False) -> tuple[str, bool] | None:
         """``(path, is package)`` of module ``name`` under the first import root holding it
         (a regular or namespace package's ``.py`` file, or a stub)."""
         parts = name.split(".")
@@ -175,6 +190,8 @@ class InstalledModules:
         if self._roots is None:
             self._roots = list(dict.fromkeys(os.path.abspath(r) for r in self._import_roots()))
         for root in self._roots:
+            if project_only and os.path.basename(root) in _INSTALLATION_DIRECTORIES:
+                continue
             base = os.path.join(root, *parts)
             for suffix in (".py", ".pyi"):
                 if os.path.isfile(os.path.join(base, f"__init__{suffix}")):

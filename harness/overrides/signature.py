@@ -84,6 +84,9 @@ class Signature(NamedTuple):
     async_generator: bool = False
     """``async def`` containing ``yield``: called without ``await``, like a plain ``def``
     returning an ``AsyncGenerator``."""
+    returns: tuple[tuple[Param, ...], ...] = ()
+    """Parameters of every callable a decorated method returns (see
+    :mod:`harness.overrides.returned`); ``()`` when its value is unknown or not callable."""
 
     @property
     def kind(self) -> MethodKind:
@@ -182,11 +185,8 @@ def canonical_decorator(node: ast.expr, aliases: Mapping[str, str]) -> str | Non
     return _KNOWN_DECORATORS.get(full)
 
 
-def from_function(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, aliases: Mapping[str, str]
-) -> Signature:
-    """Build a :class:`Signature` from a function definition node."""
-    args = node.args
+def parameters(args: ast.arguments) -> tuple[Param, ...]:
+    """The parameters of a ``def`` or ``lambda``, as written."""
     params: list[Param] = []
     positional = [*args.posonlyargs, *args.args]
     first_default = len(positional) - len(args.defaults)
@@ -203,12 +203,19 @@ def from_function(
         params.append(Param(arg.arg, ParamKind.KEYWORD_ONLY, default is not None))
     if args.kwarg is not None:
         params.append(Param(args.kwarg.arg, ParamKind.VAR_KEYWORD, False))
+    return tuple(params)
+
+
+def from_function(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, aliases: Mapping[str, str]
+) -> Signature:
+    """Build a :class:`Signature` from a function definition node."""
     decorators = frozenset(
         d for d in (canonical_decorator(dec, aliases) for dec in node.decorator_list) if d
     )
     return Signature(
         name=node.name,
-        params=tuple(params),
+        params=parameters(node.args),
         decorators=decorators,
         is_async=isinstance(node, ast.AsyncFunctionDef),
         line=node.lineno,

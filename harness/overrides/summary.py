@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import gc
 import tokenize
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from io import StringIO
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -19,7 +19,15 @@ from harness.overrides import callsites, grammar
 from harness.overrides import dispatch as dispatch_facts
 from harness.overrides.callsites import CallSite, FileHits
 from harness.overrides.dispatch import DispatchSummary
-from harness.overrides.signature import MethodKind, Signature, dotted_name, from_function
+from harness.overrides.returned import returned_callables
+from harness.overrides.signature import (
+    MethodKind,
+    Param,
+    Signature,
+    dotted_name,
+    from_function,
+    parameters,
+)
 from harness.overrides.suppress import IGNORE_COMMENT
 
 
@@ -384,10 +392,12 @@ def _class(
     aliases: dict[str, str],
     hits: FileHits,
     nested: list[tuple[ast.ClassDef, str]],
+    functions: Mapping[str, tuple[Param, ...]],
 ) -> ClassSummary:
     methods: dict[str, Signature] = {}
     attributes: set[str] = set()
     calls: list[CallSite] = []
+    decorated: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, Signature]] = []
     for stmt in _flatten(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             sig = from_function(stmt, aliases)
@@ -400,6 +410,8 @@ def _class(
             )
             if not keep_previous:
                 methods[stmt.name] = sig
+                if stmt.decorator_list:
+                    decorated.append((stmt, sig))
             attributes.discard(stmt.name)
             calls.extend(
                 callsites.collect(
@@ -423,6 +435,11 @@ def _class(
             attributes.add(stmt.target.id)
     for name in attributes:
         methods.pop(name, None)
+    for func, sig in decorated:
+        if methods.get(func.name) is sig:
+            returns = returned_callables(func, _self_name(func, sig), methods, functions)
+            if returns:
+                methods[func.name] = sig._replace(returns=returns)
     bases = tuple(_base_name(b) for b in node.bases)
     return ClassSummary(
         qualname=qualname,
@@ -488,6 +505,9 @@ def _summarize_text(text: str) -> FileSummary:
     calls: list[CallSite] = []
     pending: list[tuple[ast.ClassDef, str]] = []
     static: set[int] = _type_checking_only(tree.body) if "TYPE_CHECKING" in text else set()
+    functions = {
+        stmt.name: parameters(stmt.args) for stmt in top if isinstance(stmt, ast.FunctionDef)
+    }
     for stmt in top:
         if isinstance(stmt, ast.ClassDef):
             if id(stmt) not in static:
@@ -498,7 +518,7 @@ def _summarize_text(text: str) -> FileSummary:
     while pending:
         nested: list[tuple[ast.ClassDef, str]] = []
         for node, qualname in pending:
-            statements.append((node, _class(node, qualname, aliases, hits, nested)))
+            statements.append((node, _class(node, qualname, aliases, hits, nested, functions)))
         pending = nested
     statements.sort(key=lambda pair: pair[1].line)
     classes = [summary for _, summary in statements]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +62,57 @@ def test_bad_baseline_is_a_usage_error(tmp_path: Path, content: str) -> None:
         read(path)
     with pytest.raises(HarnessError):
         read(tmp_path / "missing.json")
+
+
+_PIPELINE_BASE = """
+class Pipeline:
+    def run(self, batch, *, guidance_scale=1.0):
+        return batch
+
+    def step(self):
+        return self.run(1, guidance_scale=2.0)
+"""
+_PIPELINE = """
+from sglang.srt.base import Pipeline
+
+
+class DiffusersPipeline(Pipeline):
+    def run(self, batch):
+        return batch
+"""
+
+
+@pytest.mark.parametrize("marker", ["python/pyproject.toml", None])
+def test_keys_do_not_depend_on_where_the_scan_starts(
+    tmp_path: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch, marker: str | None
+) -> None:
+    """``harness overrides .`` vs ``harness overrides pipelines`` vs ``cd pipelines &&
+    harness overrides .``: one baseline (a folder without ``__init__.py`` beside the
+    project's packages, whose base lives in a package the scan may leave out), with a
+    project marker or none."""
+    files = {
+        "python/sglang/__init__.py": "",
+        "python/sglang/srt/__init__.py": "",
+        "python/sglang/srt/base.py": _PIPELINE_BASE,
+        "python/pipelines/diffusers_pipeline.py": _PIPELINE,
+    }
+    if marker is not None:
+        files[marker] = "[project]\nname = 'sglang'\n"
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    got = {}
+    for cwd, scanned in [
+        ("python", "."),
+        ("python", "pipelines"),
+        ("python/pipelines", "."),
+        (".", "python"),
+        (".", "python/pipelines"),
+    ]:
+        monkeypatch.chdir(tmp_path / cwd)
+        out = tmp_path / "baseline.json"
+        run = overrides("--isolated", "--write-baseline", out, scanned, cache=False)
+        assert run.exit_code == 0, run
+        got[(cwd, scanned)] = sorted(keys(read(out)))
+    want = ["HO103:error:pipelines.diffusers_pipeline.DiffusersPipeline.run:guidance_scale"]
+    assert got == dict.fromkeys(got, want)

@@ -149,3 +149,36 @@ def test_symlinked_directories_inside_a_symlinked_walk_terminate(tmp_path: Path)
     by_module = {f.module: f for f in files}
     assert sorted(by_module) == ["a", "a.x", "b", "b.y"]
     assert "a.to_b.y" in by_module["b.y"].aliases and "b.to_a.x" in by_module["a.x"].aliases
+
+
+_SGLANG_LAYOUT = {
+    "python/pyproject.toml": "[project]\nname = 'sglang'\n",
+    "python/sglang/__init__.py": "",
+    "python/sglang/srt/__init__.py": "",
+    "python/sglang/srt/base.py": "",
+    "python/pipelines/diffusers_pipeline.py": "",
+}
+
+
+@pytest.mark.parametrize(
+    ("cwd", "scanned"),
+    [
+        ("python", "."),
+        ("python", "pipelines"),
+        ("python", "pipelines/diffusers_pipeline.py"),
+        ("python/pipelines", "."),
+        (".", "python"),
+        (".", "python/pipelines"),
+    ],
+)
+def test_a_folder_without_init_is_named_from_its_projects_package_root(
+    tmp_path: Path, cwd: str, scanned: str
+) -> None:
+    """``pipelines/`` beside ``sglang/`` (a regular package) is named from the directory that
+    holds ``sglang``, wherever the scan starts."""
+    write(tmp_path, _SGLANG_LAYOUT)
+    (tmp_path / ".git").mkdir()
+    start = tmp_path / cwd
+    files, _ = discover([str(start / scanned)], cwd=str(start))
+    named = {f.module for f in files if f.path.endswith("diffusers_pipeline.py")}
+    assert named == {"pipelines.diffusers_pipeline"}

@@ -267,3 +267,26 @@ def test_an_environment_that_does_not_exist_is_a_one_line_error(tree: Path) -> N
     assert (
         done.stderr.strip() == "harness: error: --python nowhere: no such interpreter or directory"
     )
+
+
+@pytest.mark.parametrize("folder", ["site-packages", "project"])
+def test_a_package_beside_the_scanned_one_is_read_only_outside_installations(
+    tmp_path: Path, folder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scanning ``site-packages/torchlike`` never reads ``site-packages/sympylike`` (installed:
+    only ``--python`` reads it); in a project folder the sibling package is the project's."""
+    root = tmp_path / folder
+    (root / "sympylike").mkdir(parents=True)
+    (root / "sympylike" / "__init__.py").write_text(
+        "class Function:\n    def eval(self, *args):\n        return args\n"
+        "    def run(self):\n        return self.eval(1, 2)\n"
+    )
+    (root / "torchlike").mkdir()
+    (root / "torchlike" / "__init__.py").write_text(
+        "from sympylike import Function\n\n\n"
+        "class FloorDiv(Function):\n    def eval(self, base):\n        return base\n"
+    )
+    monkeypatch.chdir(root)
+    result = check(["torchlike"], options=CheckOptions(cache_dir=None))
+    codes = sorted(f.code for f in result.findings)
+    assert codes == ([] if folder == "site-packages" else ["HO107"])

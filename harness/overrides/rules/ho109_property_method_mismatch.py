@@ -7,6 +7,12 @@ class whose ``__get__`` returns what the function computes, like SQLAlchemy's
 method overridden by a property. A descriptor whose ``__get__`` binds the function
 (``fn.__get__(obj)``, like SQLAlchemy's ``hybridmethod``) reads as a method.
 
+A property whose every returned value is a callable with the method's call signature (a
+``lambda``, ``self.<method>`` or a module function, read from its ``return`` statements) is no
+mismatch: Django's ``@cached_property def convert_value(self)`` returns converters called as
+``(value, expression, connection)``, and subclasses define ``def convert_value(self, value,
+expression, connection)``.
+
 ## Why it matters
 ``obj.x()`` on a property calls the property's value; ``obj.x`` on a method returns a bound
 method instead of the value. Both fail far from the cause. vLLM's builders and backends expose
@@ -40,7 +46,9 @@ by an object of a non-descriptor class (its calls are not the ``def``'s).
 
 from __future__ import annotations
 
+from harness.overrides.returned import accepts
 from harness.overrides.rules._facts import Issue, Pair
+from harness.overrides.signature import Signature
 
 CODE = "HO109"
 SYMBOL = "property-method-mismatch"
@@ -55,9 +63,23 @@ def _word(is_property: bool) -> str:
     return "a property" if is_property else "a method"
 
 
+def _same_call(prop: Signature, method: Signature, prop_declares: bool) -> bool:
+    """The property's value is always a callable the method stands in for (or the reverse):
+    ``obj.name(...)`` works whichever of the two the class has."""
+    params = method.explicit_params()
+    return bool(prop.returns) and all(
+        accepts(params, r) if prop_declares else accepts(r, params) for r in prop.returns
+    )
+
+
 def check(pair: Pair) -> list[Issue]:
     """Compare property-ness."""
-    if pair.base.is_property is pair.override.is_property:
+    base, override = pair.base, pair.override
+    if base.is_property is override.is_property:
+        return []
+    if base.is_property and _same_call(base, override, prop_declares=True):
+        return []
+    if override.is_property and _same_call(override, base, prop_declares=False):
         return []
     fields = (
         ("kind", _word(pair.override.is_property)),
