@@ -291,22 +291,26 @@ open(sys.argv[3], "w", encoding="utf-8").write(json.dumps(dataclasses.asdict(row
 
 
 def _entry_scaling_in_child(entry: Regression, max_steps: int | None) -> Row:
+    """:func:`_entry_scaling` of a user's entry in a child process; what the child printed is
+    passed on to standard error, as ``regressions verify`` does."""
     started = time.perf_counter()
-    name = f"{entry.id} (buggy)"
     with tempfile.TemporaryDirectory(prefix="harness-hunt-") as scratch:
         result = Path(scratch, "row.json")
         steps = "" if max_steps is None else str(max_steps)
         argv = [sys.executable, "-c", _SCALING_CHILD, entry.id, steps, str(result)]
         child = subprocess.run(argv, capture_output=True, text=True, check=False)
+        for line in (child.stdout + child.stderr).splitlines():
+            print(line, file=sys.stderr)
         if result.exists():
             return Row(**json.loads(result.read_text(encoding="utf-8")))
-    how = (
-        f"killed by signal {-child.returncode}"
-        if child.returncode < 0
-        else (f"exited with status {child.returncode}")
+    status = child.returncode
+    how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+    last = [line for line in child.stderr.splitlines() if line.strip()][-1:]
+    why = f": {last[0].strip()}" if last else " (os._exit(), or a crash in native code)"
+    detail = f"the process running it {how}{why}"
+    return Row(
+        "scaling", f"{entry.id} (buggy)", "error", None, detail, time.perf_counter() - started
     )
-    detail = f"the process running it {how} (os._exit(), or a crash in native code)"
-    return Row("scaling", name, "error", None, detail, time.perf_counter() - started)
 
 
 def _entry_scaling(entry: Regression, max_steps: int | None, *, in_child: bool = False) -> Row:
