@@ -46,6 +46,8 @@ class Proof(NamedTuple):
     """The conditions the call runs under in its function (for certain proofs)."""
     subject: ClassInfo | None = None
     """The class whose instance ``self`` is at the call, for ``self``/``super()`` calls."""
+    owner: ClassInfo | None = None
+    """The class the call is written in, for ``self``/``super()`` calls."""
 
 
 def shape_of(call: CallSite) -> CallShape:
@@ -169,29 +171,58 @@ class EvidenceIndex:
         return known
 
     def _with_guards(self, proof: Proof) -> Proof:
-        """``proof`` with the conditions its call runs under in its function; a warning
-        instead when one of them is decided false for the class (:mod:`.decide`)."""
-        known = self._file(proof.module.file.path)
-        tests = known.tests(proof.call.line, proof.call.col)
-        proof = proof._replace(guards=tuple(text for text, _, _ in tests))
-        caught = known.caught(proof.call.line, proof.call.col)
+        """``proof`` with the conditions its call runs under, on the whole path from the
+        entry (the method the class runs unchanged) to the call, each once, in path order; a
+        warning instead when the ``TypeError`` is handled around the call, or when a condition
+        is decided false for the class (:mod:`.decide`): one of the call's own, or one of
+        every path's."""
+        call, module = proof.call, proof.module
+        known = self._file(module.file.path)
+        caught = known.caught(call.line, call.col)
         if caught is not None:
             said = f"the TypeError is handled where it is raised ({caught})"
-            return proof._replace(certain=False, unreached=said)
-        if proof.subject is None:
-            return proof
-        for text, test, value in tests:
+            return proof._replace(certain=False, unreached=said, guards=self._texts(call, module))
+        x, owner = proof.subject, proof.owner
+        if x is None or owner is None:
+            return proof._replace(guards=self._texts(call, module))
+        why = self._decided(x, call, module)
+        if why is not None:
+            return proof._replace(certain=False, unreached=why, guards=self._texts(call, module))
+        reach = self.reach
+        hops = reach.path(x, owner, call.caller)
+        if hops is not None:
+            blocked = next(
+                (w for w in (self._decided(x, c, m) for c, _, m in hops) if w is not None), None
+            )
+            if blocked is not None:
+                hops = reach.path(
+                    x, owner, call.caller, lambda c, _, m: self._decided(x, c, m) is not None
+                )
+                if hops is None and not reach.cut:
+                    return proof._replace(
+                        certain=False, unreached=blocked, guards=self._texts(call, module)
+                    )
+        texts = [t for c, _, m in hops or () for t in self._texts(c, m)]
+        texts.extend(self._texts(call, module))
+        return proof._replace(guards=tuple(dict.fromkeys(texts)))
+
+    def _texts(self, call: CallSite, module: ModuleInfo) -> tuple[str, ...]:
+        return self._file(module.file.path).at(call.line, call.col)
+
+    def _decided(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
+        """Why ``call`` cannot run for an ``x``: a condition of it decided false, said."""
+        known = self._file(module.file.path)
+        for text, test, value in known.tests(call.line, call.col):
             attr = _self_attribute(test, value)
             if attr is None:
                 continue
             if self._decider is None:
                 self._decider = Decider(self.project, self.reach, lambda p: self._file(p).tree)
-            why = self._decider.empty_for(proof.subject, attr)
+            why = self._decider.empty_for(x, attr)
             if why is not None:
-                where = f"{proof.module.file.display}:{proof.call.line}"
-                said = f"it runs only if {text} (at {where}), but {why}"
-                return proof._replace(certain=False, unreached=said)
-        return proof
+                where = f"{module.file.display}:{call.line}"
+                return f"it runs only if {text} (at {where}), but {why}"
+        return None
 
 
 def _self_attribute(test: ast.expr | None, value: bool) -> str | None:
@@ -303,6 +334,7 @@ class _Prover:
             untyped=why if level == UNTYPED else None,
             hop=hop,
             subject=subject,
+            owner=site,
         )
 
     def on_super(self, call: CallSite, site: ClassInfo, module: ModuleInfo) -> None:
@@ -323,6 +355,7 @@ class _Prover:
             unreached=why if level == NO else None,
             untyped=why if level == UNTYPED else None,
             subject=site,
+            owner=site,
         )
 
     def on_constructed(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
@@ -357,6 +390,7 @@ class _Prover:
         untyped: str | None = None,
         hop: Forwarded | None = None,
         subject: ClassInfo | None = None,
+        owner: ClassInfo | None = None,
     ) -> None:
         """Record the proof if the override rejects the call and the base does not."""
         key = (module.file.display, call.line, call.col)
@@ -376,5 +410,7 @@ class _Prover:
         self.seen.add(key)
         via = None if hop is None else f"{hop.forwarder.qualname}.{hop.method}(*args, **kwargs)"
         self.out.append(
-            Proof(call, module, error, certain, unreached, via, untyped, subject=subject)
+            Proof(
+                call, module, error, certain, unreached, via, untyped, subject=subject, owner=owner
+            )
         )

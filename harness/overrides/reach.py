@@ -33,6 +33,10 @@ UNTYPED = 1
 """It runs only if a call on an object of unknown type (or typed as a base) holds one."""
 YES = 2
 """It runs: an entry point, or a path of calls on ``self``/``cls``/the class itself."""
+Hop = tuple[CallSite, ClassInfo, ModuleInfo]
+"""A call on the way to a method: the call, the class it is written in, and its module."""
+Skip = Callable[[CallSite, ClassInfo, ModuleInfo], bool]
+"""Whether a path may not go through a call (a condition of it is decided false)."""
 CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
 """``calls(name)``: every call of a method of that name, with its class and module."""
 
@@ -75,6 +79,8 @@ class Reach:
         self._memo: dict[tuple[int, int, str], int] = {}
         self._active: set[tuple[int, int, str]] = set()
         self._tainted = False
+        self.cut = False
+        """Whether the last :meth:`path` search stopped at its depth limit."""
 
     def release(self) -> None:
         """Drop what was gathered, and the call index (a bound method of its owner: a
@@ -211,7 +217,75 @@ class Reach:
                     return YES
         return best
 
-    def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str) -> int:
+    # -- a witness path ----------------------------------------------------------------------
+
+    def path(
+        self, x: ClassInfo, owner: ClassInfo, method: str, skip: Skip | None = None
+    ) -> list[Hop] | None:
+        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's
+        call first (``[]`` when ``owner.method`` is an entry point itself), over calls that
+        ``skip`` does not exclude; ``None`` when no such path is found. :attr:`cut` tells
+        whether the search stopped at its depth limit (``None`` then proves nothing)."""
+        self.cut = False
+        return self._path(x, owner, method, skip, set(), 0)
+
+    def _path(
+        self,
+        x: ClassInfo,
+        owner: ClassInfo,
+        method: str,
+        skip: Skip | None,
+        seen: set[tuple[int, str]],
+        depth: int,
+    ) -> list[Hop] | None:
+        project = self.project
+        if not method:
+            return []
+        key = (id(owner), method)
+        if key in seen:
+            return None  # on the way already, or known to lead nowhere
+        if depth > _MAX_DEPTH:
+            self.cut = True
+            return None
+        seen.add(key)
+        if not project.in_mro(owner, x):
+            return None
+        candidates: list[tuple[CallSite, ClassInfo, ModuleInfo]] = []
+        if project.definer(x, method) is owner:
+            if self._entry(x, owner, method):
+                return []
+            own = (Receiver.SELF, Receiver.CLS)
+            candidates.extend(
+                (call, site, module)
+                for call, site, module in self.calls(method)
+                if call.receiver in own and site is not None and project.in_mro(site, x)
+            )
+        for call, site, module in self.calls(method):
+            if call.receiver is not Receiver.SUPER or site is None:
+                continue
+            if not project.in_mro(site, x):
+                continue
+            start = site
+            if call.receiver_class is not None:
+                start = project.resolve_class(module, call.receiver_class) or site
+            if project.definer(x, method, after=start) is owner:
+                candidates.append((call, site, module))
+        for call, site, module in candidates:
+            if self._call_runs(x, call, site, module) != YES:
+                continue
+            if skip is not None and skip(call, site, module):
+                continue
+            before = self._path(x, site, call.caller, skip, seen, depth + 1)
+            if before is not None:
+                return [*before, (call, site, module)]
+        return None
+
+    def _entry(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
+        """Whether ``x_instance.method(...)`` runs with no call of the tree on ``self``/``cls``
+        leading there (see :meth:`_dispatched`)."""
+        return self._dispatched(x, owner, method, hops=False) == YES
+
+    def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str, hops: bool = True) -> int:
         """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
 
         A method that the tree never calls on an object of ``owner``'s hierarchy is an entry
@@ -245,7 +319,7 @@ class Reach:
                 internal += self._related(target, owner)
         for call, site, module in self.calls(method):
             if call.receiver in (Receiver.SELF, Receiver.CLS) and site is not None:
-                if project.in_mro(site, x):
+                if hops and project.in_mro(site, x):
                     best = max(best, self._call_runs(x, call, site, module))
                     if best == YES:
                         return YES

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.overrides.checker import CheckOptions, check
 from harness.overrides.conditions import conditions
-from harness.overrides.findings import Severity
+from harness.overrides.findings import Finding, Severity
 from harness.overrides.report import text
 
 
@@ -77,3 +77,91 @@ def test_an_error_shows_the_conditions_of_its_call(tmp_path: Path) -> None:
     assert finding.evidence.to_json()["guards"] == ["self._num_decodes > 0"]
     assert "reached only if self._num_decodes > 0" in text(finding)
     assert "reached only if self._num_decodes > 0" in finding.message
+
+
+TWO_HOPS = """\
+class Base:
+    def __init__(self, ready):
+        self.ready = ready
+
+    def run(self, items):
+        if self.ready:
+            self._step(items)
+
+    def _step(self, items):
+        if items:
+            self._apply(items, mode=1)
+
+    def _apply(self, items, mode): ...
+
+
+class Sub(Base):
+    def _apply(self, items): ...
+"""
+
+
+def _one(tmp_path: Path, source: str) -> Finding:
+    (tmp_path / "m.py").write_text(source, encoding="utf-8")
+    result = check([str(tmp_path)], options=CheckOptions(cache_dir=None, cwd=str(tmp_path)))
+    assert len(result.findings) == 1, result.findings
+    return result.findings[0]
+
+
+def test_an_error_two_hops_deep_shows_the_outer_hops_condition_first(tmp_path: Path) -> None:
+    finding = _one(tmp_path, TWO_HOPS)
+    assert finding.severity is Severity.ERROR and finding.evidence is not None
+    assert finding.evidence.guards == ("self.ready", "items")
+    assert "reached only if self.ready and items" in text(finding)
+
+
+def test_a_condition_repeated_on_the_path_is_listed_once(tmp_path: Path) -> None:
+    finding = _one(tmp_path, TWO_HOPS.replace("if items:", "if self.ready:"))
+    assert finding.evidence is not None and finding.evidence.guards == ("self.ready",)
+
+
+OUTER_HOOKS = """\
+class Base:
+    def __init__(self):
+        self._hooks = []
+
+    def register(self, hook):
+        self._hooks.append(hook)
+
+    def fire(self):
+        if not self._hooks:
+            return
+        self._fire_one()
+
+    def _fire_one(self):
+        self.on_fire(1, loud=True)
+
+    def on_fire(self, n, loud=False): ...
+
+
+class Sub(Base):
+    def register(self, hook):
+        return None
+
+    def on_fire(self, n, quiet=False): ...
+"""
+
+
+def test_a_condition_of_an_outer_hop_decided_false_removes_the_path(tmp_path: Path) -> None:
+    finding = _one(tmp_path, OUTER_HOOKS)
+    assert finding.severity is Severity.WARNING and finding.evidence is not None
+    assert finding.evidence.unreached is not None
+    assert "it runs only if self._hooks (at m.py:11)" in finding.evidence.unreached
+    assert "only Base.register() sets self._hooks" in finding.evidence.unreached
+
+
+def test_another_path_around_a_decided_hop_keeps_the_error(tmp_path: Path) -> None:
+    source = OUTER_HOOKS.replace(
+        "    def _fire_one(self):",
+        "    def fire_now(self, now):\n"
+        "        if now:\n"
+        "            self._fire_one()\n\n"
+        "    def _fire_one(self):",
+    )
+    finding = _one(tmp_path, source)
+    assert finding.severity is Severity.ERROR and finding.evidence is not None
+    assert finding.evidence.guards == ("now",)
