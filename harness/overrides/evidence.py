@@ -5,9 +5,9 @@ a method the subclass runs (:mod:`harness.overrides.reach`), ``super().m(...)`` 
 override, ``C(...).m(...)`` on a class inheriting it (``error``), and ``x: Base`` receivers
 (``warning``: any subclass). A ``self`` call is a warning, with the reason, when it cannot run
 for any class inheriting the override, when only an object of unknown type leads to its method,
-when a ``self.<attr>`` condition is decided false for the class (:mod:`.decide`) or when its
-``TypeError`` is handled around it. An error lists the conditions its call runs under
-(:mod:`harness.overrides.conditions`). Rejection is decided by binding the call's shape
+when a condition is decided false for the class (``self.<attr>``: :mod:`.decide`;
+``getattr(config, "x", [])``: :mod:`.configs`) on every path there, or when its ``TypeError``
+is handled around it. An error lists the conditions of one path, entry first (:mod:`.conditions`). Rejection is decided by binding the call's shape
 against the override (:mod:`harness.overrides.binding`); a call the base rejects too proves
 nothing about the override.
 """
@@ -21,6 +21,7 @@ from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions
+from harness.overrides.configs import Configs, needed
 from harness.overrides.decide import Decider
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
@@ -83,6 +84,7 @@ class EvidenceIndex:
         self.reach = Reach(project, self.calls)
         self._sources: dict[str, Conditions] = {}
         self._decider: Decider | None = None
+        self._configs: Configs | None = None
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -212,17 +214,25 @@ class EvidenceIndex:
     def _decided(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
         """Why ``call`` cannot run for an ``x``: a condition of it decided false, said."""
         known = self._file(module.file.path)
+        where = f"{module.file.display}:{call.line}"
         for text, test, value in known.tests(call.line, call.col):
             attr = _self_attribute(test, value)
-            if attr is None:
-                continue
-            if self._decider is None:
-                self._decider = Decider(self.project, self.reach, lambda p: self._file(p).tree)
-            why = self._decider.empty_for(x, attr)
-            if why is not None:
-                where = f"{module.file.display}:{call.line}"
-                return f"it runs only if {text} (at {where}), but {why}"
+            if attr is not None:
+                if self._decider is None:
+                    self._decider = Decider(self.project, self.reach, self._tree)
+                why = self._decider.empty_for(x, attr)
+                if why is not None:
+                    return f"it runs only if {text} (at {where}), but {why}"
+            for name, wanted in needed(test, value):
+                if self._configs is None:
+                    self._configs = Configs(self.project, self._tree)
+                why = self._configs.absent(x, module, call.line, name, wanted)
+                if why is not None:
+                    return f"it runs only if {text} (at {where}), but {why}"
         return None
+
+    def _tree(self, path: str) -> ast.Module:
+        return self._file(path).tree
 
 
 def _self_attribute(test: ast.expr | None, value: bool) -> str | None:
