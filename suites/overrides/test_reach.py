@@ -151,3 +151,18 @@ def test_an_identity_guard_on_the_method_excludes_its_overrides(tmp_path: Path) 
     assert finding.evidence is not None and finding.evidence.unreached is not None
     (finding,) = _findings(tmp_path, IDENTITY.format(op="is"))
     assert finding.severity is Severity.ERROR
+
+
+def test_the_path_through_a_cycle_and_a_super_chain_lists_each_hops_condition(
+    tmp_path: Path,
+) -> None:
+    source = (
+        "class Base:\n    def setup(self, n):\n        if n > 1:\n            self.step(1, scale=2)\n\n"
+        "    def step(self, x, scale=1):\n        return x\n\n\n"
+        "class Mid(Base):\n    def setup(self, n):\n        if n:\n            super().setup(n)\n\n\n"
+        "class Leaf(Mid):\n    def step(self, x):\n        return x\n\n"
+        "    def __init__(self, ok):\n        if ok:\n            self.setup(2)\n"
+    )
+    (finding,) = _findings(tmp_path, source)
+    assert finding.severity is Severity.ERROR and finding.evidence is not None
+    assert finding.evidence.guards == ("ok", "n", "n > 1")
