@@ -3,7 +3,7 @@
 Shown with an error's evidence ("reached only if ..."): the tests of the ``if``/``elif``/
 ``while`` blocks and ``match`` cases around the call, negated for ``else`` branches and for
 early exits before it (``if not x: return``), and the left side of ``a and f()``,
-``f() if a else b``. Read from the file when a finding needs them (only proofs do), so a
+``f() if a else b`` (a test that always holds, ``while True:``, is left out). Read from the file when a finding needs them (only proofs do), so a
 check of an unchanged tree never parses for them.
 """
 
@@ -236,6 +236,8 @@ class Conditions:
         out: list[tuple[str, ast.expr | None, bool]] = []
         for text in dict.fromkeys(finder.found or ()):
             test, value = finder.origin.get(text, (None, True))
+            if isinstance(test, ast.Constant) and bool(test.value) == value:
+                continue  # `while True:` holds always
             out.append((text, test, value))
         return out
 

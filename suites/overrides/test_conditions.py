@@ -165,3 +165,8 @@ def test_another_path_around_a_decided_hop_keeps_the_error(tmp_path: Path) -> No
     finding = _one(tmp_path, source)
     assert finding.severity is Severity.ERROR and finding.evidence is not None
     assert finding.evidence.guards == ("now",)
+
+
+def test_a_constant_true_condition_is_not_listed() -> None:
+    source = "def f(self):\n    while True:\n        if self.more:\n            self.g(1)\n"
+    assert _at(source, "self.g(") == ("self.more",)
