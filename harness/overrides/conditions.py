@@ -3,8 +3,9 @@
 Shown with an error's evidence ("reached only if ..."): the tests of the ``if``/``elif``/
 ``while`` blocks and ``match`` cases around the call, negated for ``else`` branches and for
 early exits before it (``if not x: return``), and the left side of ``a and f()``,
-``f() if a else b`` (a test that always holds, ``while True:``, is left out). Read from the file when a finding needs them (only proofs do), so a
-check of an unchanged tree never parses for them.
+``f() if a else b`` (a test that always holds, ``while True:``, is left out). Read from the
+file when a finding needs them (only proofs do), so a check of an unchanged tree never parses
+for them.
 """
 
 from __future__ import annotations

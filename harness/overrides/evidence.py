@@ -7,9 +7,9 @@ override, ``C(...).m(...)`` on a class inheriting it (``error``), and ``x: Base`
 for any class inheriting the override, when only an object of unknown type leads to its method,
 when a condition is decided false for the class (``self.<attr>``: :mod:`.decide`;
 ``getattr(config, "x", [])``: :mod:`.configs`) on every path there, or when its ``TypeError``
-is handled around it. An error lists the conditions of one path, entry first (:mod:`.conditions`). Rejection is decided by binding the call's shape
-against the override (:mod:`harness.overrides.binding`); a call the base rejects too proves
-nothing about the override.
+is handled around it. An error lists the conditions of one path, entry first
+(:mod:`.conditions`). Rejection is decided by binding the call's shape against the override
+(:mod:`harness.overrides.binding`); a call the base rejects too proves nothing about it.
 """
 
 from __future__ import annotations
