@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from harness.overrides.decide import class_node
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, dotted_name
 
@@ -87,10 +88,12 @@ def _scope(node: ast.AST) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(child))
 
 
-def enclosing(tree: ast.Module, line: int) -> list[Function]:
-    """The functions holding ``line``, outermost first."""
-    out: list[Function] = []
+def enclosing(tree: ast.Module, line: int) -> list[tuple[Function, bool]]:
+    """The functions holding ``line``, outermost first, each with whether it is a method (a
+    ``def`` directly in a class body)."""
+    out: list[tuple[Function, bool]] = []
     body: list[ast.stmt] = tree.body
+    in_class = False
     while True:
         for stmt in body:
             if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
@@ -98,7 +101,8 @@ def enclosing(tree: ast.Module, line: int) -> list[Function]:
         else:
             return out
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out.append(stmt)
+            out.append((stmt, in_class))
+        in_class = isinstance(stmt, ast.ClassDef)
         inner = [b for b in _blocks(stmt) if b and b[0].lineno <= line]
         if not inner:
             return out
@@ -171,12 +175,11 @@ class Configs:
         if tree is None:
             return None
         chain = enclosing(tree, line)
-        if not chain:
+        methods = [f for f, is_method in chain if is_method]
+        if not methods or not _params(methods[-1]):
             return None
-        func = chain[-1]
-        method = chain[0]
-        me = _params(method)[0].arg if _params(method) else None
-        if me is None or not self._bound_in(func, name):
+        func, me = chain[-1][0], _params(methods[-1])[0].arg
+        if not self._bound_in(func, name):
             return None
         for cls, said in self._named(x, module, func, me, name, line):
             if self._no_attr(cls, attr) and not self._written_anywhere(attr):
@@ -310,19 +313,7 @@ class Configs:
         return True
 
     def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
-        tree = self.tree_of(cls.module.file.path)
-        if tree is None:
-            return None
-        line = cls.summary.line
-        name = cls.qualname.rpartition(".")[2]
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.ClassDef)
-                and node.name == name
-                and (node.lineno == line or any(d.lineno == line for d in node.decorator_list))
-            ):
-                return node
-        return None
+        return class_node(cls, self.tree_of)
 
     def _written_anywhere(self, attr: str) -> bool:
         """Whether a file of the project writes ``<obj>.<attr>`` or calls ``setattr``/

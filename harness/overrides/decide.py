@@ -75,6 +75,23 @@ def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> bool:
     )
 
 
+def class_node(cls: ClassInfo, tree_of: Callable[[str], ast.Module | None]) -> ast.ClassDef | None:
+    """The ``class`` statement of ``cls`` in its parsed file; ``None`` when not found."""
+    tree = tree_of(cls.module.file.path)
+    if tree is None:
+        return None
+    line = cls.summary.line
+    name = cls.qualname.rpartition(".")[2]
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.name == name
+            and (node.lineno == line or any(d.lineno == line for d in node.decorator_list))
+        ):
+            return node
+    return None
+
+
 class Decider:
     """Decides ``self.<attr>`` tests for a class, reading the MRO's class bodies on demand."""
 
@@ -120,19 +137,7 @@ class Decider:
         return f"only {shown} set self.{attr}, and none of them runs for {x.qualname}"
 
     def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
-        tree = self.tree_of(cls.module.file.path)
-        if tree is None:
-            return None
-        line = cls.summary.line
-        name = cls.qualname.rpartition(".")[2]
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.ClassDef)
-                and node.name == name
-                and (node.lineno == line or any(d.lineno == line for d in node.decorator_list))
-            ):
-                return node
-        return None
+        return class_node(cls, self.tree_of)
 
     def _written_elsewhere(self, attr: str) -> bool:
         """Whether some file of the project names ``<obj>.<attr>`` on another object than
