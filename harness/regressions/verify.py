@@ -106,9 +106,7 @@ def run_check(check: Check, variant: Variant, role: Role) -> CheckRun:
     try:
         outcome: CheckOutcome | None = check.run(variant)
         error = None
-    except Exception as exc:
-        outcome, error = None, describe_error(exc)
-    except SystemExit as exc:
+    except (Exception, SystemExit) as exc:
         outcome, error = None, describe_error(exc)
     return CheckRun(check.name, role, outcome, error, time.perf_counter() - started)
 
