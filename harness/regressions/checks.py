@@ -137,18 +137,11 @@ def _scannable(modules: dict[str, Path], honour: bool) -> Generator[dict[Path, P
         originals: dict[Path, Path] = {}
         for name, original in modules.items():
             parts = name.split(".")
-            is_package = original.name == "__init__.py"
-            copy = (
-                Path(tmp, *parts, "__init__.py")
-                if is_package
-                else Path(tmp, *parts[:-1], f"{parts[-1]}.py")
-            )
-            for depth in range(1, len(parts) if not is_package else len(parts) + 1):
-                Path(tmp, *parts[:depth]).mkdir(exist_ok=True)
-                init = Path(tmp, *parts[:depth], "__init__.py")
-                if not init.exists():
-                    init.write_text("")
-            copy.parent.mkdir(parents=True, exist_ok=True)
+            package = parts if original.name == "__init__.py" else parts[:-1]
+            for depth in range(1, len(package) + 1):
+                Path(tmp, *package[:depth]).mkdir(exist_ok=True)
+                Path(tmp, *package[:depth], "__init__.py").touch()  # keeps a copy made already
+            copy = Path(tmp, *package, "__init__.py" if package == parts else f"{parts[-1]}.py")
             copy.write_text(IGNORE_COMMENT.sub("", original.read_text(encoding="utf-8")))
             originals[copy.resolve()] = original
         yield originals
