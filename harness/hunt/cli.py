@@ -70,11 +70,9 @@ def parse_devices(text: str | None) -> tuple[str, ...]:
     names = [part.strip() for part in text.split(",")]
     if not all(names):
         raise HarnessError(f"--devices {text!r}: empty device name in the list")
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
+    for i, name in enumerate(names):
+        if name in names[:i]:
             raise HarnessError(f"--devices {text!r}: {name} twice")
-        seen.add(name)
         try:
             get_device_profile(name)
         except HarnessError as exc:
