@@ -16,22 +16,9 @@ Imports no torch.
 
 from __future__ import annotations
 
-from harness.bisect.checks import NAMED_CHECKS, BisectCheck, command_check, named_check
+from harness.bisect.checks import BisectCheck, command_check, named_check
 from harness.bisect.driver import bisect
-from harness.bisect.report import BisectReport, StepRecord
-from harness.bisect.verdict import EXIT_BAD_MAX, EXIT_BAD_MIN, EXIT_GOOD, EXIT_SKIP, Verdict
+from harness.bisect.report import BisectReport
+from harness.bisect.verdict import Verdict
 
-__all__ = [
-    "EXIT_BAD_MAX",
-    "EXIT_BAD_MIN",
-    "EXIT_GOOD",
-    "EXIT_SKIP",
-    "NAMED_CHECKS",
-    "BisectCheck",
-    "BisectReport",
-    "StepRecord",
-    "Verdict",
-    "bisect",
-    "command_check",
-    "named_check",
-]
+__all__ = ["BisectCheck", "BisectReport", "Verdict", "bisect", "command_check", "named_check"]

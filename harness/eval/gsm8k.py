@@ -152,7 +152,7 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
         },
         results=results,
         engine=lm.engine.stats.to_dict(),
-        memory=lm.memory_report(),
+        memory=lm.engine.memory_report(),
         budget_bytes=options.memory_budget,
         evaluation_time_s=elapsed,
         notes=notes,

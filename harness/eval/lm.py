@@ -23,7 +23,6 @@ from harness.errors import HarnessError
 from harness.eval.data import load_gsm8k
 from harness.eval.engine import CompletionOutput, ReferenceEngine, SamplingParams
 from harness.eval.model_args import check_seed, resolve_model_choice
-from harness.eval.report import MemoryReport
 from harness.eval.simulated import SimulatedEngine, vllm_default_limits
 from harness.eval.tokenizer import Tokenizer
 from harness.memory.devices import get_device_profile
@@ -269,9 +268,6 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         return totals
 
     # Reporting ---------------------------------------------------------------------------------
-
-    def memory_report(self) -> MemoryReport:
-        return self.engine.memory_report()
 
     def get_model_info(self) -> dict[str, Any]:
         """What lm-eval records under ``config`` in its results."""
