@@ -117,8 +117,7 @@ def _read_parquet(path: Path) -> list[Any]:
         table: Any = parquet.read_table(path)
     except Exception as exc:  # pyarrow raises several types for a bad file
         raise HarnessError(f"{path}: not a readable parquet file ({exc})") from None
-    rows: list[Any] = table.to_pylist()
-    return rows
+    return list(table.to_pylist())
 
 
 def _check(record: Any, split: str, index: int) -> Record:

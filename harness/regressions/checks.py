@@ -41,16 +41,8 @@ if TYPE_CHECKING:
 
 def variant_classes(variant: Variant) -> list[type]:
     """The classes a variant brings: backend, builder, impl, metadata, and runner if any."""
-    backend = variant.backend
-    classes: list[type] = [
-        backend,
-        backend.get_builder_cls(),
-        backend.get_impl_cls(),
-        backend.get_metadata_cls(),
-    ]
-    if variant.runner is not None:
-        classes.append(variant.runner)
-    return classes
+    b, runner = variant.backend, [] if variant.runner is None else [variant.runner]
+    return [b, b.get_builder_cls(), b.get_impl_cls(), b.get_metadata_cls(), *runner]
 
 
 def _source_file(cls: type) -> Path | None:

@@ -143,13 +143,11 @@ def verify(
             plan: list[tuple[Check, Variant, Role]]
             if isinstance(target, Regression):
                 result = VerifyResult(target.id, "entry")
-                roles: tuple[tuple[Variant, Role], ...] = (
+                roles: list[tuple[Variant, Role]] = [
                     (target.buggy, "buggy"),
                     (target.fixed, "fixed"),
-                )
-                plan = [
-                    (check, variant, role) for check in target.checks for variant, role in roles
                 ]
+                plan = [(check, *role) for check in target.checks for role in roles]
             else:
                 label, variant = target
                 result = VerifyResult(label, "variant")
