@@ -8,9 +8,6 @@ Public API::
     report.first_bad, report.steps, report.skipped
 
 From the shell: ``harness bisect --repo PATH --good REV --bad REV (--check NAME | -- CMD ARGS...)``.
-Modules: :mod:`~harness.bisect.verdict` (``git bisect run``'s exit-code contract),
-:mod:`~harness.bisect.worktree` (git and the temporary worktree), :mod:`~harness.bisect.checks`
-(what a step runs), :mod:`~harness.bisect.driver` (the loop), :mod:`~harness.bisect.report`.
 Imports no torch.
 """
 

@@ -121,7 +121,9 @@ def hunt(
     import harness.reference
     from harness.memory.devices import get_device_profile
     from harness.memory.threads import one_torch_thread
+    from harness.reference.backends import get_attn_backend
     from harness.regressions import REGRESSIONS
+    from harness.regressions.entry import Variant
 
     started = time.perf_counter()
     target = path if path is not None else Path(harness.reference.__file__).parent
@@ -140,9 +142,13 @@ def hunt(
         for entry in entries:
             say(f"catalog {entry.id}", len(report.rows), plan)
             add(_catalog(entry, report))
-        for name, variant in _reference_backends():
+        for name in ("FLASHINFER", "FLASH_ATTN"):
             say(f"scaling: reference {name}", len(report.rows), plan)
-            add(_scaling(f"reference {name}", variant, "pass", scaling_steps))
+            add(
+                _scaling(
+                    f"reference {name}", Variant(get_attn_backend(name)), "pass", scaling_steps
+                )
+            )
         for entry in entries:
             say(f"scaling: {entry.id}", len(report.rows), plan)
             add(_entry_scaling(entry, scaling_steps))
@@ -156,13 +162,6 @@ def hunt(
     say("done", plan, plan)
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _reference_backends() -> list[tuple[str, Variant]]:
-    from harness.reference.backends import get_attn_backend
-    from harness.regressions.entry import Variant
-
-    return [(name, Variant(get_attn_backend(name))) for name in ("FLASHINFER", "FLASH_ATTN")]
 
 
 def _timed(
