@@ -88,11 +88,7 @@ def overrides_check(*, honour_suppressions: bool = True) -> Check:
         from harness.overrides import CheckOptions, Severity, check
 
         classes = variant_classes(variant)
-        modules: dict[str, Path] = {}
-        for cls in classes:
-            for base in cls.__mro__:
-                if (path := _source_file(base)) is not None:
-                    modules[base.__module__] = path
+        modules = {b.__module__: p for c in classes for b in c.__mro__ if (p := _source_file(b))}
         own = {path for cls in classes if (path := _source_file(cls)) is not None}
         with _scannable(modules, honour_suppressions) as originals:
             result = check(list(map(str, originals)), options=CheckOptions(cache_dir=None, jobs=1))
