@@ -1,17 +1,9 @@
 """Checks that run a variant and say whether it shows a bug: reusable by entries, users and hunt.
 
-Each factory returns a :class:`~harness.regressions.entry.Check`; its ``run(variant)`` returns
-``CheckOutcome(failed=True, ...)`` when it found a bug. The generic ones:
-
-- :func:`overrides_check` -- the strict override checker over the variant's source and its bases'
-  (static: nothing is imported or executed): an ``error`` with call-site evidence fails.
-- :func:`oracle_check` -- a named scenario through scheduler, runner and the paged-vs-dense oracle.
-- :func:`scaling_check` -- the scaling detector: anything but the KV cache scaling with ``num_blocks``.
-- :func:`simulate_check` -- vLLM's sizing then gsm8k on a simulated GPU: an allocation that does
-  not fit fails.
-
-:func:`generic_checks` picks those that apply to a user's backend. Entries add their own
-(see each entry module).
+Each factory (``overrides_check``, ``oracle_check``, ``scaling_check``, ``simulate_check``)
+returns a :class:`~harness.regressions.entry.Check` whose ``run(variant)`` returns
+``CheckOutcome(failed=True, ...)`` when it found a bug; :func:`generic_checks` picks those that
+apply to a user's backend. Entries add their own (see each entry module).
 """
 
 from __future__ import annotations
