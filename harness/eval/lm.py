@@ -180,10 +180,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
         """Greedy generation until a stop string, EOS or ``max_gen_toks`` (lm-eval's vLLM flow)."""
-        contexts = [req.args[0] for req in requests]
-        all_gen_kwargs = [req.args[1] for req in requests]
-        encodings = [self.tok_encode(c) for c in contexts]
-        reqs = [((c, e), g) for c, e, g in zip(contexts, encodings, all_gen_kwargs, strict=True)]
+        reqs = [((r.args[0], self.tok_encode(r.args[0])), r.args[1]) for r in requests]
         reorder: Any = lm_utils.Collator(reqs, _longest_first, group_by=None)
         chunks: Any = reorder.get_batched(n=0 if self.batch_size == "auto" else self.batch_size)
         eos = self.harness_tokenizer.eos_token
