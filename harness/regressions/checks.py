@@ -276,11 +276,10 @@ HYBRID_SCENARIOS = ("hybrid-unified", "hybrid-two-groups")
 attention type: for backends that can serve such a model (vLLM 0.9.0's FlashInfer cannot)."""
 
 
-def generic_checks(variant: Variant, *, full: bool = False) -> tuple[Check, ...]:
+def generic_checks(variant: Variant) -> tuple[Check, ...]:
     """The checks that apply to a user's backend. MLA backends get the static check only (the
     reference model has no MLA layers); FlashInfer backends skip the hybrid scenarios (vLLM 0.9.0's
-    FlashInfer asserts that every layer of the model shares one window, so it refuses them).
-    ``full`` runs every step of scaling and simulation."""
+    FlashInfer asserts that every layer of the model shares one window, so it refuses them)."""
     backend = variant.backend
     if issubclass(backend, MLACommonBackend):
         return (overrides_check(),)
@@ -290,6 +289,6 @@ def generic_checks(variant: Variant, *, full: bool = False) -> tuple[Check, ...]
     return (
         overrides_check(),
         *(oracle_check(scenario) for scenario in scenarios),
-        scaling_check(max_steps=None if full else 2),
-        simulate_check(max_steps=None if full else 1),
+        scaling_check(max_steps=2),
+        simulate_check(max_steps=1),
     )
