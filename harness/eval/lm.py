@@ -28,7 +28,6 @@ from harness.eval.tokenizer import Tokenizer
 from harness.memory.devices import get_device_profile
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.config import (
-    ModelConfig,
     SchedulerConfig,
     VllmConfig,
     get_model_config,
@@ -104,7 +103,12 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         )
         model, device, backend, label = choice.preset, choice.device, choice.backend, choice.label
         if device == "cpu":
-            config = _cpu_model_config(get_model_config(model), self.harness_tokenizer)
+            preset = get_model_config(model)
+            config = dataclasses.replace(
+                preset,
+                vocab_size=max(preset.vocab_size, self.harness_tokenizer.vocab_size),
+                max_model_len=max(preset.max_model_len, CPU_MAX_MODEL_LEN),
+            )
             defaults = llm_class_scheduler_config(
                 large_gpu=False, max_model_len=config.max_model_len
             )
@@ -288,14 +292,6 @@ def _limits(
         defaults,
         max_num_seqs=int(max_num_seqs or defaults.max_num_seqs),
         max_num_batched_tokens=int(max_num_batched_tokens or defaults.max_num_batched_tokens),
-    )
-
-
-def _cpu_model_config(preset: ModelConfig, tokenizer: Tokenizer) -> ModelConfig:
-    return dataclasses.replace(
-        preset,
-        vocab_size=max(preset.vocab_size, tokenizer.vocab_size),
-        max_model_len=max(preset.max_model_len, CPU_MAX_MODEL_LEN),
     )
 
 

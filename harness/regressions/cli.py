@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from harness.regressions.entry import Regression
+    from harness.regressions.entry import Regression, Variant
     from harness.regressions.verify import VerifyResult
 
 EXIT_OK = 0
@@ -117,8 +117,9 @@ def _show(args: argparse.Namespace) -> int:
 def format_entry(r: Regression) -> str:
     """The ``show`` text of one entry."""
 
-    def qualified(cls: type | None) -> str:
-        return "the reference" if cls is None else f"{cls.__module__}:{cls.__qualname__}"
+    def qualified(variant: Variant) -> str:
+        classes = (variant.backend, variant.runner)
+        return " with runner ".join(f"{c.__module__}:{c.__qualname__}" for c in classes if c)
 
     lines = [
         f"{r.id}: {r.title}",
@@ -127,10 +128,8 @@ def format_entry(r: Regression) -> str:
         *(f"  {u} ({u.url})" for u in r.upstream),
         f"bug class: {r.bug_class}",
         f"component: {r.component}",
-        f"buggy:     {qualified(r.buggy.backend)}"
-        + (f" with runner {qualified(r.buggy.runner)}" if r.buggy.runner else ""),
-        f"fixed:     {qualified(r.fixed.backend)}"
-        + (f" with runner {qualified(r.fixed.runner)}" if r.fixed.runner else ""),
+        f"buggy:     {qualified(r.buggy)}",
+        f"fixed:     {qualified(r.fixed)}",
         "checks (each must fail on buggy and pass on fixed):",
         *(f"  {c.name}: {c.description}" for c in r.checks),
         "",
