@@ -8,30 +8,14 @@ Public API::
     report.first_bad, report.steps, report.skipped
 
 From the shell: ``harness bisect --repo PATH --good REV --bad REV (--check NAME | -- CMD ARGS...)``.
-Modules: :mod:`~harness.bisect.verdict` (``git bisect run``'s exit-code contract),
-:mod:`~harness.bisect.worktree` (git and the temporary worktree), :mod:`~harness.bisect.checks`
-(what a step runs), :mod:`~harness.bisect.driver` (the loop), :mod:`~harness.bisect.report`.
 Imports no torch.
 """
 
 from __future__ import annotations
 
-from harness.bisect.checks import NAMED_CHECKS, BisectCheck, command_check, named_check
+from harness.bisect.checks import BisectCheck, command_check, named_check
 from harness.bisect.driver import bisect
-from harness.bisect.report import BisectReport, StepRecord
-from harness.bisect.verdict import EXIT_BAD_MAX, EXIT_BAD_MIN, EXIT_GOOD, EXIT_SKIP, Verdict
+from harness.bisect.report import BisectReport
+from harness.bisect.verdict import Verdict
 
-__all__ = [
-    "EXIT_BAD_MAX",
-    "EXIT_BAD_MIN",
-    "EXIT_GOOD",
-    "EXIT_SKIP",
-    "NAMED_CHECKS",
-    "BisectCheck",
-    "BisectReport",
-    "StepRecord",
-    "Verdict",
-    "bisect",
-    "command_check",
-    "named_check",
-]
+__all__ = ["BisectCheck", "BisectReport", "Verdict", "bisect", "command_check", "named_check"]

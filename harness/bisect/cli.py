@@ -77,10 +77,6 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.check) == bool(command):
         raise HarnessError("give exactly one check: --check NAME or -- CMD ARGS...")
     check = named_check(args.check) if args.check else command_check(command)
-
-    def progress(message: str) -> None:
-        print(f"bisect: {message}", file=sys.stderr, flush=True)
-
     previous = signal.signal(signal.SIGTERM, _terminated)  # clean up the worktree on SIGTERM too
     try:
         report = bisect(
@@ -90,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             check,
             timeout=args.timeout,
             retries=args.retries,
-            progress=progress,
+            progress=lambda message: print(f"bisect: {message}", file=sys.stderr, flush=True),
         )
     finally:
         signal.signal(signal.SIGTERM, previous)

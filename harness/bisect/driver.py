@@ -60,7 +60,7 @@ def bisect(
         check=check.name,
         num_commits=int(git(["rev-list", "--count", f"{good_sha}..{bad_sha}"], root).stdout),
     )
-    say: Progress = progress or _quiet
+    say: Progress = progress or (lambda message: None)
     say(
         f"bisecting {report.num_commits} commits ({good_sha[:12]}..{bad_sha[:12]}) with {check.name}"
     )
@@ -93,10 +93,6 @@ def bisect(
             report.status = _confirmation(report)
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _quiet(message: str) -> None:
-    del message
 
 
 def _candidates(tree: Path, bad: str, goods: list[str]) -> list[str]:

@@ -142,12 +142,9 @@ class BisectReport:
         if self.skipped:
             lines.append(f"skipped ({len(self.skipped)}):")
             lines += [f"  {c.short}  {c.subject}" for c in self.skipped]
+        culprit = "--bad" if self.status == "bad-passes" else "the first bad commit"
         for label, target, run in (
-            (
-                "--bad" if self.status == "bad-passes" else "the first bad commit",
-                self.first_bad,
-                self.culprit_run,
-            ),
+            (culprit, self.first_bad, self.culprit_run),
             ("its parent", self.parent, self.parent_run),
         ):
             if target is not None and run is not None:

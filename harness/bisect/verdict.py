@@ -10,12 +10,10 @@ from __future__ import annotations
 from enum import Enum
 
 EXIT_GOOD = 0
-"""The commit is good."""
 EXIT_SKIP = 125
 """The commit cannot be tested (it does not build, the check cannot set up)."""
 EXIT_BAD_MIN = 1
 EXIT_BAD_MAX = 127
-"""1-127 except :data:`EXIT_SKIP`: the commit is bad."""
 
 
 class Verdict(str, Enum):

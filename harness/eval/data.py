@@ -41,11 +41,9 @@ class Gsm8kData:
         import datasets as datasets_module
 
         datasets: Any = datasets_module  # no type information
+        splits = {"train": self.train, "test": self.test}
         return datasets.DatasetDict(
-            {
-                "train": datasets.Dataset.from_list(list(self.train)),
-                "test": datasets.Dataset.from_list(list(self.test)),
-            }
+            {k: datasets.Dataset.from_list(list(v)) for k, v in splits.items()}
         )
 
     @functools.cached_property
@@ -119,19 +117,17 @@ def _read_parquet(path: Path) -> list[Any]:
         table: Any = parquet.read_table(path)
     except Exception as exc:  # pyarrow raises several types for a bad file
         raise HarnessError(f"{path}: not a readable parquet file ({exc})") from None
-    rows: list[Any] = table.to_pylist()
-    return rows
+    return list(table.to_pylist())
 
 
 def _check(record: Any, split: str, index: int) -> Record:
     if not isinstance(record, dict):
         raise HarnessError(f"{split} example {index}: expected an object with question and answer")
     fields: dict[str, Any] = record  # pyright: ignore[reportUnknownVariableType]
-    values = {key: fields.get(key) for key in ("question", "answer")}
+    values: dict[str, Any] = {key: fields.get(key) for key in ("question", "answer")}
     for key, value in values.items():
         if not isinstance(value, str):
             raise HarnessError(f"{split} example {index}: {key!r} must be a string")
-    answer = str(values["answer"])
-    if "#### " not in answer:
+    if "#### " not in values["answer"]:
         raise HarnessError(f"{split} example {index}: the answer does not end with '#### N'")
-    return {"question": str(values["question"]), "answer": answer}
+    return values

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -265,16 +265,13 @@ class _NoBar:
         return None
 
 
-@contextlib.contextmanager
-def _progress(total: int, enabled: bool) -> Generator[_Bar, None, None]:
+def _progress(total: int, enabled: bool) -> contextlib.AbstractContextManager[_Bar]:
     """A tqdm bar over finished requests (vLLM's "Processed prompts"), or nothing."""
     if not enabled:
-        yield _NoBar()
-        return
+        return contextlib.nullcontext(_NoBar())
     from tqdm import tqdm
 
-    bar: _Bar = tqdm(total=total, desc="Processed prompts", unit="req")
-    try:
-        yield bar
-    finally:
-        bar.close()  # type: ignore[attr-defined]
+    bar: contextlib.AbstractContextManager[_Bar] = tqdm(
+        total=total, desc="Processed prompts", unit="req"
+    )
+    return bar

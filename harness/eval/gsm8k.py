@@ -38,7 +38,7 @@ class EvalOptions:
     (:func:`harness.eval.model_args.resolve_device`)."""
     regression: str | None = None
     """The name shown for the backend variant; without ``backend``, resolved by name or
-    ``MODULE:ATTR`` (:func:`harness.regressions.resolve.resolve_backend`)."""
+    ``MODULE:ATTR`` (:func:`harness.regressions.resolve.resolve_labelled_backend`)."""
     backend: type[AttentionBackend] | None = None
     """The attention backend class (default: the reference FlashInfer backend)."""
     limit: int | None = None
@@ -73,18 +73,19 @@ class EvalOptions:
 
 
 def require_lm_eval() -> None:
-    """Raise a :class:`HarnessError` saying how to install lm-eval when it is missing."""
+    """Raise a :class:`HarnessError` saying how to install lm-eval when it is missing; else keep
+    lm-eval and ``datasets`` offline (:data:`OFFLINE_ENV`)."""
     import importlib.util
 
     if importlib.util.find_spec("lm_eval") is None:
         raise HarnessError(EVAL_EXTRA_HINT)
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
 
 
 def evaluate_gsm8k(options: EvalOptions) -> Any:
     """Run the evaluation; returns a :class:`~harness.eval.report.EvalReport`."""
     require_lm_eval()
-    for key, value in OFFLINE_ENV.items():
-        os.environ.setdefault(key, value)
     import lm_eval
     import lm_eval.api.registry
 
@@ -144,14 +145,11 @@ def evaluate_gsm8k(options: EvalOptions) -> Any:
             "device": options.resolved_device,
             "regression": options.regression,
             "data": data.source,
-            "limit": options.limit,
-            "num_fewshot": options.num_fewshot,
-            "batch_size": options.batch_size,
-            "seed": options.seed,
+            **{k: getattr(options, k) for k in ("limit", "num_fewshot", "batch_size", "seed")},
         },
         results=results,
         engine=lm.engine.stats.to_dict(),
-        memory=lm.memory_report(),
+        memory=lm.engine.memory_report(),
         budget_bytes=options.memory_budget,
         evaluation_time_s=elapsed,
         notes=notes,

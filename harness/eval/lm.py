@@ -23,13 +23,11 @@ from harness.errors import HarnessError
 from harness.eval.data import load_gsm8k
 from harness.eval.engine import CompletionOutput, ReferenceEngine, SamplingParams
 from harness.eval.model_args import check_seed, resolve_model_choice
-from harness.eval.report import MemoryReport
 from harness.eval.simulated import SimulatedEngine, vllm_default_limits
 from harness.eval.tokenizer import Tokenizer
 from harness.memory.devices import get_device_profile
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.config import (
-    ModelConfig,
     SchedulerConfig,
     VllmConfig,
     get_model_config,
@@ -105,7 +103,12 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
         )
         model, device, backend, label = choice.preset, choice.device, choice.backend, choice.label
         if device == "cpu":
-            config = _cpu_model_config(get_model_config(model), self.harness_tokenizer)
+            preset = get_model_config(model)
+            config = dataclasses.replace(
+                preset,
+                vocab_size=max(preset.vocab_size, self.harness_tokenizer.vocab_size),
+                max_model_len=max(preset.max_model_len, CPU_MAX_MODEL_LEN),
+            )
             defaults = llm_class_scheduler_config(
                 large_gpu=False, max_model_len=config.max_model_len
             )
@@ -181,10 +184,7 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
         """Greedy generation until a stop string, EOS or ``max_gen_toks`` (lm-eval's vLLM flow)."""
-        contexts = [req.args[0] for req in requests]
-        all_gen_kwargs = [req.args[1] for req in requests]
-        encodings = [self.tok_encode(c) for c in contexts]
-        reqs = [((c, e), g) for c, e, g in zip(contexts, encodings, all_gen_kwargs, strict=True)]
+        reqs = [((r.args[0], self.tok_encode(r.args[0])), r.args[1]) for r in requests]
         reorder: Any = lm_utils.Collator(reqs, _longest_first, group_by=None)
         chunks: Any = reorder.get_batched(n=0 if self.batch_size == "auto" else self.batch_size)
         eos = self.harness_tokenizer.eos_token
@@ -270,9 +270,6 @@ class HarnessRefLM(TemplateLM):  # type: ignore[misc]  # lm_eval is untyped
 
     # Reporting ---------------------------------------------------------------------------------
 
-    def memory_report(self) -> MemoryReport:
-        return self.engine.memory_report()
-
     def get_model_info(self) -> dict[str, Any]:
         """What lm-eval records under ``config`` in its results."""
         return {
@@ -295,14 +292,6 @@ def _limits(
         defaults,
         max_num_seqs=int(max_num_seqs or defaults.max_num_seqs),
         max_num_batched_tokens=int(max_num_batched_tokens or defaults.max_num_batched_tokens),
-    )
-
-
-def _cpu_model_config(preset: ModelConfig, tokenizer: Tokenizer) -> ModelConfig:
-    return dataclasses.replace(
-        preset,
-        vocab_size=max(preset.vocab_size, tokenizer.vocab_size),
-        max_model_len=max(preset.max_model_len, CPU_MAX_MODEL_LEN),
     )
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import math
-import os
 import re
 import sys
 from collections.abc import Generator, Sequence
@@ -72,11 +71,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def run(argv: Sequence[str]) -> int:
     """Parse ``argv`` with lm-eval's parser and run it (module docstring); the exit status."""
-    from harness.eval.gsm8k import OFFLINE_ENV, require_lm_eval
+    from harness.eval.gsm8k import require_lm_eval
 
     require_lm_eval()
-    for key, value in OFFLINE_ENV.items():
-        os.environ.setdefault(key, value)
     try:
         from lm_eval._cli import HarnessCLI
     except ImportError:

@@ -58,13 +58,6 @@ def check_seed(value: object, name: str = "seed") -> int:
     return value
 
 
-def known_pretrained() -> list[str]:
-    """Every name ``pretrained=`` accepts: the presets and the Hugging Face names mapped here."""
-    from harness.reference.config import MODEL_PRESETS
-
-    return sorted({*MODEL_PRESETS, *PRETRAINED_SHAPES})
-
-
 def resolve_preset(pretrained: str) -> str:
     """The preset for ``pretrained=``; an unknown name lists the known ones."""
     from harness.reference.config import MODEL_PRESETS
@@ -73,7 +66,7 @@ def resolve_preset(pretrained: str) -> str:
     if preset not in MODEL_PRESETS:
         raise HarnessError(
             f"pretrained={pretrained!r}: harness-ref does not know this model's shape; "
-            f"known: {', '.join(known_pretrained())}"
+            f"known: {', '.join(sorted({*MODEL_PRESETS, *PRETRAINED_SHAPES}))}"
         )
     return preset
 

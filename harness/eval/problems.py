@@ -8,6 +8,7 @@ template, stop sequences and filters apply unchanged. Each problem is drawn from
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -216,7 +217,7 @@ def _discount(rng: random.Random) -> Problem:
     name, pron = rng.choice(_NAMES)
     thing = rng.choice(_THINGS)
     percent = rng.choice((10, 20, 25, 50))
-    price = rng.randint(2, 40) * (100 // _gcd(percent, 100))
+    price = rng.randint(2, 40) * (100 // math.gcd(percent, 100))
     count = rng.randint(2, 5)
     off = price * percent // 100
     sale_expr, sale = _step(price, "-", off)
@@ -239,12 +240,6 @@ def _poss(pron: str) -> str:
 
 def _obj(pron: str) -> str:
     return "her" if pron == "she" else "him"
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
 
 
 TEMPLATES: tuple[Callable[[random.Random], Problem], ...] = (

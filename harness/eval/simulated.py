@@ -12,6 +12,7 @@ import hashlib
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from harness.eval.engine import CompletionOutput, EngineStats, SamplingParams, StepShape
 from harness.eval.report import MemoryReport
@@ -62,30 +63,23 @@ class EngineOutOfMemoryError(Exception):
         super().__init__(str(result.oom))
 
 
+@dataclass(kw_only=True)
 class SimulatedEngine:
     """``generate`` on a simulated GPU: lengths from the length model, memory from the simulation."""
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        device: str,
-        regression: str | None,
-        backend: type[AttentionBackend],
-        limits: SchedulerConfig,
-        gpu_memory_utilization: float = 0.9,
-        seed: int = 0,
-    ) -> None:
-        self.model = model
-        self.backend = backend
-        self.device = device
-        self.regression = regression
-        self.limits = limits
-        self.max_model_len = limits.max_model_len
-        self.gpu_memory_utilization = gpu_memory_utilization
-        self.seed = seed
-        self.stats = EngineStats()
-        self.results: list[SimulationResult] = []
+    model: str
+    device: str
+    regression: str | None
+    backend: type[AttentionBackend]
+    limits: SchedulerConfig
+    gpu_memory_utilization: float = 0.9
+    seed: int = 0
+    stats: EngineStats = field(default_factory=EngineStats)
+    results: list[SimulationResult] = field(default_factory=list[SimulationResult])
+
+    @property
+    def max_model_len(self) -> int:
+        return self.limits.max_model_len
 
     def generate(
         self,

@@ -48,10 +48,8 @@ def gsm8k_task_config(task_manager: Any, data: Gsm8kData) -> dict[str, Any]:
 
 def reads_gsm8k(config: dict[str, Any]) -> bool:
     """Whether a task configuration reads ``openai/gsm8k``'s ``main`` splits."""
-    return config.get("dataset_path") in GSM8K_DATASETS and config.get("dataset_name") in (
-        None,
-        "main",
-    )
+    subset = config.get("dataset_name")
+    return config.get("dataset_path") in GSM8K_DATASETS and subset in (None, "main")
 
 
 def use_local_splits(task_manager: Any, data: Gsm8kData) -> list[str]:

@@ -52,15 +52,8 @@ class Tokenizer:
         for text in texts:
             counts.update(split.findall(text))
         numbers = [str(n).zfill(width) for width in (2, 3) for n in range(10**width)]
-        known = set(numbers)
-        ranked = sorted(
-            (
-                w
-                for w, n in counts.items()
-                if n >= min_count and len(w.encode()) > 1 and w not in known
-            ),
-            key=lambda w: (-counts[w], w),
-        )
+        common = {w for w, n in counts.items() if n >= min_count and len(w.encode()) > 1}
+        ranked = sorted(common - set(numbers), key=lambda w: (-counts[w], w))
         return cls(numbers + ranked[:max_words])
 
     @property

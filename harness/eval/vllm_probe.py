@@ -106,20 +106,9 @@ def verdict(small: StepMemory, large: StepMemory) -> dict[str, Any]:
 
 
 def _measure_in_subprocess(args: argparse.Namespace, num_gpu_blocks: int) -> StepMemory:
-    command = [
-        sys.executable,
-        "-m",
-        "harness.eval.vllm_probe",
-        "measure",
-        "--model",
-        args.model,
-        "--num-gpu-blocks",
-        str(num_gpu_blocks),
-        "--num-prompts",
-        str(args.num_prompts),
-        "--max-tokens",
-        str(args.max_tokens),
-    ]
+    command = [sys.executable, "-m", "harness.eval.vllm_probe", "measure", "--model", args.model]
+    command += ["--num-gpu-blocks", str(num_gpu_blocks), "--num-prompts", str(args.num_prompts)]
+    command += ["--max-tokens", str(args.max_tokens)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         sys.stderr.write(done.stderr[-4000:])

@@ -70,11 +70,9 @@ def parse_devices(text: str | None) -> tuple[str, ...]:
     names = [part.strip() for part in text.split(",")]
     if not all(names):
         raise HarnessError(f"--devices {text!r}: empty device name in the list")
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
+    for i, name in enumerate(names):
+        if name in names[:i]:
             raise HarnessError(f"--devices {text!r}: {name} twice")
-        seen.add(name)
         try:
             get_device_profile(name)
         except HarnessError as exc:
@@ -83,17 +81,12 @@ def parse_devices(text: str | None) -> tuple[str, ...]:
 
 
 def out_dir(text: str) -> Path:
-    """``--out`` as a path; an empty value (an unset CI variable) is refused, never read as
-    the working directory (``Path("")`` is ".")."""
+    """``--out`` as a path that can be made and written: it, or the nearest part of it that
+    exists, is a writable directory. An empty value (an unset CI variable) is refused, never read
+    as the working directory (``Path("")`` is ".")."""
     if not text.strip():
         raise HarnessError("--out is empty (name the report directory)")
-    return Path(text)
-
-
-def check_out_dir(out: Path) -> None:
-    """The report directory can be made and written: it, or the nearest part of it that
-    exists, is a writable directory."""
-    existing = out
+    existing = out = Path(text)
     while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     if existing.is_symlink() and not existing.exists():
@@ -102,6 +95,7 @@ def check_out_dir(out: Path) -> None:
         raise HarnessError(f"--out {out}: {existing} is not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise HarnessError(f"--out {out}: {existing} is not writable")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,7 +104,6 @@ def run(args: argparse.Namespace) -> int:
     working_directory()  # before torch: its import dies in a deleted directory
     devices = parse_devices(args.devices)
     out = out_dir(args.out)
-    check_out_dir(out)
     if args.path is not None and not args.path.exists():
         raise HarnessError(f"{args.path}: no such file or directory")
 

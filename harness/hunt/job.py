@@ -59,10 +59,8 @@ class Row:
 
     @property
     def misbehaves(self) -> bool:
-        if self.verdict == "error":
-            return True
         if self.expected is None:
-            return False
+            return self.verdict == "error"
         return self.verdict != ("pass" if self.expected == "pass" else "FAIL")
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,12 +118,15 @@ def hunt(
     ``[tool.harness.overrides]`` configuration, as ``harness overrides PATH`` does; with no
     Python file in it to check, the overrides row is an error unless ``allow_empty``.
     """
+    import harness.reference
     from harness.memory.devices import get_device_profile
     from harness.memory.threads import one_torch_thread
+    from harness.reference.backends import get_attn_backend
     from harness.regressions import REGRESSIONS
+    from harness.regressions.entry import Variant
 
     started = time.perf_counter()
-    target = path if path is not None else _reference_dir()
+    target = path if path is not None else Path(harness.reference.__file__).parent
     for device in devices:
         get_device_profile(device)  # unknown names fail now, listing the known ones
     entries = list(REGRESSIONS.values()) if entries is None else list(entries)
@@ -133,20 +134,21 @@ def hunt(
     gsm8k_steps = 1 if quick else None
     report = HuntReport(str(target), devices)
     plan = 1 + len(entries) + 2 + len(entries) + 3 * len(devices)
-    say: Progress = progress or _quiet
-
-    def add(row: Row) -> None:
-        report.rows.append(row)
-
+    say: Progress = progress or (lambda what, done, total: None)
+    add = report.rows.append
     with one_torch_thread():
         say(f"overrides {target}", 0, plan)
         add(_overrides(target, configured=path is not None, allow_empty=allow_empty))
         for entry in entries:
             say(f"catalog {entry.id}", len(report.rows), plan)
             add(_catalog(entry, report))
-        for name, variant in _reference_backends():
+        for name in ("FLASHINFER", "FLASH_ATTN"):
             say(f"scaling: reference {name}", len(report.rows), plan)
-            add(_scaling(f"reference {name}", variant, "pass", scaling_steps))
+            add(
+                _scaling(
+                    f"reference {name}", Variant(get_attn_backend(name)), "pass", scaling_steps
+                )
+            )
         for entry in entries:
             say(f"scaling: {entry.id}", len(report.rows), plan)
             add(_entry_scaling(entry, scaling_steps))
@@ -160,23 +162,6 @@ def hunt(
     say("done", plan, plan)
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _quiet(what: str, done: int, total: int) -> None:
-    del what, done, total
-
-
-def _reference_dir() -> Path:
-    import harness.reference
-
-    return Path(harness.reference.__file__).parent
-
-
-def _reference_backends() -> list[tuple[str, Variant]]:
-    from harness.reference.backends import get_attn_backend
-    from harness.regressions.entry import Variant
-
-    return [(name, Variant(get_attn_backend(name))) for name in ("FLASHINFER", "FLASH_ATTN")]
 
 
 def _timed(

@@ -1,18 +1,9 @@
 """``aiter-build-decode-rename``: an MLA subclass kept ``block_table`` when the base renamed it.
 
-What vLLM shipped. PR #17483 (per-KV-cache-group metadata builders, in vLLM 0.9.0) renamed the
-``block_table`` parameter of ``MLACommonMetadataBuilder._build_decode`` to ``block_table_tensor``
-and made ``build()`` call it by keyword, ``self._build_decode(block_table_tensor=...,
-seq_lens=...)``. The ROCm AITER MLA builder overrode ``_build_decode`` and kept the old name, so
-the first step with a decode request raised ``TypeError: ... got an unexpected keyword argument
-'block_table_tensor'``. Nothing in CI ran the ROCm backend, and mypy passed (an override that
-renames a parameter is not a type error to it). The fix is cited as vLLM PR #17961.
-
-How the variants reproduce it. The buggy builder is the reference AITER MLA builder with
-``_build_decode(self, block_table, seq_lens)``; the fixed one is the reference builder itself
-(``block_table_tensor``). The buggy definition carries ``# harness: ignore[HO101]`` so this
-project's own source stays clean under the checker; the ``overrides`` check scans a copy of this
-file without it, as the upstream source was.
+PR #17483 (vLLM 0.9.0) renamed ``MLACommonMetadataBuilder._build_decode``'s ``block_table`` to
+``block_table_tensor`` and called it by keyword; the ROCm AITER MLA override kept the old name, so
+the first decode raised ``TypeError``. PR #17961 is cited as the fix. The buggy builder keeps
+``block_table``; the fixed one is the reference. Details: ``docs/regressions.md``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Checks that run a variant and say whether it shows a bug: reusable by entries, users and hunt.
 
-Each factory returns a :class:`~harness.regressions.entry.Check`; its ``run(variant)`` returns
-``CheckOutcome(failed=True, ...)`` when it found a bug. The generic ones:
-
-- :func:`overrides_check` -- the strict override checker over the variant's source and its bases'
-  (static: nothing is imported or executed): an ``error`` with call-site evidence fails.
-- :func:`oracle_check` -- a named scenario through scheduler, runner and the paged-vs-dense oracle.
-- :func:`scaling_check` -- the scaling detector: anything but the KV cache scaling with ``num_blocks``.
-- :func:`simulate_check` -- vLLM's sizing then gsm8k on a simulated GPU: an allocation that does
-  not fit fails.
-
-:func:`generic_checks` picks those that apply to a user's backend. Entries add their own
-(see each entry module).
+Each factory (``overrides_check``, ``oracle_check``, ``scaling_check``, ``simulate_check``)
+returns a :class:`~harness.regressions.entry.Check` whose ``run(variant)`` returns
+``CheckOutcome(failed=True, ...)`` when it found a bug; :func:`generic_checks` picks those that
+apply to a user's backend. Entries add their own (see each entry module).
 """
 
 from __future__ import annotations
@@ -41,16 +33,8 @@ if TYPE_CHECKING:
 
 def variant_classes(variant: Variant) -> list[type]:
     """The classes a variant brings: backend, builder, impl, metadata, and runner if any."""
-    backend = variant.backend
-    classes: list[type] = [
-        backend,
-        backend.get_builder_cls(),
-        backend.get_impl_cls(),
-        backend.get_metadata_cls(),
-    ]
-    if variant.runner is not None:
-        classes.append(variant.runner)
-    return classes
+    b, runner = variant.backend, [] if variant.runner is None else [variant.runner]
+    return [b, b.get_builder_cls(), b.get_impl_cls(), b.get_metadata_cls(), *runner]
 
 
 def _source_file(cls: type) -> Path | None:
@@ -96,11 +80,7 @@ def overrides_check(*, honour_suppressions: bool = True) -> Check:
         from harness.overrides import CheckOptions, Severity, check
 
         classes = variant_classes(variant)
-        modules: dict[str, Path] = {}
-        for cls in classes:
-            for base in cls.__mro__:
-                if (path := _source_file(base)) is not None:
-                    modules[base.__module__] = path
+        modules = {b.__module__: p for c in classes for b in c.__mro__ if (p := _source_file(b))}
         own = {path for cls in classes if (path := _source_file(cls)) is not None}
         with _scannable(modules, honour_suppressions) as originals:
             result = check(list(map(str, originals)), options=CheckOptions(cache_dir=None, jobs=1))
@@ -137,18 +117,11 @@ def _scannable(modules: dict[str, Path], honour: bool) -> Generator[dict[Path, P
         originals: dict[Path, Path] = {}
         for name, original in modules.items():
             parts = name.split(".")
-            is_package = original.name == "__init__.py"
-            copy = (
-                Path(tmp, *parts, "__init__.py")
-                if is_package
-                else Path(tmp, *parts[:-1], f"{parts[-1]}.py")
-            )
-            for depth in range(1, len(parts) if not is_package else len(parts) + 1):
-                Path(tmp, *parts[:depth]).mkdir(exist_ok=True)
-                init = Path(tmp, *parts[:depth], "__init__.py")
-                if not init.exists():
-                    init.write_text("")
-            copy.parent.mkdir(parents=True, exist_ok=True)
+            package = parts if original.name == "__init__.py" else parts[:-1]
+            for depth in range(1, len(package) + 1):
+                Path(tmp, *package[:depth]).mkdir(exist_ok=True)
+                Path(tmp, *package[:depth], "__init__.py").touch()  # keeps a copy made already
+            copy = Path(tmp, *package, "__init__.py" if package == parts else f"{parts[-1]}.py")
             copy.write_text(IGNORE_COMMENT.sub("", original.read_text(encoding="utf-8")))
             originals[copy.resolve()] = original
         yield originals
@@ -303,11 +276,10 @@ HYBRID_SCENARIOS = ("hybrid-unified", "hybrid-two-groups")
 attention type: for backends that can serve such a model (vLLM 0.9.0's FlashInfer cannot)."""
 
 
-def generic_checks(variant: Variant, *, full: bool = False) -> tuple[Check, ...]:
+def generic_checks(variant: Variant) -> tuple[Check, ...]:
     """The checks that apply to a user's backend. MLA backends get the static check only (the
     reference model has no MLA layers); FlashInfer backends skip the hybrid scenarios (vLLM 0.9.0's
-    FlashInfer asserts that every layer of the model shares one window, so it refuses them).
-    ``full`` runs every step of scaling and simulation."""
+    FlashInfer asserts that every layer of the model shares one window, so it refuses them)."""
     backend = variant.backend
     if issubclass(backend, MLACommonBackend):
         return (overrides_check(),)
@@ -317,6 +289,6 @@ def generic_checks(variant: Variant, *, full: bool = False) -> tuple[Check, ...]
     return (
         overrides_check(),
         *(oracle_check(scenario) for scenario in scenarios),
-        scaling_check(max_steps=None if full else 2),
-        simulate_check(max_steps=None if full else 1),
+        scaling_check(max_steps=2),
+        simulate_check(max_steps=1),
     )

@@ -19,8 +19,13 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.regressions.entry import Regression, Variant
+    from harness.regressions.verify import VerifyResult
 
 EXIT_OK = 0
 EXIT_MISBEHAVES = 1
@@ -85,10 +90,7 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _summary(regression: object) -> dict[str, object]:
-    from harness.regressions import Regression
-
-    assert isinstance(regression, Regression)
+def _summary(regression: Regression) -> dict[str, object]:
     return {
         "id": regression.id,
         "title": regression.title,
@@ -112,15 +114,12 @@ def _show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def format_entry(regression: object) -> str:
+def format_entry(r: Regression) -> str:
     """The ``show`` text of one entry."""
-    from harness.regressions import Regression
 
-    assert isinstance(regression, Regression)
-    r = regression
-
-    def qualified(cls: type | None) -> str:
-        return "the reference" if cls is None else f"{cls.__module__}:{cls.__qualname__}"
+    def qualified(variant: Variant) -> str:
+        classes = (variant.backend, variant.runner)
+        return " with runner ".join(f"{c.__module__}:{c.__qualname__}" for c in classes if c)
 
     lines = [
         f"{r.id}: {r.title}",
@@ -129,10 +128,8 @@ def format_entry(regression: object) -> str:
         *(f"  {u} ({u.url})" for u in r.upstream),
         f"bug class: {r.bug_class}",
         f"component: {r.component}",
-        f"buggy:     {qualified(r.buggy.backend)}"
-        + (f" with runner {qualified(r.buggy.runner)}" if r.buggy.runner else ""),
-        f"fixed:     {qualified(r.fixed.backend)}"
-        + (f" with runner {qualified(r.fixed.runner)}" if r.fixed.runner else ""),
+        f"buggy:     {qualified(r.buggy)}",
+        f"fixed:     {qualified(r.fixed)}",
         "checks (each must fail on buggy and pass on fixed):",
         *(f"  {c.name}: {c.description}" for c in r.checks),
         "",
@@ -145,10 +142,10 @@ def format_entry(regression: object) -> str:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from harness.regressions import REGRESSIONS, Regression, Variant
+    from harness.regressions import REGRESSIONS, Variant
     from harness.regressions.isolated import trace, verify_in_child
     from harness.regressions.resolve import is_import_spec, resolve_target
-    from harness.regressions.verify import VerifyResult, verify
+    from harness.regressions.verify import verify
 
     specs: Sequence[str] = [*args.ids, *args.regression]
     isolate = not args.in_process and args.result_file is None
@@ -174,8 +171,7 @@ def _verify(args: argparse.Namespace) -> int:
     if args.result_file is not None:  # a child of verify_in_child: the parent prints
         with open(args.result_file, "w", encoding="utf-8") as handle:
             json.dump([r.to_dict() for r in results], handle)
-        return EXIT_OK if all(r.ok for r in results) else EXIT_MISBEHAVES
-    if args.json:
+    elif args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
         print(format_results(results))
@@ -194,31 +190,21 @@ def _progress() -> Callable[[str], None]:
     return show
 
 
-def format_results(results: Sequence[object]) -> str:
-    """A table of verification results, then the details of whatever misbehaved."""
-    from harness.regressions.verify import VerifyResult
+def _mark(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "NO")
 
+
+def format_results(results: Sequence[VerifyResult]) -> str:
+    """A table of verification results, then the details of whatever misbehaved."""
     rows: list[tuple[str, str, str, str]] = [("id", "buggy detected", "fixed clean", "seconds")]
     details: list[str] = []
     for result in results:
-        assert isinstance(result, VerifyResult)
-
-        def mark(value: bool | None) -> str:
-            return "-" if value is None else ("yes" if value else "NO")
-
-        if result.kind == "variant":
-            rows.append(
-                (result.id, "-", "clean" if result.ok else "FAILS", f"{result.seconds:.2f}")
-            )
-        else:
-            rows.append(
-                (
-                    result.id,
-                    mark(result.buggy_detected),
-                    mark(result.fixed_clean),
-                    f"{result.seconds:.2f}",
-                )
-            )
+        buggy, fixed = (
+            ("-", "clean" if result.ok else "FAILS")
+            if result.kind == "variant"
+            else (_mark(result.buggy_detected), _mark(result.fixed_clean))
+        )
+        rows.append((result.id, buggy, fixed, f"{result.seconds:.2f}"))
         for run in result.runs:
             if not run.as_expected or result.kind == "variant":
                 text = run.outcome.detail if run.outcome is not None else str(run.error)
@@ -236,6 +222,6 @@ def format_results(results: Sequence[object]) -> str:
         )
         for row in rows
     ]
-    bad = sum(1 for r in results if isinstance(r, VerifyResult) and not r.ok)
+    bad = sum(1 for r in results if not r.ok)
     table.append(f"{len(results) - bad} of {len(results)} behave")
     return "\n".join(table + (["", *details] if details else []))

@@ -1,18 +1,10 @@
 """``dummy-run-null-block``: a dummy forward wrote its garbage K/V into the KV cache's null block.
 
-What vLLM shipped. A V1 ``_dummy_run`` that builds attention metadata (idle data-parallel ranks run
-one to keep collectives in step with busy ranks) took its slot mapping from the persistent slot
-mapping buffer, which starts as zeros. Slot 0 is block 0, offset 0: the *null block*, which every
-unused block-table entry points at. The KV cache write then stored the dummy tokens' K/V (often
-NaN) there, and later steps read it back through padded entries. PR #39444 fixed it by filling the
-dummy run's slot mappings with ``-1`` (``PAD_SLOT_ID``), which the cache writes skip; it names
-PR #25954, which made the dummy run compute slot mappings unconditionally, as the cause.
-
-How the variants reproduce it. The reference ``ModelRunner._dummy_run(skip_attn=False)`` pads
-every group's slot mapping with ``PAD_SLOT_ID`` before it builds metadata (the fixed variant). The
-buggy runner is the same method without that fill, so a fresh runner's dummy tokens map to slot 0.
-This entry perturbs the runner, not a backend: both variants use the reference FlashAttention
-backend, and ``memory simulate --regression`` refuses it.
+A V1 ``_dummy_run`` that builds attention metadata took its slot mapping from a zero-initialised
+buffer, so its K/V landed in slot 0, the null block (PR #39444 fixed it with ``PAD_SLOT_ID``,
+naming PR #25954 as the cause). The buggy runner omits the fill; both variants use the reference
+FlashAttention backend, and ``memory simulate --regression`` refuses it. Details:
+``docs/regressions.md``.
 """
 
 from __future__ import annotations

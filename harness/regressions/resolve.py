@@ -188,15 +188,10 @@ def resolve_regression(spec: str) -> Regression:
     return target
 
 
-def resolve_backend(spec: str) -> type[AttentionBackend]:
-    """The backend to run for ``--regression spec`` in ``memory simulate`` / ``memory scaling``
-    and the eval: an entry's buggy backend, or the user's class itself."""
-    return resolve_labelled_backend(spec)[1]
-
-
 def resolve_labelled_backend(spec: str) -> tuple[str, type[AttentionBackend]]:
     """``(label, backend)`` for ``--regression spec`` of the commands that run one backend
-    (the label is the entry id, or ``spec``)."""
+    (``memory simulate``/``scaling``, the eval): an entry's id and buggy backend, or ``spec`` and
+    the user's class itself."""
     target = resolve_target(spec)
     if isinstance(target, Regression):
         return target.id, target.backend  # the entry's property refuses runner-only variants

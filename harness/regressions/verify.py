@@ -106,9 +106,7 @@ def run_check(check: Check, variant: Variant, role: Role) -> CheckRun:
     try:
         outcome: CheckOutcome | None = check.run(variant)
         error = None
-    except Exception as exc:
-        outcome, error = None, describe_error(exc)
-    except SystemExit as exc:
+    except (Exception, SystemExit) as exc:
         outcome, error = None, describe_error(exc)
     return CheckRun(check.name, role, outcome, error, time.perf_counter() - started)
 
@@ -145,13 +143,11 @@ def verify(
             plan: list[tuple[Check, Variant, Role]]
             if isinstance(target, Regression):
                 result = VerifyResult(target.id, "entry")
-                roles: tuple[tuple[Variant, Role], ...] = (
+                roles: list[tuple[Variant, Role]] = [
                     (target.buggy, "buggy"),
                     (target.fixed, "fixed"),
-                )
-                plan = [
-                    (check, variant, role) for check in target.checks for variant, role in roles
                 ]
+                plan = [(check, *role) for check in target.checks for role in roles]
             else:
                 label, variant = target
                 result = VerifyResult(label, "variant")

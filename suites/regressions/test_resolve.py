@@ -11,7 +11,6 @@ from harness.errors import HarnessError
 from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.regressions import Regression, Variant, get_regression
 from harness.regressions.resolve import (
-    resolve_backend,
     resolve_labelled_backend,
     resolve_regression,
     resolve_target,
@@ -56,7 +55,10 @@ def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_an_id_resolves_to_the_catalog_entry() -> None:
     assert resolve_regression("flashinfer-oom") is get_regression("flashinfer-oom")
-    assert resolve_backend("flashinfer-oom") is get_regression("flashinfer-oom").buggy.backend
+    assert (
+        resolve_labelled_backend("flashinfer-oom")[1]
+        is get_regression("flashinfer-oom").buggy.backend
+    )
 
 
 @pytest.mark.usefixtures("user_module")
@@ -65,14 +67,14 @@ def test_module_attr_gives_the_users_entry_or_backend() -> None:
     assert isinstance(target, Regression) and target.id == "user-entry"
     variant = resolve_target("user_variants:MyBackend")
     assert isinstance(variant, Variant) and issubclass(variant.backend, FlashInferBackend)
-    assert resolve_backend("user_variants:MyBackend") is variant.backend
-    assert resolve_backend("user_variants:ENTRY") is FlashInferBackend
+    assert resolve_labelled_backend("user_variants:MyBackend")[1] is variant.backend
+    assert resolve_labelled_backend("user_variants:ENTRY")[1] is FlashInferBackend
     assert resolve_labelled_backend("user_variants:ENTRY") == ("user-entry", FlashInferBackend)
     assert resolve_labelled_backend("user_variants:MyBackend")[0] == "user_variants:MyBackend"
 
 
 def test_a_file_path_works_too(user_module: Path) -> None:
-    assert resolve_backend(f"{user_module}:MyBackend").__name__ == "MyBackend"
+    assert resolve_labelled_backend(f"{user_module}:MyBackend")[1].__name__ == "MyBackend"
 
 
 @pytest.mark.usefixtures("user_module")
@@ -105,7 +107,7 @@ def test_a_backend_is_not_an_entry_and_a_runner_entry_is_not_a_backend() -> None
     with pytest.raises(HarnessError, match="is an attention backend, not a catalog entry"):
         resolve_regression("user_variants:MyBackend")
     with pytest.raises(HarnessError, match="perturbs the model runner"):
-        resolve_backend("dummy-run-null-block")
+        resolve_labelled_backend("dummy-run-null-block")[1]
 
 
 LAZY_MODULE = """
