@@ -108,7 +108,7 @@ class MemoryTracker(UnwrappedDispatchMode):
             before = self.ledger.current_bytes
             for tensor in tensors:
                 storage = _storage(tensor)
-                if storage is None or _key(storage) in self._live:
+                if storage is None or storage_key(storage) in self._live:
                     continue
                 self._add(storage, label, storage.nbytes(), tensor, None)
             return self.ledger.current_bytes - before
@@ -139,20 +139,13 @@ class MemoryTracker(UnwrappedDispatchMode):
             self._observe_outputs(out, info, args, None)
         return result
 
-    def dispatch(
-        self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> Any:
-        """Run ``func`` for a relay in another thread and report what it allocates."""
-        __tracebackhide__ = True
-        return self.__torch_dispatch__(func, types, args, kwargs)
-
     def _observe_new(self, tensor: torch.Tensor, info: _OpInfo, args: tuple[Any, ...]) -> None:
         """Output of a non-mutating op that does not alias its inputs: new unless seen."""
         __tracebackhide__ = True
         if tensor.device.type not in self.devices:
             return
         storage = _storage(tensor)
-        if storage is None or _key(storage) in self._live:
+        if storage is None or storage_key(storage) in self._live:
             return
         nbytes = storage.nbytes()
         if nbytes == 0 or any(arg is tensor for arg in args):
@@ -187,7 +180,7 @@ class MemoryTracker(UnwrappedDispatchMode):
         storage = _storage(tensor)
         if storage is None:
             return
-        key = _key(storage)
+        key = storage_key(storage)
         nbytes = storage.nbytes()
         known = self._live.get(key)
         if known is not None:
@@ -236,7 +229,7 @@ class MemoryTracker(UnwrappedDispatchMode):
         with ledger.lock:
             token = ledger.allocate(allocation)  # a capacity policy may refuse: nothing changes
             ref = _StorageRef(storage, self._freed)
-            ref.key = _key(storage)
+            ref.key = storage_key(storage)
             ref.allocation = allocation
             ref.token = token
             self._live[ref.key] = ref
@@ -263,9 +256,6 @@ class MemoryTracker(UnwrappedDispatchMode):
             self.ledger.free(ref.token)
 
 
-_key = storage_key
-
-
 def _storage(tensor: torch.Tensor) -> torch.UntypedStorage | None:
     if type(tensor) is not torch.Tensor and not isinstance(tensor, torch.nn.Parameter):
         return None
@@ -283,12 +273,6 @@ def _leaves(values: Iterable[Any]) -> Iterator[Any]:
             yield value
 
 
-def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Tensor]:
-    for value in _leaves((args, tuple(kwargs.values()))):
-        if isinstance(value, torch.Tensor):
-            yield value
-
-
 def _aliases_an_input(tensor: torch.Tensor, args: tuple[Any, ...]) -> bool:
     """Whether ``tensor`` shares a storage with a tensor argument (a schema's ``Tensor(a)`` says an
     op *may* alias; ``aten.contiguous`` or ``aten.to`` under inference mode may still allocate).
@@ -296,22 +280,22 @@ def _aliases_an_input(tensor: torch.Tensor, args: tuple[Any, ...]) -> bool:
     storage = _storage(tensor)
     if storage is None:
         return True
-    key = _key(storage)
+    key = storage_key(storage)
     first = args[0] if args else None
-    if type(first) is torch.Tensor and _key(first.untyped_storage()) == key:
+    if type(first) is torch.Tensor and storage_key(first.untyped_storage()) == key:
         return True  # the usual view of the first argument, decided without walking the rest
     for arg in _leaves(args):
         if isinstance(arg, torch.Tensor):
             arg_storage = _storage(arg)
-            if arg_storage is not None and _key(arg_storage) == key:
+            if arg_storage is not None and storage_key(arg_storage) == key:
                 return True
     return False
 
 
 def _input_sizes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, int]:
     sizes: dict[int, int] = {}
-    for tensor in _tensors(args, kwargs):
-        storage = _storage(tensor)
+    for value in _leaves((args, tuple(kwargs.values()))):
+        storage = _storage(value) if isinstance(value, torch.Tensor) else None
         if storage is not None:
-            sizes[_key(storage)] = storage.nbytes()
+            sizes[storage_key(storage)] = storage.nbytes()
     return sizes
