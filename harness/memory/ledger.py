@@ -179,8 +179,6 @@ class Ledger:
         """The error the capacity policy raised for :attr:`refused` (seen even when the thread
         that made the allocation swallowed it)."""
         self.num_allocations = 0
-        self.total_allocated_bytes = 0
-        """Sum of all counted allocation sizes so far (never decreases)."""
         self._live: dict[int, tuple[Allocation, int]] = {}
         self._next_token = 0
         self._seq = 0
@@ -317,7 +315,6 @@ class Ledger:
             self._current += size
             self._seq += 1
             self.num_allocations += 1
-            self.total_allocated_bytes += size
             current = self._current
             if current > self._peak:
                 self._peak = current
