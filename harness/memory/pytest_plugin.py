@@ -34,6 +34,7 @@ from harness.memory.marks import (
 from harness.memory.sizes import parse_size
 
 if TYPE_CHECKING:
+    from harness.memory.cuda_probe import CudaPeak
     from harness.memory.tracker import MemoryTracker
 
 MARKERS: dict[str, Callable[..., object]] = {"memory_budget": memory_budget}
@@ -202,57 +203,37 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
     missing = torch_missing("memory_budget")
     if missing is not None:
         pytest.fail(missing, pytrace=False)
-    if device.kind == "cuda":
-        return (yield from _run_on_cuda(pyfuncitem, device, top))
     import torch
 
     from harness.memory.ledger import Ledger
     from harness.memory.sim_allocator import SimulatedDevice
     from harness.memory.tracker import MemoryTracker
 
-    if device.kind == "meta":
-        assert device.profile is not None
-        ledger = Ledger(capacity=SimulatedDevice(device.profile))
-        tracker = MemoryTracker(ledger, devices=("meta",))
-        default_device: contextlib.AbstractContextManager[object] = torch.device("meta")
-    else:
-        ledger = Ledger()
-        tracker = MemoryTracker(ledger, devices=("cpu",))
-        default_device = contextlib.nullcontext()
-    try:
-        with tracker, default_device:  # every thread's allocations count (tracker docstring)
+    cuda_peak: CudaPeak | None = None
+    if device.kind == "cuda":
+        from harness.memory.cuda_probe import CudaPeak, cuda_unavailable_reason
+
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"memory_budget(device='cuda') needs a GPU: {reason}")
+        cuda_peak = CudaPeak()
+    ledger = Ledger(capacity=None if device.profile is None else SimulatedDevice(device.profile))
+    tracker = MemoryTracker(ledger, devices=(device.kind,))
+    default_device: contextlib.AbstractContextManager[object] = (
+        torch.device("meta") if device.kind == "meta" else contextlib.nullcontext()
+    )
+    try:  # every thread's allocations count (tracker docstring)
+        with cuda_peak or contextlib.nullcontext(), tracker, default_device:
             return (yield)
     finally:  # also when the body failed (e.g. a simulated OOM): the report shows the peak
         pyfuncitem.stash[_MEASUREMENT] = Measurement(
             device=device,
-            peak_bytes=ledger.peak_bytes,
-            method="tracker (live storage bytes)",
+            peak_bytes=ledger.peak_bytes if cuda_peak is None else cuda_peak.peak_bytes,
+            method="tracker (live storage bytes)"
+            if cuda_peak is None
+            else "torch.cuda.max_memory_allocated",
             top_allocations=tuple(ledger.peak_allocations(top)),
             peak_region=ledger.peak_region,
-        )
-
-
-def _run_on_cuda(
-    item: pytest.Function, device: BudgetDevice, top: int
-) -> Generator[None, object, object]:
-    from harness.memory.cuda_probe import CudaPeak, cuda_unavailable_reason
-    from harness.memory.tracker import MemoryTracker
-
-    reason = cuda_unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"memory_budget(device='cuda') needs a GPU: {reason}")
-    tracker = MemoryTracker(devices=("cuda",))
-    peak = CudaPeak()
-    try:
-        with peak, tracker:
-            return (yield)
-    finally:
-        item.stash[_MEASUREMENT] = Measurement(
-            device=device,
-            peak_bytes=peak.peak_bytes,
-            method="torch.cuda.max_memory_allocated",
-            top_allocations=tuple(tracker.ledger.peak_allocations(top)),
-            peak_region=tracker.ledger.peak_region,
         )
 
 
@@ -264,20 +245,9 @@ def harness_memory_tracker(request: pytest.FixtureRequest) -> MemoryTracker:
         pytest.fail(missing, pytrace=False)
     from harness.memory.tracker import MemoryTracker
 
-    tracker = MemoryTracker(devices=("cpu", "meta"))
+    tracker = MemoryTracker()
     request.node.stash[_TRACKER] = tracker
     return tracker
-
-
-@contextlib.contextmanager
-def outside_torch_modes() -> Generator[None, None, None]:
-    """Run the block with no torch function or dispatch mode of this thread active; restore them
-    (a simulation under the budget's tracker and ``meta`` device would be counted twice).
-    """
-    from harness.torch_compat import no_torch_modes
-
-    with no_torch_modes():
-        yield
 
 
 @pytest.hookimpl(wrapper=True)

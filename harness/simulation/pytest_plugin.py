@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.memory.pytest_plugin import outside_torch_modes, torch_missing
+from harness.memory.pytest_plugin import torch_missing
 
 if TYPE_CHECKING:
     from harness.reference.backends.abstract import AttentionBackend
@@ -45,9 +45,11 @@ class Simulator:
         :class:`~harness.simulation.workload.Workload` or its name (``"tiny"``, ``"gsm8k"``).
         """
         from harness.simulation.workload import get_workload
+        from harness.torch_compat import no_torch_modes
 
         chosen = get_workload(workload) if isinstance(workload, str) else workload
-        with outside_torch_modes():
+        # A simulation under the budget's tracker and meta device would be counted twice.
+        with no_torch_modes():
             result = _simulate(backend, model=model, device=device, workload=chosen, **options)
         label = "the reference backend" if backend is None else _qualified_name(backend)
         self.runs.append((label, result))
