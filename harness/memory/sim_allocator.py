@@ -181,31 +181,28 @@ class SimulatedDevice:
         """Reserve a block for ``allocation`` or raise :class:`SimulatedOutOfMemoryError`."""
         __tracebackhide__ = True
         block = round_size(allocation.nbytes)
-        small, medium, large = self._small, self._medium, self._large_reserved
-        if block <= SMALL_SIZE:
-            small += block
-        elif block < MIN_LARGE_ALLOC:
-            medium += block
-        else:
-            large += allocation_size(block)
-        reserved = self._reserved(small, medium, large)
+        pools = self._pools_with(block, 1)
+        reserved = self._reserved(*pools)
         if reserved > self.capacity_bytes - self.non_torch_bytes:  # needs more than is free
             raise self._oom(allocation, block, allocated_bytes)
-        self._small, self._medium, self._large_reserved = small, medium, large
+        self._small, self._medium, self._large_reserved = pools
         self._reserved_bytes = reserved
-        if reserved > self.peak_reserved_bytes:
-            self.peak_reserved_bytes = reserved
+        self.peak_reserved_bytes = max(self.peak_reserved_bytes, reserved)
 
     def free(self, allocation: Allocation) -> None:
         """Return the block of ``allocation``."""
-        block = round_size(allocation.nbytes)
+        pools = self._pools_with(round_size(allocation.nbytes), -1)
+        self._small, self._medium, self._large_reserved = pools
+        self._reserved_bytes = self._reserved(*pools)
+
+    def _pools_with(self, block: int, sign: int) -> tuple[int, int, int]:
+        """Bytes of the small, medium and large pools with ``block`` added (1) or returned (-1)."""
+        small, medium, large = self._small, self._medium, self._large_reserved
         if block <= SMALL_SIZE:
-            self._small -= block
-        elif block < MIN_LARGE_ALLOC:
-            self._medium -= block
-        else:
-            self._large_reserved -= allocation_size(block)
-        self._reserved_bytes = self._reserved(self._small, self._medium, self._large_reserved)
+            return small + sign * block, medium, large
+        if block < MIN_LARGE_ALLOC:
+            return small, medium + sign * block, large
+        return small, medium, large + sign * allocation_size(block)
 
     def _reserved(self, small: int, medium: int, large: int) -> int:
         return (
