@@ -218,12 +218,12 @@ class GoldenSession:
 
     def _partly_selected_modules(self) -> set[str]:
         """Modules this run named with ``::`` (only some of their tests were collected)."""
-        partly: set[str] = set()
-        for arg in self.config.args:
-            path, sep, _ = arg.partition("::")
-            if sep:
-                partly.add(self._relative(Path(self.config.invocation_params.dir, path)))
-        return partly
+        here = self.config.invocation_params.dir
+        return {
+            self._relative(Path(here, arg.partition("::")[0]))
+            for arg in self.config.args
+            if "::" in arg
+        }
 
     def _gone_under_collected_paths(self, module: str) -> bool:
         path = self.config.rootpath / module
@@ -260,14 +260,8 @@ class GoldenSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """pytest-xdist: a worker finished; take the gone owners it found while collecting."""
-        output: object = getattr(node, "workeroutput", None)
-        gone: object = (
-            cast("dict[str, object]", output).get(_GONE_OUTPUT)
-            if isinstance(output, dict)
-            else None
-        )
-        if isinstance(gone, list):
-            self.gone.update(str(owner) for owner in cast("list[object]", gone))
+        output: dict[str, list[str]] = getattr(node, "workeroutput", {})
+        self.gone.update(output.get(_GONE_OUTPUT, ()))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         workeroutput = getattr(self.config, "workeroutput", None)
