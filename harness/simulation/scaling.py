@@ -27,13 +27,10 @@ from harness.reference.engine import memory_tracker, start_engine, tracking
 from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.model import weight_bytes
 from harness.reference.runner import ModelRunner
-from harness.reference.scheduler import Request
+from harness.simulation.simulate import add_workload
 from harness.simulation.workload import Workload, engine_config
 
 KV_CACHE_REGION = "initialize_kv_cache"
-DEFAULT_NUM_BLOCKS = (64, 128)
-DEFAULT_DEVICE = "meta"
-DEFAULT_DTYPE = torch.bfloat16
 MAX_NUM_BLOCKS = 1 << 20
 """The scheduler keeps a Python list per block; what scales does so at any count."""
 MAX_CPU_BYTES = 2 * GiB
@@ -153,12 +150,7 @@ def _run(
             )
         except InsufficientKVCacheMemoryError as exc:
             raise HarnessError(f"num_blocks={num_blocks} is too small: {exc}") from None
-        try:
-            engine.add_requests(
-                Request(r.request_id, [1] * r.prompt_len, r.output_len) for r in workload.requests
-            )
-        except ValueError as exc:
-            raise HarnessError(f"workload {workload.name!r} does not fit: {exc}") from None
+        add_workload(engine, workload, vllm_config.model_config.name)
         engine.run(
             lambda step: schedule.append(
                 (
@@ -219,9 +211,9 @@ def detect_scaling(
     workload: Workload,
     backend: type[AttentionBackend] | None = None,
     regression: str | None = None,
-    num_blocks: tuple[int, int] = DEFAULT_NUM_BLOCKS,
-    device: str = DEFAULT_DEVICE,
-    dtype: torch.dtype = DEFAULT_DTYPE,
+    num_blocks: tuple[int, int] = (64, 128),
+    device: str = "meta",
+    dtype: torch.dtype = torch.bfloat16,
     max_steps: int | None = None,
 ) -> ScalingReport:
     """Run ``workload`` at two ``num_blocks`` and report what scales (module docstring); ``backend``
