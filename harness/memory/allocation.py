@@ -63,8 +63,6 @@ class Allocation:
     tensors registered as already existing, whose allocation was never seen)."""
     region: str | None
     """Innermost ledger region active when the storage was allocated."""
-    replaces: int = 0
-    """Bytes of the storage's previous buffer when this allocation is a resize, else 0."""
 
     @property
     def site(self) -> tuple[str, str | None]:

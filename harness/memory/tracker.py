@@ -197,12 +197,7 @@ class MemoryTracker(UnwrappedDispatchMode):
     # -- events ------------------------------------------------------------------------------
 
     def _allocation(
-        self,
-        op: str,
-        nbytes: int,
-        tensor: torch.Tensor,
-        source: SourceLine | None,
-        replaces: int = 0,
+        self, op: str, nbytes: int, tensor: torch.Tensor, source: SourceLine | None
     ) -> Allocation:
         return Allocation(
             op,
@@ -212,7 +207,6 @@ class MemoryTracker(UnwrappedDispatchMode):
             tensor.device.type,
             source,
             self.ledger.current_region,
-            replaces,
         )
 
     def _add(
@@ -236,9 +230,7 @@ class MemoryTracker(UnwrappedDispatchMode):
 
     def _grow(self, known: _StorageRef, op: str, nbytes: int, tensor: torch.Tensor) -> None:
         __tracebackhide__ = True
-        allocation = self._allocation(
-            op, nbytes, tensor, caller_source(), replaces=known.allocation.nbytes
-        )
+        allocation = self._allocation(op, nbytes, tensor, caller_source())
         ledger = self.ledger
         with ledger.lock:
             token = ledger.allocate(allocation)  # old and new buffers coexist, as in torch
