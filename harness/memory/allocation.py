@@ -25,7 +25,6 @@ SKIPPED_DIRS: tuple[str, ...] = (
 """Frames whose file is under one of these directories are never an allocation's source."""
 
 _skipped_code: dict[CodeType, bool] = {}
-_getframe = getframe
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +92,7 @@ class Allocation:
 def caller_source(depth: int = 1) -> SourceLine | None:
     """The source line of the first frame, ``depth`` frames above the caller or further out, that
     is neither torch's nor ``harness.memory``'s."""
-    frame: FrameType | None = _getframe(depth + 1)
+    frame: FrameType | None = getframe(depth + 1)
     skipped = _skipped_code
     while frame is not None:
         code = frame.f_code

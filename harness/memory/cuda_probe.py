@@ -169,12 +169,8 @@ def nvml_process_lookup(device_index: int = 0) -> NvmlLookup:
     except ImportError:
         return NvmlLookup(None, "no NVML: nvidia-ml-py is not installed")
     try:
-        get_properties: Any = getattr(torch.cuda, "get_device_properties")  # noqa: B009
-        props: Any = get_properties(device_index)
-        domain: int = props.pci_domain_id
-        bus: int = props.pci_bus_id
-        dev: int = props.pci_device_id
-        bus_id = f"{domain:04x}:{bus:02x}:{dev:02x}.0"
+        props: Any = getattr(torch.cuda, "get_device_properties")(device_index)  # noqa: B009
+        bus_id = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
         reserved = int(torch.cuda.memory_reserved(device_index))
         nvml.nvmlInit()
         try:
