@@ -105,17 +105,7 @@ class ScalingReport:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "regression": self.regression,
-            "device": self.device,
-            "dtype": self.dtype,
-            "num_blocks": list(self.num_blocks),
-            "num_steps": self.num_steps,
-            "ok": self.ok,
-            "kv_cache": [asdict(x) for x in self.kv_cache],
-            "findings": [asdict(x) for x in self.findings],
-        }
+        return {**asdict(self), "ok": self.ok}
 
 
 @dataclass
