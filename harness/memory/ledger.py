@@ -47,11 +47,6 @@ class RegionStats:
     end_bytes: int | None = None
     """``None`` while the region is open."""
 
-    @property
-    def peak_increase(self) -> int:
-        """Bytes the region's peak rose above the live bytes at its start."""
-        return self.peak_bytes - self.start_bytes
-
 
 class TimelinePoint(NamedTuple):
     """Live bytes right after event ``seq`` (an allocation or a free) inside ``region``."""
