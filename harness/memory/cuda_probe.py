@@ -74,22 +74,6 @@ class CudaMemoryStats:
             return None
         return self.process_bytes - self.reserved_bytes
 
-    def describe(self) -> str:
-        """One line with every counter, sizes formatted as torch does."""
-        non_torch = self.non_torch_bytes
-        return (
-            f"GPU {self.device_index} ({self.name}): total {format_size(self.total_bytes)}, "
-            f"free {format_size(self.free_bytes)}, allocated {format_size(self.allocated_bytes)} "
-            f"(peak {format_size(self.max_allocated_bytes)}), reserved "
-            f"{format_size(self.reserved_bytes)} (peak {format_size(self.max_reserved_bytes)}), "
-            "non-torch "
-            + (
-                f"unknown ({self.process_note or 'no NVML'})"
-                if non_torch is None
-                else format_size(non_torch)
-            )
-        )
-
 
 def probe(device_index: int = 0) -> CudaMemoryStats:
     """Read every memory counter of ``device_index``; :class:`CudaUnavailableError` without CUDA."""

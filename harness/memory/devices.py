@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-from harness.memory.sizes import GiB, KiB, MiB, format_size
+from harness.memory.sizes import GiB, KiB, MiB
 
 DEFAULT_NON_TORCH_BYTES = 512 * MiB
 """Estimate of the CUDA context plus library workspaces of a single-GPU torch process.
@@ -46,13 +46,6 @@ class DeviceProfile:
             raise HarnessError(
                 f"device profile {self.name!r}: non_torch_bytes must be in [0, total_memory)"
             )
-
-    def describe(self) -> str:
-        """One line: name, capacity as torch prints it, non-torch bytes."""
-        return (
-            f"{self.name}: total capacity {format_size(self.total_memory)}, "
-            f"non-torch {format_size(self.non_torch_bytes)}"
-        )
 
 
 def _printed(gib: float) -> int:
