@@ -72,10 +72,6 @@ class Workload:
     requests: tuple[WorkloadRequest, ...]
     limits: SchedulerConfig
 
-    @property
-    def num_prompt_tokens(self) -> int:
-        return sum(r.prompt_len for r in self.requests)
-
 
 def _lognormal_tokens(
     rng: random.Random, mean_chars: float, cv: float, chars_range: tuple[int, int], cpt: float
