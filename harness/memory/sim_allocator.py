@@ -90,21 +90,18 @@ class SimulatedOutOfMemoryError(torch.OutOfMemoryError):
         *,
         device: str,
         requested_bytes: int,
-        nbytes: int,
         free_bytes: int,
         capacity_bytes: int,
         allocated_bytes: int,
-        reserved_bytes: int,
         allocation: Allocation,
     ) -> None:
         self.torch_message = torch_message
         self.device = device
         self.requested_bytes = requested_bytes
-        self.nbytes = nbytes
+        self.nbytes = allocation.nbytes
         self.free_bytes = free_bytes
         self.capacity_bytes = capacity_bytes
         self.allocated_bytes = allocated_bytes
-        self.reserved_bytes = reserved_bytes
         self.allocation = allocation
         self.op: str = allocation.op
         self.source: SourceLine | None = allocation.source
@@ -228,10 +225,8 @@ class SimulatedDevice:
             message,
             device=self.profile.name,
             requested_bytes=allocation_size(block),
-            nbytes=allocation.nbytes,
             free_bytes=self.free_bytes,
             capacity_bytes=self.capacity_bytes,
             allocated_bytes=allocated_bytes,
-            reserved_bytes=reserved,
             allocation=allocation,
         )
