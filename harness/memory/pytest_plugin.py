@@ -37,9 +37,6 @@ if TYPE_CHECKING:
     from harness.memory.cuda_probe import CudaPeak
     from harness.memory.tracker import MemoryTracker
 
-MARKERS: dict[str, Callable[..., object]] = {"memory_budget": memory_budget}
-"""Marker name -> the pure function that implements it (its signature is the marker's help)."""
-
 CACHE_PREFIX = "harness_memory/peak/"
 """``config.cache`` key prefix; the rest is the test's node id."""
 
@@ -131,8 +128,7 @@ def check_settings(config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     check_settings(config)
-    for name, func in MARKERS.items():
-        config.addinivalue_line("markers", marker_help(name, func))
+    config.addinivalue_line("markers", marker_help("memory_budget", memory_budget))
     config.pluginmanager.register(_IncreaseReport(), "harness-memory-increases")
 
 
