@@ -186,8 +186,6 @@ class Ledger:
         self._active: list[RegionStats] = []
         self._recordings: list[Recording] = []
 
-    # Reading ---------------------------------------------------------------------------------
-
     @property
     def current_bytes(self) -> int:
         """Bytes of everything live now."""
@@ -249,8 +247,6 @@ class Ledger:
                 lines.append(f"  {'':>12}    {allocation.source.text}")
         return "\n".join(lines)
 
-    # Control ---------------------------------------------------------------------------------
-
     @contextlib.contextmanager
     def region(self, name: str) -> Generator[RegionStats, None, None]:
         """Name the events inside the block; yields the region's :class:`RegionStats`."""
@@ -283,8 +279,6 @@ class Ledger:
         finally:
             with self.lock:
                 self._recordings.remove(recording)
-
-    # Events ----------------------------------------------------------------------------------
 
     def allocate(self, allocation: Allocation) -> int:
         """Count ``allocation`` (the capacity policy may refuse it: then it raises and nothing

@@ -113,8 +113,6 @@ class MemoryTracker(UnwrappedDispatchMode):
                 self._add(storage, label, storage.nbytes(), tensor, None)
             return self.ledger.current_bytes - before
 
-    # -- dispatch ----------------------------------------------------------------------------
-
     def __torch_dispatch__(
         self,
         func: Any,
@@ -193,8 +191,6 @@ class MemoryTracker(UnwrappedDispatchMode):
             return
         if nbytes:
             self._add(storage, info.name, nbytes, tensor, caller_source())
-
-    # -- events ------------------------------------------------------------------------------
 
     def _allocation(
         self, op: str, nbytes: int, tensor: torch.Tensor, source: SourceLine | None
