@@ -140,14 +140,10 @@ class Budget:
     device: BudgetDevice
 
 
-def public_parameters(func: Callable[..., object]) -> list[str]:
-    """The parameters a marker takes from users (private ``_name`` ones are the plugin's)."""
-    return [name for name in inspect.signature(func).parameters if not name.startswith("_")]
-
-
 def parse_budget(marker: pytest.Mark) -> Budget:
     """Check the marker's arguments before the body runs; bad ones are a HarnessError."""
-    public = public_parameters(memory_budget)
+    parameters = inspect.signature(memory_budget).parameters
+    public = [name for name in parameters if not name.startswith("_")]  # _name: the plugin's
     takes = f"memory_budget takes {', '.join(public)}"
     unknown = [name for name in marker.kwargs if name not in public]
     if unknown:

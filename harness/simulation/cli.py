@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from harness.reference.backends.abstract import AttentionBackend
     from harness.simulation.workload import Workload
 
-DTYPES = ("bfloat16", "float16", "float32")
-"""``--dtype`` choices of ``scaling``."""
-
 EXIT_OK = 0
 EXIT_FOUND = 1
 """``simulate``: an allocation did not fit; ``scaling``: something besides the KV cache scales."""
@@ -100,7 +97,7 @@ def register(
     )
     scaling.add_argument(
         "--dtype",
-        choices=DTYPES,
+        choices=("bfloat16", "float16", "float32"),
         default="bfloat16",
         help="dtype of the weights and the KV cache (default: %(default)s, what deployments run; "
         "at float32 a cast of the cache to float32 copies nothing)",
