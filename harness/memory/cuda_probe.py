@@ -1,11 +1,8 @@
 """Measure device memory on a real CUDA GPU, and refuse to measure where there is none.
 
 Without CUDA torch's ``max_memory_allocated()`` returns 0, which would pass every budget, so
-:func:`cuda_unavailable_reason` says why a measurement is impossible and callers skip with it.
-:func:`probe` gives torch's allocator counters, the driver's free/total and, with
-``nvidia-ml-py``, this process's usage from NVML (:func:`nvml_process_lookup`, by PCI bus id and
-PID, with a fallback inside PID namespaces). :class:`CudaPeak` measures one block's peak above
-its start. Everything raises :class:`CudaUnavailableError` without CUDA.
+:func:`cuda_unavailable_reason` says why a measurement is impossible and callers skip with it;
+everything else raises :class:`CudaUnavailableError` there.
 """
 
 from __future__ import annotations

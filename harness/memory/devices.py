@@ -1,11 +1,7 @@
 """Named GPU profiles with the capacities torch reports for them.
 
-:class:`DeviceProfile` holds ``total_memory`` (the "total capacity" of torch's out-of-memory
-message), ``non_torch_bytes`` (CUDA context, cuBLAS/NCCL workspaces), ``multi_processor_count``
-(read by vLLM's cascade-attention heuristic) and ``source``. ``DEVICE_PROFILES`` maps names to
-profiles; :func:`get_device_profile` and :func:`register_device_profile` raise
-:class:`~harness.errors.HarnessError` on an unknown or duplicate name. Where only torch's
-two-decimal figure is public, the bytes are it rounded down to 2 MiB (within 5 MiB of the truth).
+Where only torch's two-decimal figure of a capacity is public, the bytes are it rounded down to
+2 MiB (within 5 MiB of the truth).
 """
 
 from __future__ import annotations
