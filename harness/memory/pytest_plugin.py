@@ -169,13 +169,13 @@ def parse_budget(marker: pytest.Mark) -> Budget:
     )
 
 
-def torch_missing(what: str) -> str | None:
-    """A one-line failure text when torch cannot be imported, else ``None``."""
+def require_torch(what: str) -> None:
+    """Fail the test with one line, no traceback, when torch cannot be imported."""
     try:
         import torch  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError as exc:
-        return f"{what} needs torch, which is not importable ({exc}): {ENGINE_INSTALL_HINT}"
-    return None
+        message = f"{what} needs torch, which is not importable ({exc}): {ENGINE_INSTALL_HINT}"
+        pytest.fail(message, pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -192,9 +192,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
     pyfuncitem.stash[_BUDGET] = budget
     device = budget.device
     top = int(value_or_ini(pyfuncitem.config, "memory_top"))
-    missing = torch_missing("memory_budget")
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
+    require_torch("memory_budget")
     import torch
 
     from harness.memory.ledger import Ledger
@@ -232,9 +230,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
 @pytest.fixture
 def harness_memory_tracker(request: pytest.FixtureRequest) -> MemoryTracker:
     """A fresh MemoryTracker (cpu and meta tensors); ``with harness_memory_tracker: ...`` measures."""
-    missing = torch_missing("harness_memory_tracker")
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
+    require_torch("harness_memory_tracker")
     from harness.memory.tracker import MemoryTracker
 
     tracker = MemoryTracker()

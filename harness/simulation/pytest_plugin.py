@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.memory.pytest_plugin import torch_missing
+from harness.memory.pytest_plugin import require_torch
 
 if TYPE_CHECKING:
     from harness.reference.backends.abstract import AttentionBackend
@@ -63,9 +63,7 @@ class Simulator:
 @pytest.fixture
 def harness_simulate(request: pytest.FixtureRequest) -> Simulator:
     """Run an attention backend through harness.simulation.simulate; see :class:`Simulator`."""
-    missing = torch_missing("harness_simulate")
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
+    require_torch("harness_simulate")
     runs: list[tuple[str, SimulationResult]] = []
     request.node.stash[_SIMULATIONS] = runs
     return Simulator(runs)
