@@ -184,11 +184,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
     if marker is None:
         return (yield)
     try:
-        budget: Budget | str = parse_budget(marker)
+        budget = parse_budget(marker)
     except HarnessError as exc:
-        budget = str(exc)
-    if isinstance(budget, str):
-        pytest.fail(budget, pytrace=False)
+        pytest.fail(str(exc), pytrace=False)
     pyfuncitem.stash[_BUDGET] = budget
     device = budget.device
     top = int(value_or_ini(pyfuncitem.config, "memory_top"))
