@@ -168,11 +168,9 @@ class Ledger:
         self.timeline: list[TimelinePoint] = []
         self.regions: list[RegionStats] = []
         """Every region entered so far, in order."""
-        self.refused: Allocation | None = None
-        """The last allocation the capacity policy refused (``None``: none was)."""
         self.refusal: Exception | None = None
-        """The error the capacity policy raised for :attr:`refused` (seen even when the thread
-        that made the allocation swallowed it)."""
+        """The error the capacity policy raised last (seen even when the thread that made the
+        allocation swallowed it)."""
         self.num_allocations = 0
         self._live: dict[int, tuple[Allocation, int]] = {}
         self._next_token = 0
@@ -221,7 +219,7 @@ class Ledger:
         return group_by_site(self._at_peak(), k)
 
     def sites_at_refusal(self, k: int) -> list[AllocationSite]:
-        """Live bytes by site when the capacity policy refused :attr:`refused` (else empty)."""
+        """Live bytes by site at the last :attr:`refusal` (else empty)."""
         return group_by_site(self._live_at_refusal, k)
 
     def region_stats(self, name: str) -> RegionStats:
@@ -293,7 +291,7 @@ class Ledger:
                 try:
                     capacity.allocate(allocation, self._current)
                 except Exception as exc:
-                    self.refused, self.refusal = allocation, exc
+                    self.refusal = exc
                     self._live_at_refusal = list(self._live.values())
                     for recording in self._recordings:
                         recording.refused_at = len(recording.events)
