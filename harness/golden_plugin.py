@@ -227,13 +227,11 @@ class GoldenSession:
 
     def _gone_under_collected_paths(self, module: str) -> bool:
         path = self.config.rootpath / module
-        if path.exists():
-            return False
-        for arg in self.config.args:
-            base = Path(self.config.invocation_params.dir, arg.partition("::")[0]).resolve()
-            if base.is_dir() and path.resolve().is_relative_to(base):
-                return True
-        return False
+        here = self.config.invocation_params.dir
+        bases = [Path(here, arg.partition("::")[0]).resolve() for arg in self.config.args]
+        return not path.exists() and any(
+            b.is_dir() and path.resolve().is_relative_to(b) for b in bases
+        )
 
     def _relative(self, path: Path) -> str:
         try:
