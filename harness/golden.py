@@ -121,8 +121,7 @@ class Scan:
 
 @dataclass
 class GoldenStore:
-    """Golden files under ``root``; ``update`` allows writing them; ``header`` holds the
-    project's own header fields."""
+    """Golden files under ``root``, written only when ``update`` is set."""
 
     root: Path
     update: bool = False

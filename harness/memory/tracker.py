@@ -3,9 +3,8 @@
 ``with MemoryTracker(ledger) as tracker: ...`` reports each storage created on a tracked device
 (``cpu`` and ``meta`` by default, ``cuda`` on request) as an
 :class:`~harness.memory.allocation.Allocation`, and its death as a free. Views allocate nothing;
-a storage is freed when it dies, also after the block. The ledger does all counting.
-:meth:`MemoryTracker.account_existing` reports tensors made before the tracker (weights). With
-``all_threads=True`` (the default) every Python thread is covered (:mod:`harness.memory.threads`).
+a storage is freed when it dies, also after the block. With ``all_threads=True`` (the default)
+every Python thread is covered (:mod:`harness.memory.threads`).
 What it cannot see (a kernel's internal workspace) and its cost: ``docs/modules.md``.
 """
 
@@ -61,11 +60,7 @@ def _info(func: Any) -> _OpInfo:
 
 
 class MemoryTracker(UnwrappedDispatchMode):
-    """Reports storages that aten ops create while the mode is active to ``ledger``.
-
-    ``ledger`` defaults to a fresh :class:`Ledger`; ``devices`` are the tracked device types;
-    ``all_threads`` covers every other Python thread too.
-    """
+    """Reports storages that aten ops create on ``devices`` while it is active to ``ledger``."""
 
     def __init__(
         self,

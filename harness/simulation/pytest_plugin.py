@@ -39,11 +39,7 @@ class Simulator:
         workload: Workload | str,
         **options: Any,
     ) -> SimulationResult:
-        """``simulate(model=, device=, workload=, backend=, **options)`` outside the test's budget.
-
-        ``backend`` is an attention backend class (``None``: the reference one); ``workload`` a
-        :class:`~harness.simulation.workload.Workload` or its name (``"tiny"``, ``"gsm8k"``).
-        """
+        """``simulate(...)`` outside the test's budget; ``workload`` may be a name (``"tiny"``)."""
         from harness.simulation.simulate import simulate
         from harness.simulation.workload import get_workload
         from harness.torch_compat import no_torch_modes
