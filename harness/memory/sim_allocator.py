@@ -44,9 +44,7 @@ TORCH_OOM_ADVICE = (
 
 def round_size(nbytes: int) -> int:
     """The block size torch's caching allocator uses for a request of ``nbytes``."""
-    if nbytes < MIN_BLOCK_SIZE:
-        return MIN_BLOCK_SIZE
-    return -(-nbytes // MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE
+    return max(MIN_BLOCK_SIZE, -(-nbytes // MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE)
 
 
 def allocation_size(block_bytes: int) -> int:

@@ -206,7 +206,6 @@ def _scaling(args: argparse.Namespace) -> int:
 
 def _devices(args: argparse.Namespace) -> int:
     del args
-    for name in sorted(DEVICE_PROFILES):
-        profile = DEVICE_PROFILES[name]
+    for name, profile in sorted(DEVICE_PROFILES.items()):
         print(f"{name:10} {format_size(profile.total_memory):>12}  {profile.source}")
     return EXIT_OK

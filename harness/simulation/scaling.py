@@ -91,9 +91,8 @@ class ScalingReport:
             + (f" with regression {self.regression}" if self.regression else "")
             + f", {self.num_steps} steps at num_blocks={a} and {b}"
         )
-        lines = [head]
         kv = sum(x.count for x in self.kv_cache)
-        lines.append(f"  allowed: {kv} KV cache tensor(s) scale with num_blocks")
+        lines = [head, f"  allowed: {kv} KV cache tensor(s) scale with num_blocks"]
         if self.ok:
             lines.append("  OK: nothing else scales with num_blocks")
         else:
