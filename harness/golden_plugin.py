@@ -44,8 +44,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness-golden", "golden files (harness.golden)")
     group.addoption(
         "--golden-root",
-        default=None,
-        dest="golden_root",
         metavar="DIR",
         help="directory of golden files; turns golden files on (ini: golden_root)",
     )
@@ -63,8 +61,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--update-golden",
         action="store_true",
-        default=False,
-        dest="update_golden",
         help="write golden files from this run's results and delete unused ones "
         "(on purpose only; refused when CI is set)",
     )

@@ -55,8 +55,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--memory-top",
         type=int,
-        default=None,
-        dest="memory_top",
         help="allocations live at the peak to list for a failing memory budget (default 5)",
     )
     parser.addini("memory_top", "default for --memory-top", default="5")
@@ -64,7 +62,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--memory-fail-on-increase",
         action="store_true",
         default=None,
-        dest="memory_fail_on_increase",
         help="fail a budgeted test whose peak is worse than in its last green run",
     )
     parser.addini(
@@ -76,8 +73,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--memory-increase-tolerance",
         type=float,
-        default=None,
-        dest="memory_increase_tolerance",
         help="relative peak increase over the last green run that is still fine (default 0.0)",
     )
     parser.addini(

@@ -61,7 +61,6 @@ def register(
     )
     sim.add_argument(
         "--non-torch",
-        default=None,
         metavar="SIZE",
         help="device memory outside torch, e.g. '512 MiB' (default: the device profile's)",
     )
