@@ -136,8 +136,7 @@ class GoldenStore:
 
     def obtained_path(self, name: str) -> Path:
         """Where a mismatch of golden ``name`` writes what the test obtained."""
-        path = self.path(name)
-        return path.with_name(path.name.removesuffix(".json") + OBTAINED_SUFFIX)
+        return self.path(name).with_suffix(OBTAINED_SUFFIX)
 
     def scan(self) -> Scan:
         """Every golden file on disk (``*.obtained.json`` excluded) with its owner, sorted;

@@ -104,9 +104,8 @@ def check_settings(config: pytest.Config) -> None:
         ("memory_top", "--memory-top"),
         ("memory_increase_tolerance", "--memory-increase-tolerance"),
     ):
-        given = config.getoption(key) is not None
         text = str(value_or_ini(config, key)).strip()
-        name = flag if given else key
+        name = flag if config.getoption(key) is not None else key
         if key == "memory_top":
             if not (text.lstrip("+").isdigit() and int(text) >= 1):
                 raise pytest.UsageError(f"{name}: expected a positive integer, got {text!r}")
