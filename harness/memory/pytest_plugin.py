@@ -17,7 +17,6 @@ import contextlib
 import inspect
 import math
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -44,7 +43,7 @@ ENGINE_INSTALL_HINT = "pip install 'attn-metadata-harness[engine]'"
 """What to install when torch is missing."""
 
 _MEASUREMENT = pytest.StashKey[Measurement]()
-_BUDGET = pytest.StashKey["Budget"]()
+_BUDGET = pytest.StashKey[int]()
 _TRACKER = pytest.StashKey["MemoryTracker"]()
 _PEAK_PROPERTY = "memory_peak_bytes"
 _INCREASE_PROPERTY = "memory_peak_increase"
@@ -126,16 +125,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_IncreaseReport(), "harness-memory-increases")
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """A ``memory_budget`` marker's arguments, checked: the peak in bytes and the device."""
-
-    peak_bytes: int
-    device: BudgetDevice
-
-
-def parse_budget(marker: pytest.Mark) -> Budget:
-    """Check the marker's arguments before the body runs; bad ones are a HarnessError."""
+def parse_budget(marker: pytest.Mark) -> tuple[int, BudgetDevice]:
+    """The marker's peak in bytes and device, checked before the body runs (else HarnessError)."""
     parameters = inspect.signature(memory_budget).parameters
     public = [name for name in parameters if not name.startswith("_")]  # _name: the plugin's
     takes = f"memory_budget takes {', '.join(public)}"
@@ -157,10 +148,7 @@ def parse_budget(marker: pytest.Mark) -> Budget:
     peak: object = arguments["peak"]
     if not isinstance(peak, (str, int)):
         raise HarnessError(f"invalid memory_budget peak {peak!r}: expected e.g. '64 MiB'")
-    return Budget(
-        peak_bytes=parse_size(peak),
-        device=parse_budget_device(str(arguments.get("device", "cpu"))),
-    )
+    return parse_size(peak), parse_budget_device(str(arguments.get("device", "cpu")))
 
 
 def require_torch(what: str) -> None:
@@ -178,11 +166,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
     if marker is None:
         return (yield)
     try:
-        budget = parse_budget(marker)
+        budget_bytes, device = parse_budget(marker)
     except HarnessError as exc:
         pytest.fail(str(exc), pytrace=False)
-    pyfuncitem.stash[_BUDGET] = budget
-    device = budget.device
+    pyfuncitem.stash[_BUDGET] = budget_bytes
     top = int(value_or_ini(pyfuncitem.config, "memory_top"))
     require_torch("memory_budget")
     import torch
@@ -259,13 +246,13 @@ def _add_measurements(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 def _judge(
-    item: pytest.Item, report: pytest.TestReport, budget: Budget, measurement: Measurement
+    item: pytest.Item, report: pytest.TestReport, budget_bytes: int, measurement: Measurement
 ) -> None:
     report.user_properties.append((_PEAK_PROPERTY, measurement.peak_bytes))
     if report.failed:  # the body raised (e.g. an out-of-memory error): show what was live
         report.sections.append(("memory budget", describe_measurement(measurement)))
         return
-    exceeded = memory_budget(budget.peak_bytes, str(budget.device), _measurement=measurement)
+    exceeded = memory_budget(budget_bytes, str(measurement.device), _measurement=measurement)
     if exceeded is not None:
         report.sections.append(exceeded.section)
         if report.passed:
