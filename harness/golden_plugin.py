@@ -6,9 +6,8 @@ Then the ``golden`` fixture's ``golden.check(name, data)`` compares ``data`` wit
 mismatch fails with the diff, writes ``<name>.obtained.json`` and prints the command that
 regenerates it. ``--update-golden`` writes (refused when ``CI`` is set) and deletes unused files
 (their owner passed without checking them, or is gone), also on a partial run. Ini
-``golden_header`` (``KEY = VALUE`` lines) adds the project's own header fields. The summary counts
-files created, updated and deleted, and lists entries under the root that are no golden file
-(ignored). Works under pytest-xdist: workers report to the controller, which judges.
+``golden_header`` (``KEY = VALUE`` lines) adds the project's own header fields. Works under
+pytest-xdist: workers report to the controller, which judges.
 
 Only pytest and the standard library are imported (no torch).
 """

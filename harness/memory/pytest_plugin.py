@@ -5,8 +5,7 @@
   (skipped with the reason where there is none). A failure lists the largest live allocations.
 - Fixture ``harness_memory_tracker``: a fresh :class:`~harness.memory.tracker.MemoryTracker`.
 - A peak higher than the last green run's (``config.cache``) is reported, and fails the test with
-  ``--memory-fail-on-increase``. Options: ``--memory-top``, ``--memory-fail-on-increase``,
-  ``--memory-increase-tolerance`` (each with an ini twin, :func:`value_or_ini`).
+  ``--memory-fail-on-increase``. Each option has an ini twin (:func:`value_or_ini`).
 
 Only pytest and the standard library are imported at startup; details in ``docs/modules.md``.
 """
