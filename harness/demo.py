@@ -20,13 +20,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--scenario",
-        default=None,
         help="a named scenario (an unknown name lists them; default: a hybrid full + "
         "sliding-window model through prefill and decode)",
     )
     parser.add_argument(
         "--backend",
-        default=None,
         help="attention backend for every group, e.g. FLASH_ATTN or FLASHINFER "
         "(an unknown name lists them; default: the scenario's)",
     )

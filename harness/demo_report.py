@@ -29,11 +29,7 @@ def demo(
     torch.set_num_threads(1)  # tiny matrices: threads only add overhead
     scenario = get_scenario(scenario_name)
     result = run_scenario(scenario, attn_backend)
-    backend_name = (
-        attn_backend
-        if isinstance(attn_backend, str) or attn_backend is None
-        else attn_backend.__name__
-    ) or scenario.backend
+    backend_name = getattr(attn_backend, "__name__", attn_backend) or scenario.backend
     console.print(
         f"[bold]{scenario.name}[/bold]: {scenario.description}\n"
         f"model {scenario.model_config.name} ({scenario.model_config.num_hidden_layers} layers), "

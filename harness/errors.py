@@ -2,7 +2,4 @@
 
 
 class HarnessError(Exception):
-    """A user-facing error: bad input, a missing file, an unknown name.
-
-    The CLI prints ``harness: error: <message>`` and exits with code 2.
-    """
+    """A user-facing error: bad input, a missing file, an unknown name."""

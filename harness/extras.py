@@ -24,10 +24,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
 def extra_for_module(module: str) -> str | None:
     """The extra whose packages provide the top-level package of ``module``, or ``None``."""
     top = module.partition(".")[0]
-    for extra, modules in EXTRA_MODULES.items():
-        if top in modules:
-            return extra
-    return None
+    return next((extra for extra, modules in EXTRA_MODULES.items() if top in modules), None)
 
 
 def install_hint(extra: str) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -84,6 +84,8 @@ class GoldenDocument:
     test: str | None
     """Node id of the owning test; ``None`` for a format 1 file (no owner recorded)."""
     format: int | None
+    fields: dict[str, object] = field(default_factory=dict[str, object])
+    """The header fields a project chose (everything but the store's own)."""
 
 
 def parse(text: str) -> GoldenDocument:
@@ -102,6 +104,7 @@ def parse(text: str) -> GoldenDocument:
         data=fields.get("data"),
         test=test if isinstance(test, str) else None,
         format=version if isinstance(version, int) else None,
+        fields={k: v for k, v in header.items() if k not in RESERVED_HEADER},
     )
 
 
@@ -118,8 +121,7 @@ class Scan:
 
 @dataclass
 class GoldenStore:
-    """Golden files under ``root``; ``update`` allows writing them; ``header`` holds the
-    project's own header fields."""
+    """Golden files under ``root``, written only when ``update`` is set."""
 
     root: Path
     update: bool = False
@@ -134,8 +136,7 @@ class GoldenStore:
 
     def obtained_path(self, name: str) -> Path:
         """Where a mismatch of golden ``name`` writes what the test obtained."""
-        path = self.path(name)
-        return path.with_name(path.name.removesuffix(".json") + OBTAINED_SUFFIX)
+        return self.path(name).with_suffix(OBTAINED_SUFFIX)
 
     def scan(self) -> Scan:
         """Every golden file on disk (``*.obtained.json`` excluded) with its owner, sorted;
@@ -163,14 +164,6 @@ class GoldenStore:
                 except OSError as exc:
                     ignored.append((relative, f"unreadable: {exc.strerror or exc}"))
         return Scan(owners, ignored)
-
-    def names(self) -> Iterator[str]:
-        """Names of the usable golden files on disk (``*.obtained.json`` excluded), sorted."""
-        yield from self.scan().owners
-
-    def owner(self, name: str) -> str | None:
-        """The node id of the test that owns golden ``name`` (``None``: none recorded)."""
-        return parse(self.path(name).read_text(encoding="utf-8")).test
 
     def delete(self, name: str) -> None:
         """Remove golden ``name`` and the obtained file a mismatch left beside it."""
@@ -203,12 +196,13 @@ class GoldenStore:
         if path.exists() and not path.is_file():
             raise GoldenMismatch(f"golden file {path} is a directory, not a file; remove it")
         expected = self._read(path)
+        document = parse(obtained)
         # An update also brings the project's own header fields up to date; a plain run judges
         # the data and the owner only.
         if (
             expected is not None
-            and _same(parse(expected), parse(obtained))
-            and (not self.update or _fields(expected) == _fields(obtained))
+            and _same(recorded := parse(expected), document)
+            and (not self.update or recorded.fields == document.fields)
         ):
             obtained_path.unlink(missing_ok=True)
             return GoldenOutcome.MATCHED
@@ -224,7 +218,7 @@ class GoldenStore:
                 f"Create it on purpose with: {self.regenerate_hint}"
             )
         recorded = parse(expected)
-        if recorded.data == parse(obtained).data:
+        if recorded.data == document.data:
             raise GoldenMismatch(
                 f"golden file {path}: the data match but {_owner_problem(recorded, test)}; "
                 f"record this test as its owner, on purpose, with: {self.regenerate_hint}"
@@ -248,18 +242,6 @@ def _same(recorded: GoldenDocument, obtained: GoldenDocument) -> bool:
         and recorded.test == obtained.test
         and recorded.data == obtained.data
     )
-
-
-def _fields(text: str) -> dict[str, object]:
-    """The header fields a project chose (everything but the store's own)."""
-    document: object = json.loads(text)
-    header = (
-        cast("dict[str, object]", document).get("header") if isinstance(document, dict) else None
-    )
-    if not isinstance(header, dict):
-        return {}
-    fields = cast("dict[str, object]", header)
-    return {k: v for k, v in fields.items() if k not in RESERVED_HEADER}
 
 
 def _diff(expected: str, obtained: str, path: Path, obtained_path: Path) -> str:

@@ -6,9 +6,8 @@ Then the ``golden`` fixture's ``golden.check(name, data)`` compares ``data`` wit
 mismatch fails with the diff, writes ``<name>.obtained.json`` and prints the command that
 regenerates it. ``--update-golden`` writes (refused when ``CI`` is set) and deletes unused files
 (their owner passed without checking them, or is gone), also on a partial run. Ini
-``golden_header`` (``KEY = VALUE`` lines) adds the project's own header fields. The summary counts
-files created, updated and deleted, and lists entries under the root that are no golden file
-(ignored). Works under pytest-xdist: workers report to the controller, which judges.
+``golden_header`` (``KEY = VALUE`` lines) adds the project's own header fields. Works under
+pytest-xdist: workers report to the controller, which judges.
 
 Only pytest and the standard library are imported (no torch).
 """
@@ -44,8 +43,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness-golden", "golden files (harness.golden)")
     group.addoption(
         "--golden-root",
-        default=None,
-        dest="golden_root",
         metavar="DIR",
         help="directory of golden files; turns golden files on (ini: golden_root)",
     )
@@ -63,8 +60,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--update-golden",
         action="store_true",
-        default=False,
-        dest="update_golden",
         help="write golden files from this run's results and delete unused ones "
         "(on purpose only; refused when CI is set)",
     )
@@ -218,22 +213,20 @@ class GoldenSession:
 
     def _partly_selected_modules(self) -> set[str]:
         """Modules this run named with ``::`` (only some of their tests were collected)."""
-        partly: set[str] = set()
-        for arg in self.config.args:
-            path, sep, _ = arg.partition("::")
-            if sep:
-                partly.add(self._relative(Path(self.config.invocation_params.dir, path)))
-        return partly
+        here = self.config.invocation_params.dir
+        return {
+            self._relative(Path(here, arg.partition("::")[0]))
+            for arg in self.config.args
+            if "::" in arg
+        }
 
     def _gone_under_collected_paths(self, module: str) -> bool:
         path = self.config.rootpath / module
-        if path.exists():
-            return False
-        for arg in self.config.args:
-            base = Path(self.config.invocation_params.dir, arg.partition("::")[0]).resolve()
-            if base.is_dir() and path.resolve().is_relative_to(base):
-                return True
-        return False
+        here = self.config.invocation_params.dir
+        bases = [Path(here, arg.partition("::")[0]).resolve() for arg in self.config.args]
+        return not path.exists() and any(
+            b.is_dir() and path.resolve().is_relative_to(b) for b in bases
+        )
 
     def _relative(self, path: Path) -> str:
         try:
@@ -260,14 +253,8 @@ class GoldenSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """pytest-xdist: a worker finished; take the gone owners it found while collecting."""
-        output: object = getattr(node, "workeroutput", None)
-        gone: object = (
-            cast("dict[str, object]", output).get(_GONE_OUTPUT)
-            if isinstance(output, dict)
-            else None
-        )
-        if isinstance(gone, list):
-            self.gone.update(str(owner) for owner in cast("list[object]", gone))
+        output: dict[str, list[str]] = getattr(node, "workeroutput", {})
+        self.gone.update(output.get(_GONE_OUTPUT, ()))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         workeroutput = getattr(self.config, "workeroutput", None)

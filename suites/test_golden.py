@@ -34,7 +34,7 @@ def test_update_creates_then_matches_then_updates(tmp_path: Path) -> None:
 
 def test_the_file_records_its_owner_and_another_test_is_refused(tmp_path: Path) -> None:
     GoldenStore(tmp_path, update=True).check("x", {"a": 1}, test=OWNER)
-    assert GoldenStore(tmp_path).owner("x") == OWNER
+    assert GoldenStore(tmp_path).scan().owners["x"] == OWNER
     with pytest.raises(GoldenMismatch, match=rf"data match but it belongs to {OWNER}.*REGEN"):
         GoldenStore(tmp_path, regenerate_hint="REGEN").check("x", {"a": 1}, test="t.py::other")
 
@@ -42,7 +42,7 @@ def test_the_file_records_its_owner_and_another_test_is_refused(tmp_path: Path) 
 def test_a_format_1_file_has_no_owner(tmp_path: Path) -> None:
     header = {"format": 1, "generator": "harness 0.1.0", "vllm_version": "0.9.0"}
     (tmp_path / "old.json").write_text(json.dumps({"data": {"a": 1}, "header": header}))
-    assert GoldenStore(tmp_path).owner("old") is None
+    assert GoldenStore(tmp_path).scan().owners["old"] is None
     with pytest.raises(GoldenMismatch, match=r"records no owning test \(format 1\)"):
         GoldenStore(tmp_path).check("old", {"a": 1}, test=OWNER)
 
@@ -68,7 +68,7 @@ def test_names_skip_obtained_files(tmp_path: Path) -> None:
     store.check("a", 1, test=OWNER)
     with pytest.raises(GoldenMismatch):
         GoldenStore(tmp_path).check("a", 3, test=OWNER)
-    assert list(store.names()) == ["a", "b/two"]
+    assert list(store.scan().owners) == ["a", "b/two"]
 
 
 def test_bad_name_is_rejected(tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ SKIPPED_DIRS: tuple[str, ...] = (
 """Frames whose file is under one of these directories are never an allocation's source."""
 
 _skipped_code: dict[CodeType, bool] = {}
-_getframe = getframe
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +62,6 @@ class Allocation:
     tensors registered as already existing, whose allocation was never seen)."""
     region: str | None
     """Innermost ledger region active when the storage was allocated."""
-    replaces: int = 0
-    """Bytes of the storage's previous buffer when this allocation is a resize, else 0."""
 
     @property
     def site(self) -> tuple[str, str | None]:
@@ -95,7 +92,7 @@ class Allocation:
 def caller_source(depth: int = 1) -> SourceLine | None:
     """The source line of the first frame, ``depth`` frames above the caller or further out, that
     is neither torch's nor ``harness.memory``'s."""
-    frame: FrameType | None = _getframe(depth + 1)
+    frame: FrameType | None = getframe(depth + 1)
     skipped = _skipped_code
     while frame is not None:
         code = frame.f_code

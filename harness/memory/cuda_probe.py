@@ -1,11 +1,8 @@
 """Measure device memory on a real CUDA GPU, and refuse to measure where there is none.
 
 Without CUDA torch's ``max_memory_allocated()`` returns 0, which would pass every budget, so
-:func:`cuda_unavailable_reason` says why a measurement is impossible and callers skip with it.
-:func:`probe` gives torch's allocator counters, the driver's free/total and, with
-``nvidia-ml-py``, this process's usage from NVML (:func:`nvml_process_lookup`, by PCI bus id and
-PID, with a fallback inside PID namespaces). :class:`CudaPeak` measures one block's peak above
-its start. Everything raises :class:`CudaUnavailableError` without CUDA.
+:func:`cuda_unavailable_reason` says why a measurement is impossible and callers skip with it;
+everything else raises :class:`CudaUnavailableError` there.
 """
 
 from __future__ import annotations
@@ -73,22 +70,6 @@ class CudaMemoryStats:
         if self.process_bytes is None:
             return None
         return self.process_bytes - self.reserved_bytes
-
-    def describe(self) -> str:
-        """One line with every counter, sizes formatted as torch does."""
-        non_torch = self.non_torch_bytes
-        return (
-            f"GPU {self.device_index} ({self.name}): total {format_size(self.total_bytes)}, "
-            f"free {format_size(self.free_bytes)}, allocated {format_size(self.allocated_bytes)} "
-            f"(peak {format_size(self.max_allocated_bytes)}), reserved "
-            f"{format_size(self.reserved_bytes)} (peak {format_size(self.max_reserved_bytes)}), "
-            "non-torch "
-            + (
-                f"unknown ({self.process_note or 'no NVML'})"
-                if non_torch is None
-                else format_size(non_torch)
-            )
-        )
 
 
 def probe(device_index: int = 0) -> CudaMemoryStats:
@@ -169,12 +150,8 @@ def nvml_process_lookup(device_index: int = 0) -> NvmlLookup:
     except ImportError:
         return NvmlLookup(None, "no NVML: nvidia-ml-py is not installed")
     try:
-        get_properties: Any = getattr(torch.cuda, "get_device_properties")  # noqa: B009
-        props: Any = get_properties(device_index)
-        domain: int = props.pci_domain_id
-        bus: int = props.pci_bus_id
-        dev: int = props.pci_device_id
-        bus_id = f"{domain:04x}:{bus:02x}:{dev:02x}.0"
+        props: Any = getattr(torch.cuda, "get_device_properties")(device_index)  # noqa: B009
+        bus_id = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
         reserved = int(torch.cuda.memory_reserved(device_index))
         nvml.nvmlInit()
         try:

@@ -1,11 +1,7 @@
 """Named GPU profiles with the capacities torch reports for them.
 
-:class:`DeviceProfile` holds ``total_memory`` (the "total capacity" of torch's out-of-memory
-message), ``non_torch_bytes`` (CUDA context, cuBLAS/NCCL workspaces), ``multi_processor_count``
-(read by vLLM's cascade-attention heuristic) and ``source``. ``DEVICE_PROFILES`` maps names to
-profiles; :func:`get_device_profile` and :func:`register_device_profile` raise
-:class:`~harness.errors.HarnessError` on an unknown or duplicate name. Where only torch's
-two-decimal figure is public, the bytes are it rounded down to 2 MiB (within 5 MiB of the truth).
+Where only torch's two-decimal figure of a capacity is public, the bytes are it rounded down to
+2 MiB (within 5 MiB of the truth).
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-from harness.memory.sizes import GiB, KiB, MiB, format_size
+from harness.memory.sizes import GiB, KiB, MiB
 
 DEFAULT_NON_TORCH_BYTES = 512 * MiB
 """Estimate of the CUDA context plus library workspaces of a single-GPU torch process.
@@ -46,13 +42,6 @@ class DeviceProfile:
             raise HarnessError(
                 f"device profile {self.name!r}: non_torch_bytes must be in [0, total_memory)"
             )
-
-    def describe(self) -> str:
-        """One line: name, capacity as torch prints it, non-torch bytes."""
-        return (
-            f"{self.name}: total capacity {format_size(self.total_memory)}, "
-            f"non-torch {format_size(self.non_torch_bytes)}"
-        )
 
 
 def _printed(gib: float) -> int:

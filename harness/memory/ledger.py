@@ -47,11 +47,6 @@ class RegionStats:
     end_bytes: int | None = None
     """``None`` while the region is open."""
 
-    @property
-    def peak_increase(self) -> int:
-        """Bytes the region's peak rose above the live bytes at its start."""
-        return self.peak_bytes - self.start_bytes
-
 
 class TimelinePoint(NamedTuple):
     """Live bytes right after event ``seq`` (an allocation or a free) inside ``region``."""
@@ -173,14 +168,10 @@ class Ledger:
         self.timeline: list[TimelinePoint] = []
         self.regions: list[RegionStats] = []
         """Every region entered so far, in order."""
-        self.refused: Allocation | None = None
-        """The last allocation the capacity policy refused (``None``: none was)."""
         self.refusal: Exception | None = None
-        """The error the capacity policy raised for :attr:`refused` (seen even when the thread
-        that made the allocation swallowed it)."""
+        """The error the capacity policy raised last (seen even when the thread that made the
+        allocation swallowed it)."""
         self.num_allocations = 0
-        self.total_allocated_bytes = 0
-        """Sum of all counted allocation sizes so far (never decreases)."""
         self._live: dict[int, tuple[Allocation, int]] = {}
         self._next_token = 0
         self._seq = 0
@@ -192,8 +183,6 @@ class Ledger:
         self._live_at_refusal: list[tuple[Allocation, int]] = []
         self._active: list[RegionStats] = []
         self._recordings: list[Recording] = []
-
-    # Reading ---------------------------------------------------------------------------------
 
     @property
     def current_bytes(self) -> int:
@@ -230,7 +219,7 @@ class Ledger:
         return group_by_site(self._at_peak(), k)
 
     def sites_at_refusal(self, k: int) -> list[AllocationSite]:
-        """Live bytes by site when the capacity policy refused :attr:`refused` (else empty)."""
+        """Live bytes by site at the last :attr:`refusal` (else empty)."""
         return group_by_site(self._live_at_refusal, k)
 
     def region_stats(self, name: str) -> RegionStats:
@@ -255,8 +244,6 @@ class Ledger:
             if allocation.source is not None and allocation.source.text:
                 lines.append(f"  {'':>12}    {allocation.source.text}")
         return "\n".join(lines)
-
-    # Control ---------------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def region(self, name: str) -> Generator[RegionStats, None, None]:
@@ -291,8 +278,6 @@ class Ledger:
             with self.lock:
                 self._recordings.remove(recording)
 
-    # Events ----------------------------------------------------------------------------------
-
     def allocate(self, allocation: Allocation) -> int:
         """Count ``allocation`` (the capacity policy may refuse it: then it raises and nothing
         counts); returns the token to :meth:`free` it with."""
@@ -306,7 +291,7 @@ class Ledger:
                 try:
                     capacity.allocate(allocation, self._current)
                 except Exception as exc:
-                    self.refused, self.refusal = allocation, exc
+                    self.refusal = exc
                     self._live_at_refusal = list(self._live.values())
                     for recording in self._recordings:
                         recording.refused_at = len(recording.events)
@@ -317,7 +302,6 @@ class Ledger:
             self._current += size
             self._seq += 1
             self.num_allocations += 1
-            self.total_allocated_bytes += size
             current = self._current
             if current > self._peak:
                 self._peak = current

@@ -1,9 +1,6 @@
 """The ``memory_budget`` marker as a pure function over a measurement (no pytest, no torch import).
 
-:func:`memory_budget` is the marker's semantics (its signature and docstring are the marker's
-``--markers`` help); :func:`parse_budget_device` reads ``cpu``, ``meta:<profile>`` or ``cuda``;
-:class:`Measurement` is what was measured; :class:`BudgetExceeded` the failure text and report
-section; :func:`compare_with_last_green` the "worse than the last green run" check.
+:func:`memory_budget`'s signature and docstring are the marker's ``--markers`` help.
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@
   (skipped with the reason where there is none). A failure lists the largest live allocations.
 - Fixture ``harness_memory_tracker``: a fresh :class:`~harness.memory.tracker.MemoryTracker`.
 - A peak higher than the last green run's (``config.cache``) is reported, and fails the test with
-  ``--memory-fail-on-increase``. Options: ``--memory-top``, ``--memory-fail-on-increase``,
-  ``--memory-increase-tolerance`` (each with an ini twin, :func:`value_or_ini`).
+  ``--memory-fail-on-increase``. Each option has an ini twin (:func:`value_or_ini`).
 
 Only pytest and the standard library are imported at startup; details in ``docs/modules.md``.
 """
@@ -17,7 +16,6 @@ import contextlib
 import inspect
 import math
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -34,10 +32,8 @@ from harness.memory.marks import (
 from harness.memory.sizes import parse_size
 
 if TYPE_CHECKING:
+    from harness.memory.cuda_probe import CudaPeak
     from harness.memory.tracker import MemoryTracker
-
-MARKERS: dict[str, Callable[..., object]] = {"memory_budget": memory_budget}
-"""Marker name -> the pure function that implements it (its signature is the marker's help)."""
 
 CACHE_PREFIX = "harness_memory/peak/"
 """``config.cache`` key prefix; the rest is the test's node id."""
@@ -46,7 +42,7 @@ ENGINE_INSTALL_HINT = "pip install 'attn-metadata-harness[engine]'"
 """What to install when torch is missing."""
 
 _MEASUREMENT = pytest.StashKey[Measurement]()
-_BUDGET = pytest.StashKey["Budget"]()
+_BUDGET = pytest.StashKey[int]()
 _TRACKER = pytest.StashKey["MemoryTracker"]()
 _PEAK_PROPERTY = "memory_peak_bytes"
 _INCREASE_PROPERTY = "memory_peak_increase"
@@ -57,8 +53,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--memory-top",
         type=int,
-        default=None,
-        dest="memory_top",
         help="allocations live at the peak to list for a failing memory budget (default 5)",
     )
     parser.addini("memory_top", "default for --memory-top", default="5")
@@ -66,7 +60,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--memory-fail-on-increase",
         action="store_true",
         default=None,
-        dest="memory_fail_on_increase",
         help="fail a budgeted test whose peak is worse than in its last green run",
     )
     parser.addini(
@@ -78,8 +71,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--memory-increase-tolerance",
         type=float,
-        default=None,
-        dest="memory_increase_tolerance",
         help="relative peak increase over the last green run that is still fine (default 0.0)",
     )
     parser.addini(
@@ -111,9 +102,8 @@ def check_settings(config: pytest.Config) -> None:
         ("memory_top", "--memory-top"),
         ("memory_increase_tolerance", "--memory-increase-tolerance"),
     ):
-        given = config.getoption(key) is not None
         text = str(value_or_ini(config, key)).strip()
-        name = flag if given else key
+        name = flag if config.getoption(key) is not None else key
         if key == "memory_top":
             if not (text.lstrip("+").isdigit() and int(text) >= 1):
                 raise pytest.UsageError(f"{name}: expected a positive integer, got {text!r}")
@@ -130,27 +120,14 @@ def check_settings(config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     check_settings(config)
-    for name, func in MARKERS.items():
-        config.addinivalue_line("markers", marker_help(name, func))
+    config.addinivalue_line("markers", marker_help("memory_budget", memory_budget))
     config.pluginmanager.register(_IncreaseReport(), "harness-memory-increases")
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """A ``memory_budget`` marker's arguments, checked: the peak in bytes and the device."""
-
-    peak_bytes: int
-    device: BudgetDevice
-
-
-def public_parameters(func: Callable[..., object]) -> list[str]:
-    """The parameters a marker takes from users (private ``_name`` ones are the plugin's)."""
-    return [name for name in inspect.signature(func).parameters if not name.startswith("_")]
-
-
-def parse_budget(marker: pytest.Mark) -> Budget:
-    """Check the marker's arguments before the body runs; bad ones are a HarnessError."""
-    public = public_parameters(memory_budget)
+def parse_budget(marker: pytest.Mark) -> tuple[int, BudgetDevice]:
+    """The marker's peak in bytes and device, checked before the body runs (else HarnessError)."""
+    parameters = inspect.signature(memory_budget).parameters
+    public = [name for name in parameters if not name.startswith("_")]  # _name: the plugin's
     takes = f"memory_budget takes {', '.join(public)}"
     unknown = [name for name in marker.kwargs if name not in public]
     if unknown:
@@ -170,19 +147,16 @@ def parse_budget(marker: pytest.Mark) -> Budget:
     peak: object = arguments["peak"]
     if not isinstance(peak, (str, int)):
         raise HarnessError(f"invalid memory_budget peak {peak!r}: expected e.g. '64 MiB'")
-    return Budget(
-        peak_bytes=parse_size(peak),
-        device=parse_budget_device(str(arguments.get("device", "cpu"))),
-    )
+    return parse_size(peak), parse_budget_device(str(arguments.get("device", "cpu")))
 
 
-def torch_missing(what: str) -> str | None:
-    """A one-line failure text when torch cannot be imported, else ``None``."""
+def require_torch(what: str) -> None:
+    """Fail the test with one line, no traceback, when torch cannot be imported."""
     try:
         import torch  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError as exc:
-        return f"{what} needs torch, which is not importable ({exc}): {ENGINE_INSTALL_HINT}"
-    return None
+        message = f"{what} needs torch, which is not importable ({exc}): {ENGINE_INSTALL_HINT}"
+        pytest.fail(message, pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -191,93 +165,55 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
     if marker is None:
         return (yield)
     try:
-        budget: Budget | str = parse_budget(marker)
+        budget_bytes, device = parse_budget(marker)
     except HarnessError as exc:
-        budget = str(exc)
-    if isinstance(budget, str):
-        pytest.fail(budget, pytrace=False)
-    pyfuncitem.stash[_BUDGET] = budget
-    device = budget.device
+        pytest.fail(str(exc), pytrace=False)
+    pyfuncitem.stash[_BUDGET] = budget_bytes
     top = int(value_or_ini(pyfuncitem.config, "memory_top"))
-    missing = torch_missing("memory_budget")
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
-    if device.kind == "cuda":
-        return (yield from _run_on_cuda(pyfuncitem, device, top))
+    require_torch("memory_budget")
     import torch
 
     from harness.memory.ledger import Ledger
     from harness.memory.sim_allocator import SimulatedDevice
     from harness.memory.tracker import MemoryTracker
 
-    if device.kind == "meta":
-        assert device.profile is not None
-        ledger = Ledger(capacity=SimulatedDevice(device.profile))
-        tracker = MemoryTracker(ledger, devices=("meta",))
-        default_device: contextlib.AbstractContextManager[object] = torch.device("meta")
-    else:
-        ledger = Ledger()
-        tracker = MemoryTracker(ledger, devices=("cpu",))
-        default_device = contextlib.nullcontext()
-    try:
-        with tracker, default_device:  # every thread's allocations count (tracker docstring)
+    cuda_peak: CudaPeak | None = None
+    if device.kind == "cuda":
+        from harness.memory.cuda_probe import CudaPeak, cuda_unavailable_reason
+
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"memory_budget(device='cuda') needs a GPU: {reason}")
+        cuda_peak = CudaPeak()
+    ledger = Ledger(capacity=None if device.profile is None else SimulatedDevice(device.profile))
+    tracker = MemoryTracker(ledger, devices=(device.kind,))
+    default_device: contextlib.AbstractContextManager[object] = (
+        torch.device("meta") if device.kind == "meta" else contextlib.nullcontext()
+    )
+    try:  # every thread's allocations count (tracker docstring)
+        with cuda_peak or contextlib.nullcontext(), tracker, default_device:
             return (yield)
     finally:  # also when the body failed (e.g. a simulated OOM): the report shows the peak
         pyfuncitem.stash[_MEASUREMENT] = Measurement(
             device=device,
-            peak_bytes=ledger.peak_bytes,
-            method="tracker (live storage bytes)",
+            peak_bytes=ledger.peak_bytes if cuda_peak is None else cuda_peak.peak_bytes,
+            method="tracker (live storage bytes)"
+            if cuda_peak is None
+            else "torch.cuda.max_memory_allocated",
             top_allocations=tuple(ledger.peak_allocations(top)),
             peak_region=ledger.peak_region,
-        )
-
-
-def _run_on_cuda(
-    item: pytest.Function, device: BudgetDevice, top: int
-) -> Generator[None, object, object]:
-    from harness.memory.cuda_probe import CudaPeak, cuda_unavailable_reason
-    from harness.memory.tracker import MemoryTracker
-
-    reason = cuda_unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"memory_budget(device='cuda') needs a GPU: {reason}")
-    tracker = MemoryTracker(devices=("cuda",))
-    peak = CudaPeak()
-    try:
-        with peak, tracker:
-            return (yield)
-    finally:
-        item.stash[_MEASUREMENT] = Measurement(
-            device=device,
-            peak_bytes=peak.peak_bytes,
-            method="torch.cuda.max_memory_allocated",
-            top_allocations=tuple(tracker.ledger.peak_allocations(top)),
-            peak_region=tracker.ledger.peak_region,
         )
 
 
 @pytest.fixture
 def harness_memory_tracker(request: pytest.FixtureRequest) -> MemoryTracker:
     """A fresh MemoryTracker (cpu and meta tensors); ``with harness_memory_tracker: ...`` measures."""
-    missing = torch_missing("harness_memory_tracker")
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
+    require_torch("harness_memory_tracker")
     from harness.memory.tracker import MemoryTracker
 
-    tracker = MemoryTracker(devices=("cpu", "meta"))
+    tracker = MemoryTracker()
     request.node.stash[_TRACKER] = tracker
     return tracker
-
-
-@contextlib.contextmanager
-def outside_torch_modes() -> Generator[None, None, None]:
-    """Run the block with no torch function or dispatch mode of this thread active; restore them
-    (a simulation under the budget's tracker and ``meta`` device would be counted twice).
-    """
-    from harness.torch_compat import no_torch_modes
-
-    with no_torch_modes():
-        yield
 
 
 @pytest.hookimpl(wrapper=True)
@@ -309,13 +245,13 @@ def _add_measurements(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 def _judge(
-    item: pytest.Item, report: pytest.TestReport, budget: Budget, measurement: Measurement
+    item: pytest.Item, report: pytest.TestReport, budget_bytes: int, measurement: Measurement
 ) -> None:
     report.user_properties.append((_PEAK_PROPERTY, measurement.peak_bytes))
     if report.failed:  # the body raised (e.g. an out-of-memory error): show what was live
         report.sections.append(("memory budget", describe_measurement(measurement)))
         return
-    exceeded = memory_budget(budget.peak_bytes, str(budget.device), _measurement=measurement)
+    exceeded = memory_budget(budget_bytes, str(measurement.device), _measurement=measurement)
     if exceeded is not None:
         report.sections.append(exceeded.section)
         if report.passed:

@@ -29,6 +29,7 @@ UNITS: dict[str, int] = {
 }
 """Unit suffix (lower case) -> bytes per unit."""
 
+_UNIT_NAMES = "B, KiB, MiB, GiB, TiB, KB, MB, GB, TB"
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
 
 
@@ -46,14 +47,12 @@ def parse_size(text: str | int) -> int:
     if match is None:
         raise HarnessError(
             f"invalid size {text!r}: expected a number and a unit, e.g. '64 MiB' or '2 GB' "
-            f"(units: {', '.join(_display_units())})"
+            f"(units: {_UNIT_NAMES})"
         )
     number, unit = match.groups()
     factor = UNITS.get(unit.lower() or "b")
     if factor is None:
-        raise HarnessError(
-            f"invalid size {text!r}: unknown unit {unit!r} (units: {', '.join(_display_units())})"
-        )
+        raise HarnessError(f"invalid size {text!r}: unknown unit {unit!r} (units: {_UNIT_NAMES})")
     return int(float(number) * factor) if "." in number else int(number) * factor
 
 
@@ -66,7 +65,3 @@ def format_size(num_bytes: int) -> str:
     if num_bytes <= GiB:
         return f"{num_bytes / MiB:.2f} MiB"
     return f"{num_bytes / GiB:.2f} GiB"
-
-
-def _display_units() -> list[str]:
-    return ["B", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"]

@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Generator
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -25,26 +25,13 @@ from harness.torch_compat import UnwrappedDispatchMode, current_dispatch_mode
 if TYPE_CHECKING:
     from _typeshed import ProfileFunction
 
-
-class Dispatcher(Protocol):
-    """What a relay forwards to: the tracker."""
-
-    @property
-    def active(self) -> bool:
-        """Whether the tracker is entered (ops pass through otherwise)."""
-        ...
-
-    def dispatch(
-        self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> Any:
-        """Run ``func`` and account what it allocates."""
-        ...
+    from harness.memory.tracker import MemoryTracker
 
 
 class _Relay(UnwrappedDispatchMode):
     """The tracker's stand-in in another thread."""
 
-    def __init__(self, tracker: Dispatcher) -> None:
+    def __init__(self, tracker: MemoryTracker) -> None:
         super().__init__()
         self.tracker = tracker
 
@@ -57,7 +44,7 @@ class _Relay(UnwrappedDispatchMode):
     ) -> Any:
         tracker = self.tracker
         if tracker.active:
-            return tracker.dispatch(func, types, args, kwargs)
+            return tracker.__torch_dispatch__(func, types, args, kwargs)
         return func(*args, **(kwargs or {}))
 
 
@@ -66,7 +53,7 @@ class ThreadCoverage:
     coverages nest, so a second tracker never takes a thread away from the first.
     """
 
-    def __init__(self, tracker: Dispatcher) -> None:
+    def __init__(self, tracker: MemoryTracker) -> None:
         self.tracker = tracker
         self.owner = 0
         """The thread whose own mode stack holds the tracker (it gets no relay)."""

@@ -3,9 +3,8 @@
 ``with MemoryTracker(ledger) as tracker: ...`` reports each storage created on a tracked device
 (``cpu`` and ``meta`` by default, ``cuda`` on request) as an
 :class:`~harness.memory.allocation.Allocation`, and its death as a free. Views allocate nothing;
-a storage is freed when it dies, also after the block. The ledger does all counting.
-:meth:`MemoryTracker.account_existing` reports tensors made before the tracker (weights). With
-``all_threads=True`` (the default) every Python thread is covered (:mod:`harness.memory.threads`).
+a storage is freed when it dies, also after the block. With ``all_threads=True`` (the default)
+every Python thread is covered (:mod:`harness.memory.threads`).
 What it cannot see (a kernel's internal workspace) and its cost: ``docs/modules.md``.
 """
 
@@ -61,11 +60,7 @@ def _info(func: Any) -> _OpInfo:
 
 
 class MemoryTracker(UnwrappedDispatchMode):
-    """Reports storages that aten ops create while the mode is active to ``ledger``.
-
-    ``ledger`` defaults to a fresh :class:`Ledger`; ``devices`` are the tracked device types;
-    ``all_threads`` covers every other Python thread too.
-    """
+    """Reports storages that aten ops create on ``devices`` while it is active to ``ledger``."""
 
     def __init__(
         self,
@@ -108,12 +103,10 @@ class MemoryTracker(UnwrappedDispatchMode):
             before = self.ledger.current_bytes
             for tensor in tensors:
                 storage = _storage(tensor)
-                if storage is None or _key(storage) in self._live:
+                if storage is None or storage_key(storage) in self._live:
                     continue
                 self._add(storage, label, storage.nbytes(), tensor, None)
             return self.ledger.current_bytes - before
-
-    # -- dispatch ----------------------------------------------------------------------------
 
     def __torch_dispatch__(
         self,
@@ -139,20 +132,13 @@ class MemoryTracker(UnwrappedDispatchMode):
             self._observe_outputs(out, info, args, None)
         return result
 
-    def dispatch(
-        self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> Any:
-        """Run ``func`` for a relay in another thread and report what it allocates."""
-        __tracebackhide__ = True
-        return self.__torch_dispatch__(func, types, args, kwargs)
-
     def _observe_new(self, tensor: torch.Tensor, info: _OpInfo, args: tuple[Any, ...]) -> None:
         """Output of a non-mutating op that does not alias its inputs: new unless seen."""
         __tracebackhide__ = True
         if tensor.device.type not in self.devices:
             return
         storage = _storage(tensor)
-        if storage is None or _key(storage) in self._live:
+        if storage is None or storage_key(storage) in self._live:
             return
         nbytes = storage.nbytes()
         if nbytes == 0 or any(arg is tensor for arg in args):
@@ -187,7 +173,7 @@ class MemoryTracker(UnwrappedDispatchMode):
         storage = _storage(tensor)
         if storage is None:
             return
-        key = _key(storage)
+        key = storage_key(storage)
         nbytes = storage.nbytes()
         known = self._live.get(key)
         if known is not None:
@@ -201,15 +187,8 @@ class MemoryTracker(UnwrappedDispatchMode):
         if nbytes:
             self._add(storage, info.name, nbytes, tensor, caller_source())
 
-    # -- events ------------------------------------------------------------------------------
-
     def _allocation(
-        self,
-        op: str,
-        nbytes: int,
-        tensor: torch.Tensor,
-        source: SourceLine | None,
-        replaces: int = 0,
+        self, op: str, nbytes: int, tensor: torch.Tensor, source: SourceLine | None
     ) -> Allocation:
         return Allocation(
             op,
@@ -219,7 +198,6 @@ class MemoryTracker(UnwrappedDispatchMode):
             tensor.device.type,
             source,
             self.ledger.current_region,
-            replaces,
         )
 
     def _add(
@@ -236,16 +214,14 @@ class MemoryTracker(UnwrappedDispatchMode):
         with ledger.lock:
             token = ledger.allocate(allocation)  # a capacity policy may refuse: nothing changes
             ref = _StorageRef(storage, self._freed)
-            ref.key = _key(storage)
+            ref.key = storage_key(storage)
             ref.allocation = allocation
             ref.token = token
             self._live[ref.key] = ref
 
     def _grow(self, known: _StorageRef, op: str, nbytes: int, tensor: torch.Tensor) -> None:
         __tracebackhide__ = True
-        allocation = self._allocation(
-            op, nbytes, tensor, caller_source(), replaces=known.allocation.nbytes
-        )
+        allocation = self._allocation(op, nbytes, tensor, caller_source())
         ledger = self.ledger
         with ledger.lock:
             token = ledger.allocate(allocation)  # old and new buffers coexist, as in torch
@@ -261,9 +237,6 @@ class MemoryTracker(UnwrappedDispatchMode):
                 return
             del self._live[ref.key]
             self.ledger.free(ref.token)
-
-
-_key = storage_key
 
 
 def _storage(tensor: torch.Tensor) -> torch.UntypedStorage | None:
@@ -283,12 +256,6 @@ def _leaves(values: Iterable[Any]) -> Iterator[Any]:
             yield value
 
 
-def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Tensor]:
-    for value in _leaves((args, tuple(kwargs.values()))):
-        if isinstance(value, torch.Tensor):
-            yield value
-
-
 def _aliases_an_input(tensor: torch.Tensor, args: tuple[Any, ...]) -> bool:
     """Whether ``tensor`` shares a storage with a tensor argument (a schema's ``Tensor(a)`` says an
     op *may* alias; ``aten.contiguous`` or ``aten.to`` under inference mode may still allocate).
@@ -296,22 +263,22 @@ def _aliases_an_input(tensor: torch.Tensor, args: tuple[Any, ...]) -> bool:
     storage = _storage(tensor)
     if storage is None:
         return True
-    key = _key(storage)
+    key = storage_key(storage)
     first = args[0] if args else None
-    if type(first) is torch.Tensor and _key(first.untyped_storage()) == key:
+    if type(first) is torch.Tensor and storage_key(first.untyped_storage()) == key:
         return True  # the usual view of the first argument, decided without walking the rest
     for arg in _leaves(args):
         if isinstance(arg, torch.Tensor):
             arg_storage = _storage(arg)
-            if arg_storage is not None and _key(arg_storage) == key:
+            if arg_storage is not None and storage_key(arg_storage) == key:
                 return True
     return False
 
 
 def _input_sizes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, int]:
     sizes: dict[int, int] = {}
-    for tensor in _tensors(args, kwargs):
-        storage = _storage(tensor)
+    for value in _leaves((args, tuple(kwargs.values()))):
+        storage = _storage(value) if isinstance(value, torch.Tensor) else None
         if storage is not None:
-            sizes[_key(storage)] = storage.nbytes()
+            sizes[storage_key(storage)] = storage.nbytes()
     return sizes

@@ -26,9 +26,7 @@ from harness.memory.sizes import format_size, parse_size
 
 if TYPE_CHECKING:
     from harness.reference.backends.abstract import AttentionBackend
-
-DTYPES = ("bfloat16", "float16", "float32")
-"""``--dtype`` choices of ``scaling``."""
+    from harness.simulation.workload import Workload
 
 EXIT_OK = 0
 EXIT_FOUND = 1
@@ -53,12 +51,8 @@ def register(
         help="size the KV cache as vLLM does and run a workload on a simulated GPU",
         description="Exit 0: every step fits; 1: out of memory (op and source line named); 2: usage.",
     )
-    sim.add_argument("--model", default="llama-3.1-8b", help="model preset (default: %(default)s)")
+    _add_run_arguments(sim, model="llama-3.1-8b", workload="gsm8k")
     sim.add_argument("--device", default="h100-95", help="device profile (default: %(default)s)")
-    sim.add_argument("--workload", default="gsm8k", help="workload (default: %(default)s)")
-    sim.add_argument(
-        "--regression", default=None, metavar="NAME", help="run a regression variant's backend"
-    )
     sim.add_argument(
         "--gpu-memory-utilization",
         type=float,
@@ -67,7 +61,6 @@ def register(
     )
     sim.add_argument(
         "--non-torch",
-        default=None,
         metavar="SIZE",
         help="device memory outside torch, e.g. '512 MiB' (default: the device profile's)",
     )
@@ -85,11 +78,7 @@ def register(
         help="report allocations whose size changes with num_blocks (only the KV cache may)",
         description="Exit 0: only the KV cache scales; 1: something else does; 2: usage.",
     )
-    scaling.add_argument("--model", default="tiny", help="model preset (default: %(default)s)")
-    scaling.add_argument("--workload", default="tiny", help="workload (default: %(default)s)")
-    scaling.add_argument(
-        "--regression", default=None, metavar="NAME", help="run a regression variant's backend"
-    )
+    _add_run_arguments(scaling, model="tiny", workload="tiny")
     scaling.add_argument(
         "--num-blocks",
         type=int,
@@ -107,7 +96,7 @@ def register(
     )
     scaling.add_argument(
         "--dtype",
-        choices=DTYPES,
+        choices=("bfloat16", "float16", "float32"),
         default="bfloat16",
         help="dtype of the weights and the KV cache (default: %(default)s, what deployments run; "
         "at float32 a cast of the cache to float32 copies nothing)",
@@ -118,6 +107,14 @@ def register(
 
     devices = sub.add_parser("devices", help="list the simulated device profiles")
     devices.set_defaults(func=_devices)
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser, *, model: str, workload: str) -> None:
+    parser.add_argument("--model", default=model, help="model preset (default: %(default)s)")
+    parser.add_argument("--workload", default=workload, help="workload (default: %(default)s)")
+    parser.add_argument(
+        "--regression", default=None, metavar="NAME", help="run a regression variant's backend"
+    )
 
 
 def help_command(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
@@ -136,28 +133,29 @@ def _positive(value: int | None, flag: str) -> None:
         raise HarnessError(f"{flag} must be positive, got {value}")
 
 
-def _backend(args: argparse.Namespace) -> tuple[str | None, type[AttentionBackend] | None]:
+def _run_inputs(
+    args: argparse.Namespace,
+) -> tuple[Workload, str | None, type[AttentionBackend] | None]:
+    """The workload and the (label, backend) of ``--regression`` (``None, None``: the reference)."""
+    _positive(args.max_steps, "--max-steps")
+    from harness.simulation.workload import get_workload
+
+    workload = get_workload(args.workload)
     if args.regression is None:
-        return None, None
+        return workload, None, None
     from harness.regressions.resolve import resolve_labelled_backend
 
-    label, backend = resolve_labelled_backend(args.regression)
-    return label, backend
+    return workload, *resolve_labelled_backend(args.regression)
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    _positive(args.max_steps, "--max-steps")
     _positive(args.top, "--top")
     if args.plot is not None:
         from harness.simulation.plot import check_plot_path
 
         check_plot_path(args.plot)
     non_torch = None if args.non_torch is None else parse_size(args.non_torch)
-    from harness.simulation.workload import get_workload
-
-    workload = get_workload(args.workload)
-    name, backend = _backend(args)
-
+    workload, name, backend = _run_inputs(args)
     from harness.simulation.simulate import simulate
 
     result = simulate(
@@ -186,12 +184,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _scaling(args: argparse.Namespace) -> int:
-    _positive(args.max_steps, "--max-steps")
-    from harness.simulation.workload import get_workload
-
-    workload = get_workload(args.workload)
-    name, backend = _backend(args)
-
+    workload, name, backend = _run_inputs(args)
     import torch
 
     from harness.simulation.scaling import detect_scaling
@@ -212,7 +205,6 @@ def _scaling(args: argparse.Namespace) -> int:
 
 def _devices(args: argparse.Namespace) -> int:
     del args
-    for name in sorted(DEVICE_PROFILES):
-        profile = DEVICE_PROFILES[name]
+    for name, profile in sorted(DEVICE_PROFILES.items()):
         print(f"{name:10} {format_size(profile.total_memory):>12}  {profile.source}")
     return EXIT_OK

@@ -123,9 +123,6 @@ def _headline(result: SimulationResult) -> str:
     return f"{title}: every allocation fit ({len(result.steps)} steps)"
 
 
-# Left: the whole device ---------------------------------------------------------------------
-
-
 def _draw_device_at_failure(ax: Axes, result: SimulationResult, capacity: float) -> None:
     """The device when an allocation did not fit before serving began (while sizing)."""
     oom = result.oom
@@ -265,9 +262,6 @@ def _draw_device(
             fontsize=8,
         )
     _device_axes(ax, result, capacity)
-
-
-# Right: the zoomed story ----------------------------------------------------------------------
 
 
 def _draw_story(

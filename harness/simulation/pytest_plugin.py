@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.memory.pytest_plugin import outside_torch_modes, torch_missing
+from harness.memory.pytest_plugin import require_torch
 
 if TYPE_CHECKING:
     from harness.reference.backends.abstract import AttentionBackend
@@ -39,43 +39,27 @@ class Simulator:
         workload: Workload | str,
         **options: Any,
     ) -> SimulationResult:
-        """``simulate(model=, device=, workload=, backend=, **options)`` outside the test's budget.
-
-        ``backend`` is an attention backend class (``None``: the reference one); ``workload`` a
-        :class:`~harness.simulation.workload.Workload` or its name (``"tiny"``, ``"gsm8k"``).
-        """
+        """``simulate(...)`` outside the test's budget; ``workload`` may be a name (``"tiny"``)."""
+        from harness.simulation.simulate import simulate
         from harness.simulation.workload import get_workload
+        from harness.torch_compat import no_torch_modes
 
         chosen = get_workload(workload) if isinstance(workload, str) else workload
-        with outside_torch_modes():
-            result = _simulate(backend, model=model, device=device, workload=chosen, **options)
-        label = "the reference backend" if backend is None else _qualified_name(backend)
-        self.runs.append((label, result))
+        if backend is not None:
+            options.setdefault("regression", f"{backend.__module__}:{backend.__qualname__}")
+        # A simulation under the budget's tracker and meta device would be counted twice.
+        with no_torch_modes():
+            result = simulate(
+                model=model, device=device, workload=chosen, backend=backend, **options
+            )
+        self.runs.append((options.get("regression") or "the reference backend", result))
         return result
-
-
-def _qualified_name(backend: type[AttentionBackend]) -> str:
-    return f"{backend.__module__}:{backend.__qualname__}"
-
-
-def _simulate(
-    backend: type[AttentionBackend] | None, *, workload: Workload, **options: Any
-) -> SimulationResult:
-    from harness.simulation.simulate import simulate
-
-    if backend is None:
-        return simulate(workload=workload, **options)
-    return simulate(
-        workload=workload, backend=backend, regression=_qualified_name(backend), **options
-    )
 
 
 @pytest.fixture
 def harness_simulate(request: pytest.FixtureRequest) -> Simulator:
     """Run an attention backend through harness.simulation.simulate; see :class:`Simulator`."""
-    missing = torch_missing("harness_simulate")
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
+    require_torch("harness_simulate")
     runs: list[tuple[str, SimulationResult]] = []
     request.node.stash[_SIMULATIONS] = runs
     return Simulator(runs)

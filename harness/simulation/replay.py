@@ -61,41 +61,28 @@ class LayerReplay:
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
-        self.layers: list[_ReplayingLayer] = []
-        self._memo: dict[tuple[Any, ...], _Replayable | bool] = {}
-
-    @property
-    def num_replays(self) -> int:
+        self.num_replays = 0
         """Layer forwards replayed instead of run, so far."""
-        return sum(layer.num_replays for layer in self.layers)
+        self.memo: dict[tuple[Any, ...], _Replayable | bool] = {}
 
     def clear(self) -> None:
         """Forget every recording: call right after each forward (see the module docstring)."""
-        self._memo.clear()
+        self.memo.clear()
 
     def wrap(self, layer: nn.Module) -> nn.Module:
         """The replaying stand-in for ``layer`` (a :class:`LlamaDecoderLayer`)."""
         if not isinstance(layer, LlamaDecoderLayer):
             raise TypeError(f"layer replay wraps LlamaDecoderLayer, got {type(layer).__name__}")
-        wrapper = _ReplayingLayer(layer, self.ledger, self._memo)
-        self.layers.append(wrapper)
-        return wrapper
+        return _ReplayingLayer(layer, self)
 
 
 class _ReplayingLayer(nn.Module):
     """A decoder layer that replays the allocations of an identical earlier layer."""
 
-    def __init__(
-        self,
-        layer: LlamaDecoderLayer,
-        ledger: Ledger,
-        memo: dict[tuple[Any, ...], _Replayable | bool],
-    ) -> None:
+    def __init__(self, layer: LlamaDecoderLayer, replay: LayerReplay) -> None:
         super().__init__()
         self.layer = layer
-        self._ledger = ledger
-        self._memo = memo
-        self.num_replays = 0
+        self._replay = replay
 
     def forward(
         self,
@@ -119,19 +106,20 @@ class _ReplayingLayer(nn.Module):
             None if kv_cache is None else (tuple(kv_cache.shape), kv_cache.dtype),
             id(metadata),
         )
-        entry = self._memo.get(key)
+        memo = self._replay.memo
+        entry = memo.get(key)
         if isinstance(entry, _Replayable):
-            self.num_replays += 1
-            return self._replay(entry)
-        with self._ledger.recording() as recording:
+            self._replay.num_replays += 1
+            return self._issue(entry)
+        with self._replay.ledger.recording() as recording:
             out: torch.Tensor = self.layer(positions, hidden_states, kv_caches, attn_metadata)
         if entry is None:
-            self._memo[key] = _replayable(recording, out, metadata) or False
+            memo[key] = _replayable(recording, out, metadata) or False
         return out
 
-    def _replay(self, entry: _Replayable) -> torch.Tensor:
+    def _issue(self, entry: _Replayable) -> torch.Tensor:
         """Issue the recorded events; the output becomes a real (untracked) tensor we account."""
-        ledger = self._ledger
+        ledger = self._replay.ledger
         tokens: dict[int, int] = {}
         try:
             for is_alloc, index, allocation, _ in entry.events:

@@ -27,13 +27,10 @@ from harness.reference.engine import memory_tracker, start_engine, tracking
 from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
 from harness.reference.model import weight_bytes
 from harness.reference.runner import ModelRunner
-from harness.reference.scheduler import Request
+from harness.simulation.simulate import add_workload
 from harness.simulation.workload import Workload, engine_config
 
 KV_CACHE_REGION = "initialize_kv_cache"
-DEFAULT_NUM_BLOCKS = (64, 128)
-DEFAULT_DEVICE = "meta"
-DEFAULT_DTYPE = torch.bfloat16
 MAX_NUM_BLOCKS = 1 << 20
 """The scheduler keeps a Python list per block; what scales does so at any count."""
 MAX_CPU_BYTES = 2 * GiB
@@ -94,9 +91,8 @@ class ScalingReport:
             + (f" with regression {self.regression}" if self.regression else "")
             + f", {self.num_steps} steps at num_blocks={a} and {b}"
         )
-        lines = [head]
         kv = sum(x.count for x in self.kv_cache)
-        lines.append(f"  allowed: {kv} KV cache tensor(s) scale with num_blocks")
+        lines = [head, f"  allowed: {kv} KV cache tensor(s) scale with num_blocks"]
         if self.ok:
             lines.append("  OK: nothing else scales with num_blocks")
         else:
@@ -108,17 +104,7 @@ class ScalingReport:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "regression": self.regression,
-            "device": self.device,
-            "dtype": self.dtype,
-            "num_blocks": list(self.num_blocks),
-            "num_steps": self.num_steps,
-            "ok": self.ok,
-            "kv_cache": [asdict(x) for x in self.kv_cache],
-            "findings": [asdict(x) for x in self.findings],
-        }
+        return {**asdict(self), "ok": self.ok}
 
 
 @dataclass
@@ -153,12 +139,7 @@ def _run(
             )
         except InsufficientKVCacheMemoryError as exc:
             raise HarnessError(f"num_blocks={num_blocks} is too small: {exc}") from None
-        try:
-            engine.add_requests(
-                Request(r.request_id, [1] * r.prompt_len, r.output_len) for r in workload.requests
-            )
-        except ValueError as exc:
-            raise HarnessError(f"workload {workload.name!r} does not fit: {exc}") from None
+        add_workload(engine, workload, vllm_config.model_config.name)
         engine.run(
             lambda step: schedule.append(
                 (
@@ -219,9 +200,9 @@ def detect_scaling(
     workload: Workload,
     backend: type[AttentionBackend] | None = None,
     regression: str | None = None,
-    num_blocks: tuple[int, int] = DEFAULT_NUM_BLOCKS,
-    device: str = DEFAULT_DEVICE,
-    dtype: torch.dtype = DEFAULT_DTYPE,
+    num_blocks: tuple[int, int] = (64, 128),
+    device: str = "meta",
+    dtype: torch.dtype = torch.bfloat16,
     max_steps: int | None = None,
 ) -> ScalingReport:
     """Run ``workload`` at two ``num_blocks`` and report what scales (module docstring); ``backend``

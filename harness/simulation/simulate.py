@@ -264,7 +264,7 @@ def simulate(
                 wrap_step=observed,
                 after_execute=None if replay is None else replay.clear,
             )
-            _add_workload(engine, workload, model)
+            add_workload(engine, workload, model)
             engine.run(record, max_steps=max_steps)
         except SimulatedOutOfMemoryError as exc:
             oom = exc
@@ -304,7 +304,8 @@ def simulate(
     )
 
 
-def _add_workload(engine: Engine, workload: Workload, model: str) -> None:
+def add_workload(engine: Engine, workload: Workload, model: str) -> None:
+    """Submit every request of ``workload``; one that ``model`` cannot hold is a HarnessError."""
     try:
         engine.add_requests(
             Request(r.request_id, [0] * r.prompt_len, r.output_len) for r in workload.requests

@@ -72,10 +72,6 @@ class Workload:
     requests: tuple[WorkloadRequest, ...]
     limits: SchedulerConfig
 
-    @property
-    def num_prompt_tokens(self) -> int:
-        return sum(r.prompt_len for r in self.requests)
-
 
 def _lognormal_tokens(
     rng: random.Random, mean_chars: float, cv: float, chars_range: tuple[int, int], cpt: float
@@ -162,10 +158,7 @@ def engine_config(
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     dtype: torch.dtype | None = None,
 ) -> VllmConfig:
-    """The ``VllmConfig`` that runs ``workload`` on ``model`` (a preset name or a config).
-
-    ``dtype`` replaces the preset's dtype (weights, activations and the KV cache).
-    """
+    """The ``VllmConfig`` that runs ``workload`` on ``model``; ``dtype`` replaces the preset's."""
     model_config = get_model_config(model) if isinstance(model, str) else model
     max_model_len = min(workload.limits.max_model_len, model_config.max_model_len)
     model_config = replace(

@@ -59,7 +59,7 @@ def test_oom_keeps_the_live_set_of_that_moment() -> None:
             torch.empty(30 * MiB, dtype=torch.uint8, device="meta")
     assert exc.value.nbytes == 30 * MiB
     assert exc.value.allocated_bytes == 40 * MiB  # the ledger's count, in the torch message
-    assert ledger.refused is not None and ledger.refused.nbytes == 30 * MiB
+    assert ledger.refusal is exc.value
     assert [(s.nbytes, s.count) for s in ledger.sites_at_refusal(5)] == [(40 * MiB, 1)]
     assert ledger.current_bytes == 40 * MiB  # the refused allocation was never accounted
     del keep
