@@ -34,8 +34,8 @@ imported one).
 
 from __future__ import annotations
 
-from harness.overrides.resolve import NoLinearization
 from harness.overrides.rules._facts import Issue
+from harness.overrides.tree import NoLinearization
 
 CODE = "HO403"
 SYMBOL = "inconsistent-mro"
