@@ -156,16 +156,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _codes(values: list[str]) -> frozenset[str]:
-    if not values:
-        return frozenset()
     from harness.overrides.rules import get
 
-    codes: set[str] = set()
-    for value in values:
-        for part in value.split(","):
-            if part.strip():
-                codes.add(get(part).code)
-    return frozenset(codes)
+    return frozenset(
+        get(part).code for value in values for part in value.split(",") if part.strip()
+    )
 
 
 def _targets(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
@@ -185,9 +180,7 @@ def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
     config = discover_config(
         [*args.paths, *(args.changed or ())], cwd, explicit=args.config, isolated=args.isolated
     )
-    excluder = config.excluder
-    if args.exclude is not None:
-        excluder = Excluder(args.exclude, cwd)
+    excluder = config.excluder if args.exclude is None else Excluder(args.exclude, cwd)
     if args.extend_exclude:
         excluder = excluder.extended(args.extend_exclude, cwd)
     baseline = args.baseline or config.baseline

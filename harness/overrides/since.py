@@ -94,9 +94,7 @@ def _ref_options(
 ) -> CheckOptions:
     """HEAD's options for REF's tree: REF's own configuration, the same command-line flags."""
     config = discover_config(ref_paths, ref_cwd, explicit=args.config, isolated=args.isolated)
-    excluder = config.excluder
-    if args.exclude is not None:
-        excluder = Excluder(args.exclude, ref_cwd)
+    excluder = config.excluder if args.exclude is None else Excluder(args.exclude, ref_cwd)
     if args.extend_exclude:
         excluder = excluder.extended(args.extend_exclude, ref_cwd)
     return dataclasses.replace(
