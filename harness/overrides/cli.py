@@ -267,17 +267,16 @@ def nothing_to_check(paths: Sequence[str]) -> str:
 
 def _write_baseline(path: str, findings: Sequence[Finding]) -> None:
     """Write the baseline, saying how many entries of the one it replaces were dropped."""
-    from harness.overrides.baseline import key, keys, read, write
+    from harness.overrides.baseline import read, stale, write
 
     try:
-        before = keys(read(path))
+        before = read(path)
     except HarnessError:  # no usable baseline there yet
         before = None
     count = write(path, findings)
     dropped = ""
     if before is not None:
-        before.subtract(key(f) for f in findings)
-        dropped = f" ({sum(n for n in before.values() if n > 0)} stale entries dropped)"
+        dropped = f" ({len(stale(path, before, findings))} stale entries dropped)"
     print(f"harness overrides: wrote {count} finding(s) to {path}{dropped}", file=sys.stderr)
 
 
