@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from harness.overrides.discover import SourceFile
 from harness.overrides.summary import FileSummary, Import
@@ -47,8 +47,6 @@ class NameBinding:
         self._watch = frozenset(watch)
         """Module names (of deleted files) whose lookups mark the looking class as affected."""
         self._touched = False
-        self._watched_lookups: set[tuple[int, str]] = set()
-        """``(id(module), dotted)`` resolutions that went through a watched module name."""
         self.affected: list[ClassInfo] = []
         """Classes whose bases are resolved through a watched module name, found or not:
         the subclasses of what a deleted file defined."""
@@ -72,13 +70,12 @@ class NameBinding:
             for alias in info.file.aliases:
                 self.modules.setdefault(alias, info)
             self._index_module(info)
-        self._targets: dict[tuple[int, str], Target | None] = {}
-        """``(id(module), dotted)`` -> what ``dotted`` names at the top level of that module."""
+        self._memo: dict[tuple[int, str | Binding], tuple[Target | None, bool]] = {}
+        """``(id(module), dotted name or binding)`` -> what it names at the top level of that
+        module, and whether its lookup went through a watched module name."""
         self._files_by_stem: dict[str, list[tuple[SourceFile, str]]] | None = None
         """File name without ``.py`` (a package's directory name) -> the files and their
         directories (built on the first :meth:`misrooted` lookup)."""
-        self._binding_targets: dict[tuple[int, Binding], tuple[Target | None, bool]] = {}
-        """``(id(module), binding)`` -> its target, and whether it went through a watched name."""
         pending = list(self.classes)
         while pending:  # resolving a base may load external modules, and so more classes
             loaded = len(self.external_classes)
@@ -143,18 +140,23 @@ class NameBinding:
 
     def resolve(self, module: ModuleInfo, dotted: str) -> Target | None:
         """What ``dotted`` names at the top level of ``module``, if it is in the tree."""
-        key = (id(module), dotted)
-        if key in self._targets:
-            self._touched = self._touched or key in self._watched_lookups
-            return self._targets[key]
-        self._targets[key] = None  # breaks import cycles
+        return self._memoized((id(module), dotted), lambda: self._resolve_dotted(module, dotted, 0))
+
+    def _memoized(
+        self, key: tuple[int, str | Binding], compute: Callable[[], Target | None]
+    ) -> Target | None:
+        """``compute()`` once per ``key``; a lookup that went through a watched module name
+        marks every lookup it is part of (``None`` while it runs: import cycles end there)."""
+        known = self._memo.get(key)
+        if known is not None:
+            self._touched = self._touched or known[1]
+            return known[0]
+        self._memo[key] = (None, False)
         outer, self._touched = self._touched, False
-        result = self._resolve_dotted(module, dotted, 0)
-        self._targets[key] = result
-        if self._touched:
-            self._watched_lookups.add(key)
+        target = compute()
+        self._memo[key] = (target, self._touched)
         self._touched = outer or self._touched
-        return result
+        return target
 
     def builtin_name(self, module: ModuleInfo, name: str, depth: int = 0) -> str | None:
         """The standard-library name that ``name`` stands for in ``module`` through aliases
@@ -368,17 +370,7 @@ class NameBinding:
     def _binding_target(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
         if binding.cls is not None:
             return binding.cls
-        key = (id(module), binding)
-        known = self._binding_targets.get(key)
-        if known is not None:
-            target, touched = known
-            self._touched = self._touched or touched
-            return target
-        outer, self._touched = self._touched, False
-        target = self._bound_to(module, binding, depth)
-        self._binding_targets[key] = (target, self._touched)
-        self._touched = outer or self._touched
-        return target
+        return self._memoized((id(module), binding), lambda: self._bound_to(module, binding, depth))
 
     def _bound_to(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
         if binding.imp is not None:
