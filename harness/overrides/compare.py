@@ -28,9 +28,7 @@ def is_exempt_method(name: str) -> bool:
     Constructors are called with the subclass's own signature (``C(...)``), so changing it is
     normal; ``__private`` names are mangled per class, so they cannot override anything.
     """
-    if name in CONSTRUCTOR_HOOKS:
-        return True
-    return name.startswith("__") and not name.endswith("__")
+    return name in CONSTRUCTOR_HOOKS or (name.startswith("__") and not name.endswith("__"))
 
 
 def is_operator_dunder(name: str) -> bool:

@@ -54,13 +54,9 @@ def _escape_property(value: str) -> str:
 def github(finding: Finding) -> str:
     """A GitHub Actions workflow command (``::error file=...::message``)."""
     level = "error" if finding.severity is Severity.ERROR else "warning"
-    props = ",".join(
-        [
-            f"file={_escape_property(finding.path)}",
-            f"line={finding.line}",
-            f"col={finding.col}",
-            f"title={_escape_property(f'{finding.code} {finding.symbol}')}",
-        ]
+    title = _escape_property(f"{finding.code} {finding.symbol}")
+    props = (
+        f"file={_escape_property(finding.path)},line={finding.line},col={finding.col},title={title}"
     )
     body = finding.message
     if finding.signature and finding.base_signature:
@@ -159,8 +155,7 @@ def list_rules() -> str:
     """One line per rule: code, symbol, default state, description."""
     from harness.overrides.rules import RULES
 
-    rows: list[str] = []
-    for rule in RULES.values():
-        state = "on" if rule.enabled_by_default else "off"
-        rows.append(f"{rule.code}  {rule.symbol:<28} {state:<3}  {rule.description}")
-    return "\n".join(rows) + "\n"
+    return "".join(
+        f"{r.code}  {r.symbol:<28} {'on' if r.enabled_by_default else 'off':<3}  {r.description}\n"
+        for r in RULES.values()
+    )
