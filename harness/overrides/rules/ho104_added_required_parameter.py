@@ -47,7 +47,6 @@ CODE = "HO104"
 SYMBOL = "added-required-parameter"
 MESSAGE = "{override}() adds required parameter '{name}' that callers of {base}() do not pass"
 DESCRIPTION = "An override adds a parameter without a default."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

@@ -42,7 +42,6 @@ CODE = "HO107"
 SYMBOL = "dropped-variadic"
 MESSAGE = "{override}() drops {variadic} of {base}()"
 DESCRIPTION = "An override drops the base method's *args or **kwargs."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

@@ -54,7 +54,6 @@ CODE = "HO109"
 SYMBOL = "property-method-mismatch"
 MESSAGE = "{override} is {kind} but {base} is {base_kind}"
 DESCRIPTION = "A property overrides a method or a method overrides a property."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

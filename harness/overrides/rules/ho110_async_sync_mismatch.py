@@ -44,7 +44,6 @@ CODE = "HO110"
 SYMBOL = "async-sync-mismatch"
 MESSAGE = "{override}() is {kind} but {base}() is {base_kind}"
 DESCRIPTION = "An async method overrides a sync one or the other way round."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

@@ -63,7 +63,6 @@ MESSAGE = (
     "base: {differences}"
 )
 DESCRIPTION = "Multiple inheritance puts a base's method ahead of a sibling's of another signature."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Sibling
 
 

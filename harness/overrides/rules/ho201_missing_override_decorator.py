@@ -42,7 +42,6 @@ MESSAGE = "{override}() overrides {base}() without @override"
 DESCRIPTION = "An override is not decorated with @typing.override."
 ENABLED_BY_DEFAULT = False
 SUBJECT = Pair
-DRIFT = False
 
 
 def check(pair: Pair) -> list[Issue]:

@@ -34,7 +34,6 @@ CODE = "HO302"
 SYMBOL = "ignore-without-code"
 MESSAGE = "'harness: ignore' without [CODE] suppresses nothing; name the code(s)"
 DESCRIPTION = "A suppression comment without a rule code."
-ENABLED_BY_DEFAULT = True
 SUBJECT = IgnoreComment
 
 

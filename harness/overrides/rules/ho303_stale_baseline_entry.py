@@ -38,7 +38,6 @@ CODE = "HO303"
 SYMBOL = "stale-baseline-entry"
 MESSAGE = "baseline entry '{key}' matches no finding (--write-baseline drops it)"
 DESCRIPTION = "A baseline entry that no current finding matches."
-ENABLED_BY_DEFAULT = True
 SUBJECT = StaleEntry
 
 

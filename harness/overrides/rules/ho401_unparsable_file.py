@@ -40,7 +40,6 @@ CODE = "HO401"
 SYMBOL = "unparsable-file"
 MESSAGE = "{reason}"
 DESCRIPTION = "A file could not be parsed (syntax error, NUL byte, bad encoding, too deep)."
-ENABLED_BY_DEFAULT = True
 SUBJECT = ParseFailure
 
 

@@ -33,7 +33,6 @@ CODE = "HO402"
 SYMBOL = "cyclic-inheritance"
 MESSAGE = "{cls} inherits from itself: {cycle}"
 DESCRIPTION = "A class inherits from itself, directly or through other classes."
-ENABLED_BY_DEFAULT = True
 SUBJECT = InheritanceCycle
 
 

@@ -41,7 +41,6 @@ CODE = "HO403"
 SYMBOL = "inconsistent-mro"
 MESSAGE = "cannot create a consistent method resolution order for {cls} (bases {bases})"
 DESCRIPTION = "A class's bases have no consistent C3 method resolution order."
-ENABLED_BY_DEFAULT = True
 SUBJECT = NoLinearization
 
 

@@ -31,7 +31,6 @@ CODE = "HO404"
 SYMBOL = "unreadable-path"
 MESSAGE = "{reason}"
 DESCRIPTION = "A file or directory in the tree cannot be read (symlink loop, permissions)."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Unreadable
 
 

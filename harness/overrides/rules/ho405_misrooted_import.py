@@ -50,7 +50,6 @@ MESSAGE = (
     "its base's (run from that root, or mark it with a pyproject.toml)"
 )
 DESCRIPTION = "A base class's module is in the tree but named from another import root."
-ENABLED_BY_DEFAULT = True
 SUBJECT = MisrootedBase
 
 
