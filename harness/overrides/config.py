@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -64,12 +64,11 @@ class Config:
     python: str | None = None
     """Absolute path of the environment installed packages are read from (an interpreter, a
     virtual environment or a directory of packages), if the file names one."""
-    excluder: Excluder = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "excluder", Excluder((*self.exclude, *self.extend_exclude), self.root)
-        )
+    @property
+    def excluder(self) -> Excluder:
+        """What ``exclude`` and ``extend-exclude`` leave out of a walk."""
+        return Excluder((*self.exclude, *self.extend_exclude), self.root)
 
 
 def working_directory() -> str:
