@@ -163,14 +163,6 @@ def _codes(values: list[str]) -> frozenset[str]:
     )
 
 
-def _targets(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
-    """The tree's paths and the changed files (``None``: a whole-tree run). ``--changed``
-    with no path of its own takes the positional paths as the changed files."""
-    if args.changed == []:
-        return [], list(args.paths)
-    return list(args.paths), args.changed
-
-
 def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
     """The run's options: command-line flags over the project's configuration file."""
     from harness.overrides.checker import CheckOptions
@@ -217,7 +209,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.overrides.findings import Severity
 
     options, fail_on_name = _options(args)
-    paths, changed = _targets(args)
+    paths, changed = list(args.paths), args.changed  # changed None: a whole-tree run
+    if changed == []:  # a bare --changed: the positional paths are the changed files
+        paths, changed = [], paths
     try:
         result = check(paths, changed=changed, options=options)
     except HarnessError:
@@ -253,8 +247,7 @@ def run(args: argparse.Namespace) -> int:
     if result.stats.missing:
         missing = ", ".join(result.stats.missing)
         print(f"harness overrides: not found; treated as deleted: {missing}", file=sys.stderr)
-    fail_on = Severity(fail_on_name)
-    return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK
+    return EXIT_FINDINGS if result.failed(Severity(fail_on_name)) else EXIT_OK
 
 
 def nothing_to_check(paths: Sequence[str]) -> str:

@@ -107,11 +107,11 @@ class NameBinding:
         for cls_summary in summary.classes:
             cls = ClassInfo(f"{info.name}.{cls_summary.qualname}", ref, cls_summary)
             cls.facts = facts.get(cls_summary.qualname)
-            if cls_summary.qualname in by_qualname:
+            cls.previous = by_qualname.get(cls_summary.qualname)
+            if cls.previous is not None:
                 cls.key = f"{cls.key}@{cls_summary.line}"
             (self.external_classes if info.external else self.classes).append(cls)
             info.members.append(cls)
-            previous = by_qualname.get(cls_summary.qualname)
             by_qualname[cls_summary.qualname] = cls
             outer, _, name = cls_summary.qualname.rpartition(".")
             if not outer:
@@ -120,7 +120,6 @@ class NameBinding:
                 bindings.append((name, Binding(cls_summary.line, cls=cls)))
             elif outer in by_qualname:
                 by_qualname[outer].nested[name] = cls
-            cls.previous = previous
         bindings.sort(key=lambda item: item[1].line)
         for name, binding in bindings:
             info.bindings.setdefault(name, []).append(binding)
@@ -134,8 +133,7 @@ class NameBinding:
         parts = module.name.split(".")
         if not module.file.is_package:
             parts = parts[:-1]
-        if level > 1:
-            parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+        parts = parts[: max(len(parts) - level + 1, 0)]
         return ".".join([*parts, name] if name else parts)
 
     def resolve(self, module: ModuleInfo, dotted: str) -> Target | None:

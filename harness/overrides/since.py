@@ -113,20 +113,9 @@ def ref_keys(
     ]
     if outside or here.split(os.sep)[0] == os.pardir:
         raise HarnessError(f"--since: {(outside or [cwd])[0]} is outside the repository {root}")
-    fingerprint = json.dumps(
-        [
-            code_version(),
-            sys.version,
-            here,
-            relative,
-            sorted(options.select),
-            sorted(options.ignore),
-            args.exclude,
-            args.extend_exclude,
-            args.config,
-            args.isolated,
-        ]
-    )
+    flags = [getattr(args, n) for n in ("exclude", "extend_exclude", "config", "isolated")]
+    rules = [sorted(options.select), sorted(options.ignore)]
+    fingerprint = json.dumps([code_version(), sys.version, here, relative, *rules, *flags])
     directory = None if options.cache_dir is None else cache_directory()
     name = f"{tree}-{digest(fingerprint.encode())[:16]}.json"
     entry = None if directory is None else os.path.join(directory, name)
