@@ -16,6 +16,7 @@ from harness.overrides.signature import MethodKind, Param, ParamKind, Signature
 CONSTRUCTOR_HOOKS = frozenset({"__init__", "__new__", "__init_subclass__", "__post_init__"})
 
 POSITIONAL = (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)
+KEYWORD = (ParamKind.POSITIONAL_OR_KEYWORD, ParamKind.KEYWORD_ONLY)
 VARIADIC = (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD)
 
 
@@ -205,8 +206,7 @@ def align(base: Signature, override: Signature) -> Alignment | None:
     operator = is_operator_dunder(base.name)
     b_params = _positional_view(base.explicit_params(), operator)
     o_params = _positional_view(override.explicit_params(), operator)
-    keyword = (ParamKind.POSITIONAL_OR_KEYWORD, ParamKind.KEYWORD_ONLY)
-    by_name = {p.name: p for p in o_params if p.kind in keyword}
+    by_name = {p.name: p for p in o_params if p.kind in KEYWORD}
     base_names = frozenset(p.name for p in b_params)
     b_pos = [p for p in b_params if p.kind in POSITIONAL]
     o_pos = [p for p in o_params if p.kind in POSITIONAL]

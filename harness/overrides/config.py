@@ -134,14 +134,13 @@ def load(path: str | Path | None) -> Config:
     python = table.get("python")
     if python is not None and not isinstance(python, str):
         raise HarnessError(f"{file}: python must be a string (an interpreter or environment)")
-    exclude = _strings(table, "exclude", file)
     return Config(
         path=str(file),
         root=root,
-        exclude=DEFAULT_EXCLUDE if exclude is None else exclude,
-        extend_exclude=_strings(table, "extend-exclude", file) or (),
-        select=frozenset(_strings(table, "select", file) or ()),
-        ignore=frozenset(_strings(table, "ignore", file) or ()),
+        exclude=_strings(table, "exclude", file, DEFAULT_EXCLUDE),
+        extend_exclude=_strings(table, "extend-exclude", file),
+        select=frozenset(_strings(table, "select", file)),
+        ignore=frozenset(_strings(table, "ignore", file)),
         fail_on=fail_on,
         baseline=None if baseline is None else os.path.join(root, baseline),
         python=None if python is None else os.path.join(root, os.path.expanduser(python)),
@@ -187,10 +186,12 @@ def _table(data: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
     return {str(k): v for k, v in node.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
-def _strings(table: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...] | None:
+def _strings(
+    table: Mapping[str, Any], key: str, path: Path, default: tuple[str, ...] = ()
+) -> tuple[str, ...]:
     value = table.get(key)
     if value is None:
-        return None
+        return default
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):  # pyright: ignore[reportUnknownVariableType]
         raise HarnessError(f"{path}: {key} must be a list of strings")
     return tuple(str(v) for v in value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
