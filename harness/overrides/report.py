@@ -110,11 +110,8 @@ def sarif(findings: Sequence[Finding]) -> dict[str, Any]:
     for finding in findings:
         related: list[dict[str, Any]] = []
         if finding.base_path is not None and finding.base_line is not None:
-            related.append(
-                _location(
-                    finding.base_path, finding.base_line, None, f"base: {finding.base_signature}"
-                )
-            )
+            base = f"base: {finding.base_signature}"
+            related.append(_location(finding.base_path, finding.base_line, message=base))
         if finding.evidence is not None:
             ev = finding.evidence
             related.append(_location(ev.path, ev.line, ev.col, f"call: {ev.text} -> {ev.error}"))

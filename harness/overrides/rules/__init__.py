@@ -103,19 +103,16 @@ RULES: dict[str, Rule] = _registry(
     [importlib.import_module(f"{__name__}.{name}") for name in _MODULES]
 )
 """Every rule by code, in code order."""
+_BY_SYMBOL = {rule.symbol: rule for rule in RULES.values()}
 
 
 def get(code_or_symbol: str) -> Rule:
     """Look a rule up by code or by symbol (``renamed-parameter``), in any case."""
     key = code_or_symbol.strip()
-    rule = RULES.get(key.upper())
-    if rule is not None:
-        return rule
-    for rule in RULES.values():
-        if rule.symbol == key.lower():
-            return rule
-    available = ", ".join(RULES)
-    raise HarnessError(f"unknown rule {code_or_symbol!r}; available: {available}")
+    rule = RULES.get(key.upper()) or _BY_SYMBOL.get(key.lower())
+    if rule is None:
+        raise HarnessError(f"unknown rule {code_or_symbol!r}; available: {', '.join(RULES)}")
+    return rule
 
 
 class RuleSet:

@@ -72,7 +72,6 @@ def _same_call(prop: Signature, method: Signature, prop_declares: bool) -> bool:
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Compare property-ness."""
     base, override = pair.base, pair.override
     if base.is_property is override.is_property:
         return []

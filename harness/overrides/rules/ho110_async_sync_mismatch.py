@@ -53,7 +53,6 @@ def _word(is_async: bool) -> str:
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Compare ``async def`` with ``def``."""
     base, override = pair.base, pair.override
     if base.is_async is override.is_async or base.is_property:
         return []

@@ -45,5 +45,4 @@ SUBJECT = Pair
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Report overrides without the decorator."""
     return [] if pair.override.has_override_decorator else [Issue()]

@@ -38,5 +38,4 @@ SUBJECT = IgnoreComment
 
 
 def check(comment: IgnoreComment) -> list[Issue]:
-    """A comment naming no code."""
     return [] if comment.codes else [Issue(key="bare")]

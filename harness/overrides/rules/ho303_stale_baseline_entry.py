@@ -42,5 +42,4 @@ SUBJECT = StaleEntry
 
 
 def check(entry: StaleEntry) -> list[Issue]:
-    """Every unused entry is reported."""
     return [Issue((), (("key", entry.key),), key=entry.key)]

@@ -44,5 +44,4 @@ SUBJECT = ParseFailure
 
 
 def check(failure: ParseFailure) -> list[Issue]:
-    """Every failure to read a file's source is reported."""
     return [Issue((), (("reason", failure.reason),))]

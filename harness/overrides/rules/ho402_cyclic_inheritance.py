@@ -37,6 +37,5 @@ SUBJECT = InheritanceCycle
 
 
 def check(cycle: InheritanceCycle) -> list[Issue]:
-    """Every class on a cycle of bases is reported, with the cycle."""
     path = " -> ".join(c.qualname for c in cycle.cycle)
     return [Issue((), (("cls", cycle.cls.qualname), ("cycle", path)))]

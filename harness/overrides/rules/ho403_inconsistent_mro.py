@@ -45,6 +45,5 @@ SUBJECT = NoLinearization
 
 
 def check(problem: NoLinearization) -> list[Issue]:
-    """Every class whose bases have no C3 order is reported, with its bases."""
     bases = ", ".join(b.qualname for b in problem.bases)
     return [Issue((), (("cls", problem.cls.qualname), ("bases", bases)))]

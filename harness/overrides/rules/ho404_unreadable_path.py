@@ -35,5 +35,4 @@ SUBJECT = Unreadable
 
 
 def check(path: Unreadable) -> list[Issue]:
-    """Every path that cannot be read is reported, with the reason."""
     return [Issue((), (("reason", path.reason),), key=path.reason)]
