@@ -36,8 +36,7 @@ def text(finding: Finding) -> str:
         )
     if finding.evidence is not None:
         ev = finding.evidence
-        lines.append(f"    call:     {ev.path}:{ev.line}: {ev.text}")
-        lines.append(f"    raises:   {ev.error}")
+        lines += [f"    call:     {ev.path}:{ev.line}: {ev.text}", f"    raises:   {ev.error}"]
         if ev.guards:
             lines.append(f"    reached only if {' and '.join(ev.guards)}")
     return "\n".join(lines)

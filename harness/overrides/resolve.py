@@ -1,13 +1,8 @@
-"""The project: the scanned tree with its names bound, its MROs computed and its hierarchy
-indexed, as the rules and the evidence ask about it.
-
-:class:`Project` is the name binding (:mod:`harness.overrides.names`: what each name of each
-module is, classes' bases) with the queries of the MRO and ancestry index
-(:mod:`harness.overrides.mro`) and of the hierarchy (:mod:`harness.overrides.hierarchy`:
-definers, inheritors, descendants); methods are then taken as the project's own decorators
-leave them (:mod:`harness.overrides.decorators`). The records it hands out are in
-:mod:`harness.overrides.tree`; the graph has no reference cycle, so a project is freed by
-reference counting as soon as the check drops it.
+"""The project: the scanned tree with its names bound (:mod:`harness.overrides.names`), its
+MROs computed (:mod:`harness.overrides.mro`), its hierarchy indexed
+(:mod:`harness.overrides.hierarchy`) and its methods as the project's own decorators leave
+them (:mod:`harness.overrides.decorators`), as the rules and the evidence ask about it. Its
+records (:mod:`harness.overrides.tree`) hold no reference cycle: reference counting frees it.
 """
 
 from __future__ import annotations
