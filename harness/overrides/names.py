@@ -244,17 +244,12 @@ class NameBinding:
 
     def _resolve_import(self, module: ModuleInfo, imp: Import, depth: int) -> Target | None:
         absolute = self.absolute_module(module, imp.module, imp.level)
-        if imp.attr is None:
-            return self._module(absolute)
         source = self._module(absolute)
-        if source is None:
-            return None
-        if source is module and imp.attr == imp.name:
-            return self._module(f"{absolute}.{imp.attr}")
-        found = self._lookup(source, imp.attr, depth + 1)
-        if found is None:
-            return self._module(f"{absolute}.{imp.attr}")
-        return found
+        if imp.attr is None or source is None:
+            return source
+        own = source is module and imp.attr == imp.name  # `from . import x` in x's package
+        found = None if own else self._lookup(source, imp.attr, depth + 1)
+        return found or self._module(f"{absolute}.{imp.attr}")
 
     def _resolve_shadowed(self, module: ModuleInfo, dotted: str) -> Target | None:
         """Resolve ``dotted`` ignoring the module's own class definitions of its head."""
@@ -289,14 +284,10 @@ class NameBinding:
         ``typing_extensions``): bases that add no method a subclass overrides, so a class
         built on them is not missing a base."""
         head, _, rest = dotted.partition(".")
-        name = rest or head
-        if name not in _TYPING_FORMS:
-            return False
         imp = module.imports.get(head)
-        if imp is None:
+        if (rest or head) not in _TYPING_FORMS or imp is None:
             return False
-        source = imp.module if imp.attr is None else f"{imp.module}.{imp.attr}"
-        return source.partition(".")[0] in ("typing", "typing_extensions")
+        return imp.module.partition(".")[0] in ("typing", "typing_extensions")
 
     def misrooted(self, cls: ClassInfo) -> list[MisrootedBase]:
         """The unresolved bases of ``cls`` imported from a dotted module name (``pkg.base``)
