@@ -75,12 +75,9 @@ def bind(
     if given > len(positional) and not varargs:
         kw_given = sum(1 for p in kwonly if p.name in filled)
         defaults = sum(1 for p in positional if p.has_default)
-        if defaults:
-            sig = f"from {len(positional) - defaults} to {len(positional)}"
-            plural = True
-        else:
-            sig = str(len(positional))
-            plural = len(positional) != 1
+        sig = f"from {len(positional) - defaults} to " if defaults else ""
+        sig += str(len(positional))
+        plural = bool(defaults) or len(positional) != 1
         kw_part = (
             f" positional argument{_plural(given)} (and {kw_given} keyword-only argument{_plural(kw_given)})"
             if kw_given

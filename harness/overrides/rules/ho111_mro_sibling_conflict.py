@@ -68,6 +68,5 @@ SUBJECT = Sibling
 
 def check(sibling: Sibling) -> list[Issue]:
     """One issue listing every difference the method-pair rules found, if any."""
-    if not sibling.differences:
-        return []
-    return [Issue((), (("differences", "; ".join(sibling.differences)),))]
+    differences = "; ".join(sibling.differences)
+    return [Issue((), (("differences", differences),))] if sibling.differences else []
