@@ -105,11 +105,10 @@ class ResultStore:
 
     def __init__(self, directory: str | None) -> None:
         self.directory = directory
-        self.runs: dict[bytes, tuple[bytes, Any, Any]] = {}
-        if directory is not None:
-            payload = read_framed(directory, _FILE, _HEADER, _is_run_table)
-            if payload is not None:
-                self.runs = payload
+        payload = (
+            None if directory is None else read_framed(directory, _FILE, _HEADER, _is_run_table)
+        )
+        self.runs: dict[bytes, tuple[bytes, Any, Any]] = payload or {}
 
     def get(self, key: bytes, print_: bytes) -> list[Finding] | None:
         """The stored findings of ``key`` if its fingerprint is ``print_`` and the files it

@@ -11,6 +11,7 @@ method, parameters; never a line), so moved code is not new, like reviewdog's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import io
 import json
@@ -120,11 +121,9 @@ def ref_keys(
     name = f"{tree}-{digest(fingerprint.encode())[:16]}.json"
     entry = None if directory is None else os.path.join(directory, name)
     if entry is not None and os.path.isfile(entry):
-        try:
-            with open(entry, encoding="utf-8") as handle:
-                return Counter(json.load(handle)["keys"]), commit[:12]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a damaged entry: compute it again
+        damaged = (OSError, ValueError, KeyError, TypeError)  # then compute it again
+        with contextlib.suppress(*damaged), open(entry, encoding="utf-8") as handle:
+            return Counter(json.load(handle)["keys"]), commit[:12]
     with tempfile.TemporaryDirectory(prefix="harness-since-") as tmp:
         export(root, commit, tmp)
         ref_cwd = os.path.normpath(os.path.join(tmp, here))
@@ -141,14 +140,12 @@ def ref_keys(
         )
     keys = Counter(key(f) for f in found)
     if entry is not None:
-        try:
+        with contextlib.suppress(OSError):  # the cache is an optimisation
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             partial = f"{entry}.{os.getpid()}.tmp"
             with open(partial, "w", encoding="utf-8") as handle:
                 json.dump({"ref": commit, "keys": sorted(keys.elements())}, handle)
             os.replace(partial, entry)
-        except OSError:
-            pass  # the cache is an optimisation
     return keys, commit[:12]
 
 
