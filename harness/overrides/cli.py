@@ -175,12 +175,11 @@ def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
     excluder = config.excluder if args.exclude is None else Excluder(args.exclude, cwd)
     if args.extend_exclude:
         excluder = excluder.extended(args.extend_exclude, cwd)
-    baseline = args.baseline or config.baseline
     options = CheckOptions(
         select=_codes([*config.select, *args.select]),
         cache_dir=None if args.no_cache else (args.cache_dir or ""),
         jobs=args.jobs,
-        baseline=None if args.write_baseline else baseline,
+        baseline=None if args.write_baseline else (args.baseline or config.baseline),
         excluder=excluder,
         ignore=_codes([*config.ignore, *args.ignore]),
         python=args.python or config.python,

@@ -166,17 +166,14 @@ def moved_parameters(base: list[Param], override: list[Param]) -> frozenset[str]
     shared = [n for n in keyword if n in o_names]
     order_changed = shared != [n for n in o_names if n in shared]
     all_base = {p.name for p in base}
-    moved: set[str] = set()
-    for index, param in enumerate(base):
-        if param.kind is ParamKind.POSITIONAL_ONLY or param.name not in o_names:
-            continue
-        o_index = o_names.index(param.name)
-        if o_index == index:
-            continue
-        inserted = any(n not in all_base for n in o_names[:o_index])
-        if order_changed or inserted:
-            moved.add(param.name)
-    return frozenset(moved)
+    return frozenset(
+        p.name
+        for index, p in enumerate(base)
+        if p.kind is not ParamKind.POSITIONAL_ONLY
+        and p.name in o_names
+        and o_names.index(p.name) != index
+        and (order_changed or any(n not in all_base for n in o_names[: o_names.index(p.name)]))
+    )
 
 
 def _positional_partner(

@@ -165,8 +165,7 @@ def discover_config(
 def _read(path: Path) -> Mapping[str, Any]:
     try:
         with path.open("rb") as handle:
-            data: dict[str, Any] = tomllib.load(handle)
-            return data
+            return tomllib.load(handle)
     except OSError as exc:
         raise HarnessError(f"cannot read {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:

@@ -264,16 +264,16 @@ class NameBinding:
     def _resolve_bases(self, cls: ClassInfo) -> None:
         self._touched = False
         for base in cls.summary.bases:
-            target = None if base is None else self._at_definition(cls, base)
-            if target is None and base is not None:
-                target = self.resolve(cls.module, base)
-            if target is cls and base is not None:
+            if base is None:
+                continue
+            target = self._at_definition(cls, base) or self.resolve(cls.module, base)
+            if target is cls:
                 # `class A(A)` refers to whatever `A` was bound to before: an earlier class
                 # of that name, or an import (`from .llama import A` then `class A(A)`).
                 target = cls.previous or self._resolve_shadowed(cls.module, base) or cls
             if isinstance(target, ClassInfo):
                 cls.bases.append(target)
-            elif base not in (None, "object") and not self._typing_form(cls.module, base):
+            elif base != "object" and not self._typing_form(cls.module, base):
                 cls.unresolved_bases = True
                 cls.unresolved.append(base)
         if self._touched:
