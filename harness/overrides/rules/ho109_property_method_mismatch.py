@@ -79,8 +79,5 @@ def check(pair: Pair) -> list[Issue]:
         return []
     if override.is_property and _same_call(override, base, prop_declares=False):
         return []
-    fields = (
-        ("kind", _word(pair.override.is_property)),
-        ("base_kind", _word(pair.base.is_property)),
-    )
-    return [Issue((), fields)]
+    kinds = (("kind", _word(override.is_property)), ("base_kind", _word(base.is_property)))
+    return [Issue((), kinds)]
