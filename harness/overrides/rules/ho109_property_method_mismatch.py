@@ -57,9 +57,7 @@ DESCRIPTION = "A property overrides a method or a method overrides a property."
 SUBJECT = Pair
 DRIFT = True
 
-
-def _word(is_property: bool) -> str:
-    return "a property" if is_property else "a method"
+_WORDS = {True: "a property", False: "a method"}
 
 
 def _same_call(prop: Signature, method: Signature, prop_declares: bool) -> bool:
@@ -79,5 +77,5 @@ def check(pair: Pair) -> list[Issue]:
         return []
     if override.is_property and _same_call(override, base, prop_declares=False):
         return []
-    kinds = (("kind", _word(override.is_property)), ("base_kind", _word(base.is_property)))
+    kinds = (("kind", _WORDS[override.is_property]), ("base_kind", _WORDS[base.is_property]))
     return [Issue((), kinds)]

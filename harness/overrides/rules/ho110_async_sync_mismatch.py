@@ -47,9 +47,7 @@ DESCRIPTION = "An async method overrides a sync one or the other way round."
 SUBJECT = Pair
 DRIFT = True
 
-
-def _word(is_async: bool) -> str:
-    return "async" if is_async else "not async"
+_WORDS = {True: "async", False: "not async"}
 
 
 def check(pair: Pair) -> list[Issue]:
@@ -58,5 +56,5 @@ def check(pair: Pair) -> list[Issue]:
         return []
     if base.async_generator or override.async_generator:
         return []  # an async generator is called without await, like a plain def
-    fields = (("kind", _word(pair.override.is_async)), ("base_kind", _word(pair.base.is_async)))
+    fields = (("kind", _WORDS[override.is_async]), ("base_kind", _WORDS[base.is_async]))
     return [Issue((), fields)]
