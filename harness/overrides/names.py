@@ -253,13 +253,11 @@ class NameBinding:
 
     def _resolve_shadowed(self, module: ModuleInfo, dotted: str) -> Target | None:
         """Resolve ``dotted`` ignoring the module's own class definitions of its head."""
-        head, _, rest = dotted.partition(".")
+        head, *rest = dotted.split(".")
         imp = module.imports.get(head)
         if imp is None:
             return None
-        return self._follow(
-            self._resolve_import(module, imp, 1), rest.split(".") if rest else (), 1
-        )
+        return self._follow(self._resolve_import(module, imp, 1), rest, 1)
 
     def _resolve_bases(self, cls: ClassInfo) -> None:
         self._touched = False
