@@ -21,11 +21,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     register(subparsers)
     args = parser.parse_args(["overrides", *(sys.argv[1:] if argv is None else argv)])
     try:
-        code: int = args.func(args)
+        return int(args.func(args))
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return 2
-    return code
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from harness.overrides.compare import KEYWORD, POSITIONAL
 from harness.overrides.signature import MethodKind, Param, ParamKind, Signature
 
 
@@ -47,20 +48,14 @@ def bind(
     ``params`` is the full parameter list as written (including ``self``); ``implicit`` is
     the number of arguments Python prepends (1 for a bound method or class method).
     """
-    positional = [
-        p for p in params if p.kind in (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)
-    ]
+    positional = [p for p in params if p.kind in POSITIONAL]
     kwonly = [p for p in params if p.kind is ParamKind.KEYWORD_ONLY]
     varargs = any(p.kind is ParamKind.VAR_POSITIONAL for p in params)
     varkw = any(p.kind is ParamKind.VAR_KEYWORD for p in params)
     given = shape.n_positional + implicit
     filled = {p.name for p in positional[:given]}
 
-    keyword_names = {
-        p.name
-        for p in params
-        if p.kind in (ParamKind.POSITIONAL_OR_KEYWORD, ParamKind.KEYWORD_ONLY)
-    }
+    keyword_names = {p.name for p in params if p.kind in KEYWORD}
     posonly = [p.name for p in params if p.kind is ParamKind.POSITIONAL_ONLY]
     for keyword in shape.keywords:
         if keyword not in keyword_names:
@@ -80,12 +75,9 @@ def bind(
     if given > len(positional) and not varargs:
         kw_given = sum(1 for p in kwonly if p.name in filled)
         defaults = sum(1 for p in positional if p.has_default)
-        if defaults:
-            sig = f"from {len(positional) - defaults} to {len(positional)}"
-            plural = True
-        else:
-            sig = str(len(positional))
-            plural = len(positional) != 1
+        sig = f"from {len(positional) - defaults} to " if defaults else ""
+        sig += str(len(positional))
+        plural = bool(defaults) or len(positional) != 1
         kw_part = (
             f" positional argument{_plural(given)} (and {kw_given} keyword-only argument{_plural(kw_given)})"
             if kw_given

@@ -156,24 +156,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _codes(values: list[str]) -> frozenset[str]:
-    if not values:
-        return frozenset()
     from harness.overrides.rules import get
 
-    codes: set[str] = set()
-    for value in values:
-        for part in value.split(","):
-            if part.strip():
-                codes.add(get(part).code)
-    return frozenset(codes)
-
-
-def _targets(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
-    """The tree's paths and the changed files (``None``: a whole-tree run). ``--changed``
-    with no path of its own takes the positional paths as the changed files."""
-    if args.changed == []:
-        return [], list(args.paths)
-    return list(args.paths), args.changed
+    return frozenset(
+        get(part).code for value in values for part in value.split(",") if part.strip()
+    )
 
 
 def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
@@ -185,17 +172,14 @@ def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
     config = discover_config(
         [*args.paths, *(args.changed or ())], cwd, explicit=args.config, isolated=args.isolated
     )
-    excluder = config.excluder
-    if args.exclude is not None:
-        excluder = Excluder(args.exclude, cwd)
+    excluder = config.excluder if args.exclude is None else Excluder(args.exclude, cwd)
     if args.extend_exclude:
         excluder = excluder.extended(args.extend_exclude, cwd)
-    baseline = args.baseline or config.baseline
     options = CheckOptions(
         select=_codes([*config.select, *args.select]),
         cache_dir=None if args.no_cache else (args.cache_dir or ""),
         jobs=args.jobs,
-        baseline=None if args.write_baseline else baseline,
+        baseline=None if args.write_baseline else (args.baseline or config.baseline),
         excluder=excluder,
         ignore=_codes([*config.ignore, *args.ignore]),
         python=args.python or config.python,
@@ -224,7 +208,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.overrides.findings import Severity
 
     options, fail_on_name = _options(args)
-    paths, changed = _targets(args)
+    paths, changed = list(args.paths), args.changed  # changed None: a whole-tree run
+    if changed == []:  # a bare --changed: the positional paths are the changed files
+        paths, changed = [], paths
     try:
         result = check(paths, changed=changed, options=options)
     except HarnessError:
@@ -260,8 +246,7 @@ def run(args: argparse.Namespace) -> int:
     if result.stats.missing:
         missing = ", ".join(result.stats.missing)
         print(f"harness overrides: not found; treated as deleted: {missing}", file=sys.stderr)
-    fail_on = Severity(fail_on_name)
-    return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK
+    return EXIT_FINDINGS if result.failed(Severity(fail_on_name)) else EXIT_OK
 
 
 def nothing_to_check(paths: Sequence[str]) -> str:
@@ -274,17 +259,16 @@ def nothing_to_check(paths: Sequence[str]) -> str:
 
 def _write_baseline(path: str, findings: Sequence[Finding]) -> None:
     """Write the baseline, saying how many entries of the one it replaces were dropped."""
-    from harness.overrides.baseline import key, keys, read, write
+    from harness.overrides.baseline import read, stale, write
 
     try:
-        before = keys(read(path))
+        before = read(path)
     except HarnessError:  # no usable baseline there yet
         before = None
     count = write(path, findings)
     dropped = ""
     if before is not None:
-        before.subtract(key(f) for f in findings)
-        dropped = f" ({sum(n for n in before.values() if n > 0)} stale entries dropped)"
+        dropped = f" ({len(stale(path, before, findings))} stale entries dropped)"
     print(f"harness overrides: wrote {count} finding(s) to {path}{dropped}", file=sys.stderr)
 
 

@@ -16,6 +16,7 @@ from harness.overrides.signature import MethodKind, Param, ParamKind, Signature
 CONSTRUCTOR_HOOKS = frozenset({"__init__", "__new__", "__init_subclass__", "__post_init__"})
 
 POSITIONAL = (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)
+KEYWORD = (ParamKind.POSITIONAL_OR_KEYWORD, ParamKind.KEYWORD_ONLY)
 VARIADIC = (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD)
 
 
@@ -28,9 +29,7 @@ def is_exempt_method(name: str) -> bool:
     Constructors are called with the subclass's own signature (``C(...)``), so changing it is
     normal; ``__private`` names are mangled per class, so they cannot override anything.
     """
-    if name in CONSTRUCTOR_HOOKS:
-        return True
-    return name.startswith("__") and not name.endswith("__")
+    return name in CONSTRUCTOR_HOOKS or (name.startswith("__") and not name.endswith("__"))
 
 
 def is_operator_dunder(name: str) -> bool:
@@ -167,17 +166,14 @@ def moved_parameters(base: list[Param], override: list[Param]) -> frozenset[str]
     shared = [n for n in keyword if n in o_names]
     order_changed = shared != [n for n in o_names if n in shared]
     all_base = {p.name for p in base}
-    moved: set[str] = set()
-    for index, param in enumerate(base):
-        if param.kind is ParamKind.POSITIONAL_ONLY or param.name not in o_names:
-            continue
-        o_index = o_names.index(param.name)
-        if o_index == index:
-            continue
-        inserted = any(n not in all_base for n in o_names[:o_index])
-        if order_changed or inserted:
-            moved.add(param.name)
-    return frozenset(moved)
+    return frozenset(
+        p.name
+        for index, p in enumerate(base)
+        if p.kind is not ParamKind.POSITIONAL_ONLY
+        and p.name in o_names
+        and o_names.index(p.name) != index
+        and (order_changed or any(n not in all_base for n in o_names[: o_names.index(p.name)]))
+    )
 
 
 def _positional_partner(
@@ -207,8 +203,7 @@ def align(base: Signature, override: Signature) -> Alignment | None:
     operator = is_operator_dunder(base.name)
     b_params = _positional_view(base.explicit_params(), operator)
     o_params = _positional_view(override.explicit_params(), operator)
-    keyword = (ParamKind.POSITIONAL_OR_KEYWORD, ParamKind.KEYWORD_ONLY)
-    by_name = {p.name: p for p in o_params if p.kind in keyword}
+    by_name = {p.name: p for p in o_params if p.kind in KEYWORD}
     base_names = frozenset(p.name for p in b_params)
     b_pos = [p for p in b_params if p.kind in POSITIONAL]
     o_pos = [p for p in o_params if p.kind in POSITIONAL]

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.errors import HarnessError
 
@@ -63,12 +64,11 @@ class Config:
     python: str | None = None
     """Absolute path of the environment installed packages are read from (an interpreter, a
     virtual environment or a directory of packages), if the file names one."""
-    excluder: Excluder = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "excluder", Excluder((*self.exclude, *self.extend_exclude), self.root)
-        )
+    @property
+    def excluder(self) -> Excluder:
+        """What ``exclude`` and ``extend-exclude`` leave out of a walk."""
+        return Excluder((*self.exclude, *self.extend_exclude), self.root)
 
 
 def working_directory() -> str:
@@ -134,14 +134,13 @@ def load(path: str | Path | None) -> Config:
     python = table.get("python")
     if python is not None and not isinstance(python, str):
         raise HarnessError(f"{file}: python must be a string (an interpreter or environment)")
-    exclude = _strings(table, "exclude", file)
     return Config(
         path=str(file),
         root=root,
-        exclude=DEFAULT_EXCLUDE if exclude is None else exclude,
-        extend_exclude=_strings(table, "extend-exclude", file) or (),
-        select=frozenset(_strings(table, "select", file) or ()),
-        ignore=frozenset(_strings(table, "ignore", file) or ()),
+        exclude=_strings(table, "exclude", file, DEFAULT_EXCLUDE),
+        extend_exclude=_strings(table, "extend-exclude", file),
+        select=frozenset(_strings(table, "select", file)),
+        ignore=frozenset(_strings(table, "ignore", file)),
         fail_on=fail_on,
         baseline=None if baseline is None else os.path.join(root, baseline),
         python=None if python is None else os.path.join(root, os.path.expanduser(python)),
@@ -166,8 +165,7 @@ def discover_config(
 def _read(path: Path) -> Mapping[str, Any]:
     try:
         with path.open("rb") as handle:
-            data: dict[str, Any] = tomllib.load(handle)
-            return data
+            return tomllib.load(handle)
     except OSError as exc:
         raise HarnessError(f"cannot read {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
@@ -187,10 +185,12 @@ def _table(data: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
     return {str(k): v for k, v in node.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
-def _strings(table: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...] | None:
+def _strings(
+    table: Mapping[str, Any], key: str, path: Path, default: tuple[str, ...] = ()
+) -> tuple[str, ...]:
     value = table.get(key)
     if value is None:
-        return None
+        return default
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):  # pyright: ignore[reportUnknownVariableType]
         raise HarnessError(f"{path}: {key} must be a list of strings")
     return tuple(str(v) for v in value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
@@ -198,70 +198,21 @@ def _strings(table: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...] 
 
 # --- globs --------------------------------------------------------------------------------
 
-_Token = tuple[str, str]
-"""``("*", "")``, ``("?", "")``, ``("lit", "c")`` or ``("[", "class body")``."""
-_P = TypeVar("_P")
-_S = TypeVar("_S")
 
-
-def _tokens(component: str) -> list[_Token]:
-    out: list[_Token] = []
-    i = 0
-    while i < len(component):
-        c = component[i]
-        if c in "*?":
-            if not (c == "*" and out and out[-1][0] == "*"):
-                out.append((c, ""))
-            i += 1
-            continue
-        if c == "[":
-            end = component.find("]", i + 2 if component.startswith("[!", i) else i + 1)
-            if end != -1:
-                out.append(("[", component[i + 1 : end]))
-                i = end + 1
-                continue
-        out.append(("lit", c))
-        i += 1
-    return out
-
-
-def _in_class(body: str, c: str) -> bool:
-    negate = body.startswith("!")
-    if negate:
-        body = body[1:]
-    found = False
-    i = 0
-    while i < len(body):
-        if i + 2 < len(body) and body[i + 1] == "-":
-            found |= body[i] <= c <= body[i + 2]
-            i += 3
-        else:
-            found |= body[i] == c
-            i += 1
-    return found != negate
-
-
-def _one(token: _Token, c: str) -> bool:
-    kind, value = token
-    return kind == "?" or (kind == "lit" and value == c) or (kind == "[" and _in_class(value, c))
-
-
-def _wildcard(
-    pattern: Sequence[_P],
-    subject: Sequence[_S],
-    is_star: Callable[[_P], bool],
-    one: Callable[[_P, _S], bool],
-) -> bool:
-    """Whether ``subject`` matches ``pattern``, whose star items match any run of subject items
-    and whose other items match one each (``one``). Iterative with one backtrack point (the
-    last star), so time is O(len(pattern) * len(subject)), never exponential."""
+def glob_match(pattern: str, path: str) -> bool:
+    """Whether the ``/``-separated ``path`` matches ``pattern``: ``*``, ``?`` and ``[...]``
+    stay within one component (:func:`fnmatch.fnmatchcase`), ``**`` as a whole component
+    spans any number of them. Iterative with one backtrack point (the last ``**``), so time
+    is O(len(pattern) * len(path)), never exponential."""
+    parts = [p for p in pattern.strip("/").split("/") if p]
+    names = path.strip("/").split("/")
     t = n = 0
     star_t, star_n = -1, 0
-    while n < len(subject):
-        if t < len(pattern) and not is_star(pattern[t]) and one(pattern[t], subject[n]):
+    while n < len(names):
+        if t < len(parts) and parts[t] != "**" and fnmatchcase(names[n], parts[t]):
             t += 1
             n += 1
-        elif t < len(pattern) and is_star(pattern[t]):
+        elif t < len(parts) and parts[t] == "**":
             star_t, star_n = t, n
             t += 1
         elif star_t != -1:
@@ -269,26 +220,7 @@ def _wildcard(
             t, n = star_t + 1, star_n
         else:
             return False
-    return all(is_star(p) for p in pattern[t:])
-
-
-def _match_name(tokens: list[_Token], name: str) -> bool:
-    """Wildcard match of one path component; ``*`` never crosses ``/``."""
-    return _wildcard(tokens, name, lambda token: token[0] == "*", _one)
-
-
-def glob_match(pattern: str, path: str) -> bool:
-    """Whether the ``/``-separated ``path`` matches ``pattern``: ``*`` and ``?`` stay within one
-    component, ``**`` as a whole component spans any number of them, ``[...]`` is a class.
-    Components are matched the way names are, with ``**`` as the backtrack point."""
-    parts = [p for p in pattern.strip("/").split("/") if p]
-    compiled = [None if p == "**" else _tokens(p) for p in parts]
-    return _wildcard(
-        compiled,
-        path.strip("/").split("/"),
-        lambda tokens: tokens is None,
-        lambda tokens, name: tokens is not None and _match_name(tokens, name),
-    )
+    return all(p == "**" for p in parts[t:])
 
 
 class Excluder:
@@ -297,7 +229,7 @@ class Excluder:
     for command-line patterns)."""
 
     def __init__(self, patterns: Iterable[str], root: str) -> None:
-        self._groups: list[tuple[str, list[list[_Token]], list[str]]] = []
+        self._groups: list[tuple[str, list[str], list[str]]] = []
         self._literal: set[str] = set()
         self._prefixes: list[str] = []
         self.patterns: tuple[str, ...] = ()
@@ -306,14 +238,14 @@ class Excluder:
     def _add(self, patterns: Iterable[str], root: str) -> None:
         listed = tuple(patterns)
         self.patterns = (*self.patterns, *listed)
-        names: list[list[_Token]] = []
+        names: list[str] = []
         for pattern in (p.rstrip("/") for p in listed if "/" not in p.rstrip("/")):
             if not any(c in pattern for c in "*?["):
                 self._literal.add(pattern)  # most patterns name a directory: a set lookup
             elif pattern.endswith("*") and not any(c in pattern[:-1] for c in "*?["):
                 self._prefixes.append(pattern[:-1])
             else:
-                names.append(_tokens(pattern))
+                names.append(pattern)
         paths = [p for p in listed if "/" in p.rstrip("/")]
         self._groups.append((os.path.abspath(root), names, paths))
 
@@ -333,7 +265,7 @@ class Excluder:
         if name in self._literal or any(name.startswith(p) for p in self._prefixes):
             return True
         for root, names, paths in self._groups:
-            if any(_match_name(tokens, name) for tokens in names):
+            if any(fnmatchcase(name, pattern) for pattern in names):
                 return True
             if paths and _is_under(path, root):
                 relative = os.path.relpath(path, root).replace(os.sep, "/")

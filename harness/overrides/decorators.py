@@ -86,8 +86,6 @@ def _through_wrapper(sig: Signature, wrapper: Wrapper) -> Signature:
     consumed = [
         p for p in wrapper.params if p.kind is ParamKind.KEYWORD_ONLY and p.name not in names
     ]
-    if not consumed:
-        return sig
-    if any(p.kind is ParamKind.VAR_KEYWORD for p in sig.params):
-        return sig  # the method takes any keyword already
+    if not consumed or any(p.kind is ParamKind.VAR_KEYWORD for p in sig.params):
+        return sig  # nothing consumed, or the method takes any keyword already
     return sig._replace(params=(*sig.params, *consumed))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -43,17 +43,8 @@ class Evidence:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of the shared contract plus the TypeError text."""
-        return {
-            "path": self.path,
-            "line": self.line,
-            "text": self.text,
-            "error": self.error,
-            "receiver": self.receiver,
-            "unreached": self.unreached,
-            "via": self.via,
-            "untyped": self.untyped,
-            "guards": list(self.guards),
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "col"}
+        return {**out, "guards": list(self.guards)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +58,7 @@ class Difference:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object: code, symbol, message, params."""
-        return {
-            "code": self.code,
-            "symbol": self.symbol,
-            "message": self.message,
-            "params": list(self.params),
-        }
+        return {**asdict(self), "params": list(self.params)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,18 +99,14 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of the shared contract (plus signatures and drifted params)."""
+        head = {
+            "class" if f.name == "class_name" else f.name: getattr(self, f.name)
+            for f in fields(self)[:12]  # path ... base_line, the message after them
+            if f.name != "message"
+        }
         return {
-            "path": self.path,
-            "line": self.line,
-            "col": self.col,
-            "code": self.code,
-            "symbol": self.symbol,
+            **head,
             "severity": self.severity.value,
-            "class": self.class_name,
-            "method": self.method,
-            "base_class": self.base_class,
-            "base_path": self.base_path,
-            "base_line": self.base_line,
             "message": self.message,
             "params": list(self.params),
             "signature": self.signature,

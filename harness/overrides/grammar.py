@@ -152,9 +152,6 @@ def _bare_tuple(tokens: list[tokenize.TokenInfo], start: int) -> bool:
 def newer_syntax(text: str, running: tuple[int, int] | None = None) -> NewerSyntax | None:
     """The construct that needs the newest Python above ``running`` (default: this
     interpreter), or ``None`` when the file uses none (an ordinary syntax error)."""
-    current = running or (sys.version_info[0], sys.version_info[1])
+    current = running or sys.version_info[:2]
     newer = [f for f in scan(text) if f.version > current]
-    if not newer:
-        return None
-    top = max(f.version for f in newer)
-    return next(f for f in newer if f.version == top)
+    return max(newer, key=lambda f: f.version, default=None)  # the first of the newest

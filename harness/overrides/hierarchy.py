@@ -84,22 +84,20 @@ class Hierarchy:
         ``cls``'s definition from all of its own descendants too (C3 keeps their order), so
         the walk stops there.
         """
-        out = [cls]
-        seen = {id(cls)}
-        stack = list(self.subclasses.get(id(cls), ()))
-        while stack:
-            child = stack.pop()
-            if id(child) in seen:
-                continue
-            seen.add(id(child))
-            if child.defines(name) or self.definer(child, name) is not cls:
-                continue
-            out.append(child)
-            stack.extend(self.subclasses.get(id(child), ()))
-        return out
+        return [
+            cls,
+            *self._below((cls,), lambda c: not c.defines(name) and self.definer(c, name) is cls),
+        ]
 
     def descendants(self, *classes: ClassInfo) -> list[ClassInfo]:
         """All classes that have one of ``classes`` in their MRO, except those given."""
+        return self._below(classes, lambda _: True)
+
+    def _below(
+        self, classes: tuple[ClassInfo, ...], keep: Callable[[ClassInfo], bool]
+    ) -> list[ClassInfo]:
+        """The subclasses of ``classes``, depth first, and theirs while ``keep`` holds for
+        them (``classes`` themselves excluded)."""
         out: list[ClassInfo] = []
         seen = {id(c) for c in classes}
         stack = [child for cls in classes for child in self.subclasses.get(id(cls), ())]
@@ -108,8 +106,9 @@ class Hierarchy:
             if id(child) in seen:
                 continue
             seen.add(id(child))
-            out.append(child)
-            stack.extend(self.subclasses.get(id(child), ()))
+            if keep(child):
+                out.append(child)
+                stack.extend(self.subclasses.get(id(child), ()))
         return out
 
     def fully_resolved(self, cls: ClassInfo) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from harness.overrides.discover import SourceFile
 from harness.overrides.summary import FileSummary, Import
@@ -47,8 +47,6 @@ class NameBinding:
         self._watch = frozenset(watch)
         """Module names (of deleted files) whose lookups mark the looking class as affected."""
         self._touched = False
-        self._watched_lookups: set[tuple[int, str]] = set()
-        """``(id(module), dotted)`` resolutions that went through a watched module name."""
         self.affected: list[ClassInfo] = []
         """Classes whose bases are resolved through a watched module name, found or not:
         the subclasses of what a deleted file defined."""
@@ -72,13 +70,12 @@ class NameBinding:
             for alias in info.file.aliases:
                 self.modules.setdefault(alias, info)
             self._index_module(info)
-        self._targets: dict[tuple[int, str], Target | None] = {}
-        """``(id(module), dotted)`` -> what ``dotted`` names at the top level of that module."""
+        self._memo: dict[tuple[int, str | Binding], tuple[Target | None, bool]] = {}
+        """``(id(module), dotted name or binding)`` -> what it names at the top level of that
+        module, and whether its lookup went through a watched module name."""
         self._files_by_stem: dict[str, list[tuple[SourceFile, str]]] | None = None
         """File name without ``.py`` (a package's directory name) -> the files and their
         directories (built on the first :meth:`misrooted` lookup)."""
-        self._binding_targets: dict[tuple[int, Binding], tuple[Target | None, bool]] = {}
-        """``(id(module), binding)`` -> its target, and whether it went through a watched name."""
         pending = list(self.classes)
         while pending:  # resolving a base may load external modules, and so more classes
             loaded = len(self.external_classes)
@@ -110,11 +107,11 @@ class NameBinding:
         for cls_summary in summary.classes:
             cls = ClassInfo(f"{info.name}.{cls_summary.qualname}", ref, cls_summary)
             cls.facts = facts.get(cls_summary.qualname)
-            if cls_summary.qualname in by_qualname:
+            cls.previous = by_qualname.get(cls_summary.qualname)
+            if cls.previous is not None:
                 cls.key = f"{cls.key}@{cls_summary.line}"
             (self.external_classes if info.external else self.classes).append(cls)
             info.members.append(cls)
-            previous = by_qualname.get(cls_summary.qualname)
             by_qualname[cls_summary.qualname] = cls
             outer, _, name = cls_summary.qualname.rpartition(".")
             if not outer:
@@ -123,7 +120,6 @@ class NameBinding:
                 bindings.append((name, Binding(cls_summary.line, cls=cls)))
             elif outer in by_qualname:
                 by_qualname[outer].nested[name] = cls
-            cls.previous = previous
         bindings.sort(key=lambda item: item[1].line)
         for name, binding in bindings:
             info.bindings.setdefault(name, []).append(binding)
@@ -137,24 +133,28 @@ class NameBinding:
         parts = module.name.split(".")
         if not module.file.is_package:
             parts = parts[:-1]
-        if level > 1:
-            parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+        parts = parts[: max(len(parts) - level + 1, 0)]
         return ".".join([*parts, name] if name else parts)
 
     def resolve(self, module: ModuleInfo, dotted: str) -> Target | None:
         """What ``dotted`` names at the top level of ``module``, if it is in the tree."""
-        key = (id(module), dotted)
-        if key in self._targets:
-            self._touched = self._touched or key in self._watched_lookups
-            return self._targets[key]
-        self._targets[key] = None  # breaks import cycles
+        return self._memoized((id(module), dotted), lambda: self._resolve_dotted(module, dotted, 0))
+
+    def _memoized(
+        self, key: tuple[int, str | Binding], compute: Callable[[], Target | None]
+    ) -> Target | None:
+        """``compute()`` once per ``key``; a lookup that went through a watched module name
+        marks every lookup it is part of (``None`` while it runs: import cycles end there)."""
+        known = self._memo.get(key)
+        if known is not None:
+            self._touched = self._touched or known[1]
+            return known[0]
+        self._memo[key] = (None, False)
         outer, self._touched = self._touched, False
-        result = self._resolve_dotted(module, dotted, 0)
-        self._targets[key] = result
-        if self._touched:
-            self._watched_lookups.add(key)
+        target = compute()
+        self._memo[key] = (target, self._touched)
         self._touched = outer or self._touched
-        return result
+        return target
 
     def builtin_name(self, module: ModuleInfo, name: str, depth: int = 0) -> str | None:
         """The standard-library name that ``name`` stands for in ``module`` through aliases
@@ -244,41 +244,34 @@ class NameBinding:
 
     def _resolve_import(self, module: ModuleInfo, imp: Import, depth: int) -> Target | None:
         absolute = self.absolute_module(module, imp.module, imp.level)
-        if imp.attr is None:
-            return self._module(absolute)
         source = self._module(absolute)
-        if source is None:
-            return None
-        if source is module and imp.attr == imp.name:
-            return self._module(f"{absolute}.{imp.attr}")
-        found = self._lookup(source, imp.attr, depth + 1)
-        if found is None:
-            return self._module(f"{absolute}.{imp.attr}")
-        return found
+        if imp.attr is None or source is None:
+            return source
+        own = source is module and imp.attr == imp.name  # `from . import x` in x's package
+        found = None if own else self._lookup(source, imp.attr, depth + 1)
+        return found or self._module(f"{absolute}.{imp.attr}")
 
     def _resolve_shadowed(self, module: ModuleInfo, dotted: str) -> Target | None:
         """Resolve ``dotted`` ignoring the module's own class definitions of its head."""
-        head, _, rest = dotted.partition(".")
+        head, *rest = dotted.split(".")
         imp = module.imports.get(head)
         if imp is None:
             return None
-        return self._follow(
-            self._resolve_import(module, imp, 1), rest.split(".") if rest else (), 1
-        )
+        return self._follow(self._resolve_import(module, imp, 1), rest, 1)
 
     def _resolve_bases(self, cls: ClassInfo) -> None:
         self._touched = False
         for base in cls.summary.bases:
-            target = None if base is None else self._at_definition(cls, base)
-            if target is None and base is not None:
-                target = self.resolve(cls.module, base)
-            if target is cls and base is not None:
+            if base is None:
+                continue
+            target = self._at_definition(cls, base) or self.resolve(cls.module, base)
+            if target is cls:
                 # `class A(A)` refers to whatever `A` was bound to before: an earlier class
                 # of that name, or an import (`from .llama import A` then `class A(A)`).
                 target = cls.previous or self._resolve_shadowed(cls.module, base) or cls
             if isinstance(target, ClassInfo):
                 cls.bases.append(target)
-            elif base not in (None, "object") and not self._typing_form(cls.module, base):
+            elif base != "object" and not self._typing_form(cls.module, base):
                 cls.unresolved_bases = True
                 cls.unresolved.append(base)
         if self._touched:
@@ -289,14 +282,10 @@ class NameBinding:
         ``typing_extensions``): bases that add no method a subclass overrides, so a class
         built on them is not missing a base."""
         head, _, rest = dotted.partition(".")
-        name = rest or head
-        if name not in _TYPING_FORMS:
-            return False
         imp = module.imports.get(head)
-        if imp is None:
+        if (rest or head) not in _TYPING_FORMS or imp is None:
             return False
-        source = imp.module if imp.attr is None else f"{imp.module}.{imp.attr}"
-        return source.partition(".")[0] in ("typing", "typing_extensions")
+        return imp.module.partition(".")[0] in ("typing", "typing_extensions")
 
     def misrooted(self, cls: ClassInfo) -> list[MisrootedBase]:
         """The unresolved bases of ``cls`` imported from a dotted module name (``pkg.base``)
@@ -368,17 +357,7 @@ class NameBinding:
     def _binding_target(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
         if binding.cls is not None:
             return binding.cls
-        key = (id(module), binding)
-        known = self._binding_targets.get(key)
-        if known is not None:
-            target, touched = known
-            self._touched = self._touched or touched
-            return target
-        outer, self._touched = self._touched, False
-        target = self._bound_to(module, binding, depth)
-        self._binding_targets[key] = (target, self._touched)
-        self._touched = outer or self._touched
-        return target
+        return self._memoized((id(module), binding), lambda: self._bound_to(module, binding, depth))
 
     def _bound_to(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
         if binding.imp is not None:

@@ -36,8 +36,7 @@ def text(finding: Finding) -> str:
         )
     if finding.evidence is not None:
         ev = finding.evidence
-        lines.append(f"    call:     {ev.path}:{ev.line}: {ev.text}")
-        lines.append(f"    raises:   {ev.error}")
+        lines += [f"    call:     {ev.path}:{ev.line}: {ev.text}", f"    raises:   {ev.error}"]
         if ev.guards:
             lines.append(f"    reached only if {' and '.join(ev.guards)}")
     return "\n".join(lines)
@@ -54,13 +53,9 @@ def _escape_property(value: str) -> str:
 def github(finding: Finding) -> str:
     """A GitHub Actions workflow command (``::error file=...::message``)."""
     level = "error" if finding.severity is Severity.ERROR else "warning"
-    props = ",".join(
-        [
-            f"file={_escape_property(finding.path)}",
-            f"line={finding.line}",
-            f"col={finding.col}",
-            f"title={_escape_property(f'{finding.code} {finding.symbol}')}",
-        ]
+    title = _escape_property(f"{finding.code} {finding.symbol}")
+    props = (
+        f"file={_escape_property(finding.path)},line={finding.line},col={finding.col},title={title}"
     )
     body = finding.message
     if finding.signature and finding.base_signature:
@@ -114,11 +109,8 @@ def sarif(findings: Sequence[Finding]) -> dict[str, Any]:
     for finding in findings:
         related: list[dict[str, Any]] = []
         if finding.base_path is not None and finding.base_line is not None:
-            related.append(
-                _location(
-                    finding.base_path, finding.base_line, None, f"base: {finding.base_signature}"
-                )
-            )
+            base = f"base: {finding.base_signature}"
+            related.append(_location(finding.base_path, finding.base_line, message=base))
         if finding.evidence is not None:
             ev = finding.evidence
             related.append(_location(ev.path, ev.line, ev.col, f"call: {ev.text} -> {ev.error}"))
@@ -159,8 +151,7 @@ def list_rules() -> str:
     """One line per rule: code, symbol, default state, description."""
     from harness.overrides.rules import RULES
 
-    rows: list[str] = []
-    for rule in RULES.values():
-        state = "on" if rule.enabled_by_default else "off"
-        rows.append(f"{rule.code}  {rule.symbol:<28} {state:<3}  {rule.description}")
-    return "\n".join(rows) + "\n"
+    return "".join(
+        f"{r.code}  {r.symbol:<28} {'on' if r.enabled_by_default else 'off':<3}  {r.description}\n"
+        for r in RULES.values()
+    )

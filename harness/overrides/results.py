@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 from harness.overrides.cache import digest, read_framed, write_framed
@@ -51,6 +52,7 @@ _S, _I, _NS, _NI = str, int, (str, type(None)), (int, type(None))
 _FINDING = (_S, _I, _I, _S, _S, _S, _S, _NS, _NS, _NS, _NS, _NI, tuple, _NS, _NS, object, tuple, _S)
 _EVIDENCE = (_S, _I, _I, _S, _S, _S, _NS, _NS, _NS, tuple)
 _DIFFERENCE = (_S, _S, _S, tuple)
+_FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 
 
 def _shaped(raw: Any, shape: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -76,26 +78,11 @@ def _decode(raw: Any) -> Finding:
     differences = tuple(
         Difference(d[0], d[1], d[2], _names(d[3])) for d in (_shaped(x, _DIFFERENCE) for x in r[16])
     )
-    return Finding(
-        path=r[0],
-        line=r[1],
-        col=r[2],
-        code=r[3],
-        symbol=r[4],
-        severity=Severity(r[5]),
-        message=r[6],
-        class_name=r[7],
-        method=r[8],
-        base_class=r[9],
-        base_path=r[10],
-        base_line=r[11],
-        params=_names(r[12]),
-        signature=r[13],
-        base_signature=r[14],
-        evidence=ev,
-        differences=differences,
-        extra_key=r[17],
+    named: dict[str, Any] = dict(zip(_FINDING_FIELDS, r, strict=True))
+    named.update(
+        severity=Severity(r[5]), params=_names(r[12]), evidence=ev, differences=differences
     )
+    return Finding(**named)
 
 
 def _is_run_table(payload: Any) -> bool:
@@ -118,11 +105,10 @@ class ResultStore:
 
     def __init__(self, directory: str | None) -> None:
         self.directory = directory
-        self.runs: dict[bytes, tuple[bytes, Any, Any]] = {}
-        if directory is not None:
-            payload = read_framed(directory, _FILE, _HEADER, _is_run_table)
-            if payload is not None:
-                self.runs = payload
+        payload = (
+            None if directory is None else read_framed(directory, _FILE, _HEADER, _is_run_table)
+        )
+        self.runs: dict[bytes, tuple[bytes, Any, Any]] = payload or {}
 
     def get(self, key: bytes, print_: bytes) -> list[Finding] | None:
         """The stored findings of ``key`` if its fingerprint is ``print_`` and the files it

@@ -63,9 +63,7 @@ def returned_callables(
         return ()
     found: list[tuple[Param, ...]] = []
     for ret in _returns(func):
-        if ret.value is None:
-            return ()
-        params = _callable(ret.value, self_name, methods, functions)
+        params = None if ret.value is None else _callable(ret.value, self_name, methods, functions)
         if params is None:
             return ()
         found.append(params)

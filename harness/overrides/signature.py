@@ -136,10 +136,8 @@ class Signature(NamedTuple):
                     parts.append("*")
                     star_done = True
                 parts.append(f"{param.name}=..." if param.has_default else param.name)
-            nxt = self.params[i + 1] if i + 1 < len(self.params) else None
-            if param.kind is ParamKind.POSITIONAL_ONLY and (
-                nxt is None or nxt.kind is not ParamKind.POSITIONAL_ONLY
-            ):
+            nxt = self.params[i + 1].kind if i + 1 < len(self.params) else None
+            if param.kind is ParamKind.POSITIONAL_ONLY and nxt is not ParamKind.POSITIONAL_ONLY:
                 parts.append("/")
         prefix = "".join(f"@{d} " for d in sorted(self.decorators & _SHOWN_DECORATORS))
         head = "async def" if self.is_async else "def"

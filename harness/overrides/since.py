@@ -11,6 +11,7 @@ method, parameters; never a line), so moved code is not new, like reviewdog's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import io
 import json
@@ -29,22 +30,23 @@ from harness.overrides.checker import CheckOptions, CheckResult, check
 from harness.overrides.config import Excluder, discover_config
 
 
-def _git(root: str, *argv: str) -> str:
+def _git(root: str, *argv: str, failure: str | None = None) -> bytes:
+    """What ``git -C root argv...`` prints; ``failure`` (default: git's last error line) as
+    the error when it fails."""
     try:
-        done = subprocess.run(
-            ["git", "-C", root, *argv], capture_output=True, text=True, check=False
-        )
+        done = subprocess.run(["git", "-C", root, *argv], capture_output=True, check=False)
     except FileNotFoundError as exc:
         raise HarnessError("--since needs git, which is not installed") from exc
     if done.returncode != 0:
-        raise HarnessError((done.stderr.strip().splitlines() or ["git failed"])[-1])
-    return done.stdout.strip()
+        said = os.fsdecode(done.stderr).strip().splitlines() or ["git failed"]
+        raise HarnessError(failure or said[-1])
+    return done.stdout
 
 
 def repository_root(cwd: str) -> str:
     """The top of the git work tree holding ``cwd``; a clear error outside one."""
     try:
-        return _git(cwd, "rev-parse", "--show-toplevel")
+        return os.fsdecode(_git(cwd, "rev-parse", "--show-toplevel")).strip()
     except HarnessError as exc:
         raise HarnessError(f"--since needs a git repository: {exc}") from None
 
@@ -54,11 +56,11 @@ def resolve(root: str, ref: str) -> tuple[str, str]:
     if ref.startswith("-"):
         raise HarnessError(f"--since {ref}: not a git revision")
     try:
-        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-        tree = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}")
+        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode()
+        tree = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}").decode()
     except HarnessError:
         raise HarnessError(f"--since {ref}: no such commit in {root}") from None
-    return commit, tree
+    return commit.strip(), tree.strip()
 
 
 def cache_directory() -> str | None:
@@ -74,15 +76,9 @@ def cache_directory() -> str | None:
 
 def export(root: str, commit: str, target: str) -> None:
     """Write ``commit``'s tree into ``target`` (``git archive``: nothing in ``root`` changes)."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", root, "archive", "--format=tar", commit], capture_output=True, check=False
-        )
-    except FileNotFoundError as exc:
-        raise HarnessError("--since needs git, which is not installed") from exc
-    if done.returncode != 0:
-        raise HarnessError(f"--since: git archive {commit[:12]} failed")
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+    failure = f"--since: git archive {commit[:12]} failed"
+    tar = _git(root, "archive", "--format=tar", commit, failure=failure)
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
         if sys.version_info >= (3, 12) or hasattr(tarfile, "data_filter"):
             archive.extractall(target, filter="data")
         else:  # pragma: no cover - Python 3.10/3.11 without the backported filter
@@ -94,9 +90,7 @@ def _ref_options(
 ) -> CheckOptions:
     """HEAD's options for REF's tree: REF's own configuration, the same command-line flags."""
     config = discover_config(ref_paths, ref_cwd, explicit=args.config, isolated=args.isolated)
-    excluder = config.excluder
-    if args.exclude is not None:
-        excluder = Excluder(args.exclude, ref_cwd)
+    excluder = config.excluder if args.exclude is None else Excluder(args.exclude, ref_cwd)
     if args.extend_exclude:
         excluder = excluder.extended(args.extend_exclude, ref_cwd)
     return dataclasses.replace(
@@ -120,32 +114,16 @@ def ref_keys(
     ]
     if outside or here.split(os.sep)[0] == os.pardir:
         raise HarnessError(f"--since: {(outside or [cwd])[0]} is outside the repository {root}")
-    fingerprint = json.dumps(
-        [
-            code_version(),
-            sys.version,
-            here,
-            relative,
-            sorted(options.select),
-            sorted(options.ignore),
-            args.exclude,
-            args.extend_exclude,
-            args.config,
-            args.isolated,
-        ]
-    )
+    flags = [getattr(args, n) for n in ("exclude", "extend_exclude", "config", "isolated")]
+    rules = [sorted(options.select), sorted(options.ignore)]
+    fingerprint = json.dumps([code_version(), sys.version, here, relative, *rules, *flags])
     directory = None if options.cache_dir is None else cache_directory()
-    entry = (
-        None
-        if directory is None
-        else os.path.join(directory, f"{tree}-{digest(fingerprint.encode())[:16]}.json")
-    )
+    name = f"{tree}-{digest(fingerprint.encode())[:16]}.json"
+    entry = None if directory is None else os.path.join(directory, name)
     if entry is not None and os.path.isfile(entry):
-        try:
-            with open(entry, encoding="utf-8") as handle:
-                return Counter(json.load(handle)["keys"]), commit[:12]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a damaged entry: compute it again
+        damaged = (OSError, ValueError, KeyError, TypeError)  # then compute it again
+        with contextlib.suppress(*damaged), open(entry, encoding="utf-8") as handle:
+            return Counter(json.load(handle)["keys"]), commit[:12]
     with tempfile.TemporaryDirectory(prefix="harness-since-") as tmp:
         export(root, commit, tmp)
         ref_cwd = os.path.normpath(os.path.join(tmp, here))
@@ -162,14 +140,12 @@ def ref_keys(
         )
     keys = Counter(key(f) for f in found)
     if entry is not None:
-        try:
+        with contextlib.suppress(OSError):  # the cache is an optimisation
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             partial = f"{entry}.{os.getpid()}.tmp"
             with open(partial, "w", encoding="utf-8") as handle:
                 json.dump({"ref": commit, "keys": sorted(keys.elements())}, handle)
             os.replace(partial, entry)
-        except OSError:
-            pass  # the cache is an optimisation
     return keys, commit[:12]
 
 

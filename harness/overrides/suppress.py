@@ -48,7 +48,7 @@ def apply(
             used.add((finding.path, finding.line, finding.code))
             continue
         kept.append(finding)
-    comments_out = [
+    return kept, [
         IgnoreComment(
             path,
             line,
@@ -58,4 +58,3 @@ def apply(
         for path, comments in ignores.items()
         for line, codes in comments
     ]
-    return kept, comments_out

@@ -144,6 +144,9 @@ def test_bad_configuration_is_one_clear_error(tmp_path: Path, body: str, message
         ("file?.py", "file1.py", True),
         ("file[0-3].py", "file4.py", False),
         ("file[!0-3].py", "file4.py", True),
+        ("file[]a].py", "file].py", True),  # a ']' first in a class is a member (POSIX)
+        ("file[!]].py", "file].py", False),
+        ("file[].py", "file[].py", True),  # never closed: literal
         ("a+b.py", "a+b.py", True),
         ("**", "any/thing.py", True),
         ("a/**/b", "a/b", True),

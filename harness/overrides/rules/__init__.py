@@ -1,13 +1,13 @@
 """The rule registry: one module per rule, listed explicitly (no import side effects).
 
 Each rule module defines ``CODE``, ``SYMBOL``, ``MESSAGE`` (a ``str.format`` template),
-``DESCRIPTION`` (one line), ``ENABLED_BY_DEFAULT``, ``SUBJECT`` (the type of fact it inspects,
-see :mod:`harness.overrides.rules._facts`) and ``check(subject) -> list[Issue]``, its
-detection; rules on a :class:`Pair` also say whether they find signature ``DRIFT`` (the
-differences of one override are reported together, once per call site), and a rule may set
-``NEEDS_EVIDENCE = True`` (reported only with a call that the override rejects). Its module
-docstring is the documentation ``harness overrides --explain CODE`` prints. Nothing outside
-a rule's module names its code.
+``DESCRIPTION`` (one line), ``SUBJECT`` (the type of fact it inspects, see
+:mod:`harness.overrides.rules._facts`) and ``check(subject) -> list[Issue]``, its detection.
+A rule may set ``ENABLED_BY_DEFAULT = False`` (an optional rule, run when selected),
+``DRIFT = True`` (it finds signature drift of a :class:`Pair`: the differences of one override
+are reported together, once per call site) and ``NEEDS_EVIDENCE = True`` (reported only with
+a call that the override rejects). Its module docstring is the documentation
+``harness overrides --explain CODE`` prints. Nothing outside a rule's module names its code.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _rule(module: ModuleType) -> Rule:
         message=module.MESSAGE,
         description=module.DESCRIPTION,
         doc=(module.__doc__ or "").strip(),
-        enabled_by_default=module.ENABLED_BY_DEFAULT,
+        enabled_by_default=getattr(module, "ENABLED_BY_DEFAULT", True),
         subject=module.SUBJECT,
         check=module.check,
         needs_evidence=getattr(module, "NEEDS_EVIDENCE", False),
@@ -103,19 +103,16 @@ RULES: dict[str, Rule] = _registry(
     [importlib.import_module(f"{__name__}.{name}") for name in _MODULES]
 )
 """Every rule by code, in code order."""
+_BY_SYMBOL = {rule.symbol: rule for rule in RULES.values()}
 
 
 def get(code_or_symbol: str) -> Rule:
     """Look a rule up by code or by symbol (``renamed-parameter``), in any case."""
     key = code_or_symbol.strip()
-    rule = RULES.get(key.upper())
-    if rule is not None:
-        return rule
-    for rule in RULES.values():
-        if rule.symbol == key.lower():
-            return rule
-    available = ", ".join(RULES)
-    raise HarnessError(f"unknown rule {code_or_symbol!r}; available: {available}")
+    rule = RULES.get(key.upper()) or _BY_SYMBOL.get(key.lower())
+    if rule is None:
+        raise HarnessError(f"unknown rule {code_or_symbol!r}; available: {', '.join(RULES)}")
+    return rule
 
 
 class RuleSet:

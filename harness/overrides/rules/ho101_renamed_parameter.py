@@ -70,7 +70,6 @@ CODE = "HO101"
 SYMBOL = "renamed-parameter"
 MESSAGE = "{override}() renames parameter '{old}' of {base}() to '{new}'"
 DESCRIPTION = "An override renames a parameter that callers can pass by keyword."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

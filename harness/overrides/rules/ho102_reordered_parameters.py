@@ -43,7 +43,6 @@ CODE = "HO102"
 SYMBOL = "reordered-parameters"
 MESSAGE = "{override}() reorders the parameters of {base}(): ({old}) became ({new})"
 DESCRIPTION = "An override moves parameters to different positions."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

@@ -45,7 +45,6 @@ CODE = "HO103"
 SYMBOL = "removed-parameter"
 MESSAGE = "{override}() removes parameter '{name}' of {base}()"
 DESCRIPTION = "An override no longer accepts a parameter of the base method."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

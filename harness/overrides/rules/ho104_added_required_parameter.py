@@ -47,7 +47,6 @@ CODE = "HO104"
 SYMBOL = "added-required-parameter"
 MESSAGE = "{override}() adds required parameter '{name}' that callers of {base}() do not pass"
 DESCRIPTION = "An override adds a parameter without a default."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 
@@ -67,9 +66,5 @@ def check(pair: Pair) -> list[Issue]:
     return [
         Issue((p.name,), (("name", p.name),))
         for p in alignment.unmatched
-        if not p.has_default
-        and (
-            (p.kind is ParamKind.KEYWORD_ONLY and not starstar)
-            or (p.kind is not ParamKind.KEYWORD_ONLY and not star)
-        )
+        if not p.has_default and not (starstar if p.kind is ParamKind.KEYWORD_ONLY else star)
     ]

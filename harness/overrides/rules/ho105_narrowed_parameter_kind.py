@@ -43,7 +43,6 @@ CODE = "HO105"
 SYMBOL = "narrowed-parameter-kind"
 MESSAGE = "{override}() makes parameter '{name}' {new_kind}; it is {old_kind} in {base}()"
 DESCRIPTION = "An override makes a positional-or-keyword parameter keyword-only or positional-only."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

@@ -40,7 +40,6 @@ CODE = "HO106"
 SYMBOL = "removed-default"
 MESSAGE = "{override}() removes the default of parameter '{name}' that {base}() has"
 DESCRIPTION = "An override removes a parameter's default value."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

@@ -35,6 +35,7 @@ warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 from __future__ import annotations
 
+from harness.overrides.compare import VARIADIC
 from harness.overrides.rules._facts import Issue, Pair
 from harness.overrides.signature import ParamKind
 
@@ -42,7 +43,6 @@ CODE = "HO107"
 SYMBOL = "dropped-variadic"
 MESSAGE = "{override}() drops {variadic} of {base}()"
 DESCRIPTION = "An override drops the base method's *args or **kwargs."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 
@@ -52,15 +52,10 @@ def check(pair: Pair) -> list[Issue]:
     alignment = pair.alignment
     if alignment is None:
         return []
-    dropped: list[str] = []
-    names: list[str] = []
-    for kind, star in ((ParamKind.VAR_POSITIONAL, "*"), (ParamKind.VAR_KEYWORD, "**")):
-        if alignment.has(alignment.override, kind):
-            continue
-        for p in alignment.base:
-            if p.kind is kind:
-                dropped.append(f"{star}{p.name}")
-                names.append(p.name)
-    if not dropped:
+    kept = {p.kind for p in alignment.override}
+    lost = [p for p in alignment.base if p.kind in VARIADIC and p.kind not in kept]
+    if not lost:
         return []
-    return [Issue(tuple(names), (("variadic", " and ".join(f"'{d}'" for d in dropped)),))]
+    stars = {ParamKind.VAR_POSITIONAL: "*", ParamKind.VAR_KEYWORD: "**"}
+    dropped = " and ".join(f"'{stars[p.kind]}{p.name}'" for p in lost)
+    return [Issue(tuple(p.name for p in lost), (("variadic", dropped),))]

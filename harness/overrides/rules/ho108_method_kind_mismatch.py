@@ -50,7 +50,6 @@ CODE = "HO108"
 SYMBOL = "method-kind-mismatch"
 MESSAGE = "{override}() is {kind} but {base}() is {base_kind}"
 DESCRIPTION = "An override changes static/class/instance method kind."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 

@@ -54,13 +54,10 @@ CODE = "HO109"
 SYMBOL = "property-method-mismatch"
 MESSAGE = "{override} is {kind} but {base} is {base_kind}"
 DESCRIPTION = "A property overrides a method or a method overrides a property."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 
-
-def _word(is_property: bool) -> str:
-    return "a property" if is_property else "a method"
+_WORDS = {True: "a property", False: "a method"}
 
 
 def _same_call(prop: Signature, method: Signature, prop_declares: bool) -> bool:
@@ -73,7 +70,6 @@ def _same_call(prop: Signature, method: Signature, prop_declares: bool) -> bool:
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Compare property-ness."""
     base, override = pair.base, pair.override
     if base.is_property is override.is_property:
         return []
@@ -81,8 +77,5 @@ def check(pair: Pair) -> list[Issue]:
         return []
     if override.is_property and _same_call(override, base, prop_declares=False):
         return []
-    fields = (
-        ("kind", _word(pair.override.is_property)),
-        ("base_kind", _word(pair.base.is_property)),
-    )
-    return [Issue((), fields)]
+    kinds = (("kind", _WORDS[override.is_property]), ("base_kind", _WORDS[base.is_property]))
+    return [Issue((), kinds)]

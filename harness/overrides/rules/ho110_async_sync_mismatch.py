@@ -44,21 +44,17 @@ CODE = "HO110"
 SYMBOL = "async-sync-mismatch"
 MESSAGE = "{override}() is {kind} but {base}() is {base_kind}"
 DESCRIPTION = "An async method overrides a sync one or the other way round."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 
-
-def _word(is_async: bool) -> str:
-    return "async" if is_async else "not async"
+_WORDS = {True: "async", False: "not async"}
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Compare ``async def`` with ``def``."""
     base, override = pair.base, pair.override
     if base.is_async is override.is_async or base.is_property:
         return []
     if base.async_generator or override.async_generator:
         return []  # an async generator is called without await, like a plain def
-    fields = (("kind", _word(pair.override.is_async)), ("base_kind", _word(pair.base.is_async)))
+    fields = (("kind", _WORDS[override.is_async]), ("base_kind", _WORDS[base.is_async]))
     return [Issue((), fields)]

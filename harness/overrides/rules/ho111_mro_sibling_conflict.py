@@ -63,12 +63,10 @@ MESSAGE = (
     "base: {differences}"
 )
 DESCRIPTION = "Multiple inheritance puts a base's method ahead of a sibling's of another signature."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Sibling
 
 
 def check(sibling: Sibling) -> list[Issue]:
     """One issue listing every difference the method-pair rules found, if any."""
-    if not sibling.differences:
-        return []
-    return [Issue((), (("differences", "; ".join(sibling.differences)),))]
+    differences = "; ".join(sibling.differences)
+    return [Issue((), (("differences", differences),))] if sibling.differences else []

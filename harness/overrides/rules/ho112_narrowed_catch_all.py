@@ -55,7 +55,6 @@ CODE = "HO112"
 SYMBOL = "narrowed-catch-all"
 MESSAGE = "{override}() gives a fixed signature to {base}(*args, **kwargs) and callers pass it arguments it rejects"
 DESCRIPTION = "An override fixes the signature of a *args/**kwargs base that callers pass more to."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Pair
 DRIFT = True
 NEEDS_EVIDENCE = True

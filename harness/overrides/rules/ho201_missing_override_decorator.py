@@ -42,9 +42,7 @@ MESSAGE = "{override}() overrides {base}() without @override"
 DESCRIPTION = "An override is not decorated with @typing.override."
 ENABLED_BY_DEFAULT = False
 SUBJECT = Pair
-DRIFT = False
 
 
 def check(pair: Pair) -> list[Issue]:
-    """Report overrides without the decorator."""
     return [] if pair.override.has_override_decorator else [Issue()]

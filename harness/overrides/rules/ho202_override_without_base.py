@@ -45,6 +45,4 @@ SUBJECT = NoBase
 
 def check(lone: NoBase) -> list[Issue]:
     """An ``@override`` method without a base definition, when every base is known."""
-    if lone.method.has_override_decorator and lone.mro_resolved:
-        return [Issue()]
-    return []
+    return [Issue()] if lone.method.has_override_decorator and lone.mro_resolved else []

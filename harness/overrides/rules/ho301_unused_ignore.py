@@ -34,7 +34,6 @@ CODE = "HO301"
 SYMBOL = "unused-ignore"
 MESSAGE = "unused 'harness: ignore[{codes}]' comment"
 DESCRIPTION = "A suppression comment that suppresses nothing."
-ENABLED_BY_DEFAULT = True
 SUBJECT = IgnoreComment
 
 

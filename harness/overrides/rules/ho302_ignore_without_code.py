@@ -34,10 +34,8 @@ CODE = "HO302"
 SYMBOL = "ignore-without-code"
 MESSAGE = "'harness: ignore' without [CODE] suppresses nothing; name the code(s)"
 DESCRIPTION = "A suppression comment without a rule code."
-ENABLED_BY_DEFAULT = True
 SUBJECT = IgnoreComment
 
 
 def check(comment: IgnoreComment) -> list[Issue]:
-    """A comment naming no code."""
     return [] if comment.codes else [Issue(key="bare")]

@@ -38,10 +38,8 @@ CODE = "HO303"
 SYMBOL = "stale-baseline-entry"
 MESSAGE = "baseline entry '{key}' matches no finding (--write-baseline drops it)"
 DESCRIPTION = "A baseline entry that no current finding matches."
-ENABLED_BY_DEFAULT = True
 SUBJECT = StaleEntry
 
 
 def check(entry: StaleEntry) -> list[Issue]:
-    """Every unused entry is reported."""
     return [Issue((), (("key", entry.key),), key=entry.key)]

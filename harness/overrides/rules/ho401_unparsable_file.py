@@ -40,10 +40,8 @@ CODE = "HO401"
 SYMBOL = "unparsable-file"
 MESSAGE = "{reason}"
 DESCRIPTION = "A file could not be parsed (syntax error, NUL byte, bad encoding, too deep)."
-ENABLED_BY_DEFAULT = True
 SUBJECT = ParseFailure
 
 
 def check(failure: ParseFailure) -> list[Issue]:
-    """Every failure to read a file's source is reported."""
     return [Issue((), (("reason", failure.reason),))]

@@ -26,18 +26,16 @@ Only cycles through classes the checker can resolve are found.
 
 from __future__ import annotations
 
-from harness.overrides.resolve import InheritanceCycle
 from harness.overrides.rules._facts import Issue
+from harness.overrides.tree import InheritanceCycle
 
 CODE = "HO402"
 SYMBOL = "cyclic-inheritance"
 MESSAGE = "{cls} inherits from itself: {cycle}"
 DESCRIPTION = "A class inherits from itself, directly or through other classes."
-ENABLED_BY_DEFAULT = True
 SUBJECT = InheritanceCycle
 
 
 def check(cycle: InheritanceCycle) -> list[Issue]:
-    """Every class on a cycle of bases is reported, with the cycle."""
     path = " -> ".join(c.qualname for c in cycle.cycle)
     return [Issue((), (("cls", cycle.cls.qualname), ("cycle", path)))]

@@ -34,18 +34,16 @@ imported one).
 
 from __future__ import annotations
 
-from harness.overrides.resolve import NoLinearization
 from harness.overrides.rules._facts import Issue
+from harness.overrides.tree import NoLinearization
 
 CODE = "HO403"
 SYMBOL = "inconsistent-mro"
 MESSAGE = "cannot create a consistent method resolution order for {cls} (bases {bases})"
 DESCRIPTION = "A class's bases have no consistent C3 method resolution order."
-ENABLED_BY_DEFAULT = True
 SUBJECT = NoLinearization
 
 
 def check(problem: NoLinearization) -> list[Issue]:
-    """Every class whose bases have no C3 order is reported, with its bases."""
     bases = ", ".join(b.qualname for b in problem.bases)
     return [Issue((), (("cls", problem.cls.qualname), ("bases", bases)))]

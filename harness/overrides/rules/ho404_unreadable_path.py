@@ -31,10 +31,8 @@ CODE = "HO404"
 SYMBOL = "unreadable-path"
 MESSAGE = "{reason}"
 DESCRIPTION = "A file or directory in the tree cannot be read (symlink loop, permissions)."
-ENABLED_BY_DEFAULT = True
 SUBJECT = Unreadable
 
 
 def check(path: Unreadable) -> list[Issue]:
-    """Every path that cannot be read is reported, with the reason."""
     return [Issue((), (("reason", path.reason),), key=path.reason)]

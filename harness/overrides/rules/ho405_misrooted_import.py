@@ -39,8 +39,8 @@ unresolved without a warning, as do bases from packages that are not installed.
 
 from __future__ import annotations
 
-from harness.overrides.resolve import MisrootedBase
 from harness.overrides.rules._facts import Issue
+from harness.overrides.tree import MisrootedBase
 
 CODE = "HO405"
 SYMBOL = "misrooted-import"
@@ -50,7 +50,6 @@ MESSAGE = (
     "its base's (run from that root, or mark it with a pyproject.toml)"
 )
 DESCRIPTION = "A base class's module is in the tree but named from another import root."
-ENABLED_BY_DEFAULT = True
 SUBJECT = MisrootedBase
 
 
