@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -23,6 +23,8 @@ from harness.reference.block_table import BlockTable
 from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
 from harness.reference.kv_cache_interface import cdiv
+
+T = TypeVar("T")
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -278,12 +280,13 @@ def reference_common(case: BatchCase) -> CommonAttentionMetadata:
     return common_metadata([r.computed for r in case.reqs], [r.scheduled for r in case.reqs])
 
 
+def returns(value: T) -> Callable[..., T]:
+    """A function that takes any arguments and returns ``value`` (for stub methods)."""
+    return lambda *_: value
+
+
 def vllm_model_config(num_heads: int, num_kv_heads: int, head_size: int) -> SimpleNamespace:
     """The ``ModelConfig`` methods vLLM's builders call for head counts and sizes."""
-
-    def returns(value: int) -> Callable[..., int]:
-        return lambda *_: value
-
     return SimpleNamespace(
         get_num_attention_heads=returns(num_heads),
         get_num_kv_heads=returns(num_kv_heads),
