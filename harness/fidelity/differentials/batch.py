@@ -26,6 +26,13 @@ from harness.reference.kv_cache_interface import cdiv
 
 T = TypeVar("T")
 
+BUILDER_MODULES = (
+    "vllm.v1.kv_cache_interface",
+    "vllm.v1.worker.block_table",
+    "vllm.v1.attention.backends.utils",
+)
+"""The vLLM modules every builder differential loads besides its backend's."""
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

@@ -20,6 +20,7 @@ import torch
 from harness.fidelity.differential import Differential
 from harness.fidelity.differentials.batch import DTYPES, vllm_model_config
 from harness.fidelity.vllm import VllmCode
+from harness.reference import kv_cache_interface
 from harness.reference.backends.flash_attn import (
     FlashAttentionMetadataBuilder,
     use_cascade_attention,
@@ -28,7 +29,6 @@ from harness.reference.backends.flashinfer import FlashInferMetadataBuilder
 from harness.reference.backends.utils import compute_cascade_attn_prefix_len
 from harness.reference.block_table import BlockTable
 from harness.reference.config import ModelConfig, VllmConfig
-from harness.reference.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
 
 
 @dataclass(frozen=True)
@@ -108,11 +108,6 @@ def _spec(module: Any, case: CascadeCase) -> Any:
     return module.FullAttentionSpec(*args, sliding_window=case.window)
 
 
-class _ReferenceSpecs:
-    FullAttentionSpec = FullAttentionSpec
-    SlidingWindowSpec = SlidingWindowSpec
-
-
 def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
     flash_attn = vllm.module("v1.attention.backends.flash_attn")
     runner_module = vllm.module("v1.worker.gpu_model_runner")
@@ -156,7 +151,7 @@ def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
 
 
 def cascade_reference(case: CascadeCase) -> object:
-    spec = _spec(_ReferenceSpecs, case)
+    spec = _spec(kv_cache_interface, case)
     model = ModelConfig(
         num_attention_heads=case.num_query_heads,
         num_key_value_heads=case.num_kv_heads,

@@ -18,6 +18,7 @@ import torch
 
 from harness.fidelity.differential import Differential
 from harness.fidelity.differentials.batch import (
+    BUILDER_MODULES,
     BatchCase,
     generate_batch,
     max_blocks_per_req,
@@ -195,9 +196,7 @@ RUNNER_INPUTS: Differential[BatchCase] = Differential(
     vllm_code="vllm/v1/worker/gpu_model_runner.py GPUModelRunner._prepare_inputs (buffers from "
     "GPUModelRunner.__init__)",
     vllm_modules=(
-        "vllm.v1.kv_cache_interface",
-        "vllm.v1.worker.block_table",
-        "vllm.v1.attention.backends.utils",
+        *BUILDER_MODULES,
         "vllm.v1.attention.backends.flash_attn",
         "vllm.v1.worker.gpu_model_runner",
     ),
