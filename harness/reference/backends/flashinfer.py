@@ -16,8 +16,6 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import torch
 
 from harness.reference.backends.abstract import (
@@ -430,27 +428,10 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
             wrapper.plan(*call.args, **call.kwargs)
             setattr(attn_metadata, f"{call.wrapper}_wrapper", wrapper)
 
-    def use_cascade_attention(
-        self,
-        common_prefix_len: int,
-        query_lens: npt.NDArray[np.int32],
-        num_query_heads: int,
-        num_kv_heads: int,
-        use_alibi: bool,
-        use_sliding_window: bool,
-        num_sms: int,
-    ) -> bool:
+    def use_cascade_attention(self, *args: Any, **kwargs: Any) -> bool:
         if self.kv_cache_spec.dtype != self.q_data_type:
             return False  # FlashInfer's cascade wrapper needs the KV and query dtypes to match.
-        return use_cascade_attention(
-            common_prefix_len=common_prefix_len,
-            query_lens=query_lens,
-            num_query_heads=num_query_heads,
-            num_kv_heads=num_kv_heads,
-            use_alibi=use_alibi,
-            use_sliding_window=use_sliding_window,
-            num_sms=num_sms,
-        )
+        return use_cascade_attention(*args, **kwargs)
 
 
 def paged_kv_to_block_table(
