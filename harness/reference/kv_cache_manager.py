@@ -32,9 +32,7 @@ class SingleTypeKVCacheManager(ABC):
 
     def get_num_blocks_to_allocate(self, request_id: str, num_tokens: int) -> int:
         """New blocks needed so the request has slots for ``num_tokens`` tokens in total."""
-        num_required = -(
-            -num_tokens // self.block_size
-        )  # cdiv, inlined: called per request per step
+        num_required = -(-num_tokens // self.block_size)  # cdiv inlined: per request per step
         return max(0, num_required - len(self.req_to_blocks.get(request_id, ())))
 
     def allocate_new_blocks(self, request_id: str, num_tokens: int) -> list[int]:

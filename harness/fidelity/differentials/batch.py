@@ -367,10 +367,9 @@ def metadata_fields(
     local attention): they must be None in the compared configurations, or they show up as a
     difference.
     """
-    fields: dict[str, Any] = {}
-    for f in dataclasses.fields(metadata):
-        value = getattr(metadata, f.name)
-        if f.name in skip or (f.name in none_only and value is None):
-            continue
-        fields[f.name] = value
-    return fields
+    values = {f.name: getattr(metadata, f.name) for f in dataclasses.fields(metadata)}
+    return {
+        name: value
+        for name, value in values.items()
+        if name not in skip and not (name in none_only and value is None)
+    }
