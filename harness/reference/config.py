@@ -143,21 +143,6 @@ def get_current_vllm_config() -> VllmConfig:
     return _current_vllm_config
 
 
-_LLAMA_3_1_8B = ModelConfig(
-    name="llama-3.1-8b",
-    hidden_size=4096,
-    num_hidden_layers=32,
-    num_attention_heads=32,
-    num_key_value_heads=8,
-    head_dim=128,
-    intermediate_size=14336,
-    vocab_size=128256,
-    dtype=torch.bfloat16,
-    max_model_len=131072,
-    rms_norm_eps=1e-5,
-    rope_theta=500000.0,
-)
-
 MODEL_PRESETS: dict[str, ModelConfig] = {
     "tiny": ModelConfig(),
     "tiny-hybrid": ModelConfig(
@@ -166,7 +151,20 @@ MODEL_PRESETS: dict[str, ModelConfig] = {
         sliding_window=8,
         layer_types=("full_attention", "sliding_attention") * 2,
     ),
-    "llama-3.1-8b": _LLAMA_3_1_8B,
+    "llama-3.1-8b": ModelConfig(
+        name="llama-3.1-8b",
+        hidden_size=4096,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        intermediate_size=14336,
+        vocab_size=128256,
+        dtype=torch.bfloat16,
+        max_model_len=131072,
+        rms_norm_eps=1e-5,
+        rope_theta=500000.0,
+    ),
 }
 """Named model shapes: a few thousand parameters up to Llama-3.1-8B."""
 

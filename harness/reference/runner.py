@@ -163,23 +163,12 @@ class ModelRunner:
         block_size = self.cache_config.block_size
         specs: dict[str, KVCacheSpec] = {}
         for name, layer in self.model.attention_layers().items():
+            # block_size, num_kv_heads, head_size, dtype, use_mla
+            args = (block_size, layer.num_kv_heads, layer.head_size, self.model_config.dtype, False)
             if layer.sliding_window is not None:
-                specs[name] = SlidingWindowSpec(
-                    block_size=block_size,
-                    num_kv_heads=layer.num_kv_heads,
-                    head_size=layer.head_size,
-                    dtype=self.model_config.dtype,
-                    use_mla=False,
-                    sliding_window=layer.sliding_window,
-                )
+                specs[name] = SlidingWindowSpec(*args, sliding_window=layer.sliding_window)
             else:
-                specs[name] = FullAttentionSpec(
-                    block_size=block_size,
-                    num_kv_heads=layer.num_kv_heads,
-                    head_size=layer.head_size,
-                    dtype=self.model_config.dtype,
-                    use_mla=False,
-                )
+                specs[name] = FullAttentionSpec(*args)
         return specs
 
     def initialize_kv_cache(self, kv_cache_config: KVCacheConfig) -> None:

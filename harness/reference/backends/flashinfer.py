@@ -515,22 +515,15 @@ class FlashInferImpl(AttentionImpl[FlashInferMetadata]):
             output[:n] = merge_attn_states(*prefix, *suffix).flatten(1)
             return output
         # Decodes are rows [0, num_decodes), prefills the rest (reorder_batch made it so).
-        if md.num_decodes > 0:
-            out, _ = attend(
-                q[: md.num_decode_tokens],
-                md.qo_indptr[: nd + 1],
-                md.paged_kv_indptr[: nd + 1],
-                md.paged_kv_last_page_len[:nd],
-                md.paged_kv_indices,
-            )
-            output[: md.num_decode_tokens] = out.flatten(1)
-        if md.num_prefills > 0:
-            out, _ = attend(
-                q[md.num_decode_tokens :],
-                md.qo_indptr[nd:],
-                md.paged_kv_indptr[nd:],
-                md.paged_kv_last_page_len[nd:],
-                md.paged_kv_indices,
-            )
-            output[md.num_decode_tokens : n] = out.flatten(1)
+        ndt, num_reqs = md.num_decode_tokens, nd + md.num_prefills
+        for first, last, tokens in ((0, nd, slice(0, ndt)), (nd, num_reqs, slice(ndt, n))):
+            if last > first:
+                out, _ = attend(
+                    q[tokens],
+                    md.qo_indptr[first : last + 1],
+                    md.paged_kv_indptr[first : last + 1],
+                    md.paged_kv_last_page_len[first:last],
+                    md.paged_kv_indices,
+                )
+                output[tokens] = out.flatten(1)
         return output
