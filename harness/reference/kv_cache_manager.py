@@ -120,10 +120,6 @@ class KVCacheManager:
         ]
         """The managers whose ``remove_skipped_blocks`` does something."""
 
-    @property
-    def usage(self) -> float:
-        return self.block_pool.get_usage()
-
     def allocate_slots(
         self, request_id: str, num_computed_tokens: int, num_new_tokens: int
     ) -> list[list[int]] | None:

@@ -24,8 +24,8 @@ from harness.reference.outputs import (
 )
 
 
-class RequestStatus(enum.Enum):
-    """Where a request is in its life."""
+class RequestStatus(enum.IntEnum):
+    """Where a request is in its life; every status after ``PREEMPTED`` is finished (as vLLM)."""
 
     WAITING = enum.auto()
     RUNNING = enum.auto()
@@ -36,16 +36,7 @@ class RequestStatus(enum.Enum):
 
     @staticmethod
     def is_finished(status: RequestStatus) -> bool:
-        return status in _FINISHED
-
-
-_FINISHED = frozenset(
-    {
-        RequestStatus.FINISHED_STOPPED,
-        RequestStatus.FINISHED_LENGTH_CAPPED,
-        RequestStatus.FINISHED_ABORTED,
-    }
-)
+        return status > RequestStatus.PREEMPTED
 
 
 @dataclass
