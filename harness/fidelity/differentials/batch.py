@@ -232,27 +232,19 @@ def fill_block_table(table: Any, case: BatchCase) -> Any:
     return table
 
 
+def _table_args(case: BatchCase) -> tuple[int, int, int, bool]:
+    """``max_num_reqs, max_num_blocks_per_req, max_num_batched_tokens, pin_memory``."""
+    return case.max_num_reqs, max_blocks_per_req(case), case.max_num_batched_tokens, False
+
+
 def reference_block_table(case: BatchCase) -> BlockTable:
-    table = BlockTable(
-        case.block_size,
-        case.max_num_reqs,
-        max_blocks_per_req(case),
-        case.max_num_batched_tokens,
-        pin_memory=False,
-        device="cpu",
-    )
+    table = BlockTable(case.block_size, *_table_args(case), "cpu")
     fill_block_table(table, case)
     return table
 
 
 def vllm_block_table(block_table_module: Any, case: BatchCase) -> Any:
-    table = block_table_module.BlockTable(
-        case.max_num_reqs,
-        max_blocks_per_req(case),
-        case.max_num_batched_tokens,
-        False,
-        torch.device("cpu"),
-    )
+    table = block_table_module.BlockTable(*_table_args(case), torch.device("cpu"))
     return fill_block_table(table, case)
 
 
