@@ -175,17 +175,8 @@ def _plan_view(calls: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]]) ->
         if event == "init":
             workspace_at = 1 if kind == "cascade" else 0
             inits[kind] = (args[:workspace_at] + args[workspace_at + 1 :], kwargs)
-            continue
-        init_args, init_kwargs = inits[kind]
-        planned.append(
-            {
-                "wrapper": kind,
-                "init_args": init_args,
-                "init_kwargs": init_kwargs,
-                "args": args,
-                "kwargs": kwargs,
-            }
-        )
+        else:
+            planned.append(ref_flashinfer.PlanCall(kind, *inits[kind], args, kwargs))
     return planned
 
 
@@ -214,17 +205,11 @@ def flashinfer_vllm(vllm: VllmCode, case: BatchCase) -> object:
     module = vllm.module("v1.attention.backends.flashinfer")
     attention_cls = vllm.module("attention.layer").Attention
     layers: dict[str, Any] = {}
+    heads = (case.num_heads, case.head_size, case.head_size**-0.5, case.num_kv_heads)
     for i, window in enumerate(case.layer_windows):
         layer = attention_cls()
-        layer.impl = module.FlashInferImpl(
-            case.num_heads,
-            case.head_size,
-            case.head_size**-0.5,
-            case.num_kv_heads,
-            None,
-            window,
-            "auto",
-        )
+        # alibi_slopes, sliding_window, kv_cache_dtype
+        layer.impl = module.FlashInferImpl(*heads, None, window, "auto")
         layers[f"model.layers.{i}.self_attn.attn"] = layer
     builder_cls = module.FlashInferMetadataBuilder
     builder, ordered, reordering, common = _reordered_vllm(vllm, builder_cls, case, False, layers)
