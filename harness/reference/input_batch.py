@@ -51,9 +51,6 @@ class InputBatch:
     ) -> None:
         self.max_num_reqs = max_num_reqs
         self.max_model_len = max_model_len
-        self.max_num_batched_tokens = max_num_batched_tokens
-        self.device = device
-        self.pin_memory = pin_memory
 
         self._req_ids: list[str | None] = []
         self.req_id_to_index: dict[str, int] = {}

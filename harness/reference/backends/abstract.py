@@ -171,15 +171,12 @@ class AttentionBackend(ABC):
 
     @staticmethod
     @abstractmethod
-    def get_builder_cls() -> type[AttentionMetadataBuilder[Any]]:
-        """The metadata builder class."""
+    def get_builder_cls() -> type[AttentionMetadataBuilder[Any]]: ...
 
     @staticmethod
     @abstractmethod
-    def get_metadata_cls() -> type[Any]:
-        """The metadata dataclass."""
+    def get_metadata_cls() -> type[Any]: ...
 
     @staticmethod
     @abstractmethod
-    def get_impl_cls() -> type[AttentionImpl[Any]]:
-        """The attention impl class."""
+    def get_impl_cls() -> type[AttentionImpl[Any]]: ...

@@ -140,17 +140,12 @@ class FlashInferMetadata:
     paged_kv_last_page_len: torch.Tensor
     """(num_reqs,) int32: tokens in each request's last page, in ``[1, page_size]``."""
     num_qo_heads: int
-    """Query heads."""
     num_kv_heads: int
-    """KV heads."""
     head_dim: int
-    """Head size."""
     page_size: int
     """Tokens per page (the group's block size)."""
     data_type: torch.dtype
-    """KV cache dtype."""
     q_data_type: torch.dtype
-    """Query dtype."""
     slot_mapping: torch.Tensor
     """(num_actual_tokens,) int64: cache slot of each token (device buffer tail is -1)."""
     num_decodes: int
