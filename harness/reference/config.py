@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import torch
 
 from harness.errors import HarnessError
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True, frozen=True)
@@ -169,11 +172,16 @@ MODEL_PRESETS: dict[str, ModelConfig] = {
 """Named model shapes: a few thousand parameters up to Llama-3.1-8B."""
 
 
-def get_model_config(name: str) -> ModelConfig:
-    """The preset called ``name``; an unknown name lists the available ones."""
+def lookup(registry: Mapping[str, T], name: str, kind: str) -> T:
+    """``registry[name]``; an unknown name is an error that lists the available ones."""
     try:
-        return MODEL_PRESETS[name]
+        return registry[name]
     except KeyError:
         raise HarnessError(
-            f"unknown model {name!r}; available: {', '.join(sorted(MODEL_PRESETS))}"
+            f"unknown {kind} {name!r}; available: {', '.join(sorted(registry))}"
         ) from None
+
+
+def get_model_config(name: str) -> ModelConfig:
+    """The preset called ``name``; an unknown name lists the available ones."""
+    return lookup(MODEL_PRESETS, name, "model")

@@ -23,6 +23,7 @@ from harness.reference.config import (
     SchedulerConfig,
     VllmConfig,
     get_model_config,
+    lookup,
 )
 from harness.reference.engine import Engine, start_engine
 from harness.reference.model import LlamaForCausalLM
@@ -417,9 +418,4 @@ DEFAULT_SCENARIO = "hybrid-two-groups"
 
 def get_scenario(name: str) -> Scenario:
     """The scenario called ``name``; an unknown name lists the available ones."""
-    try:
-        return SCENARIOS[name]
-    except KeyError:
-        raise HarnessError(
-            f"unknown scenario {name!r}; available: {', '.join(sorted(SCENARIOS))}"
-        ) from None
+    return lookup(SCENARIOS, name, "scenario")

@@ -28,13 +28,10 @@ class InputBatchLike(Protocol):
     """What ``reorder_batch`` needs of the runner's persistent batch (vLLM's ``InputBatch``)."""
 
     @property
-    def req_ids(self) -> Sequence[str]:
-        """Request id of each batch row, in row order."""
-        ...
+    def req_ids(self) -> Sequence[str]: ...
 
     def swap_states(self, i1: int, i2: int) -> None:
         """Exchange everything the batch holds for rows ``i1`` and ``i2`` (block tables too)."""
-        ...
 
 
 class SchedulerOutputLike(Protocol):
@@ -43,7 +40,6 @@ class SchedulerOutputLike(Protocol):
     @property
     def num_scheduled_tokens(self) -> Mapping[str, int]:
         """Request id -> tokens scheduled for it in this step."""
-        ...
 
 
 @runtime_checkable
