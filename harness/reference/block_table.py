@@ -55,8 +55,6 @@ class BlockTable:
         )
         """(max_num_batched_tokens,) int64 on the device: committed slot mapping."""
 
-    # Row API ---------------------------------------------------------------------------------
-
     def append_row(self, block_ids: list[int], row_idx: int) -> None:
         if not block_ids:
             return
@@ -94,8 +92,6 @@ class BlockTable:
         self.block_table.fill_(0)
         self.block_table_cpu.fill_(0)
 
-    # Slot mapping ----------------------------------------------------------------------------
-
     def compute_slot_mapping(
         self, req_indices: npt.NDArray[np.integer], positions: npt.NDArray[np.integer]
     ) -> None:
@@ -128,8 +124,6 @@ class BlockTable:
     def commit_slot_mapping(self, num_tokens: int) -> None:
         """Copy the first ``num_tokens`` slots to the device ``slot_mapping``."""
         self.slot_mapping[:num_tokens].copy_(self.slot_mapping_cpu[:num_tokens], non_blocking=True)
-
-    # Accessors -------------------------------------------------------------------------------
 
     def get_device_tensor(self) -> torch.Tensor:
         return self.block_table

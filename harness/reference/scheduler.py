@@ -67,7 +67,6 @@ class Scheduler:
     """Decides each step's requests and token counts, and owns their KV cache blocks."""
 
     def __init__(self, scheduler_config: SchedulerConfig, kv_cache_config: KVCacheConfig) -> None:
-        self.scheduler_config = scheduler_config
         self.max_num_running_reqs = scheduler_config.max_num_seqs
         self.max_num_scheduled_tokens = scheduler_config.max_num_batched_tokens
         self.max_model_len = scheduler_config.max_model_len

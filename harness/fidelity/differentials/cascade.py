@@ -108,6 +108,14 @@ def _spec(module: Any, case: CascadeCase) -> Any:
     return module.FullAttentionSpec(*args, sliding_window=case.window)
 
 
+def _heuristic_args(case: CascadeCase) -> tuple[Any, tuple[Any, ...]]:
+    """The scheduled tokens, and the arguments of the direct ``use_cascade_attention`` call."""
+    scheduled = np.array(case.num_scheduled, dtype=np.int32)
+    heads = (case.num_query_heads, case.num_kv_heads)
+    window = case.window is not None
+    return scheduled, (case.prefix_len, scheduled, *heads, case.use_alibi, window, case.num_sms)
+
+
 def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
     flash_attn = vllm.module("v1.attention.backends.flash_attn")
     runner_module = vllm.module("v1.worker.gpu_model_runner")
@@ -133,17 +141,9 @@ def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
         use_alibi=False,  # the reference model has no ALiBi; use_alibi is drawn for the heuristic
         num_sms=case.num_sms,
     )
-    scheduled = np.array(case.num_scheduled, dtype=np.int32)
+    scheduled, heuristic = _heuristic_args(case)
     return {
-        "use_cascade_attention": flash_attn.use_cascade_attention(
-            case.prefix_len,
-            scheduled,
-            case.num_query_heads,
-            case.num_kv_heads,
-            case.use_alibi,
-            case.window is not None,
-            case.num_sms,
-        ),
+        "use_cascade_attention": flash_attn.use_cascade_attention(*heuristic),
         "common_prefix_len": runner_module.GPUModelRunner._compute_cascade_attn_prefix_len(
             fake_runner, scheduled, case.num_common_prefix_blocks, spec, builder
         ),
@@ -163,17 +163,9 @@ def cascade_reference(case: CascadeCase) -> object:
         FlashAttentionMetadataBuilder if case.backend == "FLASH_ATTN" else FlashInferMetadataBuilder
     )
     builder = builder_cls(spec, table, VllmConfig(model_config=model), "cpu")
-    scheduled = np.array(case.num_scheduled, dtype=np.int32)
+    scheduled, heuristic = _heuristic_args(case)
     return {
-        "use_cascade_attention": use_cascade_attention(
-            case.prefix_len,
-            scheduled,
-            case.num_query_heads,
-            case.num_kv_heads,
-            case.use_alibi,
-            case.window is not None,
-            case.num_sms,
-        ),
+        "use_cascade_attention": use_cascade_attention(*heuristic),
         "common_prefix_len": compute_cascade_attn_prefix_len(
             builder,
             scheduled,

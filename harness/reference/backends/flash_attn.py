@@ -65,7 +65,6 @@ class FlashAttentionMetadata:
     num_actual_tokens: int
     """Scheduled tokens, without padding."""
     max_query_len: int
-    """Most query tokens of one request."""
     query_start_loc: torch.Tensor
     """(num_reqs + 1,) int32: start of each request's query tokens."""
     max_seq_len: int

@@ -151,11 +151,9 @@ class FlashInferMetadata:
     num_decodes: int
     """Requests with one scheduled token, at the front of the batch."""
     num_decode_tokens: int
-    """Their tokens."""
     num_prefills: int
     """The other requests."""
     num_prefill_tokens: int
-    """Their tokens."""
     use_cascade: bool
     """Whether a shared prefix is attended separately (then the paged_kv_* exclude it)."""
     shared_qo_indptr: torch.Tensor | None = None
