@@ -348,17 +348,10 @@ def vllm_build(builder: Any, common: Any, case: BatchCase, common_prefix_len: in
 
 
 def metadata_fields(
-    metadata: Any,
-    *,
-    skip: tuple[str, ...] = (),
-    none_only: tuple[str, ...] = (),
+    metadata: Any, *, skip: tuple[str, ...] = (), none_only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
-    """A metadata dataclass's fields, less ``skip``; ``none_only`` fields are dropped when None.
-
-    ``none_only`` names vLLM features the reference does not model (ahead-of-time scheduling,
-    local attention): they must be None in the compared configurations, or they show up as a
-    difference.
-    """
+    """A metadata dataclass's fields, less ``skip``; ``none_only`` fields (vLLM features the
+    reference does not model) are dropped when None, and show up as a difference otherwise."""
     values = {f.name: getattr(metadata, f.name) for f in dataclasses.fields(metadata)}
     return {
         name: value
