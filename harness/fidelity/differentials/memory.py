@@ -72,11 +72,8 @@ class _FakeCuda:
         self.state = state
         self.profiled = False
 
-    def empty_cache(self) -> None:
-        pass
-
-    def reset_peak_memory_stats(self) -> None:
-        pass
+    def empty_cache(self) -> None: ...
+    def reset_peak_memory_stats(self) -> None: ...
 
     def mem_get_info(self) -> tuple[int, int]:
         s = self.state
