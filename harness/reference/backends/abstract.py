@@ -40,6 +40,7 @@ class SchedulerOutputLike(Protocol):
     @property
     def num_scheduled_tokens(self) -> Mapping[str, int]:
         """Request id -> tokens scheduled for it in this step."""
+        ...
 
 
 @runtime_checkable
