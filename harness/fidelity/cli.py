@@ -8,9 +8,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-EXIT_AGREE = 0
-EXIT_DISAGREE = 1
-
 
 def register(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
@@ -66,4 +63,4 @@ def run(args: argparse.Namespace) -> int:
         source = fetch_vllm_source(args.vllm_version, args.cache_dir)
     report = run_fidelity(source, differentials, seed=args.seed, trials=args.trials)
     print(format_report(report))
-    return EXIT_AGREE if report.ok else EXIT_DISAGREE
+    return 0 if report.ok else 1

@@ -27,18 +27,16 @@ def format_report(report: FidelityReport) -> str:
     for r in report.results:
         if r.ok:
             continue
-        lines.append("")
-        lines.append(f"{r.name} -- {r.description}")
-        lines.append(f"  vLLM code: {r.vllm_code}")
+        lines += ["", f"{r.name} -- {r.description}", f"  vLLM code: {r.vllm_code}"]
         if r.error is not None:
             lines.append(f"  ERROR (the differential could not compare): {r.error}")
             continue
         if r.disagreement is not None:
             d = r.disagreement
-            lines.append(
-                f"  minimal disagreeing input (shrunk in {d.shrink_steps} steps): {d.input}"
-            )
-            lines.append(f"  first difference: {d.difference}")
+            lines += [
+                f"  minimal disagreeing input (shrunk in {d.shrink_steps} steps): {d.input}",
+                f"  first difference: {d.difference}",
+            ]
     total = sum(r.trials for r in report.results)
     agreed = sum(r.agreed for r in report.results)
     failing = [r.name for r in report.results if not r.ok]

@@ -120,9 +120,23 @@ def module_path(root: Path, name: str) -> Path:
     return root.joinpath(*name.split(".")).with_suffix(".py")
 
 
-class _Loader(importlib.abc.Loader):
+class _Importer(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds and loads every module under the stubbed roots, for one sandbox."""
+
     def __init__(self, sandbox: VllmSandbox) -> None:
         self.sandbox = sandbox
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        del path, target
+        if not _under_roots(fullname):
+            return None
+        real = fullname in self.sandbox.real and fullname not in self.sandbox.stubs
+        return importlib.util.spec_from_loader(fullname, self, is_package=not real)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         stub = self.sandbox.stubs.get(spec.name)
@@ -140,23 +154,6 @@ class _Loader(importlib.abc.Loader):
         module.__file__ = str(path)
         code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
         exec(code, module.__dict__)
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    def __init__(self, sandbox: VllmSandbox) -> None:
-        self.loader = _Loader(sandbox)
-
-    def find_spec(
-        self,
-        fullname: str,
-        path: Sequence[str] | None = None,
-        target: types.ModuleType | None = None,
-    ) -> importlib.machinery.ModuleSpec | None:
-        del path, target
-        if not _under_roots(fullname):
-            return None
-        real = fullname in self.loader.sandbox.real and fullname not in self.loader.sandbox.stubs
-        return importlib.util.spec_from_loader(fullname, self.loader, is_package=not real)
 
 
 class VllmSandbox:
@@ -177,7 +174,7 @@ class VllmSandbox:
                 f"{self.root} is not a vLLM source tree: missing "
                 + ", ".join(str(module_path(self.root, n)) for n in missing)
             )
-        self._finder = _Finder(self)
+        self._finder = _Importer(self)
         self._saved: dict[str, types.ModuleType] = {}
         self._active = False
 

@@ -92,19 +92,9 @@ def fetch_vllm_source(
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="vllm-wheel-", dir=cache) as tmp:
         download = Path(tmp) / "wheel"
-        command = [
-            sys.executable,
-            "-I",  # never import a pip.py (or ast.py...) from the working directory
-            "-m",
-            "pip",
-            "download",
-            f"vllm=={version}",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--quiet",
-            "-d",
-            str(download),
-        ]
+        # -I: never import a pip.py (or ast.py...) from the working directory.
+        command = [sys.executable, "-I", "-m", "pip", "download", f"vllm=={version}", "--no-deps"]
+        command += ["--only-binary=:all:", "--quiet", "-d", str(download)]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         wheels = sorted(download.glob("vllm-*.whl")) if download.is_dir() else []
         if result.returncode != 0 or not wheels:

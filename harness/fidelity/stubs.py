@@ -11,6 +11,7 @@ import logging
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -53,26 +54,17 @@ def _recording_wrapper(kind: str, recorder: PlanRecorder) -> type[Any]:
     return Wrapper
 
 
-class _Platform:
-    """``current_platform``: not CUDA, not ROCm; any other question is an error."""
-
-    def is_cuda(self) -> bool:
-        return False
-
-    def is_rocm(self) -> bool:
-        return False
-
-    def is_pin_memory_available(self) -> bool:
-        return False
+_PLATFORM = SimpleNamespace(
+    is_cuda=lambda: False, is_rocm=lambda: False, is_pin_memory_available=lambda: False
+)
+"""``current_platform``: not CUDA, not ROCm; any other question is an error."""
 
 
-class _StrictModule(types.ModuleType):
-    """A module that has exactly the attributes it was given."""
-
-    def __init__(self, name: str, attrs: dict[str, Any]) -> None:
-        super().__init__(name)
-        self.__dict__["__path__"] = []
-        self.__dict__.update(attrs)
+def _strict_module(name: str, attrs: dict[str, Any]) -> types.ModuleType:
+    """A module (a package) that has exactly the attributes it was given."""
+    module = types.ModuleType(name)
+    module.__dict__.update(attrs, __path__=[])
+    return module
 
 
 def _silent_logger(name: str) -> logging.Logger:
@@ -102,8 +94,8 @@ def make_stubs(root: Path, recorder: PlanRecorder) -> dict[str, types.ModuleType
         "vllm.utils": utils,
         "vllm.config": config,
         "vllm.logger": StubModule("vllm.logger", {"init_logger": _silent_logger}),
-        "vllm.platforms": StubModule("vllm.platforms", {"current_platform": _Platform()}),
-        "vllm.envs": _StrictModule("vllm.envs", {"VLLM_FLASHINFER_FORCE_TENSOR_CORES": False}),
+        "vllm.platforms": StubModule("vllm.platforms", {"current_platform": _PLATFORM}),
+        "vllm.envs": _strict_module("vllm.envs", {"VLLM_FLASHINFER_FORCE_TENSOR_CORES": False}),
         "vllm.attention.layer": StubModule("vllm.attention.layer", {"Attention": Attention}),
         "vllm.attention.utils.fa_utils": StubModule(
             "vllm.attention.utils.fa_utils",
@@ -115,7 +107,7 @@ def make_stubs(root: Path, recorder: PlanRecorder) -> dict[str, types.ModuleType
 
 def recording_flashinfer(recorder: PlanRecorder) -> types.ModuleType:
     """A ``flashinfer`` module whose three wrappers record into ``recorder``."""
-    return _StrictModule(
+    return _strict_module(
         "flashinfer",
         {
             "BatchPrefillWithPagedKVCacheWrapper": _recording_wrapper("prefill", recorder),

@@ -98,13 +98,10 @@ def make_batch(
             max_model_len=max_model_len,
         ),
     )
-    spec: AttentionSpec
-    if sliding_window is None:
-        spec = FullAttentionSpec(block_size, num_kv_heads, head_size, dtype, use_mla)
-    else:
-        spec = SlidingWindowSpec(
-            block_size, num_kv_heads, head_size, dtype, use_mla, sliding_window
-        )
+    args = (block_size, num_kv_heads, head_size, dtype, use_mla)
+    spec: AttentionSpec = FullAttentionSpec(*args)
+    if sliding_window is not None:
+        spec = SlidingWindowSpec(*args, sliding_window)
     rng = np.random.default_rng(seed)
     free = [int(b) for b in rng.permutation(num_blocks)]
     shared = [free.pop() for _ in range(shared_prefix_blocks)]

@@ -50,7 +50,3 @@ class BlockPool:
             self.ref_cnt[block] -= 1
             if self.ref_cnt[block] == 0:
                 self.free_block_queue.append(block)
-
-    def get_usage(self) -> float:
-        """Fraction of allocatable blocks in use."""
-        return 1.0 - self.get_num_free_blocks() / (self.num_gpu_blocks - 1)

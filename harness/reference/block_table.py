@@ -55,10 +55,7 @@ class BlockTable:
         )
         """(max_num_batched_tokens,) int64 on the device: committed slot mapping."""
 
-    # Row API ---------------------------------------------------------------------------------
-
     def append_row(self, block_ids: list[int], row_idx: int) -> None:
-        """Append ``block_ids`` to row ``row_idx``."""
         if not block_ids:
             return
         start = int(self.num_blocks_per_row[row_idx])
@@ -83,7 +80,6 @@ class BlockTable:
         self.num_blocks_per_row[tgt] = num_blocks
 
     def swap_row(self, src: int, tgt: int) -> None:
-        """Exchange rows ``src`` and ``tgt``."""
         self.num_blocks_per_row[[src, tgt]] = self.num_blocks_per_row[[tgt, src]]
         self.block_table_np[[src, tgt]] = self.block_table_np[[tgt, src]]
 
@@ -95,8 +91,6 @@ class BlockTable:
         """Zero every row on the CPU and the device; the row counts stay (as vLLM 0.9.0)."""
         self.block_table.fill_(0)
         self.block_table_cpu.fill_(0)
-
-    # Slot mapping ----------------------------------------------------------------------------
 
     def compute_slot_mapping(
         self, req_indices: npt.NDArray[np.integer], positions: npt.NDArray[np.integer]
@@ -131,18 +125,13 @@ class BlockTable:
         """Copy the first ``num_tokens`` slots to the device ``slot_mapping``."""
         self.slot_mapping[:num_tokens].copy_(self.slot_mapping_cpu[:num_tokens], non_blocking=True)
 
-    # Accessors -------------------------------------------------------------------------------
-
     def get_device_tensor(self) -> torch.Tensor:
-        """The device block table."""
         return self.block_table
 
     def get_cpu_tensor(self) -> torch.Tensor:
-        """The CPU block table."""
         return self.block_table_cpu
 
     def get_numpy_array(self) -> npt.NDArray[np.int32]:
-        """The numpy view of the CPU block table."""
         return self.block_table_np
 
 
@@ -177,24 +166,20 @@ class MultiGroupBlockTable:
             )
 
     def append_row(self, block_ids: list[list[int]], row_idx: int) -> None:
-        """Append each group's ``block_ids[g]`` to row ``row_idx`` of group ``g``."""
         self._check_groups(block_ids)
         for block_table, ids in zip(self.block_tables, block_ids, strict=True):
             block_table.append_row(ids, row_idx)
 
     def add_row(self, block_ids: list[list[int]], row_idx: int) -> None:
-        """Replace row ``row_idx`` of each group ``g`` with ``block_ids[g]``."""
         self._check_groups(block_ids)
         for block_table, ids in zip(self.block_tables, block_ids, strict=True):
             block_table.add_row(ids, row_idx)
 
     def move_row(self, src: int, tgt: int) -> None:
-        """Copy row ``src`` into row ``tgt`` in every group."""
         for block_table in self.block_tables:
             block_table.move_row(src, tgt)
 
     def swap_row(self, src: int, tgt: int) -> None:
-        """Exchange rows ``src`` and ``tgt`` in every group."""
         for block_table in self.block_tables:
             block_table.swap_row(src, tgt)
 
@@ -205,24 +190,10 @@ class MultiGroupBlockTable:
         for block_table in self.block_tables:
             block_table.compute_slot_mapping(req_indices, positions)
 
-    def commit_slot_mapping(self, num_tokens: int) -> None:
-        """Copy every group's first ``num_tokens`` slots to the device."""
-        for block_table in self.block_tables:
-            block_table.commit_slot_mapping(num_tokens)
-
     def commit(self, num_reqs: int) -> None:
-        """Copy every group's first ``num_reqs`` rows to the device."""
         for block_table in self.block_tables:
             block_table.commit(num_reqs)
-
-    def clear(self) -> None:
-        """Zero every group's rows."""
-        for block_table in self.block_tables:
-            block_table.clear()
 
     def __getitem__(self, idx: int) -> BlockTable:
         """The block table of KV cache group ``idx``."""
         return self.block_tables[idx]
-
-    def __len__(self) -> int:
-        return len(self.block_tables)

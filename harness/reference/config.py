@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import torch
 
 from harness.errors import HarnessError
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True, frozen=True)
@@ -143,21 +146,6 @@ def get_current_vllm_config() -> VllmConfig:
     return _current_vllm_config
 
 
-_LLAMA_3_1_8B = ModelConfig(
-    name="llama-3.1-8b",
-    hidden_size=4096,
-    num_hidden_layers=32,
-    num_attention_heads=32,
-    num_key_value_heads=8,
-    head_dim=128,
-    intermediate_size=14336,
-    vocab_size=128256,
-    dtype=torch.bfloat16,
-    max_model_len=131072,
-    rms_norm_eps=1e-5,
-    rope_theta=500000.0,
-)
-
 MODEL_PRESETS: dict[str, ModelConfig] = {
     "tiny": ModelConfig(),
     "tiny-hybrid": ModelConfig(
@@ -166,16 +154,34 @@ MODEL_PRESETS: dict[str, ModelConfig] = {
         sliding_window=8,
         layer_types=("full_attention", "sliding_attention") * 2,
     ),
-    "llama-3.1-8b": _LLAMA_3_1_8B,
+    "llama-3.1-8b": ModelConfig(
+        name="llama-3.1-8b",
+        hidden_size=4096,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        intermediate_size=14336,
+        vocab_size=128256,
+        dtype=torch.bfloat16,
+        max_model_len=131072,
+        rms_norm_eps=1e-5,
+        rope_theta=500000.0,
+    ),
 }
 """Named model shapes: a few thousand parameters up to Llama-3.1-8B."""
 
 
-def get_model_config(name: str) -> ModelConfig:
-    """The preset called ``name``; an unknown name lists the available ones."""
+def lookup(registry: Mapping[str, T], name: str, kind: str) -> T:
+    """``registry[name]``; an unknown name is an error that lists the available ones."""
     try:
-        return MODEL_PRESETS[name]
+        return registry[name]
     except KeyError:
         raise HarnessError(
-            f"unknown model {name!r}; available: {', '.join(sorted(MODEL_PRESETS))}"
+            f"unknown {kind} {name!r}; available: {', '.join(sorted(registry))}"
         ) from None
+
+
+def get_model_config(name: str) -> ModelConfig:
+    """The preset called ``name``; an unknown name lists the available ones."""
+    return lookup(MODEL_PRESETS, name, "model")

@@ -51,9 +51,6 @@ class InputBatch:
     ) -> None:
         self.max_num_reqs = max_num_reqs
         self.max_model_len = max_model_len
-        self.max_num_batched_tokens = max_num_batched_tokens
-        self.device = device
-        self.pin_memory = pin_memory
 
         self._req_ids: list[str | None] = []
         self.req_id_to_index: dict[str, int] = {}
@@ -63,8 +60,6 @@ class InputBatch:
         self.token_ids_cpu: npt.NDArray[np.int32] = self.token_ids_cpu_tensor.numpy()
         self.num_tokens: npt.NDArray[np.int32] = np.zeros(max_num_reqs, dtype=np.int32)
         """(max_num_reqs,) prompt + output tokens known for each row."""
-        self.num_prompt_tokens: npt.NDArray[np.int32] = np.zeros(max_num_reqs, dtype=np.int32)
-        """(max_num_reqs,) prompt length of each row."""
         self.num_computed_tokens_cpu_tensor = torch.zeros(max_num_reqs, dtype=torch.int32)
         """(max_num_reqs,) tokens of each row whose KV is already cached before this step."""
         self.num_computed_tokens_cpu: npt.NDArray[np.int32] = (
@@ -103,7 +98,6 @@ class InputBatch:
         num_prompt = request.num_prompt_tokens
         self.token_ids_cpu[req_index, :num_prompt] = request.prompt_token_ids
         self.token_ids_cpu[req_index, num_prompt : request.num_tokens] = request.output_token_ids
-        self.num_prompt_tokens[req_index] = num_prompt
         self.num_tokens[req_index] = request.num_tokens
         self.num_computed_tokens_cpu[req_index] = request.num_computed_tokens
         self.block_table.add_row(request.block_ids, req_index)
@@ -123,7 +117,7 @@ class InputBatch:
         self.req_id_to_index[id1], self.req_id_to_index[id2] = i2, i1
         n = int(max(self.num_tokens[i1], self.num_tokens[i2]))
         self.token_ids_cpu[[i1, i2], :n] = self.token_ids_cpu[[i2, i1], :n]
-        for arr in (self.num_tokens, self.num_prompt_tokens, self.num_computed_tokens_cpu):
+        for arr in (self.num_tokens, self.num_computed_tokens_cpu):
             arr[[i1, i2]] = arr[[i2, i1]]
         self.block_table.swap_row(i1, i2)
 
@@ -151,7 +145,7 @@ class InputBatch:
             self.req_id_to_index[req_id] = empty_index
             n = int(self.num_tokens[last_req_index])
             self.token_ids_cpu[empty_index, :n] = self.token_ids_cpu[last_req_index, :n]
-            for arr in (self.num_tokens, self.num_prompt_tokens, self.num_computed_tokens_cpu):
+            for arr in (self.num_tokens, self.num_computed_tokens_cpu):
                 arr[empty_index] = arr[last_req_index]
             self.block_table.move_row(last_req_index, empty_index)
             last_req_index -= 1

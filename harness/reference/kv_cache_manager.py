@@ -32,9 +32,7 @@ class SingleTypeKVCacheManager(ABC):
 
     def get_num_blocks_to_allocate(self, request_id: str, num_tokens: int) -> int:
         """New blocks needed so the request has slots for ``num_tokens`` tokens in total."""
-        num_required = -(
-            -num_tokens // self.block_size
-        )  # cdiv, inlined: called per request per step
+        num_required = -(-num_tokens // self.block_size)  # cdiv inlined: per request per step
         return max(0, num_required - len(self.req_to_blocks.get(request_id, ())))
 
     def allocate_new_blocks(self, request_id: str, num_tokens: int) -> list[int]:
@@ -121,10 +119,6 @@ class KVCacheManager:
             m for m in self.single_type_managers if isinstance(m, SlidingWindowManager)
         ]
         """The managers whose ``remove_skipped_blocks`` does something."""
-
-    @property
-    def usage(self) -> float:
-        return self.block_pool.get_usage()
 
     def allocate_slots(
         self, request_id: str, num_computed_tokens: int, num_new_tokens: int

@@ -105,14 +105,7 @@ def unify_hybrid_kv_cache_specs(kv_cache_spec: dict[str, KVCacheSpec]) -> dict[s
     if has_full and has_sliding:
         for name, spec in specs.items():
             if isinstance(spec, SlidingWindowSpec):
-                specs[name] = FullAttentionSpec(
-                    block_size=spec.block_size,
-                    num_kv_heads=spec.num_kv_heads,
-                    head_size=spec.head_size,
-                    dtype=spec.dtype,
-                    use_mla=spec.use_mla,
-                    sliding_window=spec.sliding_window,
-                )
+                specs[name] = FullAttentionSpec(**dataclasses.asdict(spec))
     return specs
 
 

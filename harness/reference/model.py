@@ -4,7 +4,10 @@ Attention layers are named ``model.layers.{i}.self_attn.attn`` as in vLLM and ge
 explicitly: ``forward(input_ids, positions, kv_caches, attn_metadata)`` (dicts keyed by layer
 name); ``attn_metadata=None`` is the profiling run (attention writes nothing, returns zeros).
 Weights are seeded random numbers; on ``meta`` they cost nothing, so the runner drives
-Llama-3.1-8B's shape for memory accounting.
+Llama-3.1-8B's shape for memory accounting. On ``meta``, norms and rotary embeddings return fresh
+tensors of the right shape (the allocation the real op makes) without computing: torch runs
+elementwise meta kernels in Python, which dominated an 8B forward for no information
+(``scripts/bench_simulate.py`` times the simulation).
 """
 
 from __future__ import annotations
@@ -26,11 +29,6 @@ class DenseAttentionMetadata:
 
 
 DENSE = DenseAttentionMetadata()
-
-_META_NOTE = """On ``meta``, norms and rotary embeddings return fresh tensors of the right shape (the
-allocation the real op makes) without computing: torch runs elementwise meta kernels in Python,
-which dominated an 8B forward for no information (``scripts/bench_simulate.py`` times the
-simulation)."""
 
 
 class Linear(nn.Module):
@@ -64,7 +62,7 @@ class RMSNorm(nn.Module):
         self.variance_epsilon = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.is_meta:  # no data: the output's shape only (see ``_META_NOTE``)
+        if x.is_meta:  # no data: the output's shape only (see the module docstring)
             return torch.empty_like(x)
         x32 = as_dtype(x, torch.float32)
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
@@ -85,7 +83,7 @@ class RotaryEmbedding(nn.Module):
         self, positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``query``/``key`` are ``(num_tokens, heads, head_dim)``; returns them rotated."""
-        if query.is_meta:  # no data: the outputs' shapes only (see ``_META_NOTE``)
+        if query.is_meta:  # no data: the outputs' shapes only (see the module docstring)
             return torch.empty_like(query), torch.empty_like(key)
         inv_freq = self.inv_freq
         if inv_freq.device != positions.device:

@@ -20,8 +20,6 @@ FP32_ATOL = 1e-5
 """Absolute tolerance of paged vs dense attention in float32 (sums run in another order)."""
 FP32_RTOL = 1e-5
 """Relative tolerance of paged vs dense attention in float32."""
-FP32_TOLERANCE = {"atol": FP32_ATOL, "rtol": FP32_RTOL}
-"""Both, as keyword arguments for ``torch.testing.assert_close``."""
 
 
 def as_dtype(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

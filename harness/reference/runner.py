@@ -1,14 +1,9 @@
 """The model runner (vLLM 0.9.0's ``v1/worker/gpu_model_runner.py``, reduced to the attention path).
 
-``ModelRunner(vllm_config, device, attn_backend)`` keeps vLLM's life cycle and names:
-``profile_run()`` (dummy tokens, no attention metadata), ``get_kv_cache_spec()``,
-``initialize_kv_cache(kv_cache_config)`` (one builder per KV cache group, given its spec, block
-table, config and device) and ``execute_model(scheduler_output)`` (update the persistent batch,
-reorder, positions and slot mappings with numpy, one metadata per group, run the model, sample
-greedily; ``trace=True`` adds a :class:`~harness.reference.step_trace.StepTrace`).
-:meth:`~ModelRunner.persistent_device_tensors` and :meth:`~ModelRunner.wrap_decoder_layers` serve
-tools that measure the runner. Data-dependent shapes come from CPU numpy, so the same code runs
-Llama-3.1-8B's shape on ``meta``.
+``ModelRunner(vllm_config, device, attn_backend)`` keeps vLLM's life cycle and names
+(``profile_run``, ``get_kv_cache_spec``, ``initialize_kv_cache``, ``execute_model``), with one
+metadata builder per KV cache group. Data-dependent shapes come from CPU numpy, so the same code
+runs Llama-3.1-8B's shape on ``meta``.
 """
 
 from __future__ import annotations
@@ -163,23 +158,12 @@ class ModelRunner:
         block_size = self.cache_config.block_size
         specs: dict[str, KVCacheSpec] = {}
         for name, layer in self.model.attention_layers().items():
+            # block_size, num_kv_heads, head_size, dtype, use_mla
+            args = (block_size, layer.num_kv_heads, layer.head_size, self.model_config.dtype, False)
             if layer.sliding_window is not None:
-                specs[name] = SlidingWindowSpec(
-                    block_size=block_size,
-                    num_kv_heads=layer.num_kv_heads,
-                    head_size=layer.head_size,
-                    dtype=self.model_config.dtype,
-                    use_mla=False,
-                    sliding_window=layer.sliding_window,
-                )
+                specs[name] = SlidingWindowSpec(*args, sliding_window=layer.sliding_window)
             else:
-                specs[name] = FullAttentionSpec(
-                    block_size=block_size,
-                    num_kv_heads=layer.num_kv_heads,
-                    head_size=layer.head_size,
-                    dtype=self.model_config.dtype,
-                    use_mla=False,
-                )
+                specs[name] = FullAttentionSpec(*args)
         return specs
 
     def initialize_kv_cache(self, kv_cache_config: KVCacheConfig) -> None:

@@ -23,6 +23,7 @@ from harness.reference.config import (
     SchedulerConfig,
     VllmConfig,
     get_model_config,
+    lookup,
 )
 from harness.reference.engine import Engine, start_engine
 from harness.reference.model import LlamaForCausalLM
@@ -32,7 +33,7 @@ from harness.reference.step_trace import StepTrace
 
 ORACLE_TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
 """Paged vs dense final hidden states in float32. Each attention layer agrees to 1e-5
-(``oracle.FP32_TOLERANCE``); a few layers, norms and MLPs in between stay well inside 1e-4, while
+(``oracle.FP32_ATOL``); a few layers, norms and MLPs in between stay well inside 1e-4, while
 a wrong slot, block or length moves them by O(1)."""
 
 MAX_LISTED_ELEMENTS = 4096
@@ -166,11 +167,10 @@ def summarize_value(value: object) -> object:
 
 def summarize_metadata(metadata: object) -> dict[str, object]:
     """Every dataclass field of a metadata object, summarised with :func:`summarize_value`."""
-    if not dataclasses.is_dataclass(metadata):
-        return {"type": type(metadata).__name__}
     summary: dict[str, object] = {"type": type(metadata).__name__}
-    for f in dataclasses.fields(metadata):
-        summary[f.name] = summarize_value(getattr(metadata, f.name))
+    if dataclasses.is_dataclass(metadata):
+        for f in dataclasses.fields(metadata):
+            summary[f.name] = summarize_value(getattr(metadata, f.name))
     return summary
 
 
@@ -418,9 +418,4 @@ DEFAULT_SCENARIO = "hybrid-two-groups"
 
 def get_scenario(name: str) -> Scenario:
     """The scenario called ``name``; an unknown name lists the available ones."""
-    try:
-        return SCENARIOS[name]
-    except KeyError:
-        raise HarnessError(
-            f"unknown scenario {name!r}; available: {', '.join(sorted(SCENARIOS))}"
-        ) from None
+    return lookup(SCENARIOS, name, "scenario")

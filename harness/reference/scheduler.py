@@ -24,8 +24,8 @@ from harness.reference.outputs import (
 )
 
 
-class RequestStatus(enum.Enum):
-    """Where a request is in its life."""
+class RequestStatus(enum.IntEnum):
+    """Where a request is in its life; every status after ``PREEMPTED`` is finished (as vLLM)."""
 
     WAITING = enum.auto()
     RUNNING = enum.auto()
@@ -36,16 +36,7 @@ class RequestStatus(enum.Enum):
 
     @staticmethod
     def is_finished(status: RequestStatus) -> bool:
-        return status in _FINISHED
-
-
-_FINISHED = frozenset(
-    {
-        RequestStatus.FINISHED_STOPPED,
-        RequestStatus.FINISHED_LENGTH_CAPPED,
-        RequestStatus.FINISHED_ABORTED,
-    }
-)
+        return status > RequestStatus.PREEMPTED
 
 
 @dataclass
@@ -76,7 +67,6 @@ class Scheduler:
     """Decides each step's requests and token counts, and owns their KV cache blocks."""
 
     def __init__(self, scheduler_config: SchedulerConfig, kv_cache_config: KVCacheConfig) -> None:
-        self.scheduler_config = scheduler_config
         self.max_num_running_reqs = scheduler_config.max_num_seqs
         self.max_num_scheduled_tokens = scheduler_config.max_num_batched_tokens
         self.max_model_len = scheduler_config.max_model_len

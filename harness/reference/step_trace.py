@@ -1,9 +1,8 @@
 """What one ``ModelRunner.execute_model`` step did, for a caller that asked for it.
 
-vLLM's runner returns a ``ModelRunnerOutput`` and its callers never read the runner's attributes
-afterwards. Ours does the same: ``execute_model(scheduler_output, trace=True)`` returns the output
-with a :class:`StepTrace` attached (``output.trace``), which holds everything a test, a golden
-file or the dense oracle needs to see inside the step. Without ``trace=True`` nothing is copied.
+``execute_model(scheduler_output, trace=True)`` attaches a :class:`StepTrace` to its output
+(``output.trace``): what a test, a golden file or the dense oracle needs to see inside the step.
+Without ``trace=True`` nothing is copied.
 """
 
 from __future__ import annotations

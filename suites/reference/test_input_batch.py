@@ -52,7 +52,7 @@ def test_add_request_fills_every_array_and_every_group() -> None:
     batch.add_request(_req(1, num_prompt=5, num_output=0))
     assert batch.req_ids == ["r0", "r1"] and batch.num_reqs == 2
     assert _row(batch, "r1") == _expected(_req(1, num_prompt=5, num_output=0))
-    assert batch.num_prompt_tokens[:2].tolist() == [3, 5]
+    assert _row(batch, "r0") == _expected(_req(0))
 
 
 def test_remove_then_condense_moves_the_last_rows_into_the_holes() -> None:

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -23,6 +23,15 @@ from harness.reference.block_table import BlockTable
 from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
 from harness.reference.kv_cache_interface import cdiv
+
+T = TypeVar("T")
+
+BUILDER_MODULES = (
+    "vllm.v1.kv_cache_interface",
+    "vllm.v1.worker.block_table",
+    "vllm.v1.attention.backends.utils",
+)
+"""The vLLM modules every builder differential loads besides its backend's."""
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -223,27 +232,19 @@ def fill_block_table(table: Any, case: BatchCase) -> Any:
     return table
 
 
+def _table_args(case: BatchCase) -> tuple[int, int, int, bool]:
+    """``max_num_reqs, max_num_blocks_per_req, max_num_batched_tokens, pin_memory``."""
+    return case.max_num_reqs, max_blocks_per_req(case), case.max_num_batched_tokens, False
+
+
 def reference_block_table(case: BatchCase) -> BlockTable:
-    table = BlockTable(
-        case.block_size,
-        case.max_num_reqs,
-        max_blocks_per_req(case),
-        case.max_num_batched_tokens,
-        pin_memory=False,
-        device="cpu",
-    )
+    table = BlockTable(case.block_size, *_table_args(case), "cpu")
     fill_block_table(table, case)
     return table
 
 
 def vllm_block_table(block_table_module: Any, case: BatchCase) -> Any:
-    table = block_table_module.BlockTable(
-        case.max_num_reqs,
-        max_blocks_per_req(case),
-        case.max_num_batched_tokens,
-        False,
-        torch.device("cpu"),
-    )
+    table = block_table_module.BlockTable(*_table_args(case), torch.device("cpu"))
     return fill_block_table(table, case)
 
 
@@ -278,12 +279,13 @@ def reference_common(case: BatchCase) -> CommonAttentionMetadata:
     return common_metadata([r.computed for r in case.reqs], [r.scheduled for r in case.reqs])
 
 
+def returns(value: T) -> Callable[..., T]:
+    """A function that takes any arguments and returns ``value`` (for stub methods)."""
+    return lambda *_: value
+
+
 def vllm_model_config(num_heads: int, num_kv_heads: int, head_size: int) -> SimpleNamespace:
     """The ``ModelConfig`` methods vLLM's builders call for head counts and sizes."""
-
-    def returns(value: int) -> Callable[..., int]:
-        return lambda *_: value
-
     return SimpleNamespace(
         get_num_attention_heads=returns(num_heads),
         get_num_kv_heads=returns(num_kv_heads),
@@ -346,21 +348,13 @@ def vllm_build(builder: Any, common: Any, case: BatchCase, common_prefix_len: in
 
 
 def metadata_fields(
-    metadata: Any,
-    *,
-    skip: tuple[str, ...] = (),
-    none_only: tuple[str, ...] = (),
+    metadata: Any, *, skip: tuple[str, ...] = (), none_only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
-    """A metadata dataclass's fields, less ``skip``; ``none_only`` fields are dropped when None.
-
-    ``none_only`` names vLLM features the reference does not model (ahead-of-time scheduling,
-    local attention): they must be None in the compared configurations, or they show up as a
-    difference.
-    """
-    fields: dict[str, Any] = {}
-    for f in dataclasses.fields(metadata):
-        value = getattr(metadata, f.name)
-        if f.name in skip or (f.name in none_only and value is None):
-            continue
-        fields[f.name] = value
-    return fields
+    """A metadata dataclass's fields, less ``skip``; ``none_only`` fields (vLLM features the
+    reference does not model) are dropped when None, and show up as a difference otherwise."""
+    values = {f.name: getattr(metadata, f.name) for f in dataclasses.fields(metadata)}
+    return {
+        name: value
+        for name, value in values.items()
+        if name not in skip and not (name in none_only and value is None)
+    }

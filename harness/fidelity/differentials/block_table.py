@@ -31,6 +31,19 @@ class RowOpsCase:
     ops: tuple[Op, ...]
 
 
+def _count(op: Op, counts: list[int]) -> None:
+    """Update the per-row block counts after ``op``."""
+    if op[0] == "append":
+        counts[op[2]] += len(op[1])
+    elif op[0] == "add":
+        counts[op[2]] = len(op[1])
+    elif op[0] == "move":
+        counts[op[2]] = counts[op[1]]
+    elif op[0] == "swap":
+        counts[op[1]], counts[op[2]] = counts[op[2]], counts[op[1]]
+    # vLLM 0.9.0 keeps the row counts on clear(); later appends continue from them
+
+
 def generate_row_ops(rng: np.random.Generator) -> RowOpsCase:
     """5-40 valid operations on a table of 1-6 rows of 1-8 blocks."""
     rows = int(rng.integers(1, 7))
@@ -45,41 +58,25 @@ def generate_row_ops(rng: np.random.Generator) -> RowOpsCase:
             )
         )
         row, other = int(rng.integers(rows)), int(rng.integers(rows))
-        if kind == "append":
-            n = int(rng.integers(0, width - counts[row] + 1))
-            ops.append(("append", tuple(int(b) for b in rng.integers(1, 1000, n)), row))
-            counts[row] += n
-        elif kind == "add":
-            n = int(rng.integers(0, width + 1))
-            ops.append(("add", tuple(int(b) for b in rng.integers(1, 1000, n)), row))
-            counts[row] = n
-        elif kind == "move":
-            ops.append(("move", row, other))
-            counts[other] = counts[row]
-        elif kind == "swap":
-            ops.append(("swap", row, other))
-            counts[row], counts[other] = counts[other], counts[row]
+        op: Op = (kind, row, other)  # move, swap
+        if kind in ("append", "add"):
+            n = int(rng.integers(0, width - (counts[row] if kind == "append" else 0) + 1))
+            op = (kind, tuple(int(b) for b in rng.integers(1, 1000, n)), row)
         elif kind == "commit":
-            ops.append(("commit", int(rng.integers(0, rows + 1))))
-        else:
-            ops.append(("clear",))
-            # vLLM 0.9.0 keeps the row counts on clear(); later appends continue from them
+            op = ("commit", int(rng.integers(0, rows + 1)))
+        elif kind == "clear":
+            op = ("clear",)
+        _count(op, counts)
+        ops.append(op)
     return RowOpsCase(rows, width, tuple(ops))
 
 
 def _valid(case: RowOpsCase) -> bool:
     counts = [0] * case.max_num_reqs
     for op in case.ops:
-        if op[0] == "append":
-            counts[op[2]] += len(op[1])
-            if counts[op[2]] > case.max_num_blocks_per_req:
-                return False
-        elif op[0] == "add":
-            counts[op[2]] = len(op[1])
-        elif op[0] == "move":
-            counts[op[2]] = counts[op[1]]
-        elif op[0] == "swap":
-            counts[op[1]], counts[op[2]] = counts[op[2]], counts[op[1]]
+        _count(op, counts)
+        if max(counts) > case.max_num_blocks_per_req:
+            return False
     return True
 
 
@@ -99,19 +96,10 @@ def shrink_row_ops(case: RowOpsCase) -> Iterator[RowOpsCase]:
 
 def _apply(table: Any, case: RowOpsCase) -> list[object]:
     snapshots: list[object] = []
-    for op in case.ops:
-        if op[0] == "append":
-            table.append_row(list(op[1]), op[2])
-        elif op[0] == "add":
-            table.add_row(list(op[1]), op[2])
-        elif op[0] == "move":
-            table.move_row(op[1], op[2])
-        elif op[0] == "swap":
-            table.swap_row(op[1], op[2])
-        elif op[0] == "commit":
-            table.commit(op[1])
-        else:
-            table.clear()
+    for kind, *args in case.ops:
+        if kind in ("append", "add"):
+            args[0] = list(args[0])
+        getattr(table, f"{kind}_row" if kind in ("append", "add", "move", "swap") else kind)(*args)
         snapshots.append(
             {
                 "block_table_cpu": table.get_cpu_tensor().clone(),

@@ -21,6 +21,7 @@ import torch
 
 from harness.fidelity.differential import Differential
 from harness.fidelity.differentials.batch import (
+    BUILDER_MODULES,
     DTYPES,
     BatchCase,
     generate_batch,
@@ -38,14 +39,14 @@ from harness.fidelity.differentials.batch import (
 )
 from harness.fidelity.stubs import PlanRecorder, recording_flashinfer
 from harness.fidelity.vllm import VllmCode
+from harness.reference import kv_cache_interface
 from harness.reference.backends import flashinfer as ref_flashinfer
-from harness.reference.backends.flash_attn import FlashAttentionMetadataBuilder
-from harness.reference.backends.mla.common import MLACommonMetadataBuilder
-from harness.reference.kv_cache_interface import (
-    AttentionSpec,
-    FullAttentionSpec,
-    SlidingWindowSpec,
+from harness.reference.backends.flash_attn import (
+    FlashAttentionBackend,
+    FlashAttentionMetadataBuilder,
 )
+from harness.reference.backends.mla.common import MLACommonMetadataBuilder
+from harness.reference.kv_cache_interface import AttentionSpec
 
 
 def _group_spec(module: Any, case: BatchCase, use_mla: bool = False) -> Any:
@@ -59,18 +60,38 @@ def _group_spec(module: Any, case: BatchCase, use_mla: bool = False) -> Any:
 
 
 def _reference_spec(case: BatchCase, use_mla: bool = False) -> AttentionSpec:
-    spec: AttentionSpec = _group_spec(_ReferenceSpecs, case, use_mla)
+    spec: AttentionSpec = _group_spec(kv_cache_interface, case, use_mla)
     return spec
-
-
-class _ReferenceSpecs:
-    FullAttentionSpec = FullAttentionSpec
-    SlidingWindowSpec = SlidingWindowSpec
 
 
 def _buffer(table: Any) -> torch.Tensor:
     buffer: torch.Tensor = table.slot_mapping
     return buffer.clone()
+
+
+def _reordered_vllm(
+    vllm: VllmCode, builder_cls: Any, case: BatchCase, use_mla: bool, layers: dict[str, Any]
+) -> tuple[Any, BatchCase, dict[str, Any], Any]:
+    """vLLM's decode-first builder after its ``reorder_batch`` on ``case``: the builder, now
+    holding the reordered batch, the reordered case, the reordering and the common metadata."""
+    spec = _group_spec(vllm.module("v1.kv_cache_interface"), case, use_mla)
+    builder = builder_cls(vllm_runner(case, layers), spec, None)
+    ordered, reordering = reorder(case, builder.reorder_batch)
+    builder.runner = vllm_runner(ordered, layers)
+    builder.block_table = vllm_block_table(vllm.module("v1.worker.block_table"), ordered)
+    common = vllm_common(vllm.module("v1.attention.backends.utils"), ordered)
+    return builder, ordered, reordering, common
+
+
+def _reordered_reference(
+    builder_cls: Any, case: BatchCase, use_mla: bool
+) -> tuple[Any, BatchCase, dict[str, Any]]:
+    """The reference's decode-first builder after its ``reorder_batch`` on ``case``: a builder of
+    the reordered batch, the reordered case and the reordering."""
+    spec, config = _reference_spec(case, use_mla), reference_config(case)
+    builder = builder_cls(spec, reference_block_table(case), config, "cpu")
+    ordered, reordering = reorder(case, builder.reorder_batch)
+    return builder_cls(spec, reference_block_table(ordered), config, "cpu"), ordered, reordering
 
 
 # FlashAttention ---------------------------------------------------------------------------------
@@ -107,8 +128,6 @@ def flash_attn_vllm(vllm: VllmCode, case: BatchCase) -> object:
 
 
 def flash_attn_reference(case: BatchCase) -> object:
-    from harness.reference.backends.flash_attn import FlashAttentionBackend
-
     FlashAttentionBackend.get_kv_cache_shape(8, case.block_size, case.num_kv_heads, case.head_size)
     table = reference_block_table(case)
     builder = FlashAttentionMetadataBuilder(
@@ -124,12 +143,7 @@ FLASH_ATTN_METADATA: Differential[BatchCase] = Differential(
     "device slot-mapping buffer",
     vllm_code="vllm/v1/attention/backends/flash_attn.py FlashAttentionMetadataBuilder.build, "
     "get_kv_cache_shape",
-    vllm_modules=(
-        "vllm.v1.kv_cache_interface",
-        "vllm.v1.worker.block_table",
-        "vllm.v1.attention.backends.utils",
-        "vllm.v1.attention.backends.flash_attn",
-    ),
+    vllm_modules=(*BUILDER_MODULES, "vllm.v1.attention.backends.flash_attn"),
     generate=generate_flash_attn,
     run_vllm=flash_attn_vllm,
     run_reference=flash_attn_reference,
@@ -161,17 +175,8 @@ def _plan_view(calls: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]]) ->
         if event == "init":
             workspace_at = 1 if kind == "cascade" else 0
             inits[kind] = (args[:workspace_at] + args[workspace_at + 1 :], kwargs)
-            continue
-        init_args, init_kwargs = inits[kind]
-        planned.append(
-            {
-                "wrapper": kind,
-                "init_args": init_args,
-                "init_kwargs": init_kwargs,
-                "args": args,
-                "kwargs": kwargs,
-            }
-        )
+        else:
+            planned.append(ref_flashinfer.PlanCall(kind, *inits[kind], args, kwargs))
     return planned
 
 
@@ -200,25 +205,14 @@ def flashinfer_vllm(vllm: VllmCode, case: BatchCase) -> object:
     module = vllm.module("v1.attention.backends.flashinfer")
     attention_cls = vllm.module("attention.layer").Attention
     layers: dict[str, Any] = {}
+    heads = (case.num_heads, case.head_size, case.head_size**-0.5, case.num_kv_heads)
     for i, window in enumerate(case.layer_windows):
         layer = attention_cls()
-        layer.impl = module.FlashInferImpl(
-            case.num_heads,
-            case.head_size,
-            case.head_size**-0.5,
-            case.num_kv_heads,
-            None,
-            window,
-            "auto",
-        )
+        # alibi_slopes, sliding_window, kv_cache_dtype
+        layer.impl = module.FlashInferImpl(*heads, None, window, "auto")
         layers[f"model.layers.{i}.self_attn.attn"] = layer
-    spec = _group_spec(vllm.module("v1.kv_cache_interface"), case)
-    builder = module.FlashInferMetadataBuilder(vllm_runner(case, layers), spec, None)
-    ordered, reordering = reorder(case, builder.reorder_batch)
-    builder.runner = vllm_runner(ordered, layers)
-    table = vllm_block_table(vllm.module("v1.worker.block_table"), ordered)
-    builder.block_table = table
-    common = vllm_common(vllm.module("v1.attention.backends.utils"), ordered)
+    builder_cls = module.FlashInferMetadataBuilder
+    builder, ordered, reordering, common = _reordered_vllm(vllm, builder_cls, case, False, layers)
     vllm.recorder.calls.clear()
     try:
         metadata: object = metadata_fields(
@@ -230,19 +224,13 @@ def flashinfer_vllm(vllm: VllmCode, case: BatchCase) -> object:
         "reorder": reordering,
         "metadata": metadata,
         "plans": _plan_view(vllm.recorder.calls),
-        "slot_mapping_buffer": _buffer(table),
+        "slot_mapping_buffer": _buffer(builder.block_table),
     }
 
 
 def flashinfer_reference(case: BatchCase) -> object:
-    spec = _reference_spec(case)
-    config = reference_config(case)
-    builder = ref_flashinfer.FlashInferMetadataBuilder(
-        spec, reference_block_table(case), config, "cpu"
-    )
-    ordered, reordering = reorder(case, builder.reorder_batch)
-    table = reference_block_table(ordered)
-    builder = ref_flashinfer.FlashInferMetadataBuilder(spec, table, config, "cpu")
+    builder_cls = ref_flashinfer.FlashInferMetadataBuilder
+    builder, ordered, reordering = _reordered_reference(builder_cls, case, use_mla=False)
     with _plans_recorded() as recorder:
         try:
             metadata: object = metadata_fields(
@@ -254,7 +242,7 @@ def flashinfer_reference(case: BatchCase) -> object:
         "reorder": reordering,
         "metadata": metadata,
         "plans": _plan_view(recorder.calls),
-        "slot_mapping_buffer": _buffer(table),
+        "slot_mapping_buffer": _buffer(builder.block_table),
     }
 
 
@@ -264,12 +252,7 @@ FLASHINFER_METADATA: Differential[BatchCase] = Differential(
     "plan arguments (cascade included), head-size and all-layers hyperparameter checks",
     vllm_code="vllm/v1/attention/backends/flashinfer.py FlashInferMetadataBuilder reorder_batch, "
     "build, _plan",
-    vllm_modules=(
-        "vllm.v1.kv_cache_interface",
-        "vllm.v1.worker.block_table",
-        "vllm.v1.attention.backends.utils",
-        "vllm.v1.attention.backends.flashinfer",
-    ),
+    vllm_modules=(*BUILDER_MODULES, "vllm.v1.attention.backends.flashinfer"),
     generate=generate_flashinfer,
     run_vllm=flashinfer_vllm,
     run_reference=flashinfer_reference,
@@ -308,33 +291,23 @@ def _mla_view(metadata: Any, reference: bool) -> dict[str, Any]:
 
 def mla_vllm(vllm: VllmCode, case: BatchCase) -> object:
     module = vllm.module("v1.attention.backends.mla.common")
-    spec = _group_spec(vllm.module("v1.kv_cache_interface"), case, use_mla=True)
-    builder = module.MLACommonMetadataBuilder(vllm_runner(case), spec, None)
-    ordered, reordering = reorder(case, builder.reorder_batch)
-    builder.runner = vllm_runner(ordered)
-    table = vllm_block_table(vllm.module("v1.worker.block_table"), ordered)
-    builder.block_table = table
-    common = vllm_common(vllm.module("v1.attention.backends.utils"), ordered)
+    builder_cls = module.MLACommonMetadataBuilder
+    builder, ordered, reordering, common = _reordered_vllm(vllm, builder_cls, case, True, {})
     try:
         metadata: object = _mla_view(vllm_build(builder, common, ordered, 0), reference=False)
     except ValueError as exc:
         metadata = exc
+    table = builder.block_table
     return {"reorder": reordering, "metadata": metadata, "slot_mapping_buffer": _buffer(table)}
 
 
 def mla_reference(case: BatchCase) -> object:
-    spec = _reference_spec(case, use_mla=True)
-    config = reference_config(case)
-    builder: MLACommonMetadataBuilder[Any] = MLACommonMetadataBuilder(
-        spec, reference_block_table(case), config, "cpu"
-    )
-    ordered, reordering = reorder(case, builder.reorder_batch)
-    table = reference_block_table(ordered)
-    builder = MLACommonMetadataBuilder(spec, table, config, "cpu")
+    builder, ordered, reordering = _reordered_reference(MLACommonMetadataBuilder, case, True)
     try:
         metadata: object = _mla_view(builder.build(0, reference_common(ordered)), reference=True)
     except ValueError as exc:
         metadata = exc
+    table = builder.block_table
     return {"reorder": reordering, "metadata": metadata, "slot_mapping_buffer": _buffer(table)}
 
 
@@ -344,12 +317,7 @@ MLA_SPLIT: Differential[BatchCase] = Differential(
     "lengths, query starts), slot mapping, the head-size check",
     vllm_code="vllm/v1/attention/backends/mla/common.py MLACommonMetadataBuilder reorder_batch, "
     "build",
-    vllm_modules=(
-        "vllm.v1.kv_cache_interface",
-        "vllm.v1.worker.block_table",
-        "vllm.v1.attention.backends.utils",
-        "vllm.v1.attention.backends.mla.common",
-    ),
+    vllm_modules=(*BUILDER_MODULES, "vllm.v1.attention.backends.mla.common"),
     generate=generate_mla,
     run_vllm=mla_vllm,
     run_reference=mla_reference,

@@ -20,6 +20,7 @@ import torch
 from harness.fidelity.differential import Differential
 from harness.fidelity.differentials.batch import DTYPES, vllm_model_config
 from harness.fidelity.vllm import VllmCode
+from harness.reference import kv_cache_interface
 from harness.reference.backends.flash_attn import (
     FlashAttentionMetadataBuilder,
     use_cascade_attention,
@@ -28,7 +29,6 @@ from harness.reference.backends.flashinfer import FlashInferMetadataBuilder
 from harness.reference.backends.utils import compute_cascade_attn_prefix_len
 from harness.reference.block_table import BlockTable
 from harness.reference.config import ModelConfig, VllmConfig
-from harness.reference.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,12 @@ def _spec(module: Any, case: CascadeCase) -> Any:
     return module.FullAttentionSpec(*args, sliding_window=case.window)
 
 
-class _ReferenceSpecs:
-    FullAttentionSpec = FullAttentionSpec
-    SlidingWindowSpec = SlidingWindowSpec
+def _heuristic_args(case: CascadeCase) -> tuple[Any, tuple[Any, ...]]:
+    """The scheduled tokens, and the arguments of the direct ``use_cascade_attention`` call."""
+    scheduled = np.array(case.num_scheduled, dtype=np.int32)
+    heads = (case.num_query_heads, case.num_kv_heads)
+    window = case.window is not None
+    return scheduled, (case.prefix_len, scheduled, *heads, case.use_alibi, window, case.num_sms)
 
 
 def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
@@ -138,17 +141,9 @@ def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
         use_alibi=False,  # the reference model has no ALiBi; use_alibi is drawn for the heuristic
         num_sms=case.num_sms,
     )
-    scheduled = np.array(case.num_scheduled, dtype=np.int32)
+    scheduled, heuristic = _heuristic_args(case)
     return {
-        "use_cascade_attention": flash_attn.use_cascade_attention(
-            case.prefix_len,
-            scheduled,
-            case.num_query_heads,
-            case.num_kv_heads,
-            case.use_alibi,
-            case.window is not None,
-            case.num_sms,
-        ),
+        "use_cascade_attention": flash_attn.use_cascade_attention(*heuristic),
         "common_prefix_len": runner_module.GPUModelRunner._compute_cascade_attn_prefix_len(
             fake_runner, scheduled, case.num_common_prefix_blocks, spec, builder
         ),
@@ -156,7 +151,7 @@ def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
 
 
 def cascade_reference(case: CascadeCase) -> object:
-    spec = _spec(_ReferenceSpecs, case)
+    spec = _spec(kv_cache_interface, case)
     model = ModelConfig(
         num_attention_heads=case.num_query_heads,
         num_key_value_heads=case.num_kv_heads,
@@ -168,17 +163,9 @@ def cascade_reference(case: CascadeCase) -> object:
         FlashAttentionMetadataBuilder if case.backend == "FLASH_ATTN" else FlashInferMetadataBuilder
     )
     builder = builder_cls(spec, table, VllmConfig(model_config=model), "cpu")
-    scheduled = np.array(case.num_scheduled, dtype=np.int32)
+    scheduled, heuristic = _heuristic_args(case)
     return {
-        "use_cascade_attention": use_cascade_attention(
-            case.prefix_len,
-            scheduled,
-            case.num_query_heads,
-            case.num_kv_heads,
-            case.use_alibi,
-            case.window is not None,
-            case.num_sms,
-        ),
+        "use_cascade_attention": use_cascade_attention(*heuristic),
         "common_prefix_len": compute_cascade_attn_prefix_len(
             builder,
             scheduled,

@@ -179,48 +179,36 @@ def _without_estimate(outcome: Any) -> Any:
     return outcome
 
 
-def sizing_vllm(vllm: VllmCode, case: SizingCase) -> object:
-    """vLLM's ``get_kv_cache_config`` and ``estimate_max_model_len`` on ``case``."""
-    specs_module = vllm.module("v1.kv_cache_interface")
-    utils = vllm.module("v1.core.kv_cache_utils")
+def _sizing(specs_module: Any, utils: Any, config: Any, case: SizingCase) -> object:
+    """``get_kv_cache_config`` and ``estimate_max_model_len`` of one side on ``case``."""
     names = _layer_names(case)
 
-    def specs() -> dict[str, Any]:
+    def specs() -> dict[str, Any]:  # fresh for each call: vLLM's may modify the dict
         return {n: _spec(specs_module, layer) for n, layer in zip(names, case.layers, strict=True)}
 
     try:
-        config: object = _config_view(
-            utils.get_kv_cache_config(_vllm_config(case), specs(), case.available_memory)
-        )
-    except (ValueError, AssertionError, NotImplementedError) as exc:
-        config = _without_estimate(exc)
-    estimate = (
-        utils.estimate_max_model_len(_vllm_config(case), specs(), case.available_memory)
-        if case.available_memory > 0
-        else None
-    )
-    return {"kv_cache_config": config, "estimated_max_model_len": estimate}
-
-
-def sizing_reference(case: SizingCase) -> object:
-    """The reference's ``get_kv_cache_config`` and ``estimate_max_model_len`` on ``case``."""
-    names = _layer_names(case)
-    specs: dict[str, ref_specs.KVCacheSpec] = {
-        n: _spec(ref_specs, layer) for n, layer in zip(names, case.layers, strict=True)
-    }
-    config = reference_config(case)
-    try:
         view: object = _config_view(
-            ref_utils.get_kv_cache_config(config, specs, case.available_memory)
+            utils.get_kv_cache_config(config, specs(), case.available_memory)
         )
     except (ValueError, AssertionError, NotImplementedError) as exc:
         view = _without_estimate(exc)
     estimate = (
-        ref_utils.estimate_max_model_len(config, specs, case.available_memory)
+        utils.estimate_max_model_len(config, specs(), case.available_memory)
         if case.available_memory > 0
         else None
     )
     return {"kv_cache_config": view, "estimated_max_model_len": estimate}
+
+
+def sizing_vllm(vllm: VllmCode, case: SizingCase) -> object:
+    """vLLM's ``get_kv_cache_config`` and ``estimate_max_model_len`` on ``case``."""
+    utils = vllm.module("v1.core.kv_cache_utils")
+    return _sizing(vllm.module("v1.kv_cache_interface"), utils, _vllm_config(case), case)
+
+
+def sizing_reference(case: SizingCase) -> object:
+    """The reference's ``get_kv_cache_config`` and ``estimate_max_model_len`` on ``case``."""
+    return _sizing(ref_specs, ref_utils, reference_config(case), case)
 
 
 def _spec_properties(module: Any, case: SizingCase) -> object:

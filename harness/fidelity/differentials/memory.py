@@ -12,12 +12,12 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 import torch
 
 from harness.fidelity.differential import Differential
+from harness.fidelity.differentials.batch import returns
 from harness.fidelity.vllm import VllmCode
 from harness.reference import worker as sizing
 from harness.reference.config import CacheConfig, VllmConfig
@@ -72,11 +72,8 @@ class _FakeCuda:
         self.state = state
         self.profiled = False
 
-    def empty_cache(self) -> None:
-        pass
-
-    def reset_peak_memory_stats(self) -> None:
-        pass
+    def empty_cache(self) -> None: ...
+    def reset_peak_memory_stats(self) -> None: ...
 
     def mem_get_info(self) -> tuple[int, int]:
         s = self.state
@@ -89,16 +86,6 @@ class _FakeCuda:
             "allocated_bytes.all.peak": self.state.torch_peak,
             "allocated_bytes.all.current": self.state.torch_current,
         }
-
-
-class _TorchWithFakeCuda:
-    """``torch`` for vLLM's worker module, with ``torch.cuda`` replaced."""
-
-    def __init__(self, cuda: _FakeCuda) -> None:
-        self.cuda = cuda
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(torch, name)
 
 
 def available_vllm(vllm: VllmCode, state: DeviceState) -> object:
@@ -115,44 +102,11 @@ def available_vllm(vllm: VllmCode, state: DeviceState) -> object:
         cache_config=SimpleNamespace(gpu_memory_utilization=state.gpu_memory_utilization),
     )
     saved = module.__dict__["torch"]
-    module.__dict__["torch"] = _TorchWithFakeCuda(cuda)
+    module.__dict__["torch"] = SimpleNamespace(**{**vars(torch), "cuda": cuda})
     try:
         return module.Worker.determine_available_memory(worker)
     finally:
         module.__dict__["torch"] = saved
-
-
-class _FakeLedger:
-    """The ledger calls ``size_kv_cache`` makes: regions, a peak reset, the peak."""
-
-    def __init__(self, state: DeviceState) -> None:
-        self.state = state
-
-    @property
-    def peak_bytes(self) -> int:
-        return self.state.torch_peak
-
-    def reset_peak(self) -> None:
-        pass
-
-    def region(self, name: str) -> contextlib.AbstractContextManager[object]:
-        del name
-        return contextlib.nullcontext()
-
-
-class _FakeTracker:
-    """A tracker whose profile run peaks at the drawn ``torch_peak``."""
-
-    def __init__(self, state: DeviceState) -> None:
-        self.ledger = _FakeLedger(state)
-
-    def account_existing(self, tensors: object, label: str) -> int:
-        del tensors, label
-        return 0
-
-
-def _ignore(kv_cache_config: object) -> None:
-    del kv_cache_config
 
 
 def available_reference(state: DeviceState) -> object:
@@ -172,14 +126,21 @@ def available_reference(state: DeviceState) -> object:
         persistent_device_tensors=dict,
         profile_run=lambda: None,
         get_kv_cache_spec=dict,
-        initialize_kv_cache=_ignore,
+        initialize_kv_cache=returns(None),
     )
+    # The ledger and tracker calls size_kv_cache makes; the profile run peaks at torch_peak.
+    ledger = SimpleNamespace(
+        peak_bytes=state.torch_peak,
+        reset_peak=lambda: None,
+        region=contextlib.nullcontext,
+    )
+    tracker = SimpleNamespace(ledger=ledger, account_existing=returns(0))
     saved = vars(sizing)["get_kv_cache_config"]
     setattr(sizing, "get_kv_cache_config", capture)  # noqa: B010 (patched for this call)
     try:
         sizing.size_kv_cache(
             runner,  # type: ignore[arg-type]
-            _FakeTracker(state),  # type: ignore[arg-type]
+            tracker,  # type: ignore[arg-type]
             capacity_bytes=state.total,
             non_torch_bytes=state.non_torch,
         )

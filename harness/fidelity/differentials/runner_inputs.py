@@ -18,6 +18,7 @@ import torch
 
 from harness.fidelity.differential import Differential
 from harness.fidelity.differentials.batch import (
+    BUILDER_MODULES,
     BatchCase,
     generate_batch,
     max_blocks_per_req,
@@ -59,17 +60,10 @@ def generate_runner_inputs(rng: np.random.Generator) -> BatchCase:
     return generate_batch(rng, block_sizes=(16, 32), head_sizes=(64,), prefix=False)
 
 
-def _view(
-    num_tokens: int,
-    num_reqs: int,
-    slot_mapping_np: Any,
-    positions_np: Any,
-    buffers: Any,
-    block_table: Any,
-) -> dict[str, object]:
+def _view(num_tokens: int, num_reqs: int, buffers: Any, block_table: Any) -> dict[str, object]:
     return {
-        "slot_mapping_cpu": slot_mapping_np[:num_tokens].copy(),
-        "positions_cpu": positions_np[:num_tokens].copy(),
+        "slot_mapping_cpu": block_table.slot_mapping_np[:num_tokens].copy(),
+        "positions_cpu": buffers.positions_np[:num_tokens].copy(),
         "query_start_loc_cpu": buffers.query_start_loc_cpu[: num_reqs + 1].clone(),
         "seq_lens_cpu": buffers.seq_lens_cpu[:num_reqs].clone(),
         "input_ids": buffers.input_ids[:num_tokens].clone(),
@@ -142,8 +136,7 @@ def runner_inputs_vllm(vllm: VllmCode, case: BatchCase) -> object:
         scheduled_spec_decode_tokens={},
     )
     runner_module.GPUModelRunner._prepare_inputs(runner, scheduler_output)
-    table = block_tables[0]
-    return _view(case.num_tokens, n, table.slot_mapping_np, runner.positions_np, runner, table)
+    return _view(case.num_tokens, n, runner, block_tables[0])
 
 
 def runner_inputs_reference(case: BatchCase) -> object:
@@ -182,10 +175,7 @@ def runner_inputs_reference(case: BatchCase) -> object:
         ),
         run_model=False,
     )
-    table = runner.input_batch.block_table[0]
-    return _view(
-        case.num_tokens, len(case.reqs), table.slot_mapping_np, runner.positions_np, runner, table
-    )
+    return _view(case.num_tokens, len(case.reqs), runner, runner.input_batch.block_table[0])
 
 
 RUNNER_INPUTS: Differential[BatchCase] = Differential(
@@ -195,9 +185,7 @@ RUNNER_INPUTS: Differential[BatchCase] = Differential(
     vllm_code="vllm/v1/worker/gpu_model_runner.py GPUModelRunner._prepare_inputs (buffers from "
     "GPUModelRunner.__init__)",
     vllm_modules=(
-        "vllm.v1.kv_cache_interface",
-        "vllm.v1.worker.block_table",
-        "vllm.v1.attention.backends.utils",
+        *BUILDER_MODULES,
         "vllm.v1.attention.backends.flash_attn",
         "vllm.v1.worker.gpu_model_runner",
     ),

@@ -13,6 +13,7 @@ from harness.reference.backends.flashinfer import FlashInferBackend
 from harness.reference.backends.mla.common import MLACommonBackend
 from harness.reference.backends.mla.flashmla import FlashMLABackend
 from harness.reference.backends.mla.rocm_aiter_mla import AiterMLABackend
+from harness.reference.config import lookup
 
 _BACKENDS: dict[str, type[AttentionBackend]] = {}
 
@@ -30,12 +31,7 @@ def register_backend(name: str, backend_cls: type[AttentionBackend]) -> None:
 
 def get_attn_backend(name: str) -> type[AttentionBackend]:
     """The backend called ``name``; an unknown name lists the available ones."""
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        raise HarnessError(
-            f"unknown attention backend {name!r}; available: {', '.join(available_backends())}"
-        ) from None
+    return lookup(_BACKENDS, name, "attention backend")
 
 
 def available_backends() -> list[str]:

@@ -28,13 +28,10 @@ class InputBatchLike(Protocol):
     """What ``reorder_batch`` needs of the runner's persistent batch (vLLM's ``InputBatch``)."""
 
     @property
-    def req_ids(self) -> Sequence[str]:
-        """Request id of each batch row, in row order."""
-        ...
+    def req_ids(self) -> Sequence[str]: ...
 
     def swap_states(self, i1: int, i2: int) -> None:
         """Exchange everything the batch holds for rows ``i1`` and ``i2`` (block tables too)."""
-        ...
 
 
 class SchedulerOutputLike(Protocol):
@@ -171,15 +168,12 @@ class AttentionBackend(ABC):
 
     @staticmethod
     @abstractmethod
-    def get_builder_cls() -> type[AttentionMetadataBuilder[Any]]:
-        """The metadata builder class."""
+    def get_builder_cls() -> type[AttentionMetadataBuilder[Any]]: ...
 
     @staticmethod
     @abstractmethod
-    def get_metadata_cls() -> type[Any]:
-        """The metadata dataclass."""
+    def get_metadata_cls() -> type[Any]: ...
 
     @staticmethod
     @abstractmethod
-    def get_impl_cls() -> type[AttentionImpl[Any]]:
-        """The attention impl class."""
+    def get_impl_cls() -> type[AttentionImpl[Any]]: ...

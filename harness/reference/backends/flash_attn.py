@@ -9,6 +9,7 @@ shares. The builder is the only one that writes its group's device slot-mapping 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -64,7 +65,6 @@ class FlashAttentionMetadata:
     num_actual_tokens: int
     """Scheduled tokens, without padding."""
     max_query_len: int
-    """Most query tokens of one request."""
     query_start_loc: torch.Tensor
     """(num_reqs + 1,) int32: start of each request's query tokens."""
     max_seq_len: int
@@ -156,25 +156,8 @@ class FlashAttentionMetadataBuilder(AttentionMetadataBuilder[FlashAttentionMetad
             suffix_kv_lens=suffix_kv_lens,
         )
 
-    def use_cascade_attention(
-        self,
-        common_prefix_len: int,
-        query_lens: npt.NDArray[np.int32],
-        num_query_heads: int,
-        num_kv_heads: int,
-        use_alibi: bool,
-        use_sliding_window: bool,
-        num_sms: int,
-    ) -> bool:
-        return use_cascade_attention(
-            common_prefix_len=common_prefix_len,
-            query_lens=query_lens,
-            num_query_heads=num_query_heads,
-            num_kv_heads=num_kv_heads,
-            use_alibi=use_alibi,
-            use_sliding_window=use_sliding_window,
-            num_sms=num_sms,
-        )
+    def use_cascade_attention(self, *args: Any, **kwargs: Any) -> bool:
+        return use_cascade_attention(*args, **kwargs)
 
 
 def cascade_attention(

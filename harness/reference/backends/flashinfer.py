@@ -16,8 +16,6 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import torch
 
 from harness.reference.backends.abstract import (
@@ -142,27 +140,20 @@ class FlashInferMetadata:
     paged_kv_last_page_len: torch.Tensor
     """(num_reqs,) int32: tokens in each request's last page, in ``[1, page_size]``."""
     num_qo_heads: int
-    """Query heads."""
     num_kv_heads: int
-    """KV heads."""
     head_dim: int
-    """Head size."""
     page_size: int
     """Tokens per page (the group's block size)."""
     data_type: torch.dtype
-    """KV cache dtype."""
     q_data_type: torch.dtype
-    """Query dtype."""
     slot_mapping: torch.Tensor
     """(num_actual_tokens,) int64: cache slot of each token (device buffer tail is -1)."""
     num_decodes: int
     """Requests with one scheduled token, at the front of the batch."""
     num_decode_tokens: int
-    """Their tokens."""
     num_prefills: int
     """The other requests."""
     num_prefill_tokens: int
-    """Their tokens."""
     use_cascade: bool
     """Whether a shared prefix is attended separately (then the paged_kv_* exclude it)."""
     shared_qo_indptr: torch.Tensor | None = None
@@ -430,27 +421,10 @@ class FlashInferMetadataBuilder(AttentionMetadataBuilder[FlashInferMetadata]):
             wrapper.plan(*call.args, **call.kwargs)
             setattr(attn_metadata, f"{call.wrapper}_wrapper", wrapper)
 
-    def use_cascade_attention(
-        self,
-        common_prefix_len: int,
-        query_lens: npt.NDArray[np.int32],
-        num_query_heads: int,
-        num_kv_heads: int,
-        use_alibi: bool,
-        use_sliding_window: bool,
-        num_sms: int,
-    ) -> bool:
+    def use_cascade_attention(self, *args: Any, **kwargs: Any) -> bool:
         if self.kv_cache_spec.dtype != self.q_data_type:
             return False  # FlashInfer's cascade wrapper needs the KV and query dtypes to match.
-        return use_cascade_attention(
-            common_prefix_len=common_prefix_len,
-            query_lens=query_lens,
-            num_query_heads=num_query_heads,
-            num_kv_heads=num_kv_heads,
-            use_alibi=use_alibi,
-            use_sliding_window=use_sliding_window,
-            num_sms=num_sms,
-        )
+        return use_cascade_attention(*args, **kwargs)
 
 
 def paged_kv_to_block_table(
@@ -534,22 +508,15 @@ class FlashInferImpl(AttentionImpl[FlashInferMetadata]):
             output[:n] = merge_attn_states(*prefix, *suffix).flatten(1)
             return output
         # Decodes are rows [0, num_decodes), prefills the rest (reorder_batch made it so).
-        if md.num_decodes > 0:
-            out, _ = attend(
-                q[: md.num_decode_tokens],
-                md.qo_indptr[: nd + 1],
-                md.paged_kv_indptr[: nd + 1],
-                md.paged_kv_last_page_len[:nd],
-                md.paged_kv_indices,
-            )
-            output[: md.num_decode_tokens] = out.flatten(1)
-        if md.num_prefills > 0:
-            out, _ = attend(
-                q[md.num_decode_tokens :],
-                md.qo_indptr[nd:],
-                md.paged_kv_indptr[nd:],
-                md.paged_kv_last_page_len[nd:],
-                md.paged_kv_indices,
-            )
-            output[md.num_decode_tokens : n] = out.flatten(1)
+        ndt, num_reqs = md.num_decode_tokens, nd + md.num_prefills
+        for first, last, tokens in ((0, nd, slice(0, ndt)), (nd, num_reqs, slice(ndt, n))):
+            if last > first:
+                out, _ = attend(
+                    q[tokens],
+                    md.qo_indptr[first : last + 1],
+                    md.paged_kv_indptr[first : last + 1],
+                    md.paged_kv_last_page_len[first:last],
+                    md.paged_kv_indices,
+                )
+                output[tokens] = out.flatten(1)
         return output

@@ -17,11 +17,6 @@ from harness.reference.backends.abstract import (
 )
 from harness.reference.block_table import BlockTable
 from harness.reference.common_metadata import CommonAttentionMetadata
-from harness.reference.kv_cache_interface import (
-    AttentionSpec,
-    FullAttentionSpec,
-    SlidingWindowSpec,
-)
 from harness.reference.oracle import PAD_SLOT_ID, to_int_list
 
 DEFAULT_NUM_SMS = 132
@@ -147,13 +142,6 @@ def compute_paged_kv_last_page_len(seq_lens_cpu: torch.Tensor, page_size: int) -
     return torch.where(last == 0, page_size, last).to(torch.int32)
 
 
-def get_sliding_window(kv_cache_spec: AttentionSpec) -> int | None:
-    """The group's sliding window in tokens, or None for full attention."""
-    if isinstance(kv_cache_spec, (SlidingWindowSpec, FullAttentionSpec)):
-        return kv_cache_spec.sliding_window
-    return None
-
-
 def compute_cascade_attn_prefix_len(
     builder: AttentionMetadataBuilder[Any],
     num_scheduled_tokens: npt.NDArray[np.int32],
@@ -178,7 +166,7 @@ def compute_cascade_attn_prefix_len(
         num_query_heads=num_query_heads,
         num_kv_heads=spec.num_kv_heads,
         use_alibi=False,
-        use_sliding_window=get_sliding_window(spec) is not None,
+        use_sliding_window=getattr(spec, "sliding_window", None) is not None,
         num_sms=num_sms,
     )
     return common_prefix_len if use_cascade else 0

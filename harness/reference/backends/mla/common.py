@@ -73,7 +73,6 @@ class MLACommonPrefillMetadata:
     query_start_loc: torch.Tensor
     """(num_prefills + 1,) int32, relative to the first prefill token."""
     max_query_len: int
-    """Most query tokens of one request."""
     seq_lens: torch.Tensor
     """(num_prefills,) int32: context + new tokens. Ours: vLLM carries chunked-context
     metadata instead (it attends to the context in workspace-sized chunks)."""
@@ -105,7 +104,6 @@ class MLACommonMetadata(Generic[D]):
     num_decodes: int
     """Decode requests, at the front."""
     num_decode_tokens: int
-    """Their tokens."""
     num_prefills: int
     """The other requests."""
     head_dim: int | None = None
@@ -113,7 +111,6 @@ class MLACommonMetadata(Generic[D]):
     decode: D | None = None
     """Decode part, from the builder's ``_build_decode``."""
     prefill: MLACommonPrefillMetadata | None = None
-    """Prefill part."""
 
     def __post_init__(self) -> None:
         supported = MLACommonBackend.get_supported_head_sizes()
@@ -225,7 +222,6 @@ class MLACommonImpl(AttentionImpl[MLACommonMetadata[Any]]):
             raise ValueError(f"{head_size=} != {kv_lora_rank=} + {qk_rope_head_dim=}")
         super().__init__(num_heads, head_size, scale, num_kv_heads)
         self.kv_lora_rank = kv_lora_rank
-        self.qk_rope_head_dim = qk_rope_head_dim
 
     @property
     def output_head_size(self) -> int:
