@@ -42,6 +42,7 @@ def test_demo_with_another_scenario_and_backend(capsys: pytest.CaptureFixture[st
         ),
         (["demo", "--backend", "nope"], "unknown attention backend 'nope'; available:"),
         (["demo", "--backend", "FLASHMLA"], "is an MLA backend"),
+        (["demo", "--backend", "FLASHINFER"], "cannot run on FlashInfer (as in vLLM 0.9.0)"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

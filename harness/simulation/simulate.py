@@ -24,8 +24,7 @@ from harness.memory.sizes import format_size
 from harness.reference.backends.abstract import AttentionBackend
 from harness.reference.backends.flashinfer import (
     FlashInferBackend,
-    get_per_layer_parameters,
-    infer_global_hyperparameters,
+    refuse_mixed_layers,
 )
 from harness.reference.engine import Engine, EngineStep, memory_tracker, tracking
 from harness.reference.kv_cache_utils import InsufficientKVCacheMemoryError
@@ -201,12 +200,7 @@ def simulate(
     sim_device = SimulatedDevice(profile, non_torch_bytes=non_torch_bytes)
     attn_backend = backend or FlashInferBackend
     if issubclass(attn_backend, FlashInferBackend):
-        try:  # vLLM 0.9.0 fails the first step; say so before sizing anything
-            infer_global_hyperparameters(get_per_layer_parameters(vllm_config))
-        except AssertionError as exc:
-            raise HarnessError(
-                f"{model} cannot run on FlashInfer (as in vLLM 0.9.0): {exc}"
-            ) from None
+        refuse_mixed_layers(vllm_config)  # vLLM 0.9.0 fails the first step: say so first
     runner = ModelRunner(vllm_config, "meta", attn_backend, num_sms=profile.multi_processor_count)
     ledger = Ledger(capacity=sim_device)
     replay: LayerReplay | None = install_layer_replay(runner, ledger) if memoize else None

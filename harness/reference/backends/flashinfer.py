@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from harness.errors import HarnessError
 from harness.reference.backends.abstract import (
     AttentionBackend,
     AttentionImpl,
@@ -123,6 +124,17 @@ def infer_global_hyperparameters(
             "`sm_scale`."
         )
     return global_params
+
+
+def refuse_mixed_layers(vllm_config: VllmConfig) -> None:
+    """A one-line :class:`HarnessError`, before anything runs, for a model whose first FlashInfer
+    plan would fail on :func:`infer_global_hyperparameters` (drivers call it; the builder keeps
+    vLLM's ``AssertionError``)."""
+    try:
+        infer_global_hyperparameters(get_per_layer_parameters(vllm_config))
+    except AssertionError as exc:
+        name = vllm_config.model_config.name
+        raise HarnessError(f"{name} cannot run on FlashInfer (as in vLLM 0.9.0): {exc}") from None
 
 
 @dataclass
