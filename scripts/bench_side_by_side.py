@@ -207,7 +207,7 @@ def one_round(
             path = tree / edited
             text = path.read_text(encoding="utf-8")
             path.write_text(f"{text.rstrip()}\n# bench edit {i}\n", encoding="utf-8")
-            seconds, _, out = timed([*cmd, "--changed", edited, "."], tree, env)
+            seconds, _, out = timed([*cmd, ".", "--changed", edited], tree, env)
             best.add(label, f"changed {entry}", seconds, out)
         if not args.skip_codec:
             env = {**base, "PYTHONPATH": str(root)}

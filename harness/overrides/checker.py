@@ -252,15 +252,16 @@ def _naming_roots(sources: Sequence[Source]) -> list[str]:
     (``/p`` for ``/p/pkg/sub.py`` named ``pkg.sub``), most used first. Names that do not
     spell the end of the path (aliases through symlinked directories) give none."""
     counts: dict[str, int] = {}
+    sep = os.sep
     for source in sources:
         file = source.file
         head, tail = os.path.split(file.path)
-        stem = tail.rpartition(".")[0]
-        parts = head.split(os.sep) if file.is_package else [*head.split(os.sep), stem]
+        full = head if file.is_package else f"{head.rstrip(sep)}{sep}{tail.rpartition('.')[0]}"
         for name in (file.module, *file.aliases):
-            dotted = name.split(".")
-            if parts[-len(dotted) :] == dotted:
-                root = os.sep.join(parts[: -len(dotted)]) or os.sep
+            spelled = name.replace(".", sep)  # the path components the name spells, joined
+            cut = len(full) - len(spelled)
+            if cut > 0 and full[cut - 1] == sep and full.endswith(spelled):
+                root = full[: cut - 1] or sep
                 counts[root] = counts.get(root, 0) + 1
     return sorted(counts, key=lambda r: -counts[r])
 
