@@ -7,6 +7,7 @@ identical run on an unchanged tree cannot be reused.
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import sys
 import time
@@ -192,13 +193,14 @@ def _analyze(
     stats: Stats,
     env: Environment | None = None,
 ) -> list[Finding]:
-    from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, InstalledCache, load
     from harness.overrides.codec import CorruptSummary
-    from harness.overrides.external import InstalledModules
 
     cache = Cache(cache_dir)
-    summaries, stats.parsed = load(sources, cache, options.jobs)
+    summaries, stats.parsed = load(sources, cache, options.jobs, meanwhile=_import_analysis)
+    from harness.overrides.analysis import analyze
+    from harness.overrides.external import InstalledModules
+
     files = [s.file for s in sources]
     external = None
     installed = InstalledCache(options.external and cache_dir is not None)
@@ -233,6 +235,12 @@ def _analyze(
     if external is not None:
         stats.external = tuple(sorted(set(external.used)))
     return findings
+
+
+def _import_analysis() -> None:
+    """Import the analysis while worker processes parse (they need none of it)."""
+    importlib.import_module("harness.overrides.analysis")
+    importlib.import_module("harness.overrides.external")
 
 
 def _environment(options: CheckOptions, cwd: str) -> Environment | None:
