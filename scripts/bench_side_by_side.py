@@ -8,7 +8,9 @@ in turn: the baseline (a fresh interpreter finding the files as the checker does
 ``python -m harness.overrides`` and through the full ``harness overrides`` CLI:
 
 - cold: a fresh ``--cache-dir`` and a fresh ``XDG_CACHE_HOME`` (so installed and
-  standard-library summaries are recomputed too), ``--jobs`` workers;
+  standard-library summaries are recomputed too; with ``--keep-installed`` that machine-wide
+  cache stays warm, as in ``scripts/bench_overrides.py`` and for a user's second project),
+  ``--jobs`` workers;
 - warm: the same caches again, the tree unchanged;
 - ``--changed``: one file (``--changed-file``) edited just before, caches warm;
 - the codec alone (unless ``--skip-codec``): every file summarised once, then
@@ -20,7 +22,7 @@ CPU time is the steadier of the two. It prints the best of ``--repeat`` rounds, 
 ratios and ratios to the serial parse of the same run; it never asserts. Usage::
 
     .venv/bin/python scripts/bench_side_by_side.py [--before REF] [--after REF] [--tree DIR]
-        [--changed-file PATH] [--repeat N] [--jobs N] [--skip-codec]
+        [--changed-file PATH] [--repeat N] [--jobs N] [--skip-codec] [--keep-installed]
 """
 
 from __future__ import annotations
@@ -195,7 +197,8 @@ def one_round(
             tree = trees[label, entry]
             xdg, cache = scratch / f"xdg-{label}-{entry}", scratch / f"cache-{label}-{entry}"
             env = {**base, "PYTHONPATH": str(root), "XDG_CACHE_HOME": str(xdg)}
-            shutil.rmtree(xdg, ignore_errors=True)
+            if not args.keep_installed:
+                shutil.rmtree(xdg, ignore_errors=True)
             shutil.rmtree(cache, ignore_errors=True)
             cmd = [*command, "--format", "json", "--cache-dir", str(cache)]
             cold = [*cmd, "--jobs", str(args.jobs), "."]
@@ -220,7 +223,9 @@ def report(best: Best, args: argparse.Namespace, files: int, edited: str) -> Non
     after_name = args.after or "working tree"
     parse, parse_cpu = best.seconds["parse", "parse"], best.seconds["parse", "parse cpu"]
     print(f"tree: {args.tree or 'torch'} ({files} .py files); --changed file: {edited}")
+    kept = "kept warm" if args.keep_installed else "fresh in every cold run"
     print(f"before = {args.before}, after = {after_name}; best of {args.repeat} rounds,")
+    print(f"installed and standard-library summaries: {kept}")
     print("each round: serial parse, then before and after in turns; x parse = s / serial parse")
     print("(CPU rows: / the serial parse's CPU time)")
     header = f"{'row':<44} {'before s':>9} {'after s':>9} {'after/before':>13}"
@@ -253,6 +258,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip-codec", action="store_true", help="do not time the codec alone")
+    parser.add_argument(
+        "--keep-installed",
+        action="store_true",
+        help="cold runs keep the machine-wide cache of installed and standard-library summaries",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="harness-side-by-side-") as name:
         scratch = Path(name)

@@ -53,7 +53,7 @@ def test_a_round_times_the_parse_then_each_checker_cold_warm_and_changed(
     for tree in trees.values():
         (tree / "pkg").mkdir(parents=True)
         (tree / "pkg" / "m.py").write_text("x = 1\n")
-    args = argparse.Namespace(jobs=2, skip_codec=False)
+    args = argparse.Namespace(jobs=2, skip_codec=False, keep_installed=False)
     best = bench.Best()
     bench.one_round(0, roots, trees, tmp_path, {}, args, "pkg/m.py", best)
     commands = [cmd for cmd, _, _ in ran]
@@ -81,7 +81,9 @@ def test_the_table_gives_after_over_before_and_both_over_the_serial_parse(
     best.add("after", "cold -m", 2.4, "[2]")
     best.add("before", "cold cpu -m", 4.0)
     best.add("after", "cold cpu -m", 3.0)
-    args = argparse.Namespace(before="3b5bad4", after=None, tree=None, repeat=3)
+    args = argparse.Namespace(
+        before="3b5bad4", after=None, tree=None, repeat=3, keep_installed=True
+    )
     bench.report(best, args, 802, "pkg/m.py")
     out = capsys.readouterr().out
     (cold,) = [line for line in out.splitlines() if line.startswith("cold, python -m harness")]
@@ -89,4 +91,5 @@ def test_the_table_gives_after_over_before_and_both_over_the_serial_parse(
     (cpu,) = [line for line in out.splitlines() if line.startswith("cold, python -m, CPU")]
     assert cpu.split()[-2:] == ["4.000x", "3.000x"]  # over the parse's CPU time
     assert "note: cold -m: before and after printed different findings" in out
-    assert "warm" not in out and "codec" not in out  # rows not measured are left out
+    assert "summaries: kept warm" in out
+    assert "warm (" not in out and "codec" not in out  # rows not measured are left out
