@@ -1,21 +1,28 @@
 """Time ``harness overrides`` of two versions of the checker side by side, in one run.
 
 ``--before REF`` (a git ref, default ``HEAD``) and ``--after REF`` (default: the working tree)
-are exported with ``git archive`` to a scratch directory. On the same tree of Python files (``--tree``, default a
-copy of the installed torch package's ``.py`` files), each round runs, in turn, for before and
-after:
+are exported with ``git archive`` to a scratch directory. On the same tree of Python files
+(``--tree``, default a copy of the installed torch package's ``.py`` files), each round runs,
+in turn: the baseline (a fresh interpreter finding the files as the checker does and running
+``ast.parse`` on each, one after the other), then for before and after, through
+``python -m harness.overrides`` and through the full ``harness overrides`` CLI:
 
-- the checker cold: a fresh ``--cache-dir`` and a fresh ``XDG_CACHE_HOME`` (so installed and
-  standard-library summaries are recomputed too), ``--jobs`` workers;
-- the codec alone: every file of the tree summarised once, then ``codec.loads(codec.dumps(s))``
-  with every deferred part decoded, three times, in a fresh interpreter.
+- cold: a fresh ``--cache-dir`` and a fresh ``XDG_CACHE_HOME`` (so installed and
+  standard-library summaries are recomputed too; with ``--keep-installed`` that machine-wide
+  cache stays warm, as in ``scripts/bench_overrides.py`` and for a user's second project),
+  ``--jobs`` workers;
+- warm: the same caches again, the tree unchanged;
+- ``--changed``: one file (``--changed-file``) edited just before, caches warm;
+- the codec alone (unless ``--skip-codec``): every file summarised once, then
+  ``codec.loads(codec.dumps(s))`` with every deferred part decoded, three times.
 
-Cold runs are timed as wall time and as CPU time (user + system of the checker and its
-workers): on a shared machine the CPU time is the steadier of the two.
+Every checker (and entry point) works on its own copy of the tree. Cold runs are timed as wall
+time and as CPU time (user + system of the checker and its workers): on a shared machine the
+CPU time is the steadier of the two. It prints the best of ``--repeat`` rounds, after/before
+ratios and ratios to the serial parse of the same run; it never asserts. Usage::
 
-It prints the best of ``--repeat`` rounds and after/before ratios; it never asserts. Usage::
-
-    .venv/bin/python scripts/bench_side_by_side.py [--before REF] [--after REF] [--tree DIR] [--repeat N]
+    .venv/bin/python scripts/bench_side_by_side.py [--before REF] [--after REF] [--tree DIR]
+        [--changed-file PATH] [--repeat N] [--jobs N] [--skip-codec] [--keep-installed]
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CLI = Path(sys.executable).parent / "harness"
+VLLM_CHANGED = "vllm/v1/attention/backends/mla/common.py"
 
 CODEC_ONLY = """
 import sys, time
@@ -53,6 +62,37 @@ for _ in range(3):
             c.methods, c.calls
 print(f"{time.process_time() - started:.4f}")
 """
+
+PARSE_SERIALLY = """
+import ast, sys, time
+from harness.overrides.discover import discover
+files, _ = discover(["."])
+for f in files:
+    with open(f.path, "rb") as handle:
+        data = handle.read()
+    try:
+        ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+"""
+
+ENTRY_POINTS = {
+    "-m": [sys.executable, "-m", "harness.overrides"],
+    "CLI": [sys.executable, str(CLI), "overrides"],
+}
+"""The subcommand alone, and the full CLI (the console script run by this interpreter)."""
+
+ROWS = (
+    ("cold -m", "cold, python -m harness.overrides, wall"),
+    ("cold CLI", "cold, harness overrides (CLI), wall"),
+    ("cold cpu -m", "cold, python -m, CPU (user+sys, workers)"),
+    ("cold cpu CLI", "cold, CLI, CPU (user+sys, workers)"),
+    ("warm -m", "warm (unchanged tree), python -m, wall"),
+    ("warm CLI", "warm (unchanged tree), CLI, wall"),
+    ("changed -m", "--changed FILE just edited, python -m, wall"),
+    ("changed CLI", "--changed FILE just edited, CLI, wall"),
+    ("codec", "codec round trip x3, CPU (process_time)"),
+)
 
 
 def export(ref: str, into: Path) -> Path:
@@ -87,6 +127,28 @@ def default_tree(scratch: Path) -> Path:
     return tree
 
 
+def copy_tree(tree: Path, into: Path) -> Path:
+    """The ``.py`` files of ``tree``, copied to ``into`` (each checker edits its own copy)."""
+    for path in tree.rglob("*.py"):
+        target = into / path.relative_to(tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return into
+
+
+def changed_file(tree: Path, option: str | None) -> str:
+    """The file the ``--changed`` rows edit, relative to ``tree``: ``option``, else vLLM's
+    MLA backend when the tree holds it, else the largest file."""
+    if option is not None:
+        if not (tree / option).is_file():
+            sys.exit(f"bench: --changed-file {option} is not a file under {tree}")
+        return option
+    if (tree / VLLM_CHANGED).is_file():
+        return VLLM_CHANGED
+    largest = max(tree.rglob("*.py"), key=lambda p: p.stat().st_size)
+    return str(largest.relative_to(tree))
+
+
 def timed(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds (user + system, the command and its workers), stdout."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -100,48 +162,130 @@ def timed(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return seconds, cpu, result.stdout
 
 
+class Best:
+    """The fastest time of each ``(label, row)`` so far, and the findings each run printed."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[tuple[str, str], float] = {}
+        self.outputs: dict[tuple[str, str], set[str]] = {}
+
+    def add(self, label: str, row: str, seconds: float, output: str | None = None) -> None:
+        key = (label, row)
+        self.seconds[key] = min(seconds, self.seconds.get(key, seconds))
+        if output is not None:
+            self.outputs.setdefault(key, set()).add(output)
+
+
+def one_round(
+    i: int,
+    roots: dict[str, Path],
+    trees: dict[tuple[str, str], Path],
+    scratch: Path,
+    base: dict[str, str],
+    args: argparse.Namespace,
+    edited: str,
+    best: Best,
+) -> None:
+    """Baseline, then every row of before and after, in turns."""
+    parse_env = {**base, "PYTHONPATH": str(roots["after"])}
+    any_tree = next(iter(trees.values()))
+    seconds, cpu, _ = timed([sys.executable, "-c", PARSE_SERIALLY], any_tree, parse_env)
+    best.add("parse", "parse", seconds)
+    best.add("parse", "parse cpu", cpu)
+    for label, root in roots.items():
+        for entry, command in ENTRY_POINTS.items():
+            tree = trees[label, entry]
+            xdg, cache = scratch / f"xdg-{label}-{entry}", scratch / f"cache-{label}-{entry}"
+            env = {**base, "PYTHONPATH": str(root), "XDG_CACHE_HOME": str(xdg)}
+            if not args.keep_installed:
+                shutil.rmtree(xdg, ignore_errors=True)
+            shutil.rmtree(cache, ignore_errors=True)
+            cmd = [*command, "--format", "json", "--cache-dir", str(cache)]
+            cold = [*cmd, "--jobs", str(args.jobs), "."]
+            seconds, cpu, out = timed(cold, tree, env)
+            best.add(label, f"cold {entry}", seconds, out)
+            best.add(label, f"cold cpu {entry}", cpu)
+            seconds, _, out = timed([*cmd, "."], tree, env)
+            best.add(label, f"warm {entry}", seconds, out)
+            path = tree / edited
+            text = path.read_text(encoding="utf-8")
+            path.write_text(f"{text.rstrip()}\n# bench edit {i}\n", encoding="utf-8")
+            seconds, _, out = timed([*cmd, ".", "--changed", edited], tree, env)
+            best.add(label, f"changed {entry}", seconds, out)
+        if not args.skip_codec:
+            env = {**base, "PYTHONPATH": str(root)}
+            _, _, out = timed([sys.executable, "-c", CODEC_ONLY, "."], trees[label, "-m"], env)
+            best.add(label, "codec", float(out.strip()))
+
+
+def report(best: Best, args: argparse.Namespace, files: int, edited: str) -> None:
+    """The table: best seconds, after/before, and each side's ratio to the serial parse."""
+    after_name = args.after or "working tree"
+    parse, parse_cpu = best.seconds["parse", "parse"], best.seconds["parse", "parse cpu"]
+    print(f"tree: {args.tree or 'torch'} ({files} .py files); --changed file: {edited}")
+    kept = "kept warm" if args.keep_installed else "fresh in every cold run"
+    print(f"before = {args.before}, after = {after_name}; best of {args.repeat} rounds,")
+    print(f"installed and standard-library summaries: {kept}")
+    print("each round: serial parse, then before and after in turns; x parse = s / serial parse")
+    print("(CPU rows: / the serial parse's CPU time)")
+    header = f"{'row':<44} {'before s':>9} {'after s':>9} {'after/before':>13}"
+    header += f" {'before x parse':>15} {'after x parse':>14}"
+    print(header)
+    print("-" * len(header))
+    print(f"{'serial ast.parse of the same files, wall':<44} {parse:>9.3f} {parse:>9.3f}")
+    print(f"{'serial ast.parse, CPU (user+sys)':<44} {parse_cpu:>9.3f} {parse_cpu:>9.3f}")
+    for row, text in ROWS:
+        if ("before", row) not in best.seconds:
+            continue
+        before, after = best.seconds["before", row], best.seconds["after", row]
+        line = f"{text:<44} {before:>9.3f} {after:>9.3f} {after / before:>12.3f}x"
+        if row != "codec":
+            unit = parse_cpu if "cpu" in row else parse
+            line += f" {before / unit:>14.3f}x {after / unit:>13.3f}x"
+        print(line)
+    for row, _ in ROWS:
+        outputs = {label: best.outputs.get((label, row), set()) for label in ("before", "after")}
+        if outputs["before"] and outputs["before"] != outputs["after"]:
+            print(f"note: {row}: before and after printed different findings")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--before", default="HEAD", help="git ref of the 'before' checker")
     parser.add_argument("--after", help="git ref of the 'after' checker (default: working tree)")
     parser.add_argument("--tree", type=Path, help="tree to check (default: torch's .py files)")
+    parser.add_argument("--changed-file", help="file the --changed rows edit, relative to --tree")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--skip-codec", action="store_true", help="do not time the codec alone")
+    parser.add_argument(
+        "--keep-installed",
+        action="store_true",
+        help="cold runs keep the machine-wide cache of installed and standard-library summaries",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="harness-side-by-side-") as name:
         scratch = Path(name)
-        tree = args.tree.resolve() if args.tree else default_tree(scratch)
+        source = args.tree.expanduser().resolve() if args.tree else default_tree(scratch)
+        edited = changed_file(source, args.changed_file)
         after = ROOT if args.after is None else export(args.after, scratch / "after")
         roots = {"before": export(args.before, scratch / "before"), "after": after}
+        trees = {
+            (label, entry): copy_tree(source, scratch / f"tree-{label}-{entry}")
+            for label in roots
+            for entry in ENTRY_POINTS
+        }
         base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        best: dict[tuple[str, str], float] = {}
+        for label, root in roots.items():  # compile each checker's bytecode once
+            env = {**base, "PYTHONPATH": str(root), "XDG_CACHE_HOME": str(scratch / "xdg-w")}
+            for command in ENTRY_POINTS.values():
+                timed([*command, "--no-cache", edited], trees[label, "-m"], env)
+        best = Best()
         for i in range(args.repeat):
-            for label, root in roots.items():
-                env = {**base, "PYTHONPATH": str(root), "XDG_CACHE_HOME": str(scratch / "xdg")}
-                shutil.rmtree(scratch / "xdg", ignore_errors=True)
-                shutil.rmtree(scratch / "cache", ignore_errors=True)
-                cold = [sys.executable, "-m", "harness.overrides", "--format", "json"]
-                cold += ["--jobs", str(args.jobs), "--cache-dir", str(scratch / "cache"), "."]
-                seconds, cpu, _ = timed(cold, tree, env)
-                best[label, "cold"] = min(seconds, best.get((label, "cold"), seconds))
-                best[label, "cold cpu"] = min(cpu, best.get((label, "cold cpu"), cpu))
-                _, _, out = timed([sys.executable, "-c", CODEC_ONLY, "."], tree, env)
-                codec_s = float(out.strip())
-                best[label, "codec"] = min(codec_s, best.get((label, "codec"), codec_s))
+            one_round(i, roots, trees, scratch, base, args, edited, best)
             print(f"round {i + 1}/{args.repeat} done", file=sys.stderr, flush=True)
-        files = sum(1 for _ in tree.rglob("*.py"))
-        after_name = args.after or "working tree"
-        print(f"tree: {tree} ({files} .py files); before = {args.before}, after = {after_name}")
-        print(f"best of {args.repeat} rounds, before and after measured in turns")
-        print(f"{'row':<44} {'before s':>9} {'after s':>9} {'after/before':>13}")
-        rows = (
-            ("cold", "checker cold (fresh caches), wall"),
-            ("cold cpu", "checker cold, CPU (user+sys, with workers)"),
-            ("codec", "codec round trip x3, CPU (process_time)"),
-        )
-        for row, text in rows:
-            before, after = best["before", row], best["after", row]
-            print(f"{text:<44} {before:>9.3f} {after:>9.3f} {after / before:>12.3f}x")
+        files = sum(1 for _ in source.rglob("*.py"))
+        report(best, args, files, edited)
     return 0
 
 

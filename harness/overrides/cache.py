@@ -17,7 +17,7 @@ import hashlib
 import marshal
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from harness.overrides.discover import SourceFile, Unreadable, project_root
@@ -341,10 +341,16 @@ def read_sources(files: Sequence[SourceFile]) -> tuple[list[Source], list[Unread
 
 
 def load(
-    sources: Sequence[Source], cache: Cache, jobs: int | None
+    sources: Sequence[Source],
+    cache: Cache,
+    jobs: int | None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> tuple[dict[str, FileSummary], int]:
-    """Summaries by display path (from the cache when the content hash is known) and the
-    number of files parsed."""
+    """Summaries by display path (from the cache when the content hash is known; cached ones
+    first, each group in the order of ``sources``) and the number of files parsed.
+
+    ``meanwhile`` runs once: while the worker processes parse, or before parsing in process.
+    """
     out: dict[str, FileSummary] = {}
     todo: list[Source] = []
     for source in sources:
@@ -355,9 +361,11 @@ def load(
             out[source.file.display] = summary
         else:
             todo.append(source)
-    for source, blob in zip(todo, _summarize_all([t.data for t in todo], jobs), strict=True):
-        cache.add(source.hash, blob)
-        summary = _decode(blob)
+    made: list[FileSummary | None] = [None] * len(todo)
+    for i, blob in _summarize_all([t.data for t in todo], jobs, meanwhile):
+        cache.add(todo[i].hash, blob)
+        made[i] = _decode(blob)  # decoded as the workers hand results back
+    for source, summary in zip(todo, made, strict=True):
         if summary is not None:
             out[source.file.display] = summary
     return out, len(todo)
@@ -371,25 +379,51 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def _summarize_all(blobs: list[bytes], jobs: int | None) -> list[bytes]:
+def _summarize_all(
+    blobs: list[bytes], jobs: int | None, meanwhile: Callable[[], object] | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """``(index, encoded summary)`` of every blob, each once, in the order they are made;
+    ``meanwhile`` runs once, while the workers parse (or first, without workers)."""
     workers = min(jobs if jobs is not None else 8, cpu_count())
-    if workers <= 1 or len(blobs) < _PARALLEL_MIN:
-        return [_summarize_one(b) for b in blobs]
+    done: set[int] = set()
+    if workers > 1 and len(blobs) >= _PARALLEL_MIN:
+        yield from _in_pool(blobs, workers, meanwhile, done)
+    elif meanwhile is not None:
+        meanwhile()
+    for i, data in enumerate(blobs):
+        if i not in done:  # without a pool, or after one failed
+            yield i, _summarize_one(data)
+
+
+def _in_pool(
+    blobs: list[bytes], workers: int, meanwhile: Callable[[], object] | None, done: set[int]
+) -> Iterator[tuple[int, bytes]]:
+    """What a process pool summarises of ``blobs`` (indices noted in ``done``): all of them
+    unless the pool cannot start or a worker dies. ``meanwhile`` runs once in any case."""
     from concurrent.futures import ProcessPoolExecutor
 
     from harness.overrides import codec, summary  # imported once, inherited by forked workers
 
     del codec, summary
 
-    # Big files first so the pool's tail is short; results are put back in input order.
-    order = sorted(range(len(blobs)), key=lambda i: -len(blobs[i]))
-    results: list[bytes] = [b""] * len(blobs)
+    order = sorted(range(len(blobs)), key=lambda i: -len(blobs[i]))  # big files first: short tail
+    pool = None
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            chunk = max(1, len(blobs) // (workers * 8))
-            done = pool.map(_summarize_one, [blobs[i] for i in order], chunksize=chunk)
-            for i, encoded in zip(order, done, strict=True):
-                results[i] = encoded
+        pool = ProcessPoolExecutor(max_workers=workers)
+        chunk = max(1, len(blobs) // (workers * 8))
+        results = pool.map(_summarize_one, [blobs[i] for i in order], chunksize=chunk)
     except (OSError, RuntimeError):
-        return [_summarize_one(b) for b in blobs]
-    return results
+        results = None
+    try:
+        if meanwhile is not None:
+            meanwhile()
+        if results is not None:
+            try:
+                for i, encoded in zip(order, results, strict=False):
+                    done.add(i)
+                    yield i, encoded
+            except (OSError, RuntimeError):  # a worker died: the caller makes the rest
+                pass
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)

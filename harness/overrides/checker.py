@@ -7,6 +7,7 @@ identical run on an unchanged tree cannot be reused.
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import sys
 import time
@@ -192,13 +193,14 @@ def _analyze(
     stats: Stats,
     env: Environment | None = None,
 ) -> list[Finding]:
-    from harness.overrides.analysis import analyze
     from harness.overrides.cache import Cache, InstalledCache, load
     from harness.overrides.codec import CorruptSummary
-    from harness.overrides.external import InstalledModules
 
     cache = Cache(cache_dir)
-    summaries, stats.parsed = load(sources, cache, options.jobs)
+    summaries, stats.parsed = load(sources, cache, options.jobs, meanwhile=_import_analysis)
+    from harness.overrides.analysis import analyze
+    from harness.overrides.external import InstalledModules
+
     files = [s.file for s in sources]
     external = None
     installed = InstalledCache(options.external and cache_dir is not None)
@@ -235,6 +237,12 @@ def _analyze(
     return findings
 
 
+def _import_analysis() -> None:
+    """Import the analysis while worker processes parse (they need none of it)."""
+    importlib.import_module("harness.overrides.analysis")
+    importlib.import_module("harness.overrides.external")
+
+
 def _environment(options: CheckOptions, cwd: str) -> Environment | None:
     """Where bases outside the tree are read from (``None`` when they are not read)."""
     if not options.external:
@@ -252,15 +260,16 @@ def _naming_roots(sources: Sequence[Source]) -> list[str]:
     (``/p`` for ``/p/pkg/sub.py`` named ``pkg.sub``), most used first. Names that do not
     spell the end of the path (aliases through symlinked directories) give none."""
     counts: dict[str, int] = {}
+    sep = os.sep
     for source in sources:
         file = source.file
         head, tail = os.path.split(file.path)
-        stem = tail.rpartition(".")[0]
-        parts = head.split(os.sep) if file.is_package else [*head.split(os.sep), stem]
+        full = head if file.is_package else f"{head.rstrip(sep)}{sep}{tail.rpartition('.')[0]}"
         for name in (file.module, *file.aliases):
-            dotted = name.split(".")
-            if parts[-len(dotted) :] == dotted:
-                root = os.sep.join(parts[: -len(dotted)]) or os.sep
+            spelled = name.replace(".", sep)  # the path components the name spells, joined
+            cut = len(full) - len(spelled)
+            if cut > 0 and full[cut - 1] == sep and full.endswith(spelled):
+                root = full[: cut - 1] or sep
                 counts[root] = counts.get(root, 0) + 1
     return sorted(counts, key=lambda r: -counts[r])
 

@@ -15,19 +15,19 @@ beside the tree (under the import roots that name the scanned files), never from
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import subprocess
 import sys
 import sysconfig
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec, PathFinder
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from harness.overrides.cache import BlobStore, digest, summary_of
 from harness.overrides.discover import SourceFile, display_path
-from harness.overrides.summary import FileSummary
+
+if TYPE_CHECKING:  # a warm run finds its environment without importing the summariser
+    from harness.overrides.summary import FileSummary
 
 _NOT_READ = frozenset({"typing", "typing_extensions"})
 """Modules whose classes (``Generic``, ``Protocol``...) shape types, not methods: reading
@@ -91,6 +91,9 @@ def environment(python: str | None, base: str | None = None) -> Environment:
             return Environment(search, platform.python_version(), python)
     if executable is None:
         raise ValueError(f"--python {python}: no such interpreter or directory")
+    import json
+    import subprocess
+
     try:
         done = subprocess.run(
             [executable, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60
@@ -133,6 +136,7 @@ class InstalledModules:
         self.tree = frozenset(tree)
         self._import_roots = import_roots
         self._roots: list[str] | None = None
+        self._listings: dict[str, frozenset[str] | None] = {}
         self.local_cache = local_cache or cache
         self.cwd = cwd
         skip = {os.path.realpath(p) for p in local}
@@ -192,6 +196,8 @@ class InstalledModules:
         for root in self._roots:
             if project_only and os.path.basename(root) in _INSTALLATION_DIRECTORIES:
                 continue
+            if not self._may_hold(root, parts[0]):
+                continue
             base = os.path.join(root, *parts)
             for suffix in (".py", ".pyi"):
                 if os.path.isfile(os.path.join(base, f"__init__{suffix}")):
@@ -199,6 +205,24 @@ class InstalledModules:
                 if os.path.isfile(base + suffix):
                     return base + suffix, False
         return None
+
+    def _may_hold(self, root: str, head: str) -> bool:
+        """Whether ``root`` has an entry ``head``, ``head.py`` or ``head.pyi`` (one listing
+        per root and run: a deep tree has an import root per directory). Names are compared
+        case-insensitively, so a case-insensitive filesystem still finds what a probe of
+        the path would; a root that cannot be listed may hold anything."""
+        if not head.isascii():
+            return True
+        if root not in self._listings:
+            try:
+                self._listings[root] = frozenset(n.casefold() for n in os.listdir(root))
+            except OSError:
+                self._listings[root] = None
+        names = self._listings[root]
+        if names is None:
+            return True
+        head = head.casefold()
+        return head in names or f"{head}.py" in names or f"{head}.pyi" in names
 
     # -- finding files -----------------------------------------------------------------------
 

@@ -308,6 +308,13 @@ def _base_name(node: ast.expr) -> str | None:
     return dotted_name(node)
 
 
+_TRY_STAR: tuple[type[ast.stmt], ...] = tuple(
+    t for t in (getattr(ast, "TryStar", None),) if isinstance(t, type)
+)
+"""``ast.TryStar`` where the interpreter has it (3.11+)."""
+_TRY: tuple[type[ast.stmt], ...] = (ast.Try, *_TRY_STAR)
+
+
 def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
     """Statement lists of a compound statement that run at the same scope (if/try/with...)."""
     if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
@@ -315,7 +322,7 @@ def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield stmt.orelse
     elif isinstance(stmt, (ast.With, ast.AsyncWith)):
         yield stmt.body
-    elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+    elif isinstance(stmt, _TRY):
         node: Any = stmt  # ast.TryStar (3.11+) has the same fields as ast.Try
         yield node.body
         for handler in node.handlers:
@@ -324,13 +331,22 @@ def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield node.finalbody
 
 
-_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
+_COMPOUND: tuple[type[ast.stmt], ...] = (
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    *_TRY_STAR,
+)
 
 
 def _flatten(body: list[ast.stmt]) -> list[ast.stmt] | Iterator[ast.stmt]:
     """Statements of ``body`` and of its if/try/with blocks, in source order."""
     for stmt in body:
-        if isinstance(stmt, _COMPOUND) or type(stmt).__name__ == "TryStar":
+        if isinstance(stmt, _COMPOUND):
             return _flatten_nested(body)
     return body
 
@@ -357,9 +373,9 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             stack.pop()
             continue
         yield stmt
-        blocks = list(_blocks(stmt))
-        for block in reversed(blocks):
-            stack.append(iter(block))
+        if isinstance(stmt, _COMPOUND):
+            for block in reversed(list(_blocks(stmt))):
+                stack.append(iter(block))
 
 
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
@@ -453,6 +469,29 @@ def _class(
     )
 
 
+class _Parameters(Mapping[str, tuple[Param, ...]]):
+    """The parameters of a module's top-level ``def`` statements by name, each read on first
+    use (only a decorated method that returns a module function asks)."""
+
+    __slots__ = ("_defs", "_read")
+
+    def __init__(self, defs: dict[str, ast.FunctionDef]) -> None:
+        self._defs = defs
+        self._read: dict[str, tuple[Param, ...]] = {}
+
+    def __getitem__(self, name: str) -> tuple[Param, ...]:
+        params = self._read.get(name)
+        if params is None:
+            params = self._read[name] = parameters(self._defs[name].args)
+        return params
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._defs)
+
+    def __len__(self) -> int:
+        return len(self._defs)
+
+
 def summarize(data: bytes) -> FileSummary:
     """Summarise one file's bytes. Never raises for bad input: records a parse failure."""
     text = decode(data)
@@ -505,9 +544,7 @@ def _summarize_text(text: str) -> FileSummary:
     calls: list[CallSite] = []
     pending: list[tuple[ast.ClassDef, str]] = []
     static: set[int] = _type_checking_only(tree.body) if "TYPE_CHECKING" in text else set()
-    functions = {
-        stmt.name: parameters(stmt.args) for stmt in top if isinstance(stmt, ast.FunctionDef)
-    }
+    functions = _Parameters({stmt.name: stmt for stmt in top if isinstance(stmt, ast.FunctionDef)})
     for stmt in top:
         if isinstance(stmt, ast.ClassDef):
             if id(stmt) not in static:

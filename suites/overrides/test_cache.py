@@ -89,6 +89,64 @@ def test_parallel_parse_matches_serial(tmp_path: Path) -> None:
     assert parsed == 60 and parallel == serial
 
 
+def test_work_given_to_do_meanwhile_runs_once_and_the_order_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load(meanwhile=...)`` runs it once, while the workers parse (or before parsing in
+    process); summaries keep the files' order (cached ones first) however the pool returns."""
+    files_in(tmp_path, 60)
+    found, _ = discover([str(tmp_path)], cwd=str(tmp_path))
+    sources, _ = read_sources(found)
+    calls: list[int] = []
+    serial, _ = load(sources, Cache(None), jobs=1, meanwhile=lambda: calls.append(1))
+    parallel, parsed = load(sources, Cache(None), jobs=2, meanwhile=lambda: calls.append(2))
+    assert calls == [1, 2] and parsed == 60
+    assert list(parallel) == list(serial) == [s.file.display for s in sources]
+    warm = Cache(None)
+    for source in sources[:30]:
+        warm.blobs[source.hash] = _encoded(source.data)
+    mixed, parsed = load(sources[::-1], warm, jobs=2, meanwhile=lambda: calls.append(3))
+    assert parsed == 30 and calls == [1, 2, 3]
+    cached = {s.hash for s in sources[:30]}
+    order = [s.file.display for s in sources[::-1] if s.hash in cached]
+    order += [s.file.display for s in sources[::-1] if s.hash not in cached]
+    assert list(mixed) == order and mixed == serial
+
+
+def test_a_pool_that_breaks_leaves_no_file_unsummarised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import concurrent.futures
+
+    files_in(tmp_path, 60)
+    found, _ = discover([str(tmp_path)], cwd=str(tmp_path))
+    sources, _ = read_sources(found)
+    expected, _ = load(sources, Cache(None), jobs=1)
+
+    class Broken:
+        def __init__(self, max_workers: int) -> None:
+            pass
+
+        def shutdown(self, cancel_futures: bool = False) -> None:
+            pass
+
+        def map(self, fn: object, items: list[bytes], chunksize: int) -> object:
+            yield from [_encoded(items[0]), _encoded(items[1])]
+            raise concurrent.futures.process.BrokenProcessPool("a worker died")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Broken)
+    calls: list[int] = []
+    got, parsed = load(sources, Cache(None), jobs=2, meanwhile=lambda: calls.append(1))
+    assert got == expected and list(got) == list(expected) and parsed == 60 and calls == [1]
+
+
+def _encoded(data: bytes) -> bytes:
+    from harness.overrides import codec
+    from harness.overrides.summary import summarize
+
+    return codec.dumps(summarize(data))
+
+
 # Broken caches are empty
 
 
@@ -278,7 +336,8 @@ def test_parser_processes_are_capped_at_the_cpu_count(monkeypatch: pytest.Monkey
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
     monkeypatch.setattr(cache_mod, "cpu_count", lambda: 3)
     blobs = [b"class C:\n    def f(self): ...\n"] * 60
-    assert cache_mod._summarize_all(blobs, 1000) == [cache_mod._summarize_one(blobs[0])] * 60  # pyright: ignore[reportPrivateUsage]
+    made = sorted(cache_mod._summarize_all(blobs, 1000))  # pyright: ignore[reportPrivateUsage]
+    assert made == [(i, cache_mod._summarize_one(blobs[0])) for i in range(60)]  # pyright: ignore[reportPrivateUsage]
     assert asked == [3]
 
 

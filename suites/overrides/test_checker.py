@@ -333,3 +333,19 @@ def test_a_check_leaves_no_cyclic_garbage(fixture: str) -> None:
         gc.set_debug(0)
         gc.garbage.clear()
     assert not left & {"ClassInfo", "ModuleInfo", "Project", "EvidenceIndex", "Reach"}, left
+
+
+def test_the_naming_roots_are_the_paths_less_the_names_they_spell_most_used_first() -> None:
+    from harness.overrides.cache import Source
+    from harness.overrides.checker import _naming_roots
+    from harness.overrides.discover import SourceFile
+
+    files = [
+        SourceFile("/p/src/pkg/__init__.py", "pkg", "pkg", True, ("src.pkg",)),
+        SourceFile("/p/src/pkg/mod.py", "pkg/mod.py", "pkg.mod", False, ("mod", "src.pkg.mod")),
+        SourceFile("/p/src/my.dir/x.py", "x.py", "my.dir.x", False, ("x",)),  # no spelling
+        SourceFile("/p/docs/link.py", "link.py", "pkg.link", False, ("aaa.link",)),
+        SourceFile("/top.py", "top.py", "top", False, ()),
+    ]
+    roots = _naming_roots([Source(f, b"", "") for f in files])
+    assert roots == ["/p/src", "/p", "/p/src/pkg", "/p/src/my.dir", "/"]

@@ -290,3 +290,67 @@ def test_a_package_beside_the_scanned_one_is_read_only_outside_installations(
     result = check(["torchlike"], options=CheckOptions(cache_dir=None))
     codes = sorted(f.code for f in result.findings)
     assert codes == ([] if folder == "site-packages" else ["HO107"])
+
+
+def test_a_module_beside_the_tree_is_looked_for_only_in_roots_that_can_hold_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many import roots (one per directory of a deep tree): each is listed once, and only
+    the roots holding an entry of the module's first name are probed further."""
+    from harness.overrides.external import InstalledModules
+
+    roots = [tmp_path / f"root{i}" for i in range(40)]
+    for root in roots:
+        (root / "other").mkdir(parents=True)
+    (roots[-1] / "pkg").mkdir()
+    (roots[-1] / "pkg" / "base.py").write_text("class Base:\n    pass\n", encoding="utf-8")
+    (roots[-2] / "PKG.py").write_text("", encoding="utf-8")  # another name on case-sensitive
+    modules = InstalledModules(
+        _Blobs(), ["pkg"], import_roots=lambda: [str(r) for r in roots], cwd=str(tmp_path)
+    )
+    probes: list[str] = []
+    real_isfile = os.path.isfile
+
+    def isfile(path: object) -> bool:
+        probes.append(str(path))
+        return real_isfile(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os.path, "isfile", isfile)
+    for _ in range(3):
+        found = modules.module("pkg.base")
+        assert found is not None and found[0].path == str(roots[-1] / "pkg" / "base.py")
+        assert modules.module("pkg.missing") is None
+    # Only root38 (PKG.py, when the filesystem ignores case) and root39 are probed.
+    assert {Path(p).parts[len(tmp_path.parts)] for p in probes} <= {"root38", "root39"}
+
+
+def test_a_root_that_cannot_be_listed_is_still_probed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.overrides.external import InstalledModules
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "base.py").write_text("class Base:\n    pass\n", encoding="utf-8")
+
+    def listdir(path: object) -> list[str]:
+        raise PermissionError(13, "Permission denied")
+
+    modules = InstalledModules(
+        _Blobs(), ["pkg"], import_roots=lambda: [str(tmp_path)], cwd=str(tmp_path)
+    )
+    monkeypatch.setattr(os, "listdir", listdir)
+    found = modules.module("pkg.base")
+    assert found is not None and found[0].path == str(tmp_path / "pkg" / "base.py")
+
+
+class _Blobs:
+    """An in-memory blob store."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+
+    def get(self, key: str) -> bytes | None:
+        return self.blobs.get(key)
+
+    def add(self, key: str, blob: bytes) -> None:
+        self.blobs[key] = blob

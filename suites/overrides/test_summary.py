@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+
+import pytest
+
+from harness.overrides.signature import Param
 from harness.overrides.summary import decode, summarize
 
 
@@ -140,3 +145,33 @@ def test_classes_under_type_checking_are_not_run_time_classes() -> None:
     )
     classes = summarize(source.encode()).classes
     assert [(c.qualname, c.line) for c in classes] == [("Proto", 6), ("Real", 8)]
+
+
+def test_module_functions_are_read_only_for_the_methods_that_return_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A file's top-level ``def`` parameters are read on demand: here once, for the function a
+    cached property returns, never for the many others."""
+    from harness.overrides import summary as summary_module
+
+    others = "".join(f"def helper_{i}(a, b=1, *c, **d):\n    return a\n\n" for i in range(30))
+    source = (
+        "import functools\n\n"
+        f"{others}"
+        "def noop(value, expression, connection):\n    return value\n\n"
+        "class Field:\n"
+        "    @functools.cached_property\n"
+        "    def convert(self):\n        return noop\n"
+    )
+    read: list[int] = []
+    real = summary_module.parameters
+
+    def counting(args: ast.arguments) -> tuple[Param, ...]:
+        read.append(len(args.args))
+        return real(args)
+
+    monkeypatch.setattr(summary_module, "parameters", counting)
+    (field,) = summarize(source.encode()).classes
+    (convert,) = field.methods
+    assert [p.name for p in convert.returns[0]] == ["value", "expression", "connection"]
+    assert read == [3]
