@@ -156,6 +156,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _codes(values: list[str]) -> frozenset[str]:
+    if not values:  # the rule modules are imported only when a code is named (warm runs)
+        return frozenset()
     from harness.overrides.rules import get
 
     return frozenset(
