@@ -171,23 +171,30 @@ class Configs:
     ) -> str | None:
         """Why ``name`` (in the function holding ``line`` of ``module``) has no ``attr`` when
         that function runs for an ``x``; ``None`` when it may have one."""
-        tree = self.tree_of(module.file.path)
-        if tree is None:
-            return None
-        chain = enclosing(tree, line)
-        methods = [f for f, is_method in chain if is_method]
-        if not methods or not _params(methods[-1]):
-            return None
-        func, me = chain[-1][0], _params(methods[-1])[0].arg
-        if not self._bound_in(func, name):
-            return None
-        for cls, said in self._named(x, module, func, me, name, line):
+        for cls, said in self.classes(x, module, line, name):
             if self._no_attr(cls, attr) and not self._written_anywhere(attr):
                 return (
                     f"for {x.qualname}, {name} is an instance of {cls.qualname} ({said}), and "
                     f"no class of its hierarchy defines {attr}"
                 )
         return None
+
+    def classes(
+        self, x: ClassInfo, module: ModuleInfo, line: int, name: str
+    ) -> list[tuple[ClassInfo, str]]:
+        """The classes the code names for ``name`` (in the function holding ``line`` of
+        ``module``) when that function runs for an ``x``, each with where it says so."""
+        tree = self.tree_of(module.file.path)
+        if tree is None:
+            return []
+        chain = enclosing(tree, line)
+        methods = [f for f, is_method in chain if is_method]
+        if not methods or not _params(methods[-1]):
+            return []
+        func, me = chain[-1][0], _params(methods[-1])[0].arg
+        if not self._bound_in(func, name):
+            return []
+        return list(self._named(x, module, func, me, name, line))
 
     def _bound_in(self, func: Function, name: str) -> bool:
         if any(a.arg == name for a in (*_params(func), *func.args.kwonlyargs)):
@@ -266,6 +273,31 @@ class Configs:
 
     def _resolve(self, module: ModuleInfo, name: str | None) -> ClassInfo | None:
         return None if name is None else self.project.resolve_class(module, name)
+
+    def is_receiver(self, module: ModuleInfo, line: int, name: str) -> bool:
+        """Whether ``name`` is the ``self``/``cls`` of the method holding ``line``."""
+        tree = self.tree_of(module.file.path)
+        methods = [f for f, is_method in enclosing(tree, line) if is_method] if tree else []
+        return bool(methods) and any(a.arg == name for a in _params(methods[-1])[:1])
+
+    def set_before(self, module: ModuleInfo, line: int, name: str, attr: str) -> bool:
+        """Whether the function holding ``line`` of ``module`` writes ``name.attr`` before it."""
+        tree = self.tree_of(module.file.path)
+        chain = enclosing(tree, line) if tree is not None else []
+        return bool(chain) and any(
+            isinstance(node, ast.Attribute)
+            and node.attr == attr
+            and isinstance(node.value, ast.Name)
+            and node.value.id == name
+            and not isinstance(node.ctx, ast.Load)
+            and node.lineno < line
+            for node in _scope(chain[-1][0])
+        )
+
+    def provides(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether the code shows that an instance of ``cls`` itself may have ``attr``: a class
+        of its MRO that was read may supply it (an unread base is no such evidence)."""
+        return any(not self._plain(c, attr) for c in self.project.mro(cls))
 
     def _no_attr(self, cls: ClassInfo, attr: str) -> bool:
         """Whether no class of ``cls``'s hierarchy can supply ``attr``."""

@@ -206,7 +206,40 @@ class EvidenceIndex:
                     )
         texts = [t for c, _, m in hops or () for t in self._texts(c, m)]
         texts.extend(self._texts(call, module))
-        return proof._replace(guards=tuple(dict.fromkeys(texts)))
+        guards = tuple(dict.fromkeys(texts))
+        steps = [*((c, m) for c, _, m in hops or ()), (call, module)]
+        feature = next((w for w in (self._feature_test(x, c, m) for c, m in steps) if w), None)
+        if feature is not None:
+            return proof._replace(certain=False, untyped=feature, guards=guards)
+        return proof._replace(guards=guards)
+
+    def _feature_test(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
+        """Why ``call`` runs for an ``x`` only if an object (not ``self``) has an attribute
+        that the code does not say it has (``if hasattr(config, "a")``, ``if getattr(config,
+        "a", [])``, where the class the code names for ``config``, if any, lacks ``a``, and
+        the function does not set it): the test says some objects lack it, and which ones
+        reach here for an ``x`` is not known."""
+        where = f"{module.file.display}:{call.line}"
+        for text, test, value in self._file(module.file.path).tests(call.line, call.col):
+            for name, attr in needed(test, value):
+                if self._configs is None:
+                    self._configs = Configs(self.project, self._tree)
+                if self._configs.is_receiver(module, call.line, name):
+                    continue  # a test of the object's state, as `self.n > 0` is, not of its type
+                named = self._configs.classes(x, module, call.line, name)
+                if self._configs.set_before(module, call.line, name, attr) or any(
+                    self._configs.provides(cls, attr) for cls, _ in named
+                ):
+                    continue
+                said = (
+                    f"the class the code names for {name}, {named[0][0].qualname}, lacks it"
+                    if named
+                    else f"the code does not name the class of {name} for {x.qualname}"
+                )
+                return (
+                    f"it runs only if {text} (at {where}), a test for objects with {attr}; {said}"
+                )
+        return None
 
     def _texts(self, call: CallSite, module: ModuleInfo) -> tuple[str, ...]:
         return self._file(module.file.path).at(call.line, call.col)

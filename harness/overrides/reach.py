@@ -7,9 +7,10 @@ saying why. A **guard** can exclude the class (``isinstance(self, C)``, ``"p" in
 inspect.signature(self.m).parameters``, ``type(self).m is C.m``), or the method is **not
 reached**: the class overrides it without ``super()`` on the way, and every call of it runs on
 paths that do not hold the class. A method always runs when it is a dunder, when its name
-escapes (``self.f`` uncalled, ``getattr(self, "f")``, a matching ``getattr`` prefix), when the
-class's MRO is not fully resolved, or when nothing in its hierarchy calls it (a public method is
-then an entry point; a private one called only on untyped objects is :data:`UNTYPED`).
+escapes (``self.f`` uncalled, ``getattr(self, "f")``, a matching ``getattr`` prefix), when it
+is public and the class's MRO is not fully resolved (an unread base may call it), or when
+nothing in its hierarchy calls it (a public method is then an entry point; a private one called
+only on untyped objects is :data:`UNTYPED`).
 """
 
 from __future__ import annotations
@@ -298,8 +299,9 @@ class Reach:
         project = self.project
         if _is_dunder(method) or self._escapes(method, x):
             return YES
-        if not project.fully_resolved(x):
-            return YES
+        resolved = project.fully_resolved(x)
+        if not resolved and not method.startswith("_"):
+            return YES  # an unread base may call it; a private one is taken at the tree's calls
         internal = 0
         best = NO
         untyped = False
@@ -340,7 +342,7 @@ class Reach:
         if internal == 0:
             # No call in the class's own hierarchy: a public method is an entry point for the
             # project's users; a private one is reached only by the calls the tree makes.
-            return UNTYPED if untyped and method.startswith("_") else YES
+            return UNTYPED if untyped and resolved and method.startswith("_") else YES
         return max(best, UNTYPED) if untyped else best
 
     def _related(self, a: ClassInfo, b: ClassInfo) -> bool:
