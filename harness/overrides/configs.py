@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.decide import class_node
+from harness.overrides.decide import class_node, texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, dotted_name
 
@@ -354,14 +354,7 @@ class Configs:
         if known is not None:
             return known
         found = False
-        for module in self.project.all_files():
-            try:
-                with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-                    text = handle.read()
-            except OSError:
-                continue
-            if attr not in text:
-                continue
+        for module, _ in texts_naming(self.project, attr):
             tree = self.tree_of(module.file.path)
             if tree is None or self._writes(tree, attr):
                 found = True

@@ -12,10 +12,10 @@ on another object. Anything else leaves the condition undecided.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from harness.overrides.reach import NO, Reach
-from harness.overrides.resolve import ClassInfo, Project
+from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 
 _EMPTY_CALLS = frozenset({"list", "dict", "set", "tuple", "frozenset", "str", "bytes"})
 
@@ -73,6 +73,18 @@ def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> bool:
         and node.func.id in ("setattr", "vars")
         for node in ast.walk(func)
     )
+
+
+def texts_naming(project: Project, needle: str) -> Iterator[tuple[ModuleInfo, str]]:
+    """Every readable file of ``project`` whose text holds ``needle``, with that text."""
+    for module in project.all_files():
+        try:
+            with open(module.file.path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        if needle in text:
+            yield module, text
 
 
 def class_node(cls: ClassInfo, tree_of: Callable[[str], ast.Module | None]) -> ast.ClassDef | None:
@@ -147,12 +159,7 @@ class Decider:
             return known
         needle = f".{attr}"
         found = False
-        for module in self.project.all_files():
-            try:
-                with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-                    text = handle.read()
-            except OSError:
-                continue
+        for _, text in texts_naming(self.project, needle):
             start = text.find(needle)
             while start != -1:
                 end = start + len(needle)

@@ -15,7 +15,7 @@ only on untyped objects is :data:`UNTYPED`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.dispatch import (
@@ -204,18 +204,10 @@ class Reach:
             if best == YES:
                 return YES
         # super().method() in a class before `owner` in x's MRO that lands on owner's method.
-        for call, site, module in self.calls(method):
-            if call.receiver is not Receiver.SUPER or site is None:
-                continue
-            if not project.in_mro(site, x):
-                continue
-            start = site
-            if call.receiver_class is not None:
-                start = project.resolve_class(module, call.receiver_class) or site
-            if project.definer(x, method, after=start) is owner:
-                best = max(best, self._call_runs(x, call, site, module))
-                if best == YES:
-                    return YES
+        for call, site, module in self._super_landings(x, owner, method):
+            best = max(best, self._call_runs(x, call, site, module))
+            if best == YES:
+                return YES
         return best
 
     # -- a witness path ----------------------------------------------------------------------
@@ -261,16 +253,7 @@ class Reach:
                 for call, site, module in self.calls(method)
                 if call.receiver in own and site is not None and project.in_mro(site, x)
             )
-        for call, site, module in self.calls(method):
-            if call.receiver is not Receiver.SUPER or site is None:
-                continue
-            if not project.in_mro(site, x):
-                continue
-            start = site
-            if call.receiver_class is not None:
-                start = project.resolve_class(module, call.receiver_class) or site
-            if project.definer(x, method, after=start) is owner:
-                candidates.append((call, site, module))
+        candidates.extend(self._super_landings(x, owner, method))
         for call, site, module in candidates:
             if self._call_runs(x, call, site, module) != YES:
                 continue
@@ -280,6 +263,20 @@ class Reach:
             if before is not None:
                 return [*before, (call, site, module)]
         return None
+
+    def _super_landings(
+        self, x: ClassInfo, owner: ClassInfo, method: str
+    ) -> Iterator[tuple[CallSite, ClassInfo, ModuleInfo]]:
+        """``super().method()`` calls in classes of ``x``'s MRO that land on ``owner``'s."""
+        project = self.project
+        for call, site, module in self.calls(method):
+            if call.receiver is not Receiver.SUPER or site is None or not project.in_mro(site, x):
+                continue
+            start = site
+            if call.receiver_class is not None:
+                start = project.resolve_class(module, call.receiver_class) or site
+            if project.definer(x, method, after=start) is owner:
+                yield call, site, module
 
     def _entry(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
         """Whether ``x_instance.method(...)`` runs with no call of the tree on ``self``/``cls``
