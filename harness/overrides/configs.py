@@ -142,6 +142,19 @@ def _same_value(func: Function, name: str, first: int, last: int) -> bool:
     return True
 
 
+def _stores_before(func: Function, name: str, attr: str, line: int) -> bool:
+    """Whether ``func`` stores ``name.attr`` before ``line``."""
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == name
+        and not isinstance(node.ctx, ast.Load)
+        and node.lineno < line
+        for node in _scope(func)
+    )
+
+
 def _annotation(arg: ast.arg) -> str | None:
     node = arg.annotation
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -171,7 +184,8 @@ class Configs:
     ) -> str | None:
         """Why ``name`` (in the function holding ``line`` of ``module``) has no ``attr`` when
         that function runs for an ``x``; ``None`` when it may have one."""
-        for cls, said in self.classes(x, module, line, name):
+        func, me = self._scope_at(module, line)
+        for cls, said in self._classes(x, module, func, me, name, line):
             if self._no_attr(cls, attr) and not self._written_anywhere(attr):
                 return (
                     f"for {x.qualname}, {name} is an instance of {cls.qualname} ({said}), and "
@@ -179,20 +193,46 @@ class Configs:
                 )
         return None
 
-    def classes(
-        self, x: ClassInfo, module: ModuleInfo, line: int, name: str
-    ) -> list[tuple[ClassInfo, str]]:
-        """The classes the code names for ``name`` (in the function holding ``line`` of
-        ``module``) when that function runs for an ``x``, each with where it says so."""
+    def unstated(
+        self, x: ClassInfo, module: ModuleInfo, line: int, name: str, attr: str
+    ) -> str | None:
+        """Why the code does not say that ``name`` (in the function holding ``line`` of
+        ``module``) has ``attr`` when that function runs for an ``x``: no class is named for
+        it, or the named one lacks it. ``None`` when ``name`` is the method's ``self``/``cls``
+        (a test of state, as ``self.n > 0`` is, not of type), when the function stores
+        ``name.attr`` before ``line``, or when a read class of a named class's MRO may supply
+        ``attr``."""
+        func, me = self._scope_at(module, line)
+        if name == me or (func is not None and _stores_before(func, name, attr, line)):
+            return None
+        named = self._classes(x, module, func, me, name, line)
+        if any(self._provides(cls, attr) for cls, _ in named):
+            return None
+        if named:
+            return f"the class the code names for {name}, {named[0][0].qualname}, lacks it"
+        return f"the code does not name the class of {name} for {x.qualname}"
+
+    def _scope_at(self, module: ModuleInfo, line: int) -> tuple[Function | None, str | None]:
+        """The innermost function holding ``line`` of ``module``, and the ``self``/``cls``
+        name of the innermost method holding it (each ``None`` when there is none)."""
         tree = self.tree_of(module.file.path)
-        if tree is None:
-            return []
-        chain = enclosing(tree, line)
+        chain = enclosing(tree, line) if tree is not None else []
         methods = [f for f, is_method in chain if is_method]
-        if not methods or not _params(methods[-1]):
-            return []
-        func, me = chain[-1][0], _params(methods[-1])[0].arg
-        if not self._bound_in(func, name):
+        receiver = _params(methods[-1])[:1] if methods else []
+        return (chain[-1][0] if chain else None), (receiver[0].arg if receiver else None)
+
+    def _classes(
+        self,
+        x: ClassInfo,
+        module: ModuleInfo,
+        func: Function | None,
+        me: str | None,
+        name: str,
+        line: int,
+    ) -> list[tuple[ClassInfo, str]]:
+        """The classes the code names for ``name`` in ``func`` (a method's receiver ``me``)
+        when it runs for an ``x``, each with where it says so."""
+        if func is None or me is None or not self._bound_in(func, name):
             return []
         return list(self._named(x, module, func, me, name, line))
 
@@ -274,27 +314,7 @@ class Configs:
     def _resolve(self, module: ModuleInfo, name: str | None) -> ClassInfo | None:
         return None if name is None else self.project.resolve_class(module, name)
 
-    def is_receiver(self, module: ModuleInfo, line: int, name: str) -> bool:
-        """Whether ``name`` is the ``self``/``cls`` of the method holding ``line``."""
-        tree = self.tree_of(module.file.path)
-        methods = [f for f, is_method in enclosing(tree, line) if is_method] if tree else []
-        return bool(methods) and any(a.arg == name for a in _params(methods[-1])[:1])
-
-    def set_before(self, module: ModuleInfo, line: int, name: str, attr: str) -> bool:
-        """Whether the function holding ``line`` of ``module`` writes ``name.attr`` before it."""
-        tree = self.tree_of(module.file.path)
-        chain = enclosing(tree, line) if tree is not None else []
-        return bool(chain) and any(
-            isinstance(node, ast.Attribute)
-            and node.attr == attr
-            and isinstance(node.value, ast.Name)
-            and node.value.id == name
-            and not isinstance(node.ctx, ast.Load)
-            and node.lineno < line
-            for node in _scope(chain[-1][0])
-        )
-
-    def provides(self, cls: ClassInfo, attr: str) -> bool:
+    def _provides(self, cls: ClassInfo, attr: str) -> bool:
         """Whether the code shows that an instance of ``cls`` itself may have ``attr``: a class
         of its MRO that was read may supply it (an unread base is no such evidence)."""
         return any(not self._plain(c, attr) for c in self.project.mro(cls))

@@ -214,32 +214,25 @@ class EvidenceIndex:
         return proof._replace(guards=guards)
 
     def _feature_test(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
-        """Why ``call`` runs for an ``x`` only if an object (not ``self``) has an attribute
-        that the code does not say it has (``if hasattr(config, "a")``, ``if getattr(config,
-        "a", [])``, where the class the code names for ``config``, if any, lacks ``a``, and
-        the function does not set it): the test says some objects lack it, and which ones
-        reach here for an ``x`` is not known."""
+        """Why ``call`` runs for an ``x`` only if an object has an attribute the code does not
+        say it has (``if hasattr(config, "a")``, ``if getattr(config, "a", [])``; see
+        :meth:`.Configs.unstated`): the test says some objects lack it, and which ones reach
+        here for an ``x`` is not known."""
         where = f"{module.file.display}:{call.line}"
         for text, test, value in self._file(module.file.path).tests(call.line, call.col):
             for name, attr in needed(test, value):
-                if self._configs is None:
-                    self._configs = Configs(self.project, self._tree)
-                if self._configs.is_receiver(module, call.line, name):
-                    continue  # a test of the object's state, as `self.n > 0` is, not of its type
-                named = self._configs.classes(x, module, call.line, name)
-                if self._configs.set_before(module, call.line, name, attr) or any(
-                    self._configs.provides(cls, attr) for cls, _ in named
-                ):
-                    continue
-                said = (
-                    f"the class the code names for {name}, {named[0][0].qualname}, lacks it"
-                    if named
-                    else f"the code does not name the class of {name} for {x.qualname}"
-                )
-                return (
-                    f"it runs only if {text} (at {where}), a test for objects with {attr}; {said}"
-                )
+                said = self._attribute_configs().unstated(x, module, call.line, name, attr)
+                if said is not None:
+                    return (
+                        f"it runs only if {text} (at {where}), a test for objects with {attr}; "
+                        f"{said}"
+                    )
         return None
+
+    def _attribute_configs(self) -> Configs:
+        if self._configs is None:
+            self._configs = Configs(self.project, self._tree)
+        return self._configs
 
     def _texts(self, call: CallSite, module: ModuleInfo) -> tuple[str, ...]:
         return self._file(module.file.path).at(call.line, call.col)
@@ -257,9 +250,7 @@ class EvidenceIndex:
                 if why is not None:
                     return f"it runs only if {text} (at {where}), but {why}"
             for name, wanted in needed(test, value):
-                if self._configs is None:
-                    self._configs = Configs(self.project, self._tree)
-                why = self._configs.absent(x, module, call.line, name, wanted)
+                why = self._attribute_configs().absent(x, module, call.line, name, wanted)
                 if why is not None:
                     return f"it runs only if {text} (at {where}), but {why}"
         return None
