@@ -37,11 +37,9 @@ def _run(args: argparse.Namespace) -> int:
 
     from harness.demo_report import demo
     from harness.reference.backends import get_attn_backend
-    from harness.reference.backends.flashinfer import FlashInferBackend, refuse_mixed_layers
     from harness.reference.scenarios import DEFAULT_SCENARIO, get_scenario
 
     scenario = get_scenario(args.scenario or DEFAULT_SCENARIO)
-    backend = get_attn_backend(args.backend or scenario.backend)  # an unknown name lists them
-    if issubclass(backend, FlashInferBackend):
-        refuse_mixed_layers(scenario.vllm_config)
+    if args.backend is not None:
+        get_attn_backend(args.backend)  # an unknown name fails here, listing the known ones
     return demo(scenario.name, args.backend, Console())

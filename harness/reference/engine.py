@@ -17,6 +17,7 @@ from harness.memory.ledger import Ledger
 from harness.memory.threads import one_torch_thread
 from harness.memory.tracker import MemoryTracker
 from harness.reference.backends.abstract import AttentionBackend
+from harness.reference.backends.flashinfer import FlashInferBackend, refuse_mixed_layers
 from harness.reference.config import VllmConfig
 from harness.reference.kv_cache_utils import kv_cache_config_for_num_blocks
 from harness.reference.outputs import ModelRunnerOutput, SchedulerOutput
@@ -106,8 +107,11 @@ def start_engine(
 ) -> Engine:
     """A runner of ``backend`` with a KV cache of exactly ``num_blocks`` blocks, and its engine;
     ``profile`` runs ``profile_run`` first, ``kv_cache_region`` wraps the KV cache's allocation.
+    A model FlashInfer cannot plan (:func:`refuse_mixed_layers`) is a one-line error first.
     """
     runner = runner_cls(vllm_config, device, backend, seed=seed)
+    if issubclass(runner.attn_backend_cls, FlashInferBackend):
+        refuse_mixed_layers(vllm_config)  # vLLM 0.9.0 fails the first step: say so first
     if profile:
         runner.profile_run()
     kv_cache_config = kv_cache_config_for_num_blocks(

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from harness.errors import HarnessError
 from harness.reference.engine import Engine, EngineStep, start_engine
 from harness.reference.scenarios import get_scenario
 from harness.reference.scheduler import Request
@@ -62,3 +63,11 @@ def test_the_engine_is_the_one_caller_of_update_from_output() -> None:
         if re.search(r"\.update_from_output\(", path.read_text(encoding="utf-8"))
     )
     assert callers == ["harness/reference/engine.py"]
+
+
+def test_a_model_flashinfer_cannot_plan_is_refused_before_any_step() -> None:
+    """vLLM 0.9.0's FlashInfer needs one window for all layers; the hybrid model has two."""
+    hybrid = get_scenario("hybrid-two-groups").vllm_config
+    with pytest.raises(HarnessError, match=r"tiny-hybrid cannot run on FlashInfer \(as in vLLM"):
+        start_engine(hybrid, "FLASHINFER", 64)
+    start_engine(hybrid, "FLASH_ATTN", 64)  # the same model on another backend starts
