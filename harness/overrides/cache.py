@@ -93,17 +93,23 @@ _INSTALLED_KEEP = 8
 """Directories of other interpreter or checker versions kept beside the current one."""
 
 
-def installed_directory() -> str | None:
-    """The machine-wide cache of summaries of installed and standard-library files for this
-    interpreter and checker version, or ``None`` when there is no usable home directory."""
+def user_cache_directory(*parts: str) -> str | None:
+    """``$XDG_CACHE_HOME/harness/<parts>`` (``~/.cache`` when the variable is unset or
+    relative, as the XDG spec says), or ``None`` when there is no usable home directory."""
     base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # the XDG spec says to ignore relative values
+    if not os.path.isabs(base):
         home = os.path.expanduser("~")
         if not os.path.isabs(home):
             return None
         base = os.path.join(home, ".cache")
+    return os.path.join(base, "harness", *parts)
+
+
+def installed_directory() -> str | None:
+    """The machine-wide cache of summaries of installed and standard-library files for this
+    interpreter and checker version, or ``None`` when there is no usable home directory."""
     key = digest(f"{sys.version}\0{code_version()}".encode())[:16]
-    return os.path.join(base, "harness", _INSTALLED, key)
+    return user_cache_directory(_INSTALLED, key)
 
 
 def _prune_installed(directory: str) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from harness.errors import HarnessError
 from harness.overrides.baseline import filter_new, key
-from harness.overrides.cache import code_version, digest
+from harness.overrides.cache import code_version, digest, user_cache_directory
 from harness.overrides.checker import CheckOptions, CheckResult, check
 from harness.overrides.config import Excluder, discover_config
 
@@ -65,13 +65,7 @@ def resolve(root: str, ref: str) -> tuple[str, str]:
 
 def cache_directory() -> str | None:
     """Where REF's findings are kept, by tree hash; ``None`` without a usable home."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # the XDG spec says to ignore relative values
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "harness", "since")
+    return user_cache_directory("since")
 
 
 def export(root: str, commit: str, target: str) -> None:

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.overrides.cache import Cache, load, locate, read_sources, write_framed
+from harness.overrides.cache import (
+    Cache,
+    load,
+    locate,
+    read_sources,
+    user_cache_directory,
+    write_framed,
+)
 from harness.overrides.checker import CheckOptions, check
 from harness.overrides.discover import discover
 
@@ -361,3 +368,15 @@ def test_corrupt_deferred_parts_are_re_derived(tmp_path: Path) -> None:
     (cache / "overrides" / "results.bin").unlink()
     assert run(root, str(cache)) == [CRASH]
     assert run(root, str(cache)) == [CRASH]
+
+
+def test_the_user_cache_follows_xdg_and_ignores_a_relative_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert user_cache_directory("since") == str(tmp_path / "xdg" / "harness" / "since")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert user_cache_directory() == str(tmp_path / "home" / ".cache" / "harness")
+    monkeypatch.setenv("HOME", "not-absolute")
+    assert user_cache_directory("installed") is None
