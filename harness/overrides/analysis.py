@@ -237,7 +237,7 @@ def _evidence(proof: Proof | None, cls: ClassInfo) -> tuple[Severity, str, Evide
     if proof.untyped is not None:
         said = (
             f"; the call at {where} would raise {ev.error} for {cls.qualname}, "
-            f"but only an object of unknown type leads there: {proof.untyped}"
+            f"but the code does not show that one gets there (latent): {proof.untyped}"
         )
         return Severity.WARNING, said, ev
     if proof.unreached is not None:

@@ -3,10 +3,11 @@ that subclass never runs.
 
 ``if not self._hooks: return`` before a call (or ``if self._hooks:`` around it) is false for
 a class ``X`` when every method of ``X``'s MRO that touches ``self._hooks``, other than to
-test it or to set it to an empty value (``[]``, ``{}``, ``None``, ``False``, ``0``, ``""``,
-``()``, ``set()``), is a method that cannot run for ``X`` (:mod:`harness.overrides.reach`),
-no class of the MRO defines ``_hooks`` otherwise, and no file of the tree writes ``._hooks``
-on another object. Anything else leaves the condition undecided.
+read it inertly (a test, ``len(self._hooks) == 0``, an iteration) or to set it to an empty
+value (``[]``, ``{}``, ``None``, ``False``, ``0``, ``""``, ``()``, ``set()``), is a method
+that cannot run for ``X`` (:mod:`harness.overrides.reach`), no class of the MRO defines
+``_hooks`` otherwise, and no file of the tree writes ``._hooks`` on another object. Anything
+else leaves the condition undecided.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator
 
 from harness.overrides.reach import NO, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
+from harness.overrides.uses import inert, parents_of
 
 _EMPTY_CALLS = frozenset({"list", "dict", "set", "tuple", "frozenset", "str", "bytes"})
 
@@ -47,32 +49,102 @@ def _self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
     )
 
 
-def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> bool:
-    """Whether ``func`` may make ``self.<attr>`` truthy: any use other than a test or an
-    empty assignment."""
+QUIET = 0
+"""The function never makes the attribute truthy."""
+WRITES = 1
+"""It may."""
+KEYWORDS = 2
+"""It sets attributes named by the keywords its callers pass (``for k, v in kwargs.items():
+setattr(self, k, v)``): it writes the attribute only if a call passes that keyword."""
+
+
+def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> int:
+    """Whether ``func`` may make ``self.<attr>`` truthy (:data:`WRITES`, :data:`KEYWORDS` or
+    :data:`QUIET`): any use other than an empty assignment or an inert read (a test,
+    ``len(self.<attr>) == 0``, an iteration: see :mod:`harness.overrides.uses`);
+    ``setattr(self, <that or a computed name>, ...)`` (bar the name a ``__setattr__`` is
+    given), ``vars(self)`` and a change of ``self.__dict__`` count too."""
     args = [*func.args.posonlyargs, *func.args.args]
     if not args:
-        return False
+        return QUIET
     me = args[0].arg
-    quiet: set[int] = set()
+    given: set[str] = {args[1].arg} if func.name == "__setattr__" and len(args) > 1 else set()
+    keyed = _keyword_names(func)
+    parents = parents_of(func)
+    found = QUIET
     for node in ast.walk(func):
-        if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
-            test = node.test
-            inner = test.operand if isinstance(test, ast.UnaryOp) else test
-            if _self_attr(inner, me, attr):
-                quiet.add(id(inner))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if _is_empty(node.value):
-                quiet.update(id(t) for t in targets if _self_attr(t, me, attr))
-    return any(
-        _self_attr(node, me, attr) and id(node) not in quiet for node in ast.walk(func)
-    ) or any(
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("setattr", "vars")
-        for node in ast.walk(func)
-    )
+        if isinstance(node, ast.Call):
+            for name in _names_set(node, me):
+                if isinstance(name, ast.Name) and name.id in keyed:
+                    found = KEYWORDS
+                elif not (isinstance(name, ast.Name) and name.id in given) and (
+                    not isinstance(name, ast.Constant) or name.value == attr
+                ):
+                    return WRITES
+        if _self_attr(node, me, "__dict__") and not inert(node, parents, changes=True):
+            return WRITES
+        if not _self_attr(node, me, attr):
+            continue
+        holder = parents.get(id(node))
+        if isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value:
+            if not _is_empty(holder.value):
+                return WRITES
+        elif not isinstance(holder, ast.Delete) and not inert(node, parents, changes=True):
+            return WRITES
+    return found
+
+
+def _names_set(call: ast.Call, me: str) -> list[ast.expr]:
+    """The name arguments with which ``call`` may set attributes of ``<me>``:
+    ``setattr(<me>, name, ...)``, ``object.__setattr__(<me>, name, ...)``,
+    ``super().__setattr__(name, ...)``, ``<me>.__setattr__(name, ...)``; for ``vars(<me>)``
+    (whose result may be changed), a computed name stands for any."""
+    func, args = call.func, call.args
+    if isinstance(func, ast.Name) and func.id == "vars":
+        return [ast.Name(id="?", ctx=ast.Load())] if args and _is_name(args[0], me) else []
+    if isinstance(func, ast.Name) and func.id == "setattr":
+        return args[1:2] if args and _is_name(args[0], me) else []
+    if not (isinstance(func, ast.Attribute) and func.attr == "__setattr__"):
+        return []
+    owner = func.value
+    on_super = (
+        isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name)
+        and owner.func.id == "super"
+    )  # fmt: skip
+    if _is_name(owner, me) or on_super:
+        return args[:1]
+    return args[1:2] if args and _is_name(args[0], me) else []
+
+
+def _keyword_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Local names that only ever hold a key of the ``**`` parameter: the targets of ``for k
+    in kwargs``, ``for k in kwargs.keys()``, ``for k, v in kwargs.items()``."""
+    kwarg = func.args.kwarg
+    if kwarg is None or func.name.startswith("__"):
+        return set()  # a dunder's callers (constructors, operators) are not recorded calls
+    loops: list[str] = []
+    stores: dict[str, int] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        if not isinstance(node, ast.For):
+            continue
+        source = node.iter
+        method = None
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute):
+            method, source = source.func.attr, source.func.value
+        if not _is_name(source, kwarg.arg) or method not in (None, "keys", "items"):
+            continue
+        target = node.target
+        if method == "items" and isinstance(target, ast.Tuple) and target.elts:
+            target = target.elts[0]
+        if isinstance(target, ast.Name):
+            loops.append(target.id)
+    return {name for name in loops if stores.get(name) == 1}
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def texts_naming(project: Project, needle: str) -> Iterator[tuple[ModuleInfo, str]]:
@@ -136,7 +208,10 @@ class Decider:
                         return None  # a class attribute with a value
                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
-                if not touches(stmt, attr):
+                touch = touches(stmt, attr)
+                if touch == QUIET:
+                    continue
+                if touch == KEYWORDS and self._no_call_names(stmt.name, attr):
                     continue
                 if self.reach.runs(x, cls, stmt.name) != NO:
                     return None
@@ -147,6 +222,17 @@ class Decider:
             return f"only {writers[0]} sets self.{attr}, and it does not run for {x.qualname}"
         shown = ", ".join(writers[:3]) + ("" if len(writers) <= 3 else ", ...")
         return f"only {shown} set self.{attr}, and none of them runs for {x.qualname}"
+
+    def _no_call_names(self, method: str, attr: str) -> bool:
+        """Whether no call of ``method`` can pass a keyword ``attr``: it is private (the
+        project's users pass no such keyword) and every call of that name in the tree spells
+        its keywords out, none of them ``attr``."""
+        if not attr.startswith("_"):
+            return False
+        return all(
+            not call.starstar and attr not in call.keywords
+            for call, _, _ in self.reach.calls(method)
+        )
 
     def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
         return class_node(cls, self.tree_of)

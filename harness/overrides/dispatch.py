@@ -133,7 +133,7 @@ def extract(
     facts = tuple(
         ClassFacts(
             qualname=qualname,
-            escapes=frozenset(escapes[i]),
+            escapes=tuple(sorted(escapes[i])),
             dynamic=tuple(dict.fromkeys(dynamic[i])),
             attr_types=tuple(sorted(typed[i].items())),
             descriptor=descriptor[i],

@@ -4,10 +4,10 @@ One proof function per kind of receiver (:class:`_Prover`): ``self.m(...)``/``cl
 a method the subclass runs (:mod:`harness.overrides.reach`), ``super().m(...)`` landing on the
 override, ``C(...).m(...)`` on a class inheriting it (``error``), and ``x: Base`` receivers
 (``warning``: any subclass). A ``self`` call is a warning, with the reason, when it cannot run
-for any class inheriting the override, when only an object of unknown type leads to its method,
-when a condition is decided false for the class (``self.<attr>``: :mod:`.decide`;
-``getattr(config, "x", [])``: :mod:`.configs`) on every path there, or when its ``TypeError``
-is handled around it. An error lists the conditions of one path, entry first
+for any class inheriting the override, when only an object of unknown type (or a base the
+checker did not read) leads to its method, when a condition is decided false for the class
+(``self.<attr>``: :mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.configs`) on every
+path there, or when its ``TypeError`` is handled around it. An error lists the conditions of one path, entry first
 (:mod:`.conditions`). Rejection is decided by binding the call's shape against the override
 (:mod:`harness.overrides.binding`); a call the base rejects too proves nothing about it.
 """
@@ -242,8 +242,7 @@ class EvidenceIndex:
         known = self._file(module.file.path)
         where = f"{module.file.display}:{call.line}"
         for text, test, value in known.tests(call.line, call.col):
-            attr = _self_attribute(test, value)
-            if attr is not None:
+            for attr in _self_attributes(test, value):
                 if self._decider is None:
                     self._decider = Decider(self.project, self.reach, self._tree)
                 why = self._decider.empty_for(x, attr)
@@ -259,19 +258,49 @@ class EvidenceIndex:
         return self._file(path).tree
 
 
-def _self_attribute(test: ast.expr | None, value: bool) -> str | None:
-    """``x`` when the condition needs ``self.x`` truthy (``self.x`` true, ``not self.x``
-    false)."""
+def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
+    """The ``x`` of each ``self.x`` that the condition needs truthy when ``test`` must be
+    ``value``: ``self.x`` true, ``not self.x`` false, ``len(self.x)`` non-zero (``len(self.x)
+    == 0`` false, ``!= 0``/``> 0``/``>= 1`` true, ...), and through ``and`` (true) and ``or``
+    (false), where every operand holds."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test, value = test.operand, not value
+        return _self_attributes(test.operand, not value)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == value:
+        return [attr for operand in test.values for attr in _self_attributes(operand, value)]
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_len(test.left):
+        bound = test.comparators[0]
+        if isinstance(bound, ast.Constant) and isinstance(bound.value, int):
+            op, n = type(test.ops[0]), bound.value
+            nonzero = (
+                (op is ast.Eq and n == 0 and not value)
+                or (op is ast.NotEq and n == 0 and value)
+                or (op is ast.Gt and n >= 0 and value)
+                or (op is ast.GtE and n >= 1 and value)
+                or (op is ast.Lt and n == 1 and not value)
+                or (op is ast.LtE and n == 0 and not value)
+            )
+            if nonzero:
+                test, value = test.left, True
+    if isinstance(test, ast.Call) and _is_len(test):
+        test = test.args[0]
     if (
         value
         and isinstance(test, ast.Attribute)
         and isinstance(test.value, ast.Name)
         and test.value.id == "self"
     ):
-        return test.attr
-    return None
+        return [test.attr]
+    return []
+
+
+def _is_len(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "len"
+        and len(node.args) == 1
+        and not node.keywords
+    )
 
 
 def _rank(proof: Proof) -> tuple[bool, bool, bool, str, int]:

@@ -63,8 +63,10 @@ class ClassFacts(NamedTuple):
     """Dispatch facts of one class statement."""
 
     qualname: str
-    escapes: frozenset[str]
-    """Names used as ``self.name`` without a call, or as ``getattr(self, "name")``."""
+    escapes: tuple[tuple[str, str], ...]
+    """``(name, method)``: ``name`` used as ``self.name`` without a call, or as
+    ``getattr(self, "name")``, in the class's method ``method`` (``""``: outside its
+    methods); sorted."""
     dynamic: tuple[str, ...]
     """Prefixes of ``getattr(self, <computed name>)``; :data:`ANY_NAME` for any name."""
     attr_types: tuple[tuple[str, str], ...]

@@ -7,10 +7,12 @@ saying why. A **guard** can exclude the class (``isinstance(self, C)``, ``"p" in
 inspect.signature(self.m).parameters``, ``type(self).m is C.m``), or the method is **not
 reached**: the class overrides it without ``super()`` on the way, and every call of it runs on
 paths that do not hold the class. A method always runs when it is a dunder, when its name
-escapes (``self.f`` uncalled, ``getattr(self, "f")``, a matching ``getattr`` prefix), when it
-is public and the class's MRO is not fully resolved (an unread base may call it), or when
-nothing in its hierarchy calls it (a public method is then an entry point; a private one called
-only on untyped objects is :data:`UNTYPED`).
+escapes in a method that runs (``self.f`` uncalled, ``getattr(self, "f")``) or in a class body,
+when a ``getattr`` prefix matches it, or when nothing in its hierarchy calls it (a public method
+is then an entry point; a private one called only on untyped objects is :data:`UNTYPED`). A
+public method that its hierarchy calls only where the class never runs is :data:`UNTYPED` when
+the class's MRO has a base the checker did not read: that base may call it, for all the tree
+says.
 """
 
 from __future__ import annotations
@@ -67,14 +69,15 @@ class Reach:
                 self.guards[(id(module), guard.line, guard.col)] = guard
             prefixes.update(facts.prefixes)
         self.prefixes = tuple(sorted(prefixes))
-        self._escaping: dict[str, list[ClassInfo]] = {}
-        """Method name -> classes in which ``self.<name>`` escapes."""
+        self._escaping: dict[str, list[tuple[ClassInfo, str]]] = {}
+        """Method name -> ``(class, method)`` where ``self.<name>`` escapes (``""``: in the
+        class body)."""
         self._dynamic: list[tuple[ClassInfo, tuple[str, ...]]] = []
         for cls in project.all_classes():
             if cls.facts is None:
                 continue
-            for name in cls.facts.escapes:
-                self._escaping.setdefault(name, []).append(cls)
+            for name, where in cls.facts.escapes:
+                self._escaping.setdefault(name, []).append((cls, where))
             if cls.facts.dynamic:
                 self._dynamic.append((cls, cls.facts.dynamic))
         self._memo: dict[tuple[int, int, str], int] = {}
@@ -294,12 +297,11 @@ class Reach:
         ``x``) may hold one. A private method called only on objects of unknown type is
         :data:`UNTYPED` too; a public one is an entry point all the same."""
         project = self.project
-        if _is_dunder(method) or self._escapes(method, x):
+        escaped = self._escapes(method, x)
+        if _is_dunder(method) or escaped == YES:
             return YES
         resolved = project.fully_resolved(x)
-        if not resolved and not method.startswith("_"):
-            return YES  # an unread base may call it; a private one is taken at the tree's calls
-        internal = 0
+        internal = 1 if escaped == NO else 0  # it escapes only where an x never runs
         best = NO
         untyped = False
         for other, module in self.foreign.get(method, ()):
@@ -340,7 +342,14 @@ class Reach:
             # No call in the class's own hierarchy: a public method is an entry point for the
             # project's users; a private one is reached only by the calls the tree makes.
             return UNTYPED if untyped and resolved and method.startswith("_") else YES
-        return max(best, UNTYPED) if untyped else best
+        if untyped or self._unread_may_call(x, method):
+            return max(best, UNTYPED)
+        return best
+
+    def _unread_may_call(self, x: ClassInfo, method: str) -> bool:
+        """Whether a base the checker did not read may call ``method`` on an ``x``: it is
+        public and ``x``'s MRO has such a base (a hook of that base, for all the tree says)."""
+        return not method.startswith("_") and not self.project.fully_resolved(x)
 
     def _related(self, a: ClassInfo, b: ClassInfo) -> bool:
         return self.project.in_mro(b, a) or self.project.in_mro(a, b)
@@ -350,17 +359,27 @@ class Reach:
             return NO
         return self.runs(x, site, call.caller)
 
-    def _escapes(self, method: str, x: ClassInfo) -> bool:
-        """Whether ``method`` can be called from outside the call graph for an ``x``."""
+    def _escapes(self, method: str, x: ClassInfo) -> int | None:
+        """Whether ``method`` can be called from outside the call graph for an ``x``:
+        :data:`YES` for a matching ``getattr`` prefix, or ``self.<method>`` escaping in a
+        method that runs for an ``x`` (or in a class body); :data:`NO` when it escapes in
+        ``x``'s classes only in methods that cannot run for an ``x``; ``None`` when it does
+        not escape there."""
         if any(method.startswith(prefix) for prefix in self.prefixes):
-            return True
+            return YES
         in_mro = self.project.in_mro
-        if any(in_mro(cls, x) for cls in self._escaping.get(method, ())):
-            return True
-        return any(
+        if any(
             in_mro(cls, x) and any(p == ANY_NAME or method.startswith(p) for p in prefixes)
             for cls, prefixes in self._dynamic
-        )
+        ):
+            return YES
+        level: int | None = None
+        for cls, where in self._escaping.get(method, ()):
+            if in_mro(cls, x):
+                if not where or self.runs(x, cls, where) != NO:
+                    return YES
+                level = NO
+        return level
 
     def _rejects(self, rejected: tuple[str, ...], module: ModuleInfo, x: ClassInfo) -> bool:
         for name in rejected:
@@ -383,11 +402,24 @@ class Reach:
                 head = f"{target} is called only on objects whose class is unknown ({shown})"
                 return head + "".join(f", which {c}" for c in reversed(chain))
             nxt = self._untyped_caller(x, owner, method)
+            if nxt is None and self._unread_may_call(x, method):
+                unread = self._unread_bases(x)
+                head = (
+                    f"{target} runs only if {unread}, which the checker did not read, calls it"
+                    f" ({self._unreached_reason(x, owner, method)})"
+                )
+                return head + "".join(f", which {c}" for c in reversed(chain))
             if nxt is None or (id(nxt[0]), nxt[1]) in seen or len(chain) > 8:
                 return f"{target} is reached only through objects whose class is unknown"
             seen.add((id(nxt[0]), nxt[1]))
             chain.append(f"calls {target}")
             owner, method = nxt
+
+    def _unread_bases(self, x: ClassInfo) -> str:
+        """The bases of ``x``'s MRO that resolve to no class, as written (``nn.Module``)."""
+        names = dict.fromkeys(b for c in self.project.mro(x) for b in c.unresolved)
+        shown = ", ".join(list(names)[:2]) + ("" if len(names) <= 2 else ", ...")
+        return f"a base ({shown})" if len(names) == 1 else f"one of its bases ({shown})"
 
     def _untyped_places(self, x: ClassInfo, method: str) -> list[str]:
         project = self.project
@@ -448,6 +480,18 @@ class Reach:
                 )
             else:
                 callers[name] = f"{name}, which is itself not reached"
+        for cls, where in self._escaping.get(method, ()):
+            if not where or not project.in_mro(cls, x):
+                continue
+            name = f"{cls.qualname}.{where}()"
+            definer = project.definer(x, where)
+            callers.setdefault(
+                name,
+                f"{name} (as self.{method}), which {definer.qualname} overrides without "
+                "calling super()"
+                if definer is not None and definer is not cls
+                else f"{name} (as self.{method}), which is itself not reached",
+            )
         rejected = any(other.rejected for other, _ in self.foreign.get(method, ()))
         target = f"{owner.qualname}.{method}()"
         if not callers:

@@ -14,8 +14,10 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
+from harness.overrides.blocks import class_functions
 from harness.overrides.facts import ANY_NAME, MIN_PREFIX, ForeignCall
 from harness.overrides.guards import rejected_classes
+from harness.overrides.uses import inert_lookups
 
 _METHOD_CALL = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
 _SELF_TAIL = re.compile(r"(?<![\w.])(?:self|cls)$")
@@ -137,22 +139,59 @@ def blank_comments(text: str) -> str:
     return _COMMENT_RUN.sub(blank, text)
 
 
+class _Methods:
+    """The ``def`` of a class holding an offset of the class's text."""
+
+    def __init__(self, node: ast.ClassDef, body: str) -> None:
+        self.functions = list(class_functions(node))
+        self.first = first = node.lineno - 1
+        self._inert: dict[int, set[tuple[int, int]]] = {}
+        self.at = Locator(
+            body, [(f.lineno - first, (f.end_lineno or f.lineno) - first) for f in self.functions]
+        )
+
+    def name(self, offset: int) -> str:
+        """The method's name, ``""`` outside the class's methods (its body itself, or a nested
+        class's)."""
+        index = self.at.owner(self.at.line(offset))
+        return "" if index is None else self.functions[index].name
+
+    def dispatches(self, offset: int, me: str) -> bool:
+        """Whether the computed ``getattr(<me>, ...)`` at ``offset`` may call what it finds
+        (:mod:`harness.overrides.uses`); always, outside the class's methods."""
+        line = self.at.line(offset)
+        index = self.at.owner(line)
+        if index is None:
+            return True
+        start = self.at.text.rfind("\n", 0, offset) + 1
+        col = len(self.at.text[start:offset].encode())  # the syntax tree counts UTF-8 bytes
+        inert = self._inert.get(index)
+        if inert is None:
+            inert = self._inert[index] = inert_lookups(self.functions[index], me)
+        return (line + self.first, col) not in inert
+
+
 def text_facts(
     code_lines: list[str], class_nodes: Sequence[tuple[ast.ClassDef, str]]
-) -> tuple[list[dict[str, str]], list[set[str]], list[list[str]]]:
-    """Per class, from its body's text: typed ``self.attr``, escapes, dynamic prefixes. A
-    nested class's text is part of its outer class's too (more escapes: more reach)."""
+) -> tuple[list[dict[str, str]], list[set[tuple[str, str]]], list[list[str]]]:
+    """Per class, from its body's text: typed ``self.attr``, escapes (each with the method it
+    is written in), dynamic prefixes. A nested class's text is part of its outer class's too
+    (more escapes: more reach)."""
     typed: list[dict[str, str]] = []
-    escapes: list[set[str]] = []
+    escapes: list[set[tuple[str, str]]] = []
     dynamic: list[list[str]] = []
     for node, _ in class_nodes:
         body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
-        found: set[str] = set()
+        found: set[tuple[str, str]] = set()
         prefixes: list[str] = []
         attrs: dict[str, str] = {}
+        methods: _Methods | None = None
         if "self" in body or "cls" in body:
-            found.update(_SELF_REF.findall(body))
-            found.update(_CLS_REF.findall(body))
+            refs = [*_SELF_REF.finditer(body), *_CLS_REF.finditer(body)]
+            if refs:
+                methods = _Methods(node, body)
+                refs.sort(key=lambda m: m.start())
+                found.update((m.group(1), methods.name(m.start())) for m in refs)
             assigns = _ATTR_ASSIGN.findall(body)
             counts = Counter(attr for attr, _ in assigns)
             for attr, ctor in assigns:
@@ -166,9 +205,12 @@ def text_facts(
                 argument = body[match.end() : match.end() + 120]
                 constant = _constant_name(argument)
                 if constant is not None:
-                    found.add(constant)
+                    methods = methods or _Methods(node, body)
+                    found.add((constant, methods.name(match.start())))
                 else:
-                    prefixes.append(_string_prefix(argument) or ANY_NAME)
+                    methods = methods or _Methods(node, body)
+                    if methods.dispatches(match.start(), match.group(1)):
+                        prefixes.append(_string_prefix(argument) or ANY_NAME)
         typed.append(attrs)
         escapes.append(found)
         dynamic.append(prefixes)

@@ -92,7 +92,7 @@ def _latent(finding: Finding, said: str = "the class the code names for config, 
     why = str(finding.evidence.untyped)
     assert 'it runs only if getattr(config, "target_parameters", []) (at tuners.py:' in why, why
     assert "a test for objects with target_parameters" in why and said in why, why
-    assert "only an object of unknown type leads there" in finding.message
+    assert "the code does not show that one gets there (latent)" in finding.message
 
 
 def test_the_base_annotation_alone_is_latent(tmp_path: Path) -> None:

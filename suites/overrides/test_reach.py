@@ -93,7 +93,7 @@ def test_a_method_reached_only_through_an_untyped_receiver_is_a_warning_saying_s
     assert "Base.load_batch() is called only on objects whose class is unknown" in (
         finding.evidence.untyped
     )
-    assert "only an object of unknown type leads there" in finding.message
+    assert "the code does not show that one gets there (latent)" in finding.message
 
 
 def test_the_same_method_called_on_the_subclass_itself_is_an_error(tmp_path: Path) -> None:
@@ -166,3 +166,130 @@ def test_the_path_through_a_cycle_and_a_super_chain_lists_each_hops_condition(
     (finding,) = _findings(tmp_path, source)
     assert finding.severity is Severity.ERROR and finding.evidence is not None
     assert finding.evidence.guards == ("ok", "n", "n > 1")
+
+
+ESCAPE = """\
+class Base:
+    def make(self, ts):
+        plot = self._ts_plot if ts else self._plot
+        return plot(1, 2)
+
+    def _ts_plot(self, ax, data):
+        return self._plot(ax, data.index, data, style=None)
+
+    @classmethod
+    def _plot(cls, ax, x, y, style=None):
+        return ax
+
+
+class Hist(Base):
+{make}    @classmethod
+    def _plot(cls, ax, y, style=None):
+        return ax
+"""
+
+
+def test_a_name_escaping_only_in_a_method_the_subclass_overrides_does_not_reach_it(
+    tmp_path: Path,
+) -> None:
+    # As pandas 2.2.3's LinePlot._make_plot (`plotf = self._ts_plot`) and HistPlot.
+    overridden = "    def make(self, ts):\n        return self._plot(1, 2)\n\n"
+    (finding,) = _findings(tmp_path, ESCAPE.format(make=overridden))
+    assert finding.severity is Severity.WARNING
+    assert finding.evidence is not None and finding.evidence.unreached == (
+        "Base._ts_plot() runs only from Base.make() (as self._ts_plot), which Hist overrides "
+        "without calling super()"
+    )
+    (finding,) = _findings(tmp_path, ESCAPE.format(make=""))
+    assert finding.severity is Severity.ERROR  # Hist runs Base.make, where _ts_plot escapes
+    chained = overridden.replace("return self._plot(1, 2)", "return super().make(ts)")
+    (finding,) = _findings(tmp_path, ESCAPE.format(make=chained))
+    assert finding.severity is Severity.ERROR  # through super(), Base.make runs for a Hist
+
+
+def test_a_name_escaping_in_the_class_body_always_reaches_it(tmp_path: Path) -> None:
+    overridden = "    def make(self, ts):\n        return self._plot(1, 2)\n\n"
+    source = ESCAPE.format(make=overridden).replace(
+        "class Base:\n", "class Base:\n    handler = property(lambda self: self._ts_plot)\n\n"
+    )
+    (finding,) = _findings(tmp_path, source)
+    assert finding.severity is Severity.ERROR
+
+
+UNREAD = """\
+import torch.nn as nn
+
+
+class Layer(nn.Module):
+    def update_layer(self, name, init):
+        if init:
+            self.init_weights(name)
+
+    def init_weights(self, name):
+        self.reset_parameters(name, True)
+
+    def reset_parameters(self, name, init):
+        return name
+
+
+class Ada(Layer):
+{update}    def reset_parameters(self, name):
+        return name
+"""
+
+
+def test_an_unread_bases_public_method_reached_only_through_overridden_methods_is_latent(
+    tmp_path: Path,
+) -> None:
+    # As PEFT 0.21.2's LoraLayer.lora_ga_init (reached from update_layer) and AdaLoraLayer.
+    overridden = "    def update_layer(self, name, init):\n        return name\n\n"
+    (finding,) = _findings(tmp_path, UNREAD.format(update=overridden))
+    assert finding.severity is Severity.WARNING
+    assert finding.evidence is not None and finding.evidence.untyped is not None
+    assert finding.evidence.untyped.startswith(
+        "Layer.init_weights() runs only if a base (nn.Module), which the checker did not read, "
+        "calls it (Layer.init_weights() runs only from Layer.update_layer(), which Ada overrides "
+        "without calling super())"
+    )
+    (finding,) = _findings(tmp_path, UNREAD.format(update=""))
+    assert finding.severity is Severity.ERROR and finding.evidence is not None
+    assert finding.evidence.guards == ("init",)
+    uncalled = UNREAD.format(update=overridden).replace("self.init_weights(name)", "pass")
+    (finding,) = _findings(tmp_path, uncalled)
+    assert finding.severity is Severity.ERROR  # called nowhere in the tree: an entry point
+
+
+LOOKUP = """\
+class Base:
+    names = ("a", "b")
+
+    def run(self):
+        return self._dispatch()
+
+    def sizes(self):
+        return [{lookup} for n in self.names]
+
+    def _dispatch(self):
+        return self._make(1, fast=True)
+
+    def _make(self, a, fast=False):
+        return a
+
+
+class Sub(Base):
+    def run(self):
+        return None
+
+    def _make(self, a, quick=False):
+        return a
+"""
+
+
+def test_a_computed_getattr_on_self_dispatches_only_when_its_value_may_be_called(
+    tmp_path: Path,
+) -> None:
+    # As PEFT 0.21.2's BaseTunerLayer (`getattr(self, layer_name)` over adapter_layer_names).
+    (finding,) = _findings(tmp_path, LOOKUP.format(lookup="len(getattr(self, n))"))
+    assert finding.severity is Severity.WARNING
+    (finding,) = _findings(tmp_path, LOOKUP.format(lookup="getattr(self, n)()"))
+    assert finding.severity is Severity.ERROR  # any method may be looked up and called

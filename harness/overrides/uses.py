@@ -1,0 +1,115 @@
+"""How a function uses a value: whether it may call it, and whether it may change it.
+
+``getattr(self, layer_name)`` over a list of attribute names reads data; ``getattr(self,
+"visit_" + kind)(node)`` dispatches to a method. ``len(self._hooks) == 0`` tests a list;
+``self._hooks.append(h)`` fills it. A use is **inert** when the value is only tested, compared,
+iterated, subscripted, formatted, or passed to a builtin that neither calls nor changes its
+argument (``isinstance``, ``len``, ...); reading an attribute of it is inert for calling it,
+and for changing it unless the attribute is then called (``.append(h)``; a few read-only
+methods such as ``.get``/``.keys`` excepted). Anything else (a call, a return, a store
+elsewhere, an argument of any other function) may call or change it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+_INERT_BUILTINS = frozenset(
+    {"isinstance", "issubclass", "hasattr", "getattr", "len", "type", "id", "repr", "str",
+     "bool", "print", "sorted", "list", "tuple", "set", "dict", "iter", "next", "any", "all"}
+)  # fmt: skip
+_READ_ONLY_METHODS = frozenset(
+    {"get", "keys", "values", "items", "copy", "count", "index", "startswith", "endswith"}
+)
+Parents = dict[int, ast.AST]
+"""``id(node)`` -> the node holding it."""
+
+
+def parents_of(root: ast.AST) -> Parents:
+    """The parent of every node under ``root``."""
+    return {id(child): node for node in ast.walk(root) for child in ast.iter_child_nodes(node)}
+
+
+def inert(node: ast.AST, parents: Parents, *, changes: bool) -> bool:
+    """Whether the expression around ``node`` uses its value without calling it (and, with
+    ``changes``, without changing it either)."""
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Attribute):
+        if parent.value is not node:
+            return False
+        if not changes:
+            return True
+        call = parents.get(id(parent))
+        called = isinstance(call, ast.Call) and call.func is parent
+        return not called or parent.attr in _READ_ONLY_METHODS
+    if isinstance(parent, ast.Subscript):
+        return parent.value is node and (not changes or isinstance(parent.ctx, ast.Load))
+    if isinstance(parent, ast.Compare | ast.UnaryOp | ast.FormattedValue):
+        return True
+    if isinstance(parent, ast.BoolOp):  # `a or b` is one of its values: only a test is inert
+        return tested(parent, parents)
+    if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.Assert):
+        return parent.test is node
+    if isinstance(parent, ast.For | ast.AsyncFor):
+        return parent.iter is node
+    if isinstance(parent, ast.comprehension):
+        return parent.iter is node or node in parent.ifs
+    if isinstance(parent, ast.Call):
+        return (
+            node is not parent.func
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id in _INERT_BUILTINS
+        )
+    return isinstance(parent, ast.Delete) and not changes
+
+
+def tested(node: ast.AST, parents: Parents) -> bool:
+    """Whether only the truth of ``node``'s value is used."""
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.BoolOp):
+        return tested(parent, parents)
+    if isinstance(parent, ast.UnaryOp):
+        return isinstance(parent.op, ast.Not)
+    if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.Assert):
+        return parent.test is node
+    return isinstance(parent, ast.comprehension) and node in parent.ifs
+
+
+def inert_lookups(func: ast.FunctionDef | ast.AsyncFunctionDef, me: str) -> set[tuple[int, int]]:
+    """``(line, col)`` of the ``getattr(<me>, <computed name>)`` calls in ``func`` whose
+    result is never called: every use of it, or of the one local name it is assigned to, is
+    inert."""
+    parents = parents_of(func)
+    lookups: list[ast.Call] = []
+    loads: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == me
+            and not isinstance(node.args[1], ast.Constant)
+        ):
+            lookups.append(node)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, []).append(node)
+    found: set[tuple[int, int]] = set()
+    for call in lookups:
+        if not inert(call, parents, changes=False):
+            parent = parents.get(id(call))
+            targets = (
+                parent.targets
+                if isinstance(parent, ast.Assign)
+                else [parent.target]
+                if isinstance(parent, ast.AnnAssign)
+                else []
+            )
+            if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                continue
+            uses = loads.get(targets[0].id, ())
+            if not all(inert(use, parents, changes=False) for use in uses):
+                continue
+        found.add((call.lineno, call.col_offset))
+    return found

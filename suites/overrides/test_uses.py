@@ -1,0 +1,62 @@
+"""uses: whether a function may call, or change, a value it reads."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from harness.overrides.uses import inert, inert_lookups, parents_of
+
+LOOKUPS = """\
+def f(self, names, kind):
+    for n in names:
+        m = getattr(self, n)
+        if not isinstance(m, dict):
+            continue
+        m.keys()
+    a = getattr(self, "visit_" + kind)(1)
+    h = getattr(self, kind, None)
+    if h is not None:
+        h()
+    if getattr(self, kind, None) and a:
+        pass
+    g = getattr(self, kind, None) or self.default
+    total = len(getattr(other, kind))
+    return getattr(self, kind)
+"""
+
+
+def test_a_lookup_is_inert_only_when_its_value_is_never_called() -> None:
+    func = ast.parse(LOOKUPS).body[0]
+    assert isinstance(func, ast.FunctionDef)
+    # Line 3: a value only tested and read; line 11: a truth test. Called (7, 8 via h),
+    # passed on through `or` (13) or returned (15): may be called. Line 14 is not on self.
+    assert inert_lookups(func, "self") == {(3, 12), (11, 7)}
+
+
+def _uses(source: str, attr: str) -> list[bool]:
+    tree = ast.parse(textwrap.dedent(source))
+    parents = parents_of(tree)
+    return [
+        inert(node, parents, changes=True)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == attr
+    ]
+
+
+def test_reads_that_cannot_change_a_value_are_inert_and_the_rest_are_not() -> None:
+    quiet = """
+        if len(self.h) == 0 or not self.h:
+            pass
+        for x in self.h:
+            print(self.h[0], self.h.get(1), f"{self.h}", self.h.first)
+        """
+    assert _uses(quiet, "h") == [True] * 7
+    loud = """
+        self.h.append(1)
+        self.h[0] = 2
+        other = self.h
+        register(self.h)
+        y = self.h or []
+        """
+    assert _uses(loud, "h") == [False] * 5
