@@ -301,7 +301,9 @@ def _annotation_class(node: ast.expr | None) -> str | None:
 
 def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
     """How often each name is bound in ``func``; parameters, imports, ``global``,
-    ``nonlocal`` and ``except ... as`` count twice (never trusted as one constructor call)."""
+    ``nonlocal``, ``except ... as``, and an assignment of anything but a plain ``C(...)`` call
+    (``C(...) & D(...)``, ``C(...).build()``) count twice (never trusted as one constructor
+    call)."""
     counts: dict[str, int] = {}
     stack: list[Any] = [func]
     children = _CHILD_FIELDS
@@ -324,6 +326,11 @@ def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
             named = node.names
         elif cls is ast.ExceptHandler and node.name:
             named = [node.name]
+        elif (cls is ast.Assign or cls is ast.AnnAssign) and not (
+            isinstance(node.value, ast.Call) and dotted_name(node.value.func) is not None
+        ):
+            targets = node.targets if cls is ast.Assign else [node.target]
+            named = [t.id for t in targets if isinstance(t, ast.Name)]
         for name in named:
             counts[name] = counts.get(name, 0) + 2
         fields = children.get(cls)

@@ -66,6 +66,13 @@ def test_rebound_local_is_not_trusted() -> None:
     assert calls(source, self_name=None) == []
 
 
+def test_a_local_bound_to_more_than_one_constructor_call_is_not_trusted() -> None:
+    # As astropy's `m = Gaussian2D(...) & Shift(1) & Shift(2)`: `&` builds another model.
+    for value in ("Gaussian2D(1) & Shift(1)", "Builder(1).configure()", "Builder() or None"):
+        source = f"def f():\n    m = {value}\n    m.evaluate(1, 2, 3)\n"
+        assert [c for c in calls(source, self_name=None) if c.method == "evaluate"] == [], value
+
+
 def test_annotated_parameter_receiver() -> None:
     source = "def run(builder: Optional[MLACommonMetadataBuilder]):\n    builder.build(common_prefix_len=0)\n"
     assert shapes(source, self_name=None) == [
