@@ -18,14 +18,16 @@ import ast
 from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
+from harness.overrides.blocks import class_functions
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions
 from harness.overrides.configs import Configs, needed
-from harness.overrides.decide import Decider
+from harness.overrides.decide import Decider, class_node
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
+from harness.overrides.wrappers import popped_keywords
 
 
 class Proof(NamedTuple):
@@ -128,12 +130,23 @@ class EvidenceIndex:
             forwarder = cls.methods.get(call.caller)
             if forwarder is None or not is_catch_all(forwarder):
                 continue
+            popped = self._popped(cls, call.caller)
             for outer, site, module in self.calls(call.caller):
                 if outer.star or outer.starstar or outer.receiver is Receiver.SUPER:
                     continue  # unknown arguments, or a super() chain: not followed
-                renamed = outer._replace(method=name)
+                kept = tuple(k for k in outer.keywords if k not in popped)
+                renamed = outer._replace(method=name, keywords=kept)
                 found.append(Forwarded(renamed, site, module, cls, call.caller))
         return found
+
+    def _popped(self, cls: ClassInfo, method: str) -> set[str]:
+        """Keywords ``cls.method`` takes out of its ``**kwargs`` before forwarding them
+        (``kwargs.pop("power")``): the forwarded call never passes them."""
+        node = class_node(cls, self._tree)
+        for func in class_functions(node) if node is not None else ():
+            if func.name == method and func.args.kwarg is not None:
+                return set(popped_keywords(func, func.args.kwarg.arg))
+        return set()
 
     def proofs(
         self,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from harness.overrides.blocks import class_functions
 from harness.overrides.facts import ANY_NAME, MIN_PREFIX, ForeignCall
 from harness.overrides.guards import rejected_classes
-from harness.overrides.uses import inert_lookups
+from harness.overrides.uses import COLLECTED, inert_lookups
 
 _METHOD_CALL = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
 _SELF_TAIL = re.compile(r"(?<![\w.])(?:self|cls)$")
@@ -145,7 +145,7 @@ class _Methods:
     def __init__(self, node: ast.ClassDef, body: str) -> None:
         self.functions = list(class_functions(node))
         self.first = first = node.lineno - 1
-        self._inert: dict[int, set[tuple[int, int]]] = {}
+        self._inert: dict[int, dict[tuple[int, int], int]] = {}
         self.at = Locator(
             body, [(f.lineno - first, (f.end_lineno or f.lineno) - first) for f in self.functions]
         )
@@ -156,19 +156,23 @@ class _Methods:
         index = self.at.owner(self.at.line(offset))
         return "" if index is None else self.functions[index].name
 
-    def dispatches(self, offset: int, me: str) -> bool:
-        """Whether the computed ``getattr(<me>, ...)`` at ``offset`` may call what it finds
-        (:mod:`harness.overrides.uses`); always, outside the class's methods."""
+    def dispatches(self, offset: int, me: str, prefix: str) -> bool:
+        """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``offset`` may call what
+        it finds (:mod:`harness.overrides.uses`): not when its value is never called, nor when
+        a name with no literal prefix only fills a container (``{k: getattr(self, k, None)
+        for k in keys}`` collects data; a table of methods is built from a family of names,
+        ``getattr(self, "op_" + k)``); always, outside the class's methods."""
         line = self.at.line(offset)
         index = self.at.owner(line)
         if index is None:
             return True
         start = self.at.text.rfind("\n", 0, offset) + 1
         col = len(self.at.text[start:offset].encode())  # the syntax tree counts UTF-8 bytes
-        inert = self._inert.get(index)
-        if inert is None:
-            inert = self._inert[index] = inert_lookups(self.functions[index], me)
-        return (line + self.first, col) not in inert
+        known = self._inert.get(index)
+        if known is None:
+            known = self._inert[index] = inert_lookups(self.functions[index], me)
+        use = known.get((line + self.first, col))
+        return use is None or (use == COLLECTED and prefix != ANY_NAME)
 
 
 def text_facts(
@@ -209,8 +213,9 @@ def text_facts(
                     found.add((constant, methods.name(match.start())))
                 else:
                     methods = methods or _Methods(node, body)
-                    if methods.dispatches(match.start(), match.group(1)):
-                        prefixes.append(_string_prefix(argument) or ANY_NAME)
+                    prefix = _string_prefix(argument) or ANY_NAME
+                    if methods.dispatches(match.start(), match.group(1), prefix):
+                        prefixes.append(prefix)
         typed.append(attrs)
         escapes.append(found)
         dynamic.append(prefixes)

@@ -1,7 +1,8 @@
 """How a function uses a value: whether it may call it, and whether it may change it.
 
 ``getattr(self, layer_name)`` over a list of attribute names reads data; ``getattr(self,
-"visit_" + kind)(node)`` dispatches to a method. ``len(self._hooks) == 0`` tests a list;
+"visit_" + kind)(node)`` dispatches to a method; ``{k: getattr(self, k) for k in keys}``
+collects values into a container (whose later use is not followed). ``len(self._hooks) == 0`` tests a list;
 ``self._hooks.append(h)`` fills it. A use is **inert** when the value is only tested, compared,
 iterated, subscripted, formatted, or passed to a builtin that neither calls nor changes its
 argument (``isinstance``, ``len``, ...); reading an attribute of it is inert for calling it,
@@ -75,10 +76,30 @@ def tested(node: ast.AST, parents: Parents) -> bool:
     return isinstance(parent, ast.comprehension) and node in parent.ifs
 
 
-def inert_lookups(func: ast.FunctionDef | ast.AsyncFunctionDef, me: str) -> set[tuple[int, int]]:
+INERT = 1
+"""A lookup whose value is never called."""
+COLLECTED = 2
+"""A lookup whose value is only an element of a container built there (``{k: getattr(self, k,
+None) for k in keys}``, ``[getattr(self, n) for n in names]``)."""
+
+
+def _collected(node: ast.AST, parents: Parents) -> bool:
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.DictComp):
+        return parent.value is node
+    if isinstance(parent, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+        return parent.elt is node
+    if isinstance(parent, ast.Dict):
+        return any(v is node for v in parent.values)
+    return isinstance(parent, ast.List | ast.Tuple | ast.Set) and isinstance(parent.ctx, ast.Load)
+
+
+def inert_lookups(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, me: str
+) -> dict[tuple[int, int], int]:
     """``(line, col)`` of the ``getattr(<me>, <computed name>)`` calls in ``func`` whose
-    result is never called: every use of it, or of the one local name it is assigned to, is
-    inert."""
+    result is never called (:data:`INERT`: every use of it, or of the one local name it is
+    assigned to, is inert) or only collected into a container (:data:`COLLECTED`)."""
     parents = parents_of(func)
     lookups: list[ast.Call] = []
     loads: dict[str, list[ast.Name]] = {}
@@ -95,8 +116,11 @@ def inert_lookups(func: ast.FunctionDef | ast.AsyncFunctionDef, me: str) -> set[
             lookups.append(node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             loads.setdefault(node.id, []).append(node)
-    found: set[tuple[int, int]] = set()
+    found: dict[tuple[int, int], int] = {}
     for call in lookups:
+        if _collected(call, parents):
+            found[(call.lineno, call.col_offset)] = COLLECTED
+            continue
         if not inert(call, parents, changes=False):
             parent = parents.get(id(call))
             targets = (
@@ -111,5 +135,5 @@ def inert_lookups(func: ast.FunctionDef | ast.AsyncFunctionDef, me: str) -> set[
             uses = loads.get(targets[0].id, ())
             if not all(inert(use, parents, changes=False) for use in uses):
                 continue
-        found.add((call.lineno, call.col_offset))
+        found[(call.lineno, call.col_offset)] = INERT
     return found

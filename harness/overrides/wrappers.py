@@ -102,11 +102,11 @@ def wrapper_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
     kinds = {p.kind for p in params}
     passthrough = ParamKind.VAR_POSITIONAL in kinds and ParamKind.VAR_KEYWORD in kinds
     if passthrough and inner.args.kwarg is not None:
-        params = _with_popped(params, _popped(inner, inner.args.kwarg.arg))
+        params = _with_popped(params, popped_keywords(inner, inner.args.kwarg.arg))
     return Wrapper(func.name, func.lineno, params, factory, passthrough)
 
 
-def _popped(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> dict[str, bool]:
+def popped_keywords(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> dict[str, bool]:
     """Keywords ``func`` takes out of its ``**kwargs`` (``kwargs.pop("k", ...)``), each
     optional: the wrapped function never receives them."""
     out: dict[str, bool] = {}

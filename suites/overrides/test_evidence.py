@@ -282,3 +282,33 @@ def test_a_call_expected_to_raise_in_a_test_is_no_error(tmp_path: Path) -> None:
     f = only(findings(tmp_path, {"m.py": source, "test_m.py": test}))
     assert f.severity is Severity.WARNING and f.evidence is not None
     assert f.evidence.unreached is not None and "pytest.raises(TypeError)" in f.evidence.unreached
+
+
+POPPED = """\
+class Power:
+    def power(self, *args, **kwds):
+        raise NotImplementedError
+
+    def _power_identity(self, *args, **kwds):
+        power_ = kwds.pop("power")
+        return self.power(*args, **kwds) - power_
+
+    def solve(self, effect_size, nobs):
+        return self._power_identity(effect_size=effect_size, nobs=nobs, power=0.8)
+
+
+class FTestPower(Power):
+    def power(self, effect_size, nobs, alpha=0.05):
+        return effect_size
+"""
+
+
+def test_a_forwarding_method_that_pops_a_keyword_does_not_pass_it_on(tmp_path: Path) -> None:
+    # As statsmodels 0.15.0's Power._power_identity and FTestAnovaPower.power.
+    assert findings(tmp_path, {"m.py": POPPED}) == []
+    kept = POPPED.replace('power_ = kwds.pop("power")', 'power_ = kwds.get("power")')
+    f = only(findings(tmp_path, {"m.py": kept}))
+    assert f.severity is Severity.ERROR and f.evidence is not None
+    assert f.evidence.error == (
+        "TypeError: FTestPower.power() got an unexpected keyword argument 'power'"
+    )

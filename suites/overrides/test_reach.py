@@ -293,3 +293,10 @@ def test_a_computed_getattr_on_self_dispatches_only_when_its_value_may_be_called
     assert finding.severity is Severity.WARNING
     (finding,) = _findings(tmp_path, LOOKUP.format(lookup="getattr(self, n)()"))
     assert finding.severity is Severity.ERROR  # any method may be looked up and called
+    # As statsmodels 0.15.0's Model._get_init_kwds: attribute values collected into a dict.
+    (finding,) = _findings(tmp_path, LOOKUP.format(lookup="{n: getattr(self, n, None)}"))
+    assert finding.severity is Severity.WARNING
+    # A table of methods of one family: `_dispatch` is not in it, `_make` is.
+    table = LOOKUP.format(lookup='getattr(self, "_d" + n)').replace("_dispatch", "_d_ispatch")
+    (finding,) = _findings(tmp_path, table)
+    assert finding.severity is Severity.ERROR

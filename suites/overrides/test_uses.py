@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from harness.overrides.uses import inert, inert_lookups, parents_of
+from harness.overrides.uses import COLLECTED, INERT, inert, inert_lookups, parents_of
 
 LOOKUPS = """\
 def f(self, names, kind):
@@ -22,6 +22,8 @@ def f(self, names, kind):
         pass
     g = getattr(self, kind, None) or self.default
     total = len(getattr(other, kind))
+    init = {k: getattr(self, k, None) for k in names}
+    pair = (getattr(self, kind), getattr(self, "op_" + kind))
     return getattr(self, kind)
 """
 
@@ -29,9 +31,16 @@ def f(self, names, kind):
 def test_a_lookup_is_inert_only_when_its_value_is_never_called() -> None:
     func = ast.parse(LOOKUPS).body[0]
     assert isinstance(func, ast.FunctionDef)
-    # Line 3: a value only tested and read; line 11: a truth test. Called (7, 8 via h),
-    # passed on through `or` (13) or returned (15): may be called. Line 14 is not on self.
-    assert inert_lookups(func, "self") == {(3, 12), (11, 7)}
+    # Line 3: a value only tested and read; line 11: a truth test; 15 and 16: container
+    # elements. Called (7, 8 via h), passed on through `or` (13) or returned (17): may be
+    # called. Line 14 is not on self.
+    assert inert_lookups(func, "self") == {
+        (3, 12): INERT,
+        (11, 7): INERT,
+        (15, 15): COLLECTED,
+        (16, 12): COLLECTED,
+        (16, 33): COLLECTED,
+    }
 
 
 def _uses(source: str, attr: str) -> list[bool]:
