@@ -91,7 +91,9 @@ def _collected(node: ast.AST, parents: Parents) -> bool:
         return parent.elt is node
     if isinstance(parent, ast.Dict):
         return any(v is node for v in parent.values)
-    return isinstance(parent, ast.List | ast.Tuple | ast.Set) and isinstance(parent.ctx, ast.Load)
+    if isinstance(parent, ast.List | ast.Tuple):
+        return isinstance(parent.ctx, ast.Load)
+    return isinstance(parent, ast.Set)
 
 
 def inert_lookups(
