@@ -6,7 +6,8 @@ override, ``C(...).m(...)`` on a class inheriting it (``error``), and ``x: Base`
 (``warning``: any subclass). A ``self`` call is a warning, with the reason, when it cannot run
 for any class inheriting the override, when only an object of unknown type (or a base the
 checker did not read) leads to its method, when a condition is decided false for the class
-(``self.<attr>``: :mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.configs`) on every
+(``self.<attr>``: :mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.configs`; a local
+bound to a ``self`` method's result that is ``None`` for the class: :mod:`.nones`) on every
 path there, or when its ``TypeError`` is handled around it. An error lists the conditions of one path, entry first
 (:mod:`.conditions`). Rejection is decided by binding the call's shape against the override
 (:mod:`harness.overrides.binding`); a call the base rejects too proves nothing about it.
@@ -24,6 +25,7 @@ from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions
 from harness.overrides.configs import Configs, needed
 from harness.overrides.decide import Decider, class_node
+from harness.overrides.nones import NoneLocals, not_none
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
@@ -87,6 +89,7 @@ class EvidenceIndex:
         self._sources: dict[str, Conditions] = {}
         self._decider: Decider | None = None
         self._configs: Configs | None = None
+        self._nones: NoneLocals | None = None
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -263,6 +266,12 @@ class EvidenceIndex:
                     return f"it runs only if {text} (at {where}), but {why}"
             for name, wanted in needed(test, value):
                 why = self._attribute_configs().absent(x, module, call.line, name, wanted)
+                if why is not None:
+                    return f"it runs only if {text} (at {where}), but {why}"
+            for name in not_none(test, value):
+                if self._nones is None:
+                    self._nones = NoneLocals(self.project, self._tree)
+                why = self._nones.none_for(x, module, call.line, name)
                 if why is not None:
                     return f"it runs only if {text} (at {where}), but {why}"
         return None

@@ -67,8 +67,10 @@ class ClassFacts(NamedTuple):
     """``(name, method)``: ``name`` used as ``self.name`` without a call, or as
     ``getattr(self, "name")``, in the class's method ``method`` (``""``: outside its
     methods); sorted."""
-    dynamic: tuple[str, ...]
-    """Prefixes of ``getattr(self, <computed name>)``; :data:`ANY_NAME` for any name."""
+    dynamic: tuple[tuple[str, str], ...]
+    """``(prefix, method)``: ``getattr(self, <computed name>)`` in the class's method ``method``
+    (``""``: outside its methods) may call a method whose name starts with ``prefix``
+    (:data:`ANY_NAME`: any)."""
     attr_types: tuple[tuple[str, str], ...]
     descriptor: int
     decorators: tuple[tuple[int, tuple[str, ...]], ...]

@@ -7,8 +7,9 @@ saying why. A **guard** can exclude the class (``isinstance(self, C)``, ``"p" in
 inspect.signature(self.m).parameters``, ``type(self).m is C.m``), or the method is **not
 reached**: the class overrides it without ``super()`` on the way, and every call of it runs on
 paths that do not hold the class. A method always runs when it is a dunder, when its name
-escapes in a method that runs (``self.f`` uncalled, ``getattr(self, "f")``) or in a class body,
-when a ``getattr`` prefix matches it, or when nothing in its hierarchy calls it (a public method
+escapes in a method that runs (``self.f`` uncalled, ``getattr(self, "f")``, a matching
+``getattr(self, prefix + name)``) or in a class body, when a ``getattr`` prefix on another
+object matches it, or when nothing in its hierarchy calls it (a public method
 is then an entry point; a private one called only on untyped objects is :data:`UNTYPED`). A
 public method that its hierarchy calls only where the class never runs is :data:`UNTYPED` when
 the class's MRO has a base the checker did not read: that base may call it, for all the tree
@@ -72,7 +73,7 @@ class Reach:
         self._escaping: dict[str, list[tuple[ClassInfo, str]]] = {}
         """Method name -> ``(class, method)`` where ``self.<name>`` escapes (``""``: in the
         class body)."""
-        self._dynamic: list[tuple[ClassInfo, tuple[str, ...]]] = []
+        self._dynamic: list[tuple[ClassInfo, tuple[tuple[str, str], ...]]] = []
         for cls in project.all_classes():
             if cls.facts is None:
                 continue
@@ -297,13 +298,13 @@ class Reach:
         ``x``) may hold one. A private method called only on objects of unknown type is
         :data:`UNTYPED` too; a public one is an entry point all the same."""
         project = self.project
-        escaped = self._escapes(method, x)
-        if _is_dunder(method) or escaped == YES:
+        named, wildcard = self._escapes(method, x)
+        if _is_dunder(method) or YES in (named, wildcard):
             return YES
         resolved = project.fully_resolved(x)
-        internal = 1 if escaped == NO else 0  # it escapes only where an x never runs
-        best = NO
-        untyped = False
+        internal = 0 if named is None else 1  # it escapes only where an x may not run
+        best = UNTYPED if wildcard == UNTYPED else NO
+        untyped = named == UNTYPED
         for other, module in self.foreign.get(method, ()):
             if other.receiver_class is None:
                 if self._rejects(other.rejected, module, x):
@@ -359,26 +360,43 @@ class Reach:
             return NO
         return self.runs(x, site, call.caller)
 
-    def _escapes(self, method: str, x: ClassInfo) -> int | None:
-        """Whether ``method`` can be called from outside the call graph for an ``x``:
-        :data:`YES` for a matching ``getattr`` prefix, or ``self.<method>`` escaping in a
-        method that runs for an ``x`` (or in a class body); :data:`NO` when it escapes in
-        ``x``'s classes only in methods that cannot run for an ``x``; ``None`` when it does
-        not escape there."""
+    def _escapes(self, method: str, x: ClassInfo) -> tuple[int | None, int | None]:
+        """Whether ``method`` can be called from outside the call graph for an ``x``, as two
+        levels: through places that name it (``self.<method>`` uncalled, ``getattr(self,
+        "<method>")``, a matching ``getattr(self, "prefix" + ...)``), and through lookups of
+        any name (``getattr(self, name)``). Each is :data:`YES` when such a place is in a
+        class body or in a method that runs for an ``x`` (or a ``getattr(obj, "prefix" +
+        ...)`` on another object matches), :data:`UNTYPED` when the best such method runs
+        only through objects of unknown type, :data:`NO` when none of them can run for an
+        ``x``, and ``None`` when there is no such place in ``x``'s classes."""
         if any(method.startswith(prefix) for prefix in self.prefixes):
-            return YES
+            return YES, None
         in_mro = self.project.in_mro
-        if any(
-            in_mro(cls, x) and any(p == ANY_NAME or method.startswith(p) for p in prefixes)
-            for cls, prefixes in self._dynamic
-        ):
-            return YES
-        level: int | None = None
-        for cls, where in self._escaping.get(method, ()):
+        named = [(cls, where) for cls, where in self._escaping.get(method, ()) if in_mro(cls, x)]
+        wildcard: list[tuple[ClassInfo, str]] = []
+        for cls, lookups in self._dynamic:
             if in_mro(cls, x):
-                if not where or self.runs(x, cls, where) != NO:
-                    return YES
-                level = NO
+                for prefix, where in lookups:
+                    if prefix == ANY_NAME:
+                        wildcard.append((cls, where))
+                    elif method.startswith(prefix):
+                        named.append((cls, where))
+        return self._best(x, named), self._best(x, wildcard)
+
+    def _best(self, x: ClassInfo, places: list[tuple[ClassInfo, str]]) -> int | None:
+        """The best level at which one of ``places`` (a class and its method, ``""`` for the
+        class body) runs for an ``x``; ``None`` for no places."""
+        level: int | None = None
+        for cls, where in places:
+            if not where:
+                return YES
+            outer, self._tainted = self._tainted, False
+            runs = self.runs(x, cls, where)
+            on_cycle, self._tainted = self._tainted, self._tainted or outer
+            if runs == YES:
+                return YES
+            if runs == UNTYPED or not on_cycle:  # a NO found round a cycle proves nothing
+                level = max(runs, NO if level is None else level)
         return level
 
     def _rejects(self, rejected: tuple[str, ...], module: ModuleInfo, x: ClassInfo) -> bool:
@@ -409,11 +427,30 @@ class Reach:
                     f" ({self._unreached_reason(x, owner, method)})"
                 )
                 return head + "".join(f", which {c}" for c in reversed(chain))
+            lookups = self._untyped_lookups(x) if nxt is None else []
+            if lookups:
+                head = (
+                    f"{target} runs only if a getattr(self, <any name>) in "
+                    f"{', '.join(lookups[:2])}, reached only through objects whose class is "
+                    "unknown, finds it"
+                )
+                return head + "".join(f", which {c}" for c in reversed(chain))
             if nxt is None or (id(nxt[0]), nxt[1]) in seen or len(chain) > 8:
                 return f"{target} is reached only through objects whose class is unknown"
             seen.add((id(nxt[0]), nxt[1]))
             chain.append(f"calls {target}")
             owner, method = nxt
+
+    def _untyped_lookups(self, x: ClassInfo) -> list[str]:
+        """The methods of ``x``'s classes holding a lookup of any name that run only through
+        objects of unknown type."""
+        return [
+            f"{cls.qualname}.{where}()"
+            for cls, lookups in self._dynamic
+            if self.project.in_mro(cls, x)
+            for prefix, where in lookups
+            if prefix == ANY_NAME and where and self.runs(x, cls, where) == UNTYPED
+        ]
 
     def _unread_bases(self, x: ClassInfo) -> str:
         """The bases of ``x``'s MRO that resolve to no class, as written (``nn.Module``)."""

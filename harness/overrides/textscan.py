@@ -177,17 +177,17 @@ class _Methods:
 
 def text_facts(
     code_lines: list[str], class_nodes: Sequence[tuple[ast.ClassDef, str]]
-) -> tuple[list[dict[str, str]], list[set[tuple[str, str]]], list[list[str]]]:
-    """Per class, from its body's text: typed ``self.attr``, escapes (each with the method it
-    is written in), dynamic prefixes. A nested class's text is part of its outer class's too
+) -> tuple[list[dict[str, str]], list[set[tuple[str, str]]], list[list[tuple[str, str]]]]:
+    """Per class, from its body's text: typed ``self.attr``, escapes and dynamic prefixes (each
+    with the method it is written in). A nested class's text is part of its outer class's too
     (more escapes: more reach)."""
     typed: list[dict[str, str]] = []
     escapes: list[set[tuple[str, str]]] = []
-    dynamic: list[list[str]] = []
+    dynamic: list[list[tuple[str, str]]] = []
     for node, _ in class_nodes:
         body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
         found: set[tuple[str, str]] = set()
-        prefixes: list[str] = []
+        prefixes: list[tuple[str, str]] = []
         attrs: dict[str, str] = {}
         methods: _Methods | None = None
         if "self" in body or "cls" in body:
@@ -215,7 +215,7 @@ def text_facts(
                     methods = methods or _Methods(node, body)
                     prefix = _string_prefix(argument) or ANY_NAME
                     if methods.dispatches(match.start(), match.group(1), prefix):
-                        prefixes.append(prefix)
+                        prefixes.append((prefix, methods.name(match.start())))
         typed.append(attrs)
         escapes.append(found)
         dynamic.append(prefixes)

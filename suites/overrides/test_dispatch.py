@@ -106,8 +106,8 @@ def test_escapes_and_dynamic_names() -> None:
     )
     by_name = {c.qualname: c for c in d.classes}
     assert {("_bootstrap", "start"), ("_named", "start")} <= set(by_name["P"].escapes)
-    assert by_name["P"].dynamic == ("_visit_",)
-    assert by_name["Q"].dynamic == (ANY_NAME,)
+    assert by_name["P"].dynamic == (("_visit_", "start"),)
+    assert by_name["Q"].dynamic == ((ANY_NAME, "call"),)
     assert d.prefixes == ("visit_",)
 
 

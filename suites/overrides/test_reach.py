@@ -300,3 +300,40 @@ def test_a_computed_getattr_on_self_dispatches_only_when_its_value_may_be_called
     table = LOOKUP.format(lookup='getattr(self, "_d" + n)').replace("_dispatch", "_d_ispatch")
     (finding,) = _findings(tmp_path, table)
     assert finding.severity is Severity.ERROR
+
+
+WILDCARD = """\
+class Handler:
+    def _execute(self):
+        return getattr(self, self.verb)()
+
+    def clear_all(self):
+        self.clear(1, expires=2)
+
+    def clear(self, name, expires=None):
+        return name
+
+
+class Sub(Handler):
+    def clear(self, name):
+        return name
+
+
+def serve(handler):
+    return handler._execute()
+"""
+
+
+def test_a_lookup_of_any_name_run_only_through_untyped_objects_leaves_entry_points_alone(
+    tmp_path: Path,
+) -> None:
+    # As tornado 6.6.1's RequestHandler._execute (`getattr(self, self.request.method.lower())`).
+    (finding,) = _findings(tmp_path, WILDCARD)
+    assert finding.severity is Severity.ERROR  # clear_all is public and nothing calls it
+    called = WILDCARD + "\n\nclass Other(Handler):\n    def reset(self):\n        self.clear_all()\n"
+    (finding,) = _findings(tmp_path, called)
+    assert finding.severity is Severity.WARNING  # reached only untyped, by the lookup
+    assert finding.evidence is not None and finding.evidence.untyped == (
+        "Handler.clear_all() runs only if a getattr(self, <any name>) in Handler._execute(), "
+        "reached only through objects whose class is unknown, finds it"
+    )

@@ -1,0 +1,209 @@
+"""Locals that always hold ``None`` for one subclass: ``stream = self.m(...)`` where the ``m``
+that subclass runs returns ``None`` before anything else.
+
+``if stream is None: ... else: self.decode(..., on_frames=stream)``: the ``else`` cannot run for
+a class ``X`` when ``stream`` is bound once in its function, to ``self.m(...)``, and the ``m``
+of ``X``'s MRO starts, before any other ``return``, ``yield`` or ``await``, with ``if <test>:
+return None`` (or a bare ``return``) whose test holds for ``X``: ``type(self).f is not C.f``
+(also ``self.__class__.f``) when ``X``'s ``f`` is not ``C``'s, ``type(self).f is C.f`` when it
+is, ``isinstance(self, C)`` when ``X`` is a ``C``, and through ``or``, ``and`` and ``not``. The
+classes must be read and fully resolved, or nothing is decided.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from harness.overrides.blocks import class_functions
+from harness.overrides.configs import enclosing
+from harness.overrides.decide import class_node
+from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
+from harness.overrides.signature import dotted_name
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_EXITS = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await)
+
+
+def not_none(test: ast.expr | None, value: bool) -> list[str]:
+    """Local names that must not be ``None`` for ``test`` to be ``value``: ``name is not None``
+    true, ``name is None`` false, ``name`` true, and through ``not``, ``and`` (true) and
+    ``or`` (false)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return not_none(test.operand, not value)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == value:
+        return [name for operand in test.values for name in not_none(operand, value)]
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is | ast.IsNot)
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return [test.left.id] if value == isinstance(test.ops[0], ast.IsNot) else []
+    return [test.id] if isinstance(test, ast.Name) and value else []
+
+
+def _exits(node: ast.AST) -> bool:
+    """Whether ``node`` holds a ``return``/``yield``/``await`` of its own scope."""
+    stack = [node]
+    while stack:
+        child = stack.pop()
+        if isinstance(child, _EXITS):
+            return True
+        if not isinstance(
+            child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+        ):
+            stack.extend(ast.iter_child_nodes(child))
+    return False
+
+
+def _returns_none(stmt: ast.If) -> bool:
+    """``if ...: return None`` (or ``return``), nothing else in the branch returning."""
+    last = stmt.body[-1]
+    if not isinstance(last, ast.Return):
+        return False
+    if last.value is not None and not (
+        isinstance(last.value, ast.Constant) and last.value.value is None
+    ):
+        return False
+    return not any(_exits(s) for s in stmt.body[:-1])
+
+
+class NoneLocals:
+    """Decides ``name is None`` tests on locals bound to a ``self`` method's result."""
+
+    def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
+        self.project = project
+        self.tree_of = tree_of
+
+    def none_for(self, x: ClassInfo, module: ModuleInfo, line: int, name: str) -> str | None:
+        """Why local ``name``, in the method holding ``line`` of ``module``, is ``None`` for
+        an ``x``; ``None`` when the code does not show it."""
+        tree = self.tree_of(module.file.path)
+        chain = enclosing(tree, line) if tree is not None else []
+        if not chain or not chain[-1][1]:
+            return None  # not directly in a method
+        func = chain[-1][0]
+        params = [*func.args.posonlyargs, *func.args.args]
+        if not params:
+            return None
+        method = self._bound_to_self_call(func, params[0].arg, name)
+        if method is None or not self.project.fully_resolved(x):
+            return None
+        definer = self.project.definer(x, method)
+        callee = self._function(definer, method) if definer is not None else None
+        if definer is None or callee is None:
+            return None
+        why = self._early_none(x, definer.module, callee)
+        if why is None:
+            return None
+        return (
+            f"{name} = self.{method}(...) is None for {x.qualname}: "
+            f"{definer.qualname}.{method}() returns None first when {why}"
+        )
+
+    @staticmethod
+    def _bound_to_self_call(func: Function, me: str, name: str) -> str | None:
+        """The method ``m`` when ``name`` is bound once in ``func``, to ``<me>.m(...)``."""
+        stores = [
+            node
+            for node in ast.walk(func)
+            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+        ]
+        if len(stores) != 1:
+            return None
+        for node in ast.walk(func):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and node.targets[0] is stores[0]
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute)
+                and isinstance(node.value.func.value, ast.Name)
+                and node.value.func.value.id == me
+            ):
+                return node.value.func.attr
+        return None
+
+    def _function(self, cls: ClassInfo, method: str) -> Function | None:
+        node = class_node(cls, self.tree_of)
+        found = [f for f in class_functions(node) if f.name == method] if node else []
+        return found[-1] if len(found) == 1 and not found[-1].decorator_list else None
+
+    def _early_none(self, x: ClassInfo, module: ModuleInfo, func: Function) -> str | None:
+        """The test text of a leading ``if <test>: return None`` of ``func`` that holds for
+        an ``x``; ``None`` when something else may come first."""
+        params = [*func.args.posonlyargs, *func.args.args]
+        if not params:
+            return None
+        me = params[0].arg
+        for stmt in func.body:
+            if isinstance(stmt, ast.If) and _returns_none(stmt):
+                test = stmt.test
+                if self._value(x, module, test, me) is True:
+                    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+                        test = next(v for v in test.values if self._value(x, module, v, me))
+                    return ast.unparse(test)
+            if _exits(stmt):
+                return None
+        return None
+
+    def _value(self, x: ClassInfo, module: ModuleInfo, test: ast.expr, me: str) -> bool | None:
+        """``test``'s value for an ``x`` (``self`` named ``me``), when the code decides it."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._value(x, module, test.operand, me)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            values = [self._value(x, module, v, me) for v in test.values]
+            wanted = isinstance(test.op, ast.Or)  # the value that settles it
+            if wanted in values:
+                return wanted
+            return None if None in values else not wanted
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            return self._identity(x, module, test, me)
+        if (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0], ast.Name)
+            and test.args[0].id == me
+        ):
+            dotted = dotted_name(test.args[1])
+            target = self.project.resolve_class(module, dotted) if dotted else None
+            return None if target is None else self.project.in_mro(target, x)
+        return None
+
+    def _identity(
+        self, x: ClassInfo, module: ModuleInfo, test: ast.Compare, me: str
+    ) -> bool | None:
+        """``type(self).f is (not) C.f``, decided."""
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if not isinstance(op, ast.Is | ast.IsNot):
+            return None
+        if not (isinstance(left, ast.Attribute) and isinstance(right, ast.Attribute)):
+            return None
+        if left.attr != right.attr or not _is_type_of(left.value, me):
+            return None
+        dotted = dotted_name(right.value)
+        target = self.project.resolve_class(module, dotted) if dotted else None
+        if target is None or not self.project.fully_resolved(target):
+            return None
+        same = self.project.definer(x, left.attr) is self.project.definer(target, left.attr)
+        return same if isinstance(op, ast.Is) else not same
+
+
+def _is_type_of(node: ast.expr, me: str) -> bool:
+    """``type(<me>)`` or ``<me>.__class__``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__class__" and isinstance(node.value, ast.Name) and node.value.id == me
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == me
+    )
