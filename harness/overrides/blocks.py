@@ -1,12 +1,17 @@
-"""Statement blocks: the bodies a compound statement holds, and a class's functions.
+"""Statement blocks: the bodies a compound statement holds, a class's functions, and a
+class's statement in its parsed file.
 
-Both walks are iterative, so deeply nested input cannot overflow the stack.
+The walks are iterative, so deeply nested input cannot overflow the stack.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.overrides.tree import ClassInfo
 
 
 def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
@@ -35,3 +40,30 @@ def class_functions(node: ast.ClassDef) -> Iterator[ast.FunctionDef | ast.AsyncF
                 blocks(stmt) if not isinstance(stmt, ast.If) else [stmt.body, stmt.orelse]
             ):
                 stack.extend(reversed(block))
+
+
+def class_node(cls: ClassInfo, tree_of: Callable[[str], ast.Module | None]) -> ast.ClassDef | None:
+    """The ``class`` statement of ``cls`` in its parsed file; ``None`` when not found."""
+    tree = tree_of(cls.module.file.path)
+    if tree is None:
+        return None
+    line = cls.summary.line
+    name = cls.qualname.rpartition(".")[2]
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.name == name
+            and (node.lineno == line or any(d.lineno == line for d in node.decorator_list))
+        ):
+            return node
+    return None
+
+
+def method_node(
+    cls: ClassInfo, name: str, tree_of: Callable[[str], ast.Module | None]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The last ``def name`` of ``cls``'s body (the one the class binds); ``None`` when not
+    found."""
+    node = class_node(cls, tree_of)
+    found = [f for f in class_functions(node) if f.name == name] if node is not None else []
+    return found[-1] if found else None

@@ -15,7 +15,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.decide import class_node, texts_naming
+from harness.overrides.blocks import class_node
+from harness.overrides.decide import texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, dotted_name
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from harness.overrides.blocks import class_node
 from harness.overrides.reach import NO, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.uses import inert, parents_of
@@ -157,23 +158,6 @@ def texts_naming(project: Project, needle: str) -> Iterator[tuple[ModuleInfo, st
             continue
         if needle in text:
             yield module, text
-
-
-def class_node(cls: ClassInfo, tree_of: Callable[[str], ast.Module | None]) -> ast.ClassDef | None:
-    """The ``class`` statement of ``cls`` in its parsed file; ``None`` when not found."""
-    tree = tree_of(cls.module.file.path)
-    if tree is None:
-        return None
-    line = cls.summary.line
-    name = cls.qualname.rpartition(".")[2]
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.ClassDef)
-            and node.name == name
-            and (node.lineno == line or any(d.lineno == line for d in node.decorator_list))
-        ):
-            return node
-    return None
 
 
 class Decider:

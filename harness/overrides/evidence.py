@@ -19,12 +19,12 @@ import ast
 from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
-from harness.overrides.blocks import class_functions
+from harness.overrides.blocks import class_functions, class_node
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions
 from harness.overrides.configs import Configs, needed
-from harness.overrides.decide import Decider, class_node
+from harness.overrides.decide import Decider
 from harness.overrides.nones import NoneLocals, not_none
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
@@ -85,7 +85,7 @@ class EvidenceIndex:
         self.project = project
         self._by_method: dict[str, list[CallEntry]] = {}
         self._forwarded: dict[str, list[Forwarded]] = {}
-        self.reach = Reach(project, self.calls)
+        self.reach = Reach(project, self.calls, self._tree)
         self._sources: dict[str, Conditions] = {}
         self._decider: Decider | None = None
         self._configs: Configs | None = None

@@ -15,9 +15,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.blocks import class_functions
+from harness.overrides.blocks import class_functions, class_node
 from harness.overrides.configs import enclosing
-from harness.overrides.decide import class_node
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import dotted_name
 

@@ -18,8 +18,11 @@ says.
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Callable, Iterator
 
+from harness.overrides.blocks import method_node
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.dispatch import (
     ANY_NAME,
@@ -29,8 +32,12 @@ from harness.overrides.dispatch import (
     Guard,
 )
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
+from harness.overrides.uses import RETURNED, STORED, destinations
 
 _MAX_DEPTH = 60
+_QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
+_MAX_TRAIL = 8
+"""Returns and stores followed from one place a bound method is taken, at most."""
 NO = 0
 """The method cannot run for the class."""
 UNTYPED = 1
@@ -56,9 +63,22 @@ def _is_dunder(name: str) -> bool:
 class Reach:
     """Reachability of methods for instances of a class, over the tree's call sites."""
 
-    def __init__(self, project: Project, calls: CallIndex) -> None:
+    def __init__(
+        self,
+        project: Project,
+        calls: CallIndex,
+        tree_of: Callable[[str], ast.Module | None] | None = None,
+    ) -> None:
         self.project = project
         self.calls = calls
+        self.tree_of = tree_of
+        """The parsed file at a path, to follow where bound methods go (``None``: never)."""
+        self._elsewhere: dict[str, bool] = {}
+        self._taken_memo: dict[tuple[int, int, str, str, bool], int] = {}
+        self._ends: dict[tuple[int, str], int] = {}
+        """Where bound methods go, once worked out (a cycle met on the way adds nothing: the
+        least answer that holds)."""
+        self._quoted: set[str] | None = None
         self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
         self.guards: dict[tuple[int, int, int], Guard] = {}
         prefixes: set[str] = set()
@@ -91,7 +111,9 @@ class Reach:
         """Drop what was gathered, and the call index (a bound method of its owner: a
         reference cycle); unusable afterwards."""
         self.calls = _released
-        for table in (self.foreign, self.guards, self._escaping, self._memo):
+        self.tree_of = None
+        tables = (self.foreign, self.guards, self._escaping, self._memo, self._elsewhere)
+        for table in (*tables, self._taken_memo, self._ends):
             table.clear()
         self._dynamic.clear()
 
@@ -368,36 +390,211 @@ class Reach:
         class body or in a method that runs for an ``x`` (or a ``getattr(obj, "prefix" +
         ...)`` on another object matches), :data:`UNTYPED` when the best such method runs
         only through objects of unknown type, :data:`NO` when none of them can run for an
-        ``x``, and ``None`` when there is no such place in ``x``'s classes."""
+        ``x``, and ``None`` when there is no such place in ``x``'s classes. A lookup of any
+        name names ``method`` when the tree writes that name as a string (``_PLATFORM_METHODS
+        = {"cpu": ("forward_cpu",)}``): the lookup is then how the method is reached."""
         if any(method.startswith(prefix) for prefix in self.prefixes):
             return YES, None
         in_mro = self.project.in_mro
-        named = [(cls, where) for cls, where in self._escaping.get(method, ()) if in_mro(cls, x)]
-        wildcard: list[tuple[ClassInfo, str]] = []
+        named = [
+            (cls, where, False) for cls, where in self._escaping.get(method, ()) if in_mro(cls, x)
+        ]
+        wildcard: list[tuple[ClassInfo, str, bool]] = []
         for cls, lookups in self._dynamic:
             if in_mro(cls, x):
                 for prefix, where in lookups:
                     if prefix == ANY_NAME:
-                        wildcard.append((cls, where))
+                        wildcard.append((cls, where, True))
                     elif method.startswith(prefix):
-                        named.append((cls, where))
-        return self._best(x, named), self._best(x, wildcard)
+                        named.append((cls, where, True))
+        if wildcard and method in self._quoted_names():
+            named.extend(wildcard)  # the tree names it for a lookup: how it is reached
+            wildcard = []
+        return self._best(x, method, named), self._best(x, method, wildcard)
 
-    def _best(self, x: ClassInfo, places: list[tuple[ClassInfo, str]]) -> int | None:
-        """The best level at which one of ``places`` (a class and its method, ``""`` for the
-        class body) runs for an ``x``; ``None`` for no places."""
+    def _quoted_names(self) -> set[str]:
+        """Every identifier the tree's files write as a string literal (``"forward_cpu"``),
+        read once, on first need."""
+        if self._quoted is None:
+            self._quoted = set()
+            for module in self.project.files:
+                try:
+                    with open(module.file.path, encoding="utf-8", errors="replace") as handle:
+                        self._quoted.update(_QUOTED_NAME.findall(handle.read()))
+                except OSError:
+                    continue
+        return self._quoted
+
+    def _best(
+        self,
+        x: ClassInfo,
+        method: str,
+        places: list[tuple[ClassInfo, str, bool]],
+        trail: frozenset[str] = frozenset(),
+    ) -> int | None:
+        """The best level at which one of ``places`` (a class, its method or ``""`` for the
+        class body, and whether the place is a ``getattr(self, ...)`` rather than
+        ``self.<method>``) lets ``method`` be called for an ``x``; ``None`` for no places."""
         level: int | None = None
-        for cls, where in places:
+        for cls, where, lookup in places:
             if not where:
                 return YES
-            outer, self._tainted = self._tainted, False
+            if where == method:
+                continue  # a method taking itself is not how it is reached
             runs = self.runs(x, cls, where)
-            on_cycle, self._tainted = self._tainted, self._tainted or outer
+            if runs != NO:
+                runs = min(runs, self._taken(x, cls, where, method, lookup, trail))
             if runs == YES:
                 return YES
-            if runs == UNTYPED or not on_cycle:  # a NO found round a cycle proves nothing
-                level = max(runs, NO if level is None else level)
+            level = max(runs, NO if level is None else level)
         return level
+
+    # -- where a bound method goes ---------------------------------------------------------
+
+    def _taken(
+        self,
+        x: ClassInfo,
+        cls: ClassInfo,
+        where: str,
+        method: str,
+        lookup: bool,
+        trail: frozenset[str],
+    ) -> int:
+        """The level at which the bound method that ``cls.where`` takes (``self.<method>``, or
+        a ``getattr(self, ...)``) may be called for an ``x``, following it where the code
+        shows where it goes (:func:`.uses.destinations`): returned to the callers of
+        ``where``, or stored in ``self.<attr>`` and called as ``self.<attr>(...)``; :data:`YES`
+        when it may be called in ``where`` itself, or the trail is too long. ``trail`` holds
+        the results and attributes already on the way: met again, they add nothing."""
+        if self.tree_of is None or len(trail) > _MAX_TRAIL:
+            return YES
+        key = (id(x), id(cls), where, method, lookup)
+        known = self._taken_memo.get(key)
+        if known is None:
+            known = self._taken_memo[key] = self._follow(x, cls, where, method, lookup, trail)
+        return known
+
+    def _follow(
+        self,
+        x: ClassInfo,
+        cls: ClassInfo,
+        where: str,
+        method: str,
+        lookup: bool,
+        trail: frozenset[str],
+    ) -> int:
+        assert self.tree_of is not None
+        func = method_node(cls, where, self.tree_of)
+        if func is None or not [*func.args.posonlyargs, *func.args.args]:
+            return YES
+        me = [*func.args.posonlyargs, *func.args.args][0].arg
+        nodes = _taken_nodes(func, me, method, lookup)
+        if not nodes:
+            return NO  # the text matched inside a string (a docstring naming it)
+        level = NO
+        for node in nodes:
+            found = destinations(node, func, me)
+            if found is None:
+                return YES
+            level = max(level, self._reached(x, found, cls, where, trail))
+            if level == YES:
+                return YES
+        return level
+
+    def _reached(
+        self, x: ClassInfo, found: frozenset[str], cls: ClassInfo, where: str, trail: frozenset[str]
+    ) -> int:
+        level = NO
+        for destination in found:
+            key = f"{id(cls)}.{where}" if destination == RETURNED else destination
+            if key in trail:
+                continue  # already on the way: its other ends are counted there
+            memo = (id(x), key)
+            known = self._ends.get(memo)
+            if known is None:
+                if destination == RETURNED:
+                    known = self._result_called(x, where, trail | {key})
+                else:
+                    known = self._attribute_called(x, destination[len(STORED) :], trail | {key})
+                self._ends[memo] = known
+            level = max(level, known)
+        return level
+
+    def _result_called(self, x: ClassInfo, method: str, trail: frozenset[str]) -> int:
+        """The level at which the result of a method ``method`` may be called for an ``x``."""
+        level = UNTYPED if self.foreign.get(method) else NO
+        own = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
+        for call, site, module in self.calls(method):
+            if call.receiver not in own or site is None:
+                level = max(level, UNTYPED)
+                continue
+            if not self.project.in_mro(site, x) or not call.caller:
+                continue
+            runs = self._call_runs(x, call, site, module)
+            if runs == NO:
+                continue
+            found = self._call_destinations(site, call)
+            if found is not None:
+                runs = min(runs, self._reached(x, found, site, call.caller, trail))
+            level = max(level, runs)
+            if level == YES:
+                break
+        return level
+
+    def _attribute_called(self, x: ClassInfo, attr: str, trail: frozenset[str]) -> int:
+        """The level at which ``self.<attr>``, holding a bound method, may be called for an
+        ``x``: its ``self.<attr>(...)`` calls, the places it is taken on (``self.<attr>``
+        uncalled), and any ``.<attr>`` on another object (:data:`UNTYPED`)."""
+        level = UNTYPED if self._named_elsewhere(attr) else NO
+        for call, site, module in self.calls(attr):
+            own = call.receiver in (Receiver.SELF, Receiver.CLS)
+            if own and site is not None and self.project.in_mro(site, x):
+                level = max(level, self._call_runs(x, call, site, module))
+        if level != YES:
+            places = [
+                (cls, where, False)
+                for cls, where in self._escaping.get(attr, ())
+                if self.project.in_mro(cls, x)
+            ]
+            level = max(level, self._best(x, attr, places, trail) or NO)
+        return level
+
+    def _call_destinations(self, site: ClassInfo, call: CallSite) -> frozenset[str] | None:
+        """Where the value of ``call`` goes in its method (``None``: anywhere)."""
+        assert self.tree_of is not None
+        func = method_node(site, call.caller, self.tree_of)
+        if func is None or not [*func.args.posonlyargs, *func.args.args]:
+            return None
+        me = [*func.args.posonlyargs, *func.args.args][0].arg
+        for node in ast.walk(func):
+            if (
+                isinstance(node, ast.Call)
+                and node.lineno == call.line
+                and node.col_offset + 1 == call.col
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == call.method
+            ):
+                return destinations(node, func, me)
+        return None
+
+    def _named_elsewhere(self, attr: str) -> bool:
+        """Whether a file of the tree writes ``.<attr>`` on an object other than
+        ``self``/``cls`` (the stored method may be read and called there)."""
+        known = self._elsewhere.get(attr)
+        if known is None:
+            pattern = re.compile(r"(?<!\bself)(?<!\bcls)\.[ \t]*" + re.escape(attr) + r"\b")
+            known = False
+            for module in self.project.files:
+                try:
+                    with open(module.file.path, encoding="utf-8", errors="replace") as handle:
+                        text = handle.read()
+                except OSError:
+                    continue
+                if attr in text and pattern.search(text):
+                    known = True
+                    break
+            self._elsewhere[attr] = known
+        return known
 
     def _rejects(self, rejected: tuple[str, ...], module: ModuleInfo, x: ClassInfo) -> bool:
         for name in rejected:
@@ -420,6 +617,14 @@ class Reach:
                 head = f"{target} is called only on objects whose class is unknown ({shown})"
                 return head + "".join(f", which {c}" for c in reversed(chain))
             nxt = self._untyped_caller(x, owner, method)
+            taking = self._taking_places(x, method) if nxt is None else []
+            if taking:
+                head = (
+                    f"{target} is taken as a bound method (self.{method} or getattr(self, ...)) "
+                    f"in {', '.join(taking[:2])}, and where it goes it is called only through "
+                    "objects whose class is unknown"
+                )
+                return head + "".join(f", which {c}" for c in reversed(chain))
             if nxt is None and self._unread_may_call(x, method):
                 unread = self._unread_bases(x)
                 head = (
@@ -440,6 +645,27 @@ class Reach:
             seen.add((id(nxt[0]), nxt[1]))
             chain.append(f"calls {target}")
             owner, method = nxt
+
+    def _taking_places(self, x: ClassInfo, method: str) -> list[str]:
+        """The methods of ``x``'s classes that take ``method`` as a bound method
+        (``self.<method>`` uncalled, a ``getattr(self, ...)`` naming it), running for an
+        ``x``."""
+        in_mro = self.project.in_mro
+        quoted = method in self._quoted_names()
+        places = [(cls, where) for cls, where in self._escaping.get(method, ())]
+        places.extend(
+            (cls, where)
+            for cls, lookups in self._dynamic
+            for prefix, where in lookups
+            if (prefix == ANY_NAME and quoted) or (prefix and method.startswith(prefix))
+        )
+        return list(
+            dict.fromkeys(
+                f"{cls.qualname}.{where}()"
+                for cls, where in places
+                if where and where != method and in_mro(cls, x) and self.runs(x, cls, where) != NO
+            )
+        )
 
     def _untyped_lookups(self, x: ClassInfo) -> list[str]:
         """The methods of ``x``'s classes holding a lookup of any name that run only through
@@ -539,3 +765,31 @@ class Reach:
         more = "" if len(callers) <= 3 else f" and {len(callers) - 3} more"
         tail = "; other callers check the object is not one" if rejected else ""
         return f"{target} runs only from {'; '.join(shown)}{more}{tail}"
+
+
+def _taken_nodes(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, me: str, method: str, lookup: bool
+) -> list[ast.expr]:
+    """The expressions of ``func`` that take the bound method: ``<me>.<method>`` not called
+    (or ``getattr(<me>, "<method>")``), or, for a lookup, ``getattr(<me>, <not a constant>)``."""
+    out: list[ast.expr] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id != "getattr" or len(node.args) < 2:
+                continue
+            first, name = node.args[0], node.args[1]
+            if not (isinstance(first, ast.Name) and first.id == me):
+                continue
+            named = isinstance(name, ast.Constant) and name.value == method
+            if named != lookup and (named or not isinstance(name, ast.Constant)):
+                out.append(node)
+        elif (
+            not lookup
+            and isinstance(node, ast.Attribute)
+            and node.attr == method
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == me
+        ):
+            out.append(node)
+    return out

@@ -139,3 +139,59 @@ def inert_lookups(
                 continue
         found[(call.lineno, call.col_offset)] = INERT
     return found
+
+
+RETURNED = "return"
+"""A destination: the function returns the value."""
+STORED = "store:"
+"""A destination, before an attribute name: the function stores the value in ``self.<name>``."""
+
+
+def destinations(
+    node: ast.AST, func: ast.FunctionDef | ast.AsyncFunctionDef, me: str
+) -> frozenset[str] | None:
+    """Where the value of ``node`` (a bound method, in ``func`` whose ``self`` is ``me``) goes:
+    :data:`RETURNED` and ``STORED + name`` (``self.<name> = value``), through conditional
+    expressions, ``or``/``and`` and one local name; empty when every use is inert; ``None``
+    when it may be called, or go anywhere else, in ``func``."""
+    parents = parents_of(func)
+    loads: dict[str, list[ast.Name]] = {}
+    for child in ast.walk(func):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+            loads.setdefault(child.id, []).append(child)
+    return _destinations(node, parents, loads, me, set())
+
+
+def _destinations(
+    node: ast.AST, parents: Parents, loads: dict[str, list[ast.Name]], me: str, seen: set[str]
+) -> frozenset[str] | None:
+    parent = parents.get(id(node))
+    while (isinstance(parent, ast.IfExp) and parent.test is not node) or (
+        isinstance(parent, ast.BoolOp) and not tested(parent, parents)
+    ):
+        node, parent = parent, parents.get(id(parent))  # the value passes through
+    if isinstance(parent, ast.Return):
+        return frozenset({RETURNED})
+    if isinstance(parent, ast.Assign | ast.AnnAssign) and parent.value is node:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        out: set[str] = set()
+        for target in targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == me
+            ):
+                out.add(STORED + target.attr)
+            elif isinstance(target, ast.Name):
+                if target.id in seen:
+                    continue
+                seen.add(target.id)
+                for use in loads.get(target.id, ()):
+                    found = _destinations(use, parents, loads, me, seen)
+                    if found is None:
+                        return None
+                    out.update(found)
+            else:
+                return None
+        return frozenset(out)
+    return frozenset() if inert(node, parents, changes=False) else None

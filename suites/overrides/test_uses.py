@@ -5,7 +5,16 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from harness.overrides.uses import COLLECTED, INERT, inert, inert_lookups, parents_of
+from harness.overrides.uses import (
+    COLLECTED,
+    INERT,
+    RETURNED,
+    STORED,
+    destinations,
+    inert,
+    inert_lookups,
+    parents_of,
+)
 
 LOOKUPS = """\
 def f(self, names, kind):
@@ -69,3 +78,35 @@ def test_reads_that_cannot_change_a_value_are_inert_and_the_rest_are_not() -> No
         y = self.h or []
         """
     assert _uses(loud, "h") == [False] * 5
+
+
+FLOWS = """\
+def f(self, name, flag):
+    method = self._defined(name)
+    if method is not None:
+        return method
+    found = getattr(self, name)
+    self._forward = found
+    pick = self.a if flag else self.b
+    run(self.c)
+    return pick
+"""
+
+
+def test_where_a_bound_method_goes() -> None:
+    func = ast.parse(FLOWS).body[0]
+    assert isinstance(func, ast.FunctionDef)
+    taken = {
+        ast.unparse(node): destinations(node, func, "self")
+        for node in ast.walk(func)
+        if isinstance(node, ast.Call | ast.Attribute)
+        and ast.unparse(node)
+        in ("self._defined(name)", "getattr(self, name)", "self.a", "self.b", "self.c")
+    }
+    assert taken == {
+        "self._defined(name)": frozenset({RETURNED}),  # through `method`, tested, then returned
+        "getattr(self, name)": frozenset({STORED + "_forward"}),
+        "self.a": frozenset({RETURNED}),
+        "self.b": frozenset({RETURNED}),
+        "self.c": None,  # passed to another function: may be called there
+    }
