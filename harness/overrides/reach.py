@@ -79,6 +79,8 @@ class Reach:
         """Where bound methods go, once worked out (a cycle met on the way adds nothing: the
         least answer that holds)."""
         self._quoted: set[str] | None = None
+        self._interface: dict[tuple[str, str], bool] = {}
+        self._children: dict[str, list[ClassInfo]] | None = None
         self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
         self.guards: dict[tuple[int, int, int], Guard] = {}
         prefixes: set[str] = set()
@@ -113,8 +115,9 @@ class Reach:
         self.calls = _released
         self.tree_of = None
         tables = (self.foreign, self.guards, self._escaping, self._memo, self._elsewhere)
-        for table in (*tables, self._taken_memo, self._ends):
+        for table in (*tables, self._taken_memo, self._ends, self._interface):
             table.clear()
+        self._children = None
         self._dynamic.clear()
 
     # -- the question ----------------------------------------------------------------------
@@ -365,6 +368,8 @@ class Reach:
             # No call in the class's own hierarchy: a public method is an entry point for the
             # project's users; a private one is reached only by the calls the tree makes.
             return UNTYPED if untyped and resolved and method.startswith("_") else YES
+        if self._unread_may_call(x, method) and self._unread_interface(x, method):
+            return YES
         if untyped or self._unread_may_call(x, method):
             return max(best, UNTYPED)
         return best
@@ -373,6 +378,33 @@ class Reach:
         """Whether a base the checker did not read may call ``method`` on an ``x``: it is
         public and ``x``'s MRO has such a base (a hook of that base, for all the tree says)."""
         return not method.startswith("_") and not self.project.fully_resolved(x)
+
+    def _unread_interface(self, x: ClassInfo, method: str) -> bool:
+        """Whether ``method`` is, by the tree's own evidence, part of the interface of a base of
+        ``x`` that the checker did not read: most classes of the tree that derive from that
+        base directly (as written, last name: ``nn.Module`` and ``torch.nn.Module`` alike),
+        and two at least, define it themselves, as ``forward`` under ``nn.Module``. Such a
+        base calls the method it expects every subclass to define (``nn.Module.__call__``
+        calls ``forward``); a name few of them define (``forward_cpu``) is the tree's own."""
+        for base in {b.rpartition(".")[2] for c in self.project.mro(x) for b in c.unresolved}:
+            key = (base, method)
+            known = self._interface.get(key)
+            if known is None:
+                children = self._unread_children(base)
+                definers = sum(1 for c in children if method in c.methods)
+                known = self._interface[key] = definers > 1 and 2 * definers > len(children)
+            if known:
+                return True
+        return False
+
+    def _unread_children(self, base: str) -> list[ClassInfo]:
+        """The tree's classes with an unresolved base whose last name is ``base``."""
+        if self._children is None:
+            self._children = {}
+            for cls in self.project.classes:
+                for written in dict.fromkeys(b.rpartition(".")[2] for b in cls.unresolved):
+                    self._children.setdefault(written, []).append(cls)
+        return self._children.get(base, [])
 
     def _related(self, a: ClassInfo, b: ClassInfo) -> bool:
         return self.project.in_mro(b, a) or self.project.in_mro(a, b)

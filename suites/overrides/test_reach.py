@@ -395,3 +395,60 @@ def test_a_bound_method_stored_and_called_only_by_an_overridden_method_does_not_
     (finding,) = _native(tmp_path, elsewhere)
     assert finding.severity is Severity.WARNING and finding.evidence is not None
     assert finding.evidence.untyped is not None  # read on another object: latent
+
+
+HOOK = """\
+import torch.nn as nn
+
+
+class Op(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._fwd = self.pick()
+
+    def pick(self):
+        return self.forward_cpu
+
+    def forward(self, x):
+        return self._fwd(x, 1)
+
+    def forward_cpu(self, x, y):
+        return self.native(x, y, True)
+
+    def native(self, x, y, fused=False):
+        return x
+
+
+class Runner(Op):
+    def run(self, x):
+        return self.forward(x)
+
+
+class Rope(Op):
+    def native(self, x, y):
+        return x
+
+
+class A(nn.Module):
+{body}
+
+class B(nn.Module):
+{body}
+"""
+
+
+def test_a_method_most_direct_children_of_an_unread_base_define_is_that_bases_hook(
+    tmp_path: Path,
+) -> None:
+    # As vLLM 0.33.0's CustomOp.forward (nn.Module.__call__ calls it) and
+    # Ernie4_5_VLRotaryEmbedding.forward_native: a known true positive of the primer.
+    (finding,) = _findings(
+        tmp_path, HOOK.format(body="    def forward(self, x):\n        return x\n")
+    )
+    assert finding.severity is Severity.ERROR
+    # Few of them define `forward`: nothing says nn.Module calls it; the tree calls it only
+    # from Runner.run, so for a Rope it is latent.
+    (finding,) = _findings(
+        tmp_path, HOOK.format(body="    def other(self, x):\n        return x\n")
+    )
+    assert finding.severity is Severity.WARNING
