@@ -57,13 +57,3 @@ def class_node(cls: ClassInfo, tree_of: Callable[[str], ast.Module | None]) -> a
         ):
             return node
     return None
-
-
-def method_node(
-    cls: ClassInfo, name: str, tree_of: Callable[[str], ast.Module | None]
-) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The last ``def name`` of ``cls``'s body (the one the class binds); ``None`` when not
-    found."""
-    node = class_node(cls, tree_of)
-    found = [f for f in class_functions(node) if f.name == name] if node is not None else []
-    return found[-1] if found else None

@@ -87,7 +87,7 @@ def extract(
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
     ]
     functions_at = Locator(code, [(f.lineno, f.end_lineno or f.lineno) for f in functions])
-    typed, escapes, dynamic = text_facts(code_lines, class_nodes)
+    typed, escapes, dynamic = text_facts(code, code_lines, class_nodes)
     prefixes = global_prefixes(code)
     foreign = foreign_calls(code, code_lines, class_nodes, typed, functions, functions_at)
 

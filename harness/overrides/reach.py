@@ -22,7 +22,7 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 
-from harness.overrides.blocks import method_node
+from harness.overrides.blocks import class_functions, class_node
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.dispatch import (
     ANY_NAME,
@@ -32,9 +32,10 @@ from harness.overrides.dispatch import (
     Guard,
 )
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
-from harness.overrides.uses import RETURNED, STORED, destinations
+from harness.overrides.uses import RETURNED, STORED, Flow
 
 _MAX_DEPTH = 60
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 _QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
 _MAX_TRAIL = 8
 """Returns and stores followed from one place a bound method is taken, at most."""
@@ -80,6 +81,8 @@ class Reach:
         least answer that holds)."""
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
+        self._methods: dict[int, dict[str, Function]] = {}
+        self._flows: dict[int, Flow] = {}
         self._children: dict[str, list[ClassInfo]] | None = None
         self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
         self.guards: dict[tuple[int, int, int], Guard] = {}
@@ -115,9 +118,10 @@ class Reach:
         self.calls = _released
         self.tree_of = None
         tables = (self.foreign, self.guards, self._escaping, self._memo, self._elsewhere)
-        for table in (*tables, self._taken_memo, self._ends, self._interface):
+        for table in (*tables, self._taken_memo, self._ends, self._interface, self._methods):
             table.clear()
         self._children = None
+        self._flows.clear()
         self._dynamic.clear()
 
     # -- the question ----------------------------------------------------------------------
@@ -516,16 +520,16 @@ class Reach:
         trail: frozenset[str],
     ) -> int:
         assert self.tree_of is not None
-        func = method_node(cls, where, self.tree_of)
+        func = self._method_node(cls, where)
         if func is None or not [*func.args.posonlyargs, *func.args.args]:
             return YES
         me = [*func.args.posonlyargs, *func.args.args][0].arg
-        nodes = _taken_nodes(func, me, method, lookup)
+        nodes = self._flow(func).taken(me, method, lookup)
         if not nodes:
             return NO  # the text matched inside a string (a docstring naming it)
         level = NO
         for node in nodes:
-            found = destinations(node, func, me)
+            found = self._flow(func).destinations(node, me)
             if found is None:
                 return YES
             level = max(level, self._reached(x, found, cls, where, trail))
@@ -594,7 +598,7 @@ class Reach:
     def _call_destinations(self, site: ClassInfo, call: CallSite) -> frozenset[str] | None:
         """Where the value of ``call`` goes in its method (``None``: anywhere)."""
         assert self.tree_of is not None
-        func = method_node(site, call.caller, self.tree_of)
+        func = self._method_node(site, call.caller)
         if func is None or not [*func.args.posonlyargs, *func.args.args]:
             return None
         me = [*func.args.posonlyargs, *func.args.args][0].arg
@@ -606,8 +610,25 @@ class Reach:
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == call.method
             ):
-                return destinations(node, func, me)
+                return self._flow(func).destinations(node, me)
         return None
+
+    def _method_node(self, cls: ClassInfo, name: str) -> Function | None:
+        """The last ``def name`` of ``cls``'s body, the class statement found once."""
+        assert self.tree_of is not None
+        if id(cls) not in self._methods:
+            node = class_node(cls, self.tree_of)
+            functions: dict[str, Function] = {}
+            for func in class_functions(node) if node is not None else ():
+                functions[func.name] = func
+            self._methods[id(cls)] = functions
+        return self._methods[id(cls)].get(name)
+
+    def _flow(self, func: Function) -> Flow:
+        known = self._flows.get(id(func))
+        if known is None or known.func is not func:
+            known = self._flows[id(func)] = Flow(func)
+        return known
 
     def _named_elsewhere(self, attr: str) -> bool:
         """Whether a file of the tree writes ``.<attr>`` on an object other than
@@ -797,31 +818,3 @@ class Reach:
         more = "" if len(callers) <= 3 else f" and {len(callers) - 3} more"
         tail = "; other callers check the object is not one" if rejected else ""
         return f"{target} runs only from {'; '.join(shown)}{more}{tail}"
-
-
-def _taken_nodes(
-    func: ast.FunctionDef | ast.AsyncFunctionDef, me: str, method: str, lookup: bool
-) -> list[ast.expr]:
-    """The expressions of ``func`` that take the bound method: ``<me>.<method>`` not called
-    (or ``getattr(<me>, "<method>")``), or, for a lookup, ``getattr(<me>, <not a constant>)``."""
-    out: list[ast.expr] = []
-    for node in ast.walk(func):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id != "getattr" or len(node.args) < 2:
-                continue
-            first, name = node.args[0], node.args[1]
-            if not (isinstance(first, ast.Name) and first.id == me):
-                continue
-            named = isinstance(name, ast.Constant) and name.value == method
-            if named != lookup and (named or not isinstance(name, ast.Constant)):
-                out.append(node)
-        elif (
-            not lookup
-            and isinstance(node, ast.Attribute)
-            and node.attr == method
-            and isinstance(node.ctx, ast.Load)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == me
-        ):
-            out.append(node)
-    return out

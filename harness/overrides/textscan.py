@@ -13,6 +13,7 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
+from itertools import accumulate
 
 from harness.overrides.blocks import class_functions
 from harness.overrides.facts import ANY_NAME, MIN_PREFIX, ForeignCall
@@ -175,8 +176,33 @@ class _Methods:
         return use is None or (use == COLLECTED and prefix != ANY_NAME)
 
 
+def _escapes_by_method(code: str, starts: list[int], node: ast.ClassDef) -> set[tuple[str, str]]:
+    """``(name, method)`` for each ``self.name``/``cls.name`` not called in the class's text
+    (``starts``: each line's offset in ``code``): the text of each of its ``def`` statements is
+    scanned on its own, then the rest (``""``: the class body itself, nested classes)."""
+    found: set[tuple[str, str]] = set()
+    first, last = node.lineno - 1, node.end_lineno or node.lineno
+    rest: list[str] = []
+    at = first
+    for func in sorted(class_functions(node), key=lambda f: f.lineno):
+        start = func.lineno - 1
+        if start < at:
+            continue  # a def inside an earlier one's span: scanned with it
+        end = func.end_lineno or func.lineno
+        rest.append(code[starts[at] : starts[start]])
+        text = code[starts[start] : starts[end]]
+        found.update((name, func.name) for name in _SELF_REF.findall(text))
+        found.update((name, func.name) for name in _CLS_REF.findall(text))
+        at = end
+    rest.append(code[starts[at] : starts[last]])
+    text = "".join(rest)
+    found.update((name, "") for name in _SELF_REF.findall(text))
+    found.update((name, "") for name in _CLS_REF.findall(text))
+    return found
+
+
 def text_facts(
-    code_lines: list[str], class_nodes: Sequence[tuple[ast.ClassDef, str]]
+    code: str, code_lines: list[str], class_nodes: Sequence[tuple[ast.ClassDef, str]]
 ) -> tuple[list[dict[str, str]], list[set[tuple[str, str]]], list[list[tuple[str, str]]]]:
     """Per class, from its body's text: typed ``self.attr``, escapes and dynamic prefixes (each
     with the method it is written in). A nested class's text is part of its outer class's too
@@ -184,6 +210,9 @@ def text_facts(
     typed: list[dict[str, str]] = []
     escapes: list[set[tuple[str, str]]] = []
     dynamic: list[list[tuple[str, str]]] = []
+    starts: list[int] = []
+    if class_nodes:
+        starts = [0, *accumulate(len(line) + 1 for line in code_lines)]
     for node, _ in class_nodes:
         body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
         found: set[tuple[str, str]] = set()
@@ -191,11 +220,7 @@ def text_facts(
         attrs: dict[str, str] = {}
         methods: _Methods | None = None
         if "self" in body or "cls" in body:
-            refs = [*_SELF_REF.finditer(body), *_CLS_REF.finditer(body)]
-            if refs:
-                methods = _Methods(node, body)
-                refs.sort(key=lambda m: m.start())
-                found.update((m.group(1), methods.name(m.start())) for m in refs)
+            found.update(_escapes_by_method(code, starts, node))
             assigns = _ATTR_ASSIGN.findall(body)
             counts = Counter(attr for attr, _ in assigns)
             for attr, ctor in assigns:

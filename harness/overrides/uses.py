@@ -147,19 +147,74 @@ STORED = "store:"
 """A destination, before an attribute name: the function stores the value in ``self.<name>``."""
 
 
+class Flow:
+    """One function's parents, local-name loads, and the bound methods it takes, to follow
+    values through it (built in one walk)."""
+
+    def __init__(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.func = func
+        self.parents: Parents = {}
+        self.loads: dict[str, list[ast.Name]] = {}
+        self.attributes: dict[str, list[ast.Attribute]] = {}
+        """``<name>.<attr>`` reads by ``attr``."""
+        self.lookups: list[ast.Call] = []
+        """``getattr(<name>, ...)`` calls."""
+        for node in ast.walk(func):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self.loads.setdefault(node.id, []).append(node)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+            ):
+                self.attributes.setdefault(node.attr, []).append(node)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "getattr"
+                and len(node.args) >= 2
+                and isinstance(node.args[0], ast.Name)
+            ):
+                self.lookups.append(node)
+
+    def taken(self, me: str, method: str, lookup: bool) -> list[ast.expr]:
+        """The expressions that take a bound method of ``me``: ``<me>.<method>`` (or
+        ``getattr(<me>, "<method>")``), or, for a lookup, ``getattr(<me>, <not a
+        constant>)``."""
+        out: list[ast.expr] = []
+        for call in self.lookups:
+            first, name = call.args[0], call.args[1]
+            if not (isinstance(first, ast.Name) and first.id == me):
+                continue
+            if isinstance(name, ast.Constant):
+                wanted = not lookup and name.value == method
+            else:
+                wanted = lookup
+            if wanted:
+                out.append(call)
+        if not lookup:
+            out.extend(
+                node
+                for node in self.attributes.get(method, ())
+                if isinstance(node.value, ast.Name) and node.value.id == me
+            )
+        return out
+
+    def destinations(self, node: ast.AST, me: str) -> frozenset[str] | None:
+        """Where the value of ``node`` (a bound method, ``self`` named ``me``) goes:
+        :data:`RETURNED` and ``STORED + name`` (``self.<name> = value``), through conditional
+        expressions, ``or``/``and`` and one local name; empty when every use is inert;
+        ``None`` when it may be called, or go anywhere else, in the function."""
+        return _destinations(node, self.parents, self.loads, me, set())
+
+
 def destinations(
     node: ast.AST, func: ast.FunctionDef | ast.AsyncFunctionDef, me: str
 ) -> frozenset[str] | None:
-    """Where the value of ``node`` (a bound method, in ``func`` whose ``self`` is ``me``) goes:
-    :data:`RETURNED` and ``STORED + name`` (``self.<name> = value``), through conditional
-    expressions, ``or``/``and`` and one local name; empty when every use is inert; ``None``
-    when it may be called, or go anywhere else, in ``func``."""
-    parents = parents_of(func)
-    loads: dict[str, list[ast.Name]] = {}
-    for child in ast.walk(func):
-        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
-            loads.setdefault(child.id, []).append(child)
-    return _destinations(node, parents, loads, me, set())
+    """:meth:`Flow.destinations` of ``node`` in ``func``."""
+    return Flow(func).destinations(node, me)
 
 
 def _destinations(
