@@ -6,14 +6,12 @@ calls on objects of unknown type, or typed as a base, lead there) or :data:`NO`,
 saying why. A **guard** can exclude the class (``isinstance(self, C)``, ``"p" in
 inspect.signature(self.m).parameters``, ``type(self).m is C.m``), or the method is **not
 reached**: the class overrides it without ``super()`` on the way, and every call of it runs on
-paths that do not hold the class. A method always runs when it is a dunder, when its name
-escapes in a method that runs (``self.f`` uncalled, ``getattr(self, "f")``, a matching
-``getattr(self, prefix + name)``) or in a class body, when a ``getattr`` prefix on another
-object matches it, or when nothing in its hierarchy calls it (a public method
-is then an entry point; a private one called only on untyped objects is :data:`UNTYPED`). A
-public method that its hierarchy calls only where the class never runs is :data:`UNTYPED` when
-the class's MRO has a base the checker did not read: that base may call it, for all the tree
-says.
+paths that do not hold the class. A method also runs when it is a dunder, when it is taken as a
+bound method (``self.f``, ``getattr(self, ...)``) where that runs and the value may be called
+(:mod:`harness.overrides.bound`), or when nothing in its hierarchy calls it (a public entry
+point; a private one called only on untyped objects is :data:`UNTYPED`). A public method of a
+class with an unread base, called by the tree only where the class never runs, is
+:data:`UNTYPED`, unless it is that base's hook (``forward`` under ``nn.Module``).
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 
-from harness.overrides.blocks import class_functions, class_node
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.dispatch import (
     ANY_NAME,
@@ -32,13 +29,9 @@ from harness.overrides.dispatch import (
     Guard,
 )
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
-from harness.overrides.uses import RETURNED, STORED, Flow
 
 _MAX_DEPTH = 60
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 _QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
-_MAX_TRAIL = 8
-"""Returns and stores followed from one place a bound method is taken, at most."""
 NO = 0
 """The method cannot run for the class."""
 UNTYPED = 1
@@ -72,17 +65,12 @@ class Reach:
     ) -> None:
         self.project = project
         self.calls = calls
-        self.tree_of = tree_of
-        """The parsed file at a path, to follow where bound methods go (``None``: never)."""
-        self._elsewhere: dict[str, bool] = {}
-        self._taken_memo: dict[tuple[int, int, str, str, bool], int] = {}
-        self._ends: dict[tuple[int, str], int] = {}
-        """Where bound methods go, once worked out (a cycle met on the way adds nothing: the
-        least answer that holds)."""
+        from harness.overrides.bound import Bound  # it uses this module's levels
+
+        self.bound = Bound(self, tree_of)
+        """Where bound methods go (nothing is followed without ``tree_of``)."""
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
-        self._methods: dict[int, dict[str, Function]] = {}
-        self._flows: dict[int, Flow] = {}
         self._children: dict[str, list[ClassInfo]] | None = None
         self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
         self.guards: dict[tuple[int, int, int], Guard] = {}
@@ -95,7 +83,7 @@ class Reach:
                 self.guards[(id(module), guard.line, guard.col)] = guard
             prefixes.update(facts.prefixes)
         self.prefixes = tuple(sorted(prefixes))
-        self._escaping: dict[str, list[tuple[ClassInfo, str]]] = {}
+        self.escaping: dict[str, list[tuple[ClassInfo, str]]] = {}
         """Method name -> ``(class, method)`` where ``self.<name>`` escapes (``""``: in the
         class body)."""
         self._dynamic: list[tuple[ClassInfo, tuple[tuple[str, str], ...]]] = []
@@ -103,7 +91,7 @@ class Reach:
             if cls.facts is None:
                 continue
             for name, where in cls.facts.escapes:
-                self._escaping.setdefault(name, []).append((cls, where))
+                self.escaping.setdefault(name, []).append((cls, where))
             if cls.facts.dynamic:
                 self._dynamic.append((cls, cls.facts.dynamic))
         self._memo: dict[tuple[int, int, str], int] = {}
@@ -116,12 +104,11 @@ class Reach:
         """Drop what was gathered, and the call index (a bound method of its owner: a
         reference cycle); unusable afterwards."""
         self.calls = _released
-        self.tree_of = None
-        tables = (self.foreign, self.guards, self._escaping, self._memo, self._elsewhere)
-        for table in (*tables, self._taken_memo, self._ends, self._interface, self._methods):
+        self.bound.release()
+        del self.bound  # it refers back to this reach
+        for table in (self.foreign, self.guards, self.escaping, self._memo, self._interface):
             table.clear()
         self._children = None
-        self._flows.clear()
         self._dynamic.clear()
 
     # -- the question ----------------------------------------------------------------------
@@ -238,7 +225,7 @@ class Reach:
                 return YES
         # super().method() in a class before `owner` in x's MRO that lands on owner's method.
         for call, site, module in self._super_landings(x, owner, method):
-            best = max(best, self._call_runs(x, call, site, module))
+            best = max(best, self.call_runs(x, call, site, module))
             if best == YES:
                 return YES
         return best
@@ -288,7 +275,7 @@ class Reach:
             )
         candidates.extend(self._super_landings(x, owner, method))
         for call, site, module in candidates:
-            if self._call_runs(x, call, site, module) != YES:
+            if self.call_runs(x, call, site, module) != YES:
                 continue
             if skip is not None and skip(call, site, module):
                 continue
@@ -351,7 +338,7 @@ class Reach:
         for call, site, module in self.calls(method):
             if call.receiver in (Receiver.SELF, Receiver.CLS) and site is not None:
                 if hops and project.in_mro(site, x):
-                    best = max(best, self._call_runs(x, call, site, module))
+                    best = max(best, self.call_runs(x, call, site, module))
                     if best == YES:
                         return YES
                 internal += self._related(site, owner)
@@ -413,7 +400,7 @@ class Reach:
     def _related(self, a: ClassInfo, b: ClassInfo) -> bool:
         return self.project.in_mro(b, a) or self.project.in_mro(a, b)
 
-    def _call_runs(self, x: ClassInfo, call: CallSite, site: ClassInfo, module: ModuleInfo) -> int:
+    def call_runs(self, x: ClassInfo, call: CallSite, site: ClassInfo, module: ModuleInfo) -> int:
         if self.guard_excludes(x, call, module) is not None:
             return NO
         return self.runs(x, site, call.caller)
@@ -433,7 +420,7 @@ class Reach:
             return YES, None
         in_mro = self.project.in_mro
         named = [
-            (cls, where, False) for cls, where in self._escaping.get(method, ()) if in_mro(cls, x)
+            (cls, where, False) for cls, where in self.escaping.get(method, ()) if in_mro(cls, x)
         ]
         wildcard: list[tuple[ClassInfo, str, bool]] = []
         for cls, lookups in self._dynamic:
@@ -446,7 +433,7 @@ class Reach:
         if wildcard and method in self._quoted_names():
             named.extend(wildcard)  # the tree names it for a lookup: how it is reached
             wildcard = []
-        return self._best(x, method, named), self._best(x, method, wildcard)
+        return self.best(x, method, named), self.best(x, method, wildcard)
 
     def _quoted_names(self) -> set[str]:
         """Every identifier the tree's files write as a string literal (``"forward_cpu"``),
@@ -461,7 +448,7 @@ class Reach:
                     continue
         return self._quoted
 
-    def _best(
+    def best(
         self,
         x: ClassInfo,
         method: str,
@@ -479,175 +466,11 @@ class Reach:
                 continue  # a method taking itself is not how it is reached
             runs = self.runs(x, cls, where)
             if runs != NO:
-                runs = min(runs, self._taken(x, cls, where, method, lookup, trail))
+                runs = min(runs, self.bound.taken(x, cls, where, method, lookup, trail))
             if runs == YES:
                 return YES
             level = max(runs, NO if level is None else level)
         return level
-
-    # -- where a bound method goes ---------------------------------------------------------
-
-    def _taken(
-        self,
-        x: ClassInfo,
-        cls: ClassInfo,
-        where: str,
-        method: str,
-        lookup: bool,
-        trail: frozenset[str],
-    ) -> int:
-        """The level at which the bound method that ``cls.where`` takes (``self.<method>``, or
-        a ``getattr(self, ...)``) may be called for an ``x``, following it where the code
-        shows where it goes (:func:`.uses.destinations`): returned to the callers of
-        ``where``, or stored in ``self.<attr>`` and called as ``self.<attr>(...)``; :data:`YES`
-        when it may be called in ``where`` itself, or the trail is too long. ``trail`` holds
-        the results and attributes already on the way: met again, they add nothing."""
-        if self.tree_of is None or len(trail) > _MAX_TRAIL:
-            return YES
-        key = (id(x), id(cls), where, method, lookup)
-        known = self._taken_memo.get(key)
-        if known is None:
-            known = self._taken_memo[key] = self._follow(x, cls, where, method, lookup, trail)
-        return known
-
-    def _follow(
-        self,
-        x: ClassInfo,
-        cls: ClassInfo,
-        where: str,
-        method: str,
-        lookup: bool,
-        trail: frozenset[str],
-    ) -> int:
-        assert self.tree_of is not None
-        func = self._method_node(cls, where)
-        if func is None or not [*func.args.posonlyargs, *func.args.args]:
-            return YES
-        me = [*func.args.posonlyargs, *func.args.args][0].arg
-        nodes = self._flow(func).taken(me, method, lookup)
-        if not nodes:
-            return NO  # the text matched inside a string (a docstring naming it)
-        level = NO
-        for node in nodes:
-            found = self._flow(func).destinations(node, me)
-            if found is None:
-                return YES
-            level = max(level, self._reached(x, found, cls, where, trail))
-            if level == YES:
-                return YES
-        return level
-
-    def _reached(
-        self, x: ClassInfo, found: frozenset[str], cls: ClassInfo, where: str, trail: frozenset[str]
-    ) -> int:
-        level = NO
-        for destination in found:
-            key = f"{id(cls)}.{where}" if destination == RETURNED else destination
-            if key in trail:
-                continue  # already on the way: its other ends are counted there
-            memo = (id(x), key)
-            known = self._ends.get(memo)
-            if known is None:
-                if destination == RETURNED:
-                    known = self._result_called(x, where, trail | {key})
-                else:
-                    known = self._attribute_called(x, destination[len(STORED) :], trail | {key})
-                self._ends[memo] = known
-            level = max(level, known)
-        return level
-
-    def _result_called(self, x: ClassInfo, method: str, trail: frozenset[str]) -> int:
-        """The level at which the result of a method ``method`` may be called for an ``x``."""
-        level = UNTYPED if self.foreign.get(method) else NO
-        own = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
-        for call, site, module in self.calls(method):
-            if call.receiver not in own or site is None:
-                level = max(level, UNTYPED)
-                continue
-            if not self.project.in_mro(site, x) or not call.caller:
-                continue
-            runs = self._call_runs(x, call, site, module)
-            if runs == NO:
-                continue
-            found = self._call_destinations(site, call)
-            if found is not None:
-                runs = min(runs, self._reached(x, found, site, call.caller, trail))
-            level = max(level, runs)
-            if level == YES:
-                break
-        return level
-
-    def _attribute_called(self, x: ClassInfo, attr: str, trail: frozenset[str]) -> int:
-        """The level at which ``self.<attr>``, holding a bound method, may be called for an
-        ``x``: its ``self.<attr>(...)`` calls, the places it is taken on (``self.<attr>``
-        uncalled), and any ``.<attr>`` on another object (:data:`UNTYPED`)."""
-        level = UNTYPED if self._named_elsewhere(attr) else NO
-        for call, site, module in self.calls(attr):
-            own = call.receiver in (Receiver.SELF, Receiver.CLS)
-            if own and site is not None and self.project.in_mro(site, x):
-                level = max(level, self._call_runs(x, call, site, module))
-        if level != YES:
-            places = [
-                (cls, where, False)
-                for cls, where in self._escaping.get(attr, ())
-                if self.project.in_mro(cls, x)
-            ]
-            level = max(level, self._best(x, attr, places, trail) or NO)
-        return level
-
-    def _call_destinations(self, site: ClassInfo, call: CallSite) -> frozenset[str] | None:
-        """Where the value of ``call`` goes in its method (``None``: anywhere)."""
-        assert self.tree_of is not None
-        func = self._method_node(site, call.caller)
-        if func is None or not [*func.args.posonlyargs, *func.args.args]:
-            return None
-        me = [*func.args.posonlyargs, *func.args.args][0].arg
-        for node in ast.walk(func):
-            if (
-                isinstance(node, ast.Call)
-                and node.lineno == call.line
-                and node.col_offset + 1 == call.col
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == call.method
-            ):
-                return self._flow(func).destinations(node, me)
-        return None
-
-    def _method_node(self, cls: ClassInfo, name: str) -> Function | None:
-        """The last ``def name`` of ``cls``'s body, the class statement found once."""
-        assert self.tree_of is not None
-        if id(cls) not in self._methods:
-            node = class_node(cls, self.tree_of)
-            functions: dict[str, Function] = {}
-            for func in class_functions(node) if node is not None else ():
-                functions[func.name] = func
-            self._methods[id(cls)] = functions
-        return self._methods[id(cls)].get(name)
-
-    def _flow(self, func: Function) -> Flow:
-        known = self._flows.get(id(func))
-        if known is None or known.func is not func:
-            known = self._flows[id(func)] = Flow(func)
-        return known
-
-    def _named_elsewhere(self, attr: str) -> bool:
-        """Whether a file of the tree writes ``.<attr>`` on an object other than
-        ``self``/``cls`` (the stored method may be read and called there)."""
-        known = self._elsewhere.get(attr)
-        if known is None:
-            pattern = re.compile(r"(?<!\bself)(?<!\bcls)\.[ \t]*" + re.escape(attr) + r"\b")
-            known = False
-            for module in self.project.files:
-                try:
-                    with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-                        text = handle.read()
-                except OSError:
-                    continue
-                if attr in text and pattern.search(text):
-                    known = True
-                    break
-            self._elsewhere[attr] = known
-        return known
 
     def _rejects(self, rejected: tuple[str, ...], module: ModuleInfo, x: ClassInfo) -> bool:
         for name in rejected:
@@ -705,7 +528,7 @@ class Reach:
         ``x``."""
         in_mro = self.project.in_mro
         quoted = method in self._quoted_names()
-        places = [(cls, where) for cls, where in self._escaping.get(method, ())]
+        places = [(cls, where) for cls, where in self.escaping.get(method, ())]
         places.extend(
             (cls, where)
             for cls, lookups in self._dynamic
@@ -772,7 +595,7 @@ class Reach:
                 continue
             if not self.project.in_mro(site, x) or not call.caller:
                 continue
-            if self._call_runs(x, call, site, module) == UNTYPED:
+            if self.call_runs(x, call, site, module) == UNTYPED:
                 return site, call.caller
         return None
 
@@ -796,7 +619,7 @@ class Reach:
                 )
             else:
                 callers[name] = f"{name}, which is itself not reached"
-        for cls, where in self._escaping.get(method, ()):
+        for cls, where in self.escaping.get(method, ()):
             if not where or not project.in_mro(cls, x):
                 continue
             name = f"{cls.qualname}.{where}()"
