@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from harness.overrides.blocks import class_functions, class_node
 from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.decide import texts_naming
 from harness.overrides.reach import NO, UNTYPED, YES
 from harness.overrides.resolve import ClassInfo
 from harness.overrides.uses import RETURNED, STORED, Flow
@@ -196,20 +197,11 @@ class Bound:
         return known
 
     def _named_elsewhere(self, attr: str) -> bool:
-        """Whether a file of the tree writes ``.<attr>`` on an object other than
+        """Whether a file of the project writes ``.<attr>`` on an object other than
         ``self``/``cls`` (the stored method may be read and called there)."""
         known = self._elsewhere.get(attr)
         if known is None:
             pattern = re.compile(r"(?<!\bself)(?<!\bcls)\.[ \t]*" + re.escape(attr) + r"\b")
-            known = False
-            for module in self.reach.project.files:
-                try:
-                    with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-                        text = handle.read()
-                except OSError:
-                    continue
-                if attr in text and pattern.search(text):
-                    known = True
-                    break
-            self._elsewhere[attr] = known
+            texts = texts_naming(self.reach.project, attr)
+            known = self._elsewhere[attr] = any(pattern.search(text) for _, text in texts)
         return known

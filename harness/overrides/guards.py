@@ -9,31 +9,35 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from harness.overrides.blocks import blocks
 from harness.overrides.facts import GUARD_IDENTITY, GUARD_ISINSTANCE, GUARD_PARAM, Atom, Guard
 from harness.overrides.signature import dotted_name
 
+if TYPE_CHECKING:
+    from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
+
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
-def _test_atoms(
+def test_atoms(
     test: ast.expr, truth: bool, self_name: str, bound: dict[str, ast.expr], depth: int = 0
 ) -> list[Atom]:
     """Atoms that hold when ``test`` evaluates to ``truth``; unknown tests give none."""
     if depth > 8:
         return []
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _test_atoms(test.operand, not truth, self_name, bound, depth + 1)
+        return test_atoms(test.operand, not truth, self_name, bound, depth + 1)
     if isinstance(test, ast.BoolOp):
         # `a and b` true: both true; `a or b` false: both false. Otherwise unknown.
         if isinstance(test.op, ast.And) == truth:
             return [
-                a for v in test.values for a in _test_atoms(v, truth, self_name, bound, depth + 1)
+                a for v in test.values for a in test_atoms(v, truth, self_name, bound, depth + 1)
             ]
         return []
     if isinstance(test, ast.Name) and test.id in bound:
-        return _test_atoms(bound[test.id], truth, self_name, bound, depth + 1)
+        return test_atoms(bound[test.id], truth, self_name, bound, depth + 1)
     if (
         isinstance(test, ast.Call)
         and isinstance(test.func, ast.Name)
@@ -180,8 +184,8 @@ def call_guards(
         yes: tuple[Atom, ...] = ()
         no: tuple[Atom, ...] = ()
         if isinstance(stmt, ast.If):
-            yes = tuple(_test_atoms(stmt.test, True, self_name, bound))
-            no = tuple(_test_atoms(stmt.test, False, self_name, bound))
+            yes = tuple(test_atoms(stmt.test, True, self_name, bound))
+            no = tuple(test_atoms(stmt.test, False, self_name, bound))
             if _ends_in_exit(stmt.body) and not _ends_in_exit(stmt.orelse):
                 after = atoms + no
             elif _ends_in_exit(stmt.orelse) and not _ends_in_exit(stmt.body):
@@ -232,3 +236,25 @@ def rejected_classes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str,
             kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
             out.extend(n for n in (dotted_name(k) for k in kinds) if n is not None)
     return tuple(dict.fromkeys(out))
+
+
+def atom_holds(project: Project, x: ClassInfo, module: ModuleInfo, atom: Atom) -> bool | None:
+    """Whether an ``isinstance``/identity ``atom`` (written in ``module``) holds for an ``x``;
+    ``None`` when the code does not decide it (a class not found, or a base of ``x`` not read
+    that may be one of them)."""
+    if atom.kind == GUARD_ISINSTANCE:
+        targets = [project.resolve_class(module, n) for n in atom.names]
+        if any(t is None for t in targets):
+            return None
+        holds = any(t is not None and project.in_mro(t, x) for t in targets)
+        if not holds and not project.fully_resolved(x):
+            return None  # an unresolved base might be one of them
+        return holds != atom.negated
+    if atom.kind == GUARD_IDENTITY:
+        method, name = atom.names
+        target = project.resolve_class(module, name)
+        if target is None or not project.fully_resolved(x):
+            return None
+        same = project.definer(x, method) is project.definer(target, method)
+        return same != atom.negated
+    return None

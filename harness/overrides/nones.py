@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 from harness.overrides.blocks import class_functions, class_node
 from harness.overrides.configs import enclosing
+from harness.overrides.guards import atom_holds, test_atoms
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
-from harness.overrides.signature import dotted_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _EXITS = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await)
@@ -160,49 +160,7 @@ class NoneLocals:
             if wanted in values:
                 return wanted
             return None if None in values else not wanted
-        if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            return self._identity(x, module, test, me)
-        if (
-            isinstance(test, ast.Call)
-            and isinstance(test.func, ast.Name)
-            and test.func.id == "isinstance"
-            and len(test.args) == 2
-            and isinstance(test.args[0], ast.Name)
-            and test.args[0].id == me
-        ):
-            dotted = dotted_name(test.args[1])
-            target = self.project.resolve_class(module, dotted) if dotted else None
-            return None if target is None else self.project.in_mro(target, x)
-        return None
-
-    def _identity(
-        self, x: ClassInfo, module: ModuleInfo, test: ast.Compare, me: str
-    ) -> bool | None:
-        """``type(self).f is (not) C.f``, decided."""
-        op, left, right = test.ops[0], test.left, test.comparators[0]
-        if not isinstance(op, ast.Is | ast.IsNot):
+        atoms = test_atoms(test, True, me, {})
+        if len(atoms) != 1:
             return None
-        if not (isinstance(left, ast.Attribute) and isinstance(right, ast.Attribute)):
-            return None
-        if left.attr != right.attr or not _is_type_of(left.value, me):
-            return None
-        dotted = dotted_name(right.value)
-        target = self.project.resolve_class(module, dotted) if dotted else None
-        if target is None or not self.project.fully_resolved(target):
-            return None
-        same = self.project.definer(x, left.attr) is self.project.definer(target, left.attr)
-        return same if isinstance(op, ast.Is) else not same
-
-
-def _is_type_of(node: ast.expr, me: str) -> bool:
-    """``type(<me>)`` or ``<me>.__class__``."""
-    if isinstance(node, ast.Attribute):
-        return node.attr == "__class__" and isinstance(node.value, ast.Name) and node.value.id == me
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "type"
-        and len(node.args) == 1
-        and isinstance(node.args[0], ast.Name)
-        and node.args[0].id == me
-    )
+        return atom_holds(self.project, x, module, atoms[0])

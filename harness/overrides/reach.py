@@ -28,6 +28,7 @@ from harness.overrides.dispatch import (
     ForeignCall,
     Guard,
 )
+from harness.overrides.guards import atom_holds
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 
 _MAX_DEPTH = 60
@@ -145,13 +146,7 @@ class Reach:
         for atom in guard.atoms:
             where = f"{module.file.display}:{atom.line}"
             if atom.kind == GUARD_ISINSTANCE:
-                targets = [project.resolve_class(module, n) for n in atom.names]
-                if any(t is None for t in targets):
-                    continue
-                holds = any(t is not None and project.in_mro(t, x) for t in targets)
-                if not holds and not project.fully_resolved(x):
-                    continue  # an unresolved base might be one of them
-                if holds == atom.negated:
+                if atom_holds(project, x, module, atom) is False:
                     names = ", ".join(atom.names)
                     test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
                     wanted = "false" if atom.negated else "true"
@@ -160,12 +155,8 @@ class Reach:
                         f"which it is not for {x.qualname}"
                     )
             elif atom.kind == GUARD_IDENTITY:
-                method, name = atom.names
-                target = project.resolve_class(module, name)
-                if target is None or not project.fully_resolved(x):
-                    continue
-                same = project.definer(x, method) is project.definer(target, method)
-                if same == atom.negated:
+                if atom_holds(project, x, module, atom) is False:
+                    method, name = atom.names
                     test = f"type(self).{method} is {'not ' if atom.negated else ''}{name}.{method}"
                     return (
                         f"it runs only when {test} (tested at {where}), which it is not for "
