@@ -64,7 +64,7 @@ class Bound:
     ) -> int:
         """The level at which the bound method that ``cls.where`` takes (``self.<method>``, or
         a ``getattr(self, ...)``) may be called for an ``x``, following it where the code
-        shows where it goes (:func:`.uses.destinations`): returned to the callers of
+        shows where it goes (:meth:`.uses.Flow.destinations`): returned to the callers of
         ``where``, or stored in ``self.<attr>`` and called as ``self.<attr>(...)``; :data:`YES`
         when it may be called in ``where`` itself, or the trail is too long. ``trail`` holds
         the results and attributes already on the way: met again, they add nothing."""
@@ -128,7 +128,9 @@ class Bound:
         own = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
         for call, site, module in self.reach.calls(method):
             if call.receiver not in own or site is None:
-                level = max(level, UNTYPED)
+                named = call.receiver_class
+                target = self.reach.project.resolve_class(module, named) if named else None
+                level = max(level, YES if target is x else UNTYPED)
                 continue
             if not self.reach.project.in_mro(site, x) or not call.caller:
                 continue
