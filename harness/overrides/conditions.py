@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _LIMIT = 160
@@ -251,3 +254,20 @@ class Conditions:
 def conditions(source: str, line: int, col: int) -> tuple[str, ...]:
     """:meth:`Conditions.at` for one call of ``source``."""
     return Conditions(source).at(line, col)
+
+
+def necessary(
+    test: ast.expr | None, value: bool, leaf: Callable[[ast.expr, bool], list[T]]
+) -> list[T]:
+    """What ``leaf`` finds must hold for ``test`` to be ``value``, through ``not``, ``and``
+    (true: every operand true) and ``or`` (false: every operand false); other tests go to
+    ``leaf`` with the value they need."""
+    if test is None:
+        return []
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return necessary(test.operand, not value, leaf)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == value:
+        return [found for operand in test.values for found in necessary(operand, value, leaf)]
+    if isinstance(test, ast.BoolOp):
+        return []
+    return leaf(test, value)

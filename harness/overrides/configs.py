@@ -16,6 +16,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from harness.overrides.blocks import class_node
+from harness.overrides.conditions import necessary
 from harness.overrides.decide import texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, dotted_name
@@ -55,12 +56,10 @@ def _lookup(node: ast.expr) -> tuple[str, str, bool] | None:
 
 def needed(test: ast.expr | None, value: bool) -> list[tuple[str, str]]:
     """``(name, attr)`` pairs: ``test`` can have ``value`` only if ``name`` has ``attr``."""
-    if test is None:
-        return []
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return needed(test.operand, not value)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == value:
-        return [pair for v in test.values for pair in needed(v, value)]
+    return necessary(test, value, _needed)
+
+
+def _needed(test: ast.expr, value: bool) -> list[tuple[str, str]]:
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1

@@ -22,7 +22,7 @@ from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.blocks import class_functions, class_node
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
-from harness.overrides.conditions import Conditions
+from harness.overrides.conditions import Conditions, necessary
 from harness.overrides.configs import Configs, needed
 from harness.overrides.decide import Decider
 from harness.overrides.nones import NoneLocals, not_none
@@ -285,10 +285,10 @@ def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
     ``value``: ``self.x`` true, ``not self.x`` false, ``len(self.x)`` non-zero (``len(self.x)
     == 0`` false, ``!= 0``/``> 0``/``>= 1`` true, ...), and through ``and`` (true) and ``or``
     (false), where every operand holds."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _self_attributes(test.operand, not value)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == value:
-        return [attr for operand in test.values for attr in _self_attributes(operand, value)]
+    return necessary(test, value, _truthy_attribute)
+
+
+def _truthy_attribute(test: ast.expr, value: bool) -> list[str]:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_len(test.left):
         bound = test.comparators[0]
         if isinstance(bound, ast.Constant) and isinstance(bound.value, int):

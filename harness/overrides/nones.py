@@ -16,6 +16,7 @@ import ast
 from collections.abc import Callable
 
 from harness.overrides.blocks import class_functions, class_node
+from harness.overrides.conditions import necessary
 from harness.overrides.configs import enclosing
 from harness.overrides.guards import atom_holds, test_atoms
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
@@ -28,10 +29,10 @@ def not_none(test: ast.expr | None, value: bool) -> list[str]:
     """Local names that must not be ``None`` for ``test`` to be ``value``: ``name is not None``
     true, ``name is None`` false, ``name`` true, and through ``not``, ``and`` (true) and
     ``or`` (false)."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return not_none(test.operand, not value)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == value:
-        return [name for operand in test.values for name in not_none(operand, value)]
+    return necessary(test, value, _not_none)
+
+
+def _not_none(test: ast.expr, value: bool) -> list[str]:
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1

@@ -484,34 +484,39 @@ class Reach:
                 head = f"{target} is called only on objects whose class is unknown ({shown})"
                 return head + "".join(f", which {c}" for c in reversed(chain))
             nxt = self._untyped_caller(x, owner, method)
-            taking = self._taking_places(x, method) if nxt is None else []
-            if taking:
-                head = (
-                    f"{target} is taken as a bound method (self.{method} or getattr(self, ...)) "
-                    f"in {', '.join(taking[:2])}, and where it goes it is called only through "
-                    "objects whose class is unknown"
-                )
-                return head + "".join(f", which {c}" for c in reversed(chain))
-            if nxt is None and self._unread_may_call(x, method):
-                unread = self._unread_bases(x)
-                head = (
-                    f"{target} runs only if {unread}, which the checker did not read, calls it"
-                    f" ({self._unreached_reason(x, owner, method)})"
-                )
-                return head + "".join(f", which {c}" for c in reversed(chain))
-            lookups = self._untyped_lookups(x) if nxt is None else []
-            if lookups:
-                head = (
-                    f"{target} runs only if a getattr(self, <any name>) in "
-                    f"{', '.join(lookups[:2])}, reached only through objects whose class is "
-                    "unknown, finds it"
-                )
-                return head + "".join(f", which {c}" for c in reversed(chain))
+            end = self._untyped_end(x, owner, method) if nxt is None else None
+            if end is not None:
+                return end + "".join(f", which {c}" for c in reversed(chain))
             if nxt is None or (id(nxt[0]), nxt[1]) in seen or len(chain) > 8:
                 return f"{target} is reached only through objects whose class is unknown"
             seen.add((id(nxt[0]), nxt[1]))
             chain.append(f"calls {target}")
             owner, method = nxt
+
+    def _untyped_end(self, x: ClassInfo, owner: ClassInfo, method: str) -> str | None:
+        """Why ``owner.method``, which no untyped call names, is reached only untyped: taken as
+        a bound method that goes only there, or called by an unread base, or found by a
+        lookup of any name; ``None`` when none of these says it."""
+        target = f"{owner.qualname}.{method}()"
+        taking = self._taking_places(x, method)
+        if taking:
+            return (
+                f"{target} is taken as a bound method (self.{method} or getattr(self, ...)) "
+                f"in {', '.join(taking[:2])}, and where it goes it is called only through "
+                "objects whose class is unknown"
+            )
+        if self._unread_may_call(x, method):
+            return (
+                f"{target} runs only if {self._unread_bases(x)}, which the checker did not read, "
+                f"calls it ({self._unreached_reason(x, owner, method)})"
+            )
+        lookups = self._untyped_lookups(x)
+        if lookups:
+            return (
+                f"{target} runs only if a getattr(self, <any name>) in {', '.join(lookups[:2])}, "
+                "reached only through objects whose class is unknown, finds it"
+            )
+        return None
 
     def _taking_places(self, x: ClassInfo, method: str) -> list[str]:
         """The methods of ``x``'s classes that take ``method`` as a bound method
