@@ -57,3 +57,15 @@ def class_node(cls: ClassInfo, tree_of: Callable[[str], ast.Module | None]) -> a
         ):
             return node
     return None
+
+
+def class_defs(
+    cls: ClassInfo, tree_of: Callable[[str], ast.Module | None]
+) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The ``def`` statements of ``cls``'s body by name, in source order (the last is the one
+    the class binds); empty when the class statement is not found."""
+    out: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    node = class_node(cls, tree_of)
+    for func in class_functions(node) if node is not None else ():
+        out.setdefault(func.name, []).append(func)
+    return out

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.overrides.blocks import class_functions, class_node
+from harness.overrides.blocks import class_defs
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.decide import texts_naming
 from harness.overrides.reach import NO, UNTYPED, YES
@@ -44,7 +44,7 @@ class Bound:
         self._elsewhere: dict[str, bool] = {}
         self._taken_memo: dict[tuple[int, int, str, str, bool], int] = {}
         self._ends: dict[tuple[int, str], int] = {}
-        self._methods: dict[int, dict[str, Function]] = {}
+        self._methods: dict[int, dict[str, list[Function]]] = {}
         self._flows: dict[int, Flow] = {}
 
     def release(self) -> None:
@@ -185,12 +185,9 @@ class Bound:
         """The last ``def name`` of ``cls``'s body, the class statement found once."""
         assert self.tree_of is not None
         if id(cls) not in self._methods:
-            node = class_node(cls, self.tree_of)
-            functions: dict[str, Function] = {}
-            for func in class_functions(node) if node is not None else ():
-                functions[func.name] = func
-            self._methods[id(cls)] = functions
-        return self._methods[id(cls)].get(name)
+            self._methods[id(cls)] = class_defs(cls, self.tree_of)
+        found = self._methods[id(cls)].get(name)
+        return found[-1] if found else None
 
     def _flow(self, func: Function) -> Flow:
         known = self._flows.get(id(func))

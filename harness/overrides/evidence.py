@@ -19,7 +19,7 @@ import ast
 from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
-from harness.overrides.blocks import class_functions, class_node
+from harness.overrides.blocks import class_defs
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions, necessary
@@ -145,9 +145,8 @@ class EvidenceIndex:
     def _popped(self, cls: ClassInfo, method: str) -> set[str]:
         """Keywords ``cls.method`` takes out of its ``**kwargs`` before forwarding them
         (``kwargs.pop("power")``): the forwarded call never passes them."""
-        node = class_node(cls, self._tree)
-        for func in class_functions(node) if node is not None else ():
-            if func.name == method and func.args.kwarg is not None:
+        for func in class_defs(cls, self._tree).get(method, ()):
+            if func.args.kwarg is not None:
                 return set(popped_keywords(func, func.args.kwarg.arg))
         return set()
 

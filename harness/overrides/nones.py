@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.blocks import class_functions, class_node
+from harness.overrides.blocks import class_defs
 from harness.overrides.conditions import necessary
 from harness.overrides.configs import enclosing
 from harness.overrides.guards import atom_holds, test_atoms
@@ -128,9 +128,8 @@ class NoneLocals:
         return None
 
     def _function(self, cls: ClassInfo, method: str) -> Function | None:
-        node = class_node(cls, self.tree_of)
-        found = [f for f in class_functions(node) if f.name == method] if node else []
-        return found[-1] if len(found) == 1 and not found[-1].decorator_list else None
+        found = class_defs(cls, self.tree_of).get(method, [])
+        return found[0] if len(found) == 1 and not found[0].decorator_list else None
 
     def _early_none(self, x: ClassInfo, module: ModuleInfo, func: Function) -> str | None:
         """The test text of a leading ``if <test>: return None`` of ``func`` that holds for

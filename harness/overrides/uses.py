@@ -102,24 +102,10 @@ def inert_lookups(
     """``(line, col)`` of the ``getattr(<me>, <computed name>)`` calls in ``func`` whose
     result is never called (:data:`INERT`: every use of it, or of the one local name it is
     assigned to, is inert) or only collected into a container (:data:`COLLECTED`)."""
-    parents = parents_of(func)
-    lookups: list[ast.Call] = []
-    loads: dict[str, list[ast.Name]] = {}
-    for node in ast.walk(func):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "getattr"
-            and len(node.args) >= 2
-            and isinstance(node.args[0], ast.Name)
-            and node.args[0].id == me
-            and not isinstance(node.args[1], ast.Constant)
-        ):
-            lookups.append(node)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            loads.setdefault(node.id, []).append(node)
+    flow = Flow(func)
+    parents, loads = flow.parents, flow.loads
     found: dict[tuple[int, int], int] = {}
-    for call in lookups:
+    for call in flow.taken(me, "", lookup=True):
         if _collected(call, parents):
             found[(call.lineno, call.col_offset)] = COLLECTED
             continue
@@ -149,14 +135,14 @@ STORED = "store:"
 
 class Flow:
     """One function's parents, local-name loads, and the bound methods it takes, to follow
-    values through it (built in one walk)."""
+    values through it (one walk; attribute reads in a second, when first asked for)."""
 
     def __init__(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.func = func
         self.parents: Parents = {}
         self.loads: dict[str, list[ast.Name]] = {}
-        self.attributes: dict[str, list[ast.Attribute]] = {}
-        """``<name>.<attr>`` reads by ``attr``."""
+        self._attributes: dict[str, list[ast.Attribute]] | None = None
+        """``<name>.<attr>`` reads by ``attr``, gathered on first need."""
         self.lookups: list[ast.Call] = []
         """``getattr(<name>, ...)`` calls."""
         for node in ast.walk(func):
@@ -164,12 +150,6 @@ class Flow:
                 self.parents[id(child)] = node
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 self.loads.setdefault(node.id, []).append(node)
-            elif (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.ctx, ast.Load)
-                and isinstance(node.value, ast.Name)
-            ):
-                self.attributes.setdefault(node.attr, []).append(node)
             elif (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
@@ -197,10 +177,22 @@ class Flow:
         if not lookup:
             out.extend(
                 node
-                for node in self.attributes.get(method, ())
+                for node in self._attributes_named(method)
                 if isinstance(node.value, ast.Name) and node.value.id == me
             )
         return out
+
+    def _attributes_named(self, attr: str) -> list[ast.Attribute]:
+        if self._attributes is None:
+            self._attributes = {}
+            for node in ast.walk(self.func):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.ctx, ast.Load)
+                    and isinstance(node.value, ast.Name)
+                ):
+                    self._attributes.setdefault(node.attr, []).append(node)
+        return self._attributes.get(attr, [])
 
     def destinations(self, node: ast.AST, me: str) -> frozenset[str] | None:
         """Where the value of ``node`` (a bound method, ``self`` named ``me``) goes:
@@ -208,13 +200,6 @@ class Flow:
         expressions, ``or``/``and`` and one local name; empty when every use is inert;
         ``None`` when it may be called, or go anywhere else, in the function."""
         return _destinations(node, self.parents, self.loads, me, set())
-
-
-def destinations(
-    node: ast.AST, func: ast.FunctionDef | ast.AsyncFunctionDef, me: str
-) -> frozenset[str] | None:
-    """:meth:`Flow.destinations` of ``node`` in ``func``."""
-    return Flow(func).destinations(node, me)
 
 
 def _destinations(

@@ -10,7 +10,7 @@ from harness.overrides.uses import (
     INERT,
     RETURNED,
     STORED,
-    destinations,
+    Flow,
     inert,
     inert_lookups,
     parents_of,
@@ -97,7 +97,7 @@ def test_where_a_bound_method_goes() -> None:
     func = ast.parse(FLOWS).body[0]
     assert isinstance(func, ast.FunctionDef)
     taken = {
-        ast.unparse(node): destinations(node, func, "self")
+        ast.unparse(node): Flow(func).destinations(node, "self")
         for node in ast.walk(func)
         if isinstance(node, ast.Call | ast.Attribute)
         and ast.unparse(node)
