@@ -1,5 +1,5 @@
-"""Statement blocks: the bodies a compound statement holds, a class's functions, and a
-class's statement in its parsed file.
+"""Statement blocks: the bodies a compound statement holds, what a scope holds, a class's
+functions, and a class's statement in its parsed file.
 
 The walks are iterative, so deeply nested input cannot overflow the stack.
 """
@@ -14,6 +14,23 @@ if TYPE_CHECKING:
     from harness.overrides.tree import ClassInfo
 
 
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+"""The nodes that open a scope of their own."""
+
+
+def holds(node: ast.AST, kinds: tuple[type[ast.AST], ...]) -> bool:
+    """Whether ``node`` is, or holds in its own scope, a node of one of ``kinds``
+    (``return``, ``yield``, ...: a nested ``def``, ``lambda`` or ``class`` is not looked into)."""
+    stack = [node]
+    while stack:
+        child = stack.pop()
+        if isinstance(child, kinds):
+            return True
+        if child is node or not isinstance(child, SCOPES):
+            stack.extend(ast.iter_child_nodes(child))
+    return False
+
+
 def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     """The statement lists a loop, ``with``, ``try`` or ``match`` holds (``[]`` otherwise)."""
     if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
@@ -26,6 +43,19 @@ def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     if isinstance(stmt, ast.Match):
         return [case.body for case in stmt.cases]
     return []
+
+
+def inner_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """Every statement list ``stmt`` holds: bodies, ``else``/``finally`` blocks, handlers and
+    ``case`` bodies (a ``def`` or ``class`` body too)."""
+    out: list[list[ast.stmt]] = []
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(stmt, name, None)
+        if isinstance(value, list):
+            out.append(value)  # pyright: ignore[reportUnknownArgumentType]
+    out.extend(h.body for h in getattr(stmt, "handlers", ()))
+    out.extend(c.body for c in getattr(stmt, "cases", ()))
+    return out
 
 
 def class_functions(node: ast.ClassDef) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:

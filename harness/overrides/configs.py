@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.blocks import class_node
+from harness.overrides.blocks import class_node, inner_blocks
 from harness.overrides.conditions import necessary
 from harness.overrides.decide import texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
@@ -103,21 +103,10 @@ def enclosing(tree: ast.Module, line: int) -> list[tuple[Function, bool]]:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out.append((stmt, in_class))
         in_class = isinstance(stmt, ast.ClassDef)
-        inner = [b for b in _blocks(stmt) if b and b[0].lineno <= line]
+        inner = [b for b in inner_blocks(stmt) if b and b[0].lineno <= line]
         if not inner:
             return out
         body = [s for b in inner for s in b]
-
-
-def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
-    out: list[list[ast.stmt]] = []
-    for name in ("body", "orelse", "finalbody"):
-        value = getattr(stmt, name, None)
-        if isinstance(value, list):
-            out.append(value)  # pyright: ignore[reportUnknownArgumentType]
-    out.extend(h.body for h in getattr(stmt, "handlers", ()))
-    out.extend(c.body for c in getattr(stmt, "cases", ()))
-    return out
 
 
 def _same_value(func: Function, name: str, first: int, last: int) -> bool:

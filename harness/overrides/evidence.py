@@ -8,8 +8,9 @@ for any class inheriting the override, when only an object of unknown type (or a
 checker did not read) leads to its method, when a condition is decided false for the class
 (``self.<attr>``: :mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.configs`; a local
 bound to a ``self`` method's result that is ``None`` for the class: :mod:`.nones`) on every
-path there, or when its ``TypeError`` is handled around it. An error lists the conditions of one path, entry first
-(:mod:`.conditions`). Rejection is decided by binding the call's shape against the override
+path there, when a ``self`` method that always raises for the class runs before it
+(:mod:`.raises`), or when its ``TypeError`` is handled around it. An error lists the
+conditions of one path, entry first (:mod:`.conditions`). Rejection is decided by binding the call's shape against the override
 (:mod:`harness.overrides.binding`); a call the base rejects too proves nothing about it.
 """
 
@@ -26,6 +27,7 @@ from harness.overrides.conditions import Conditions, necessary
 from harness.overrides.configs import Configs, needed
 from harness.overrides.decide import Decider
 from harness.overrides.nones import NoneLocals, not_none
+from harness.overrides.raises import Raisers
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
@@ -90,6 +92,7 @@ class EvidenceIndex:
         self._decider: Decider | None = None
         self._configs: Configs | None = None
         self._nones: NoneLocals | None = None
+        self._raisers: Raisers | None = None
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -98,6 +101,7 @@ class EvidenceIndex:
         self._by_method.clear()
         self._forwarded.clear()
         self._sources.clear()
+        self._decider = self._configs = self._nones = self._raisers = None  # they hold _tree
         self.reach.release()
 
     def calls(self, name: str) -> list[CallEntry]:
@@ -273,7 +277,9 @@ class EvidenceIndex:
                 why = self._nones.none_for(x, module, call.line, name)
                 if why is not None:
                     return f"it runs only if {text} (at {where}), but {why}"
-        return None
+        if self._raisers is None:
+            self._raisers = Raisers(self.project, self._tree)
+        return self._raisers.before(x, module, call.line)
 
     def _tree(self, path: str) -> ast.Module:
         return self._file(path).tree

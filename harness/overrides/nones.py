@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.blocks import class_defs
+from harness.overrides.blocks import class_defs, holds
 from harness.overrides.conditions import necessary
 from harness.overrides.configs import enclosing
 from harness.overrides.guards import atom_holds, test_atoms
@@ -47,16 +47,7 @@ def _not_none(test: ast.expr, value: bool) -> list[str]:
 
 def _exits(node: ast.AST) -> bool:
     """Whether ``node`` holds a ``return``/``yield``/``await`` of its own scope."""
-    stack = [node]
-    while stack:
-        child = stack.pop()
-        if isinstance(child, _EXITS):
-            return True
-        if not isinstance(
-            child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
-        ):
-            stack.extend(ast.iter_child_nodes(child))
-    return False
+    return holds(node, _EXITS)
 
 
 def _returns_none(stmt: ast.If) -> bool:

@@ -1,0 +1,178 @@
+"""Calls that never run for one subclass because a ``self`` method called before them always
+raises for it.
+
+statsmodels' ``MLEModel.fit_constrained`` calls ``self.fit(...)`` inside ``with
+self.fix_params(constraints):``; ``fix_params`` is a ``@contextmanager`` generator that calls
+``self._validate_can_fix_params(...)`` before its ``yield``, and ``RecursiveLS`` overrides that
+method to ``raise ValueError(...)`` and nothing else. So for a ``RecursiveLS`` the call is
+never made.
+
+A call is decided unreached for a class ``X`` when, on its way inside its method, a statement
+that runs before it on every path (an earlier statement of each enclosing block; a compound
+statement is not looked into) is ``self.m(...)`` (alone, assigned, returned or awaited), or a
+``with`` around it enters ``self.m(...)``, and the ``m`` of ``X``'s MRO **always raises**: its
+body reaches a top-level ``raise``, or such a call of another always-raising method, before
+any ``return`` or ``yield``. For ``with self.cm(...)``, ``cm`` may instead be a
+``@contextmanager`` generator whose statements before its first ``yield`` do so. The method
+must be one plain ``def`` that is not a generator function (only ``@abstractmethod`` allowed;
+``@contextmanager`` for the entered generator), and no class before it in ``X``'s MRO may have a base the checker did not read.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from harness.overrides.blocks import SCOPES, class_defs, holds, inner_blocks
+from harness.overrides.configs import enclosing
+from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
+from harness.overrides.signature import dotted_name
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_LEAVES = (ast.Return, ast.Yield, ast.YieldFrom)
+_DEPTH = 4
+"""How many always-raising calls deep a method is followed."""
+_MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
+
+
+def self_call(stmt: ast.stmt | ast.expr, me: str) -> str | None:
+    """The ``m`` of a statement (or expression) that is ``<me>.m(...)``, alone, assigned,
+    returned or awaited."""
+    value: ast.AST | None = stmt
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+        value = stmt.value
+    if isinstance(value, ast.Await):
+        value = value.value
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == me
+    ):
+        return value.func.attr
+    return None
+
+
+def _first_param(func: Function) -> str | None:
+    params = [*func.args.posonlyargs, *func.args.args]
+    return params[0].arg if params else None
+
+
+def _before(body: list[ast.stmt], line: int) -> Iterator[ast.stmt | ast.expr]:
+    """What runs before ``line`` on every path through ``body``: the earlier statements of
+    each block on the way to it, and the context expressions of the ``with`` statements
+    holding it; nothing past a nested ``def`` or ``class``."""
+    while True:
+        holder = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+        if holder is None:
+            return
+        yield from body[: body.index(holder)]
+        if isinstance(holder, (ast.With, ast.AsyncWith)) and holder.body[0].lineno <= line:
+            yield from (item.context_expr for item in holder.items)
+        if isinstance(holder, SCOPES):
+            return
+        body = next(
+            (
+                b
+                for b in inner_blocks(holder)
+                if b and b[0].lineno <= line <= (b[-1].end_lineno or b[-1].lineno)
+            ),
+            [],
+        )
+
+
+class Raisers:
+    """Decides, for a class, which calls come after a ``self`` method that always raises."""
+
+    def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
+        self.project = project
+        self.tree_of = tree_of
+        self._memo: dict[tuple[int, str, bool], str | None] = {}
+
+    def before(self, x: ClassInfo, module: ModuleInfo, line: int) -> str | None:
+        """Why the call at ``line`` of ``module`` never runs for an ``x``: what raises before
+        it, said; ``None`` when the code does not show it."""
+        tree = self.tree_of(module.file.path)
+        chain = enclosing(tree, line) if tree is not None else []
+        if not chain or not chain[-1][1]:
+            return None  # not directly in a method
+        func = chain[-1][0]
+        me = _first_param(func)
+        if me is None:
+            return None
+        for earlier in _before(func.body, line):
+            method = self_call(earlier, me)
+            if method is None:
+                continue
+            entered = isinstance(earlier, ast.expr)
+            why = self.raises(x, method, entered, 0)
+            if why is not None:
+                where = f"{module.file.display}:{earlier.lineno}"
+                shown = f"with self.{method}(...)" if entered else f"self.{method}(...)"
+                return f"{shown} (at {where}) comes before it, and {why}"
+        return None
+
+    def raises(self, x: ClassInfo, method: str, entered: bool, depth: int) -> str | None:
+        """How ``x``'s ``method`` always raises when called (``entered``: or, for a
+        ``@contextmanager`` generator, when entered), said; ``None`` when it may not."""
+        key = (id(x), method, entered)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # a recursion through itself proves nothing
+        found = self._raises(x, method, entered, depth)
+        self._memo[key] = found
+        return found
+
+    def _raises(self, x: ClassInfo, method: str, entered: bool, depth: int) -> str | None:
+        if depth > _DEPTH:
+            return None
+        definer = self._definer(x, method)
+        if definer is None:
+            return None
+        defs = class_defs(definer, self.tree_of).get(method, [])
+        if len(defs) != 1:
+            return None
+        func = defs[0]
+        decorators = {(dotted_name(d) or "?").rpartition(".")[2] for d in func.decorator_list}
+        manager = entered and bool(decorators) and decorators <= _MANAGERS
+        if not manager and (
+            not decorators <= {"abstractmethod"}
+            or isinstance(func, ast.AsyncFunctionDef)
+            or holds(func, (ast.Yield, ast.YieldFrom))
+        ):
+            return None  # a coroutine or generator function runs nothing when called
+        me = _first_param(func)
+        if me is None:
+            return None
+        name = f"{definer.qualname}.{method}()"
+        where = definer.module.file.display
+        for stmt in func.body:
+            if isinstance(stmt, ast.Raise):
+                raised = "an exception"
+                if stmt.exc is not None:
+                    target = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+                    raised = dotted_name(target) or raised
+                when = "before its first yield" if manager else "whenever it is called"
+                return f"{name} raises {raised} {when} ({where}:{stmt.lineno})"
+            called = self_call(stmt, me)
+            if called is not None:
+                inner = self.raises(x, called, False, depth + 1)
+                if inner is not None:
+                    return f"{name} calls self.{called}(...) first, and {inner}"
+            if holds(stmt, _LEAVES):
+                return None
+        return None
+
+    def _definer(self, x: ClassInfo, method: str) -> ClassInfo | None:
+        """The class whose ``method`` an ``x`` runs, when no base the checker did not read
+        can come before it in ``x``'s MRO."""
+        project = self.project
+        definer = project.definer(x, method)
+        if definer is None or method not in definer.methods:
+            return None
+        for cls in project.mro(x):
+            if cls is definer:
+                return definer
+            if cls.unresolved_bases:
+                return None
+        return None
