@@ -2,8 +2,10 @@
 
 Shown with an error's evidence ("reached only if ..."): the tests of the ``if``/``elif``/
 ``while`` blocks and ``match`` cases around the call, negated for ``else`` branches and for
-early exits before it (``if not x: return``), and the left side of ``a and f()``,
-``f() if a else b`` (a test that always holds, ``while True:``, is left out). Read from the
+early exits before it (``if not x: return``), the left side of ``a and f()``,
+``f() if a else b``, and, for a call in a ``for`` loop's body or a comprehension's element,
+that each iterable is not empty (with the comprehension's ``if`` tests). A test that always
+holds (``while True:``) is left out. Read from the
 file when a finding needs them (only proofs do), so a check of an unchanged tree never parses
 for them.
 """
@@ -96,6 +98,14 @@ class _Finder:
         self.origin.setdefault(text, (test, False))
         return text
 
+    def _nonempty(self, iterable: ast.expr) -> str:
+        """A loop's condition: its iterable yields something. Its test is the collection the
+        items come from (``self.x`` for ``self.x.items()``, ``enumerate(self.x)``, ...),
+        which must be truthy, as a test of it would be."""
+        text = f"{_text(self.source, iterable)} is not empty"
+        self.origin.setdefault(text, (_collection(iterable), True))
+        return text
+
     def body(self, stmts: Sequence[ast.stmt], held: list[str], in_function: bool = True) -> bool:
         """Descend into the statement of ``stmts`` holding the call. Early exits before it
         count only in a function body (elsewhere none can exit), so module and class bodies
@@ -127,6 +137,12 @@ class _Finder:
             if self.body(stmt.body, [*held, self._pos(stmt.test)]):
                 return True
             return self.body(stmt.orelse, [*held, self._neg(stmt.test)])
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            if _holds(stmt.iter, self.line, self.col):
+                return self.expr(stmt.iter, held)
+            if self.body(stmt.body, [*held, self._nonempty(stmt.iter)]):
+                return True
+            return self.body(stmt.orelse, held)
         if isinstance(stmt, ast.Match):
             subject = _text(self.source, stmt.subject)
             for case in stmt.cases:
@@ -188,6 +204,8 @@ class _Finder:
                             held.append(self._pos(before) if and_ else self._neg(before))
                         step = value
                         break
+            elif isinstance(node, _COMPREHENSIONS):
+                step = self._comprehension(node, held)
             elif isinstance(node, ast.IfExp):
                 if _holds(node.body, self.line, self.col):
                     held.append(self._pos(node.test))
@@ -204,6 +222,41 @@ class _Finder:
                 self.found = held
                 return True
             node = step
+
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, held: list[str]
+    ) -> ast.AST | None:
+        """The part of a comprehension holding the call, adding to ``held`` what must hold
+        for it to run: each earlier ``for``'s iterable yields something, and its ``if``s."""
+        for generator in node.generators:
+            if _holds(generator.iter, self.line, self.col):
+                return generator.iter
+            held.append(self._nonempty(generator.iter))
+            for test in generator.ifs:
+                if _holds(test, self.line, self.col):
+                    return test
+                held.append(self._pos(test))
+        return None  # in the element: every condition is in `held`
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SAME_ITEMS = frozenset({"enumerate", "sorted", "reversed", "list", "tuple", "set", "iter"})
+_VIEWS = frozenset({"keys", "values", "items"})
+
+
+def _collection(iterable: ast.expr) -> ast.expr:
+    """The collection a loop's items come from, through ``enumerate``/``sorted``/... (one
+    argument) and ``.keys()``/``.values()``/``.items()``: empty exactly when it is."""
+    while isinstance(iterable, ast.Call) and not iterable.keywords:
+        func = iterable.func
+        if isinstance(func, ast.Name) and func.id in _SAME_ITEMS and len(iterable.args) == 1:
+            iterable = iterable.args[0]
+        elif isinstance(func, ast.Attribute) and func.attr in _VIEWS and not iterable.args:
+            iterable = func.value
+        else:
+            break
+    return iterable
 
 
 class Conditions:

@@ -173,23 +173,30 @@ class Decider:
         self._foreign: dict[str, bool] = {}
 
     def empty_for(self, x: ClassInfo, attr: str) -> str | None:
-        """Why ``self.<attr>`` is always empty for an ``x``, or ``None`` when it may not be."""
+        """Why ``self.<attr>`` is always empty for an ``x``, or ``None`` when it may not be.
+
+        The first class of the MRO whose body binds ``attr`` gives its class-level value
+        (``_USE_BASE_FACTOR = False`` in a subclass hides the base's ``True``); it must be
+        empty, or no class may bind it."""
         project = self.project
         if not project.fully_resolved(x) or self._written_elsewhere(attr):
             return None
         writers: list[str] = []
+        shown: str | None = None  # the class-level binding in force, when there is one
         for cls in project.mro(x):
-            if attr in cls.methods:
-                return None  # a method or property of that name
             node = self._class_node(cls)
             if node is None:
                 return None
+            if shown is None and attr in cls.methods:
+                return None  # a method or property of that name
             for stmt in node.body:
-                if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                if shown is None and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                    named = any(isinstance(t, ast.Name) and t.id == attr for t in targets)
-                    if named and not _is_empty(stmt.value):
-                        return None  # a class attribute with a value
+                    if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                        if not _is_empty(stmt.value):
+                            return None  # a class attribute with a value
+                        value = "None" if stmt.value is None else ast.unparse(stmt.value)
+                        shown = f"{cls.qualname} sets {attr} = {value} in its class body"
                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
                 touch = touches(stmt, attr)
@@ -200,12 +207,13 @@ class Decider:
                 if self.reach.runs(x, cls, stmt.name) != NO:
                     return None
                 writers.append(f"{cls.qualname}.{stmt.name}()")
+        head = "" if shown is None else f"{shown}, and "
         if not writers:
-            return f"nothing in {x.qualname}'s classes sets self.{attr}"
+            return f"{head}nothing in {x.qualname}'s classes sets self.{attr}"
         if len(writers) == 1:
-            return f"only {writers[0]} sets self.{attr}, and it does not run for {x.qualname}"
-        shown = ", ".join(writers[:3]) + ("" if len(writers) <= 3 else ", ...")
-        return f"only {shown} set self.{attr}, and none of them runs for {x.qualname}"
+            return f"{head}only {writers[0]} sets self.{attr}, and it does not run for {x.qualname}"
+        listed = ", ".join(writers[:3]) + ("" if len(writers) <= 3 else ", ...")
+        return f"{head}only {listed} set self.{attr}, and none of them runs for {x.qualname}"
 
     def _no_call_names(self, method: str, attr: str) -> bool:
         """Whether no call of ``method`` can pass a keyword ``attr``: it is private (the

@@ -113,3 +113,60 @@ def test_the_same_test_stays_an_error_when_the_subclass_fills_the_list(tmp_path:
     assert finding.evidence.guards == (
         'not (not hasattr(self, "_all_hooks") or len(self._all_hooks) == 0)',
     )
+
+
+FLAGS = """\
+class Base:
+    _USE_BASE_FACTOR = True
+
+    def __init__(self, factor=None):
+        if self._USE_BASE_FACTOR:
+            self._set_factor(factor or 0.0)
+
+    def _set_factor(self, factor):
+        return factor
+
+
+class Zoom(Base):
+    _USE_BASE_FACTOR = False
+
+    def __init__(self, height):
+        super().__init__()
+        self.height = self._set_factor(height, "height")
+
+    def _set_factor(self, factor, name):
+        return factor
+"""
+
+
+def test_a_class_flag_the_subclass_sets_false_decides_the_test(tmp_path: Path) -> None:
+    # As keras 3.15.1's BaseImagePreprocessingLayer and RandomZoom.
+    (finding,) = _findings(tmp_path, FLAGS)
+    assert finding.severity is Severity.WARNING and finding.evidence is not None
+    assert finding.evidence.unreached == (
+        "it runs only if self._USE_BASE_FACTOR (at m.py:6), but Zoom sets _USE_BASE_FACTOR = "
+        "False in its class body, and nothing in Zoom's classes sets self._USE_BASE_FACTOR"
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # the subclass keeps the base's flag
+        ("    _USE_BASE_FACTOR = False\n", ""),
+        # an instance attribute set where the subclass runs
+        (
+            "        super().__init__()\n",
+            "        self._USE_BASE_FACTOR = 1\n        super().__init__()\n",
+        ),
+        # the flag is set from outside
+        ("class Zoom(Base):", "Base._USE_BASE_FACTOR = True\n\n\nclass Zoom(Base):"),
+    ],
+)
+def test_a_class_flag_the_code_may_make_true_leaves_the_test_undecided(
+    tmp_path: Path, change: tuple[str, str]
+) -> None:
+    source = FLAGS.replace(*change)
+    assert source != FLAGS
+    (finding,) = _findings(tmp_path, source)
+    assert finding.severity is Severity.ERROR
