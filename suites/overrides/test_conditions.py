@@ -170,3 +170,51 @@ def test_another_path_around_a_decided_hop_keeps_the_error(tmp_path: Path) -> No
 def test_a_constant_true_condition_is_not_listed() -> None:
     source = "def f(self):\n    while True:\n        if self.more:\n            self.g(1)\n"
     assert _at(source, "self.g(") == ("self.more",)
+
+
+def test_a_loop_body_and_a_comprehension_element_need_their_iterables_not_empty() -> None:
+    source = (
+        "def f(self, sources):\n"
+        "    for ratio, layers in sources.items():\n        self.g(1)\n"
+        "    else:\n        self.g(2)\n"
+        "    pools = {r: self.g(3) for r, c in self.configs.items() if c.size is not None}\n"
+        "    for x in self.g(4):\n        pass\n"
+        "    for x in 'abc':\n        self.g(5)\n"
+    )
+    assert _at(source, "self.g(1)") == ("sources.items() is not empty",)
+    assert _at(source, "self.g(2)") == ()
+    assert _at(source, "self.g(3)") == ("self.configs.items() is not empty", "c.size is not None")
+    assert _at(source, "self.g(4)") == ()
+    assert _at(source, "self.g(5)") == ()
+
+
+LOOP = """\
+class Base:
+    def offload(self):
+        self._all_hooks = [1]
+
+    def free(self):
+        for hook in sorted(self._all_hooks.values()):
+            self.offload_to(hook, device=2)
+
+    def offload_to(self, n, device=None): ...
+
+
+class Sub(Base):
+    def offload(self):
+        return None
+
+    def offload_to(self, n, gpu=None): ...
+"""
+
+
+def test_a_loop_over_an_attribute_the_subclass_never_fills_is_decided(tmp_path: Path) -> None:
+    finding = _one(tmp_path, LOOP)
+    assert finding.severity is Severity.WARNING and finding.evidence is not None
+    assert finding.evidence.unreached == (
+        "it runs only if sorted(self._all_hooks.values()) is not empty (at m.py:7), but only "
+        "Base.offload() sets self._all_hooks, and it does not run for Sub"
+    )
+    kept = _one(tmp_path, LOOP.replace("        return None\n", "        super().offload()\n"))
+    assert kept.severity is Severity.ERROR and kept.evidence is not None
+    assert kept.evidence.guards == ("sorted(self._all_hooks.values()) is not empty",)
