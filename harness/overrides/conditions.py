@@ -223,7 +223,6 @@ class _Finder:
                 return True
             node = step
 
-
     def _comprehension(
         self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, held: list[str]
     ) -> ast.AST | None:

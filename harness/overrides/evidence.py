@@ -7,7 +7,8 @@ override, ``C(...).m(...)`` on a class inheriting it (``error``), and ``x: Base`
 for any class inheriting the override, when only an object of unknown type (or a base the
 checker did not read) leads to its method, when a condition is decided false for the class
 (``self.<attr>``: :mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.configs`; a local
-bound to a ``self`` method's result that is ``None`` for the class: :mod:`.nones`) on every
+bound to a ``self`` method's result that is ``None`` for the class: :mod:`.nones`; a mark
+the method's decorators do not set: :mod:`.markers`) on every
 path there, when a ``self`` method that always raises for the class runs before it
 (:mod:`.raises`), or when its ``TypeError`` is handled around it. An error lists the
 conditions of one path, entry first (:mod:`.conditions`). Rejection is decided by binding the call's shape against the override
@@ -26,6 +27,7 @@ from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions, necessary
 from harness.overrides.configs import Configs, needed
 from harness.overrides.decide import Decider
+from harness.overrides.markers import Markers, mark_tests
 from harness.overrides.nones import NoneLocals, not_none
 from harness.overrides.raises import Raisers
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
@@ -93,6 +95,7 @@ class EvidenceIndex:
         self._configs: Configs | None = None
         self._nones: NoneLocals | None = None
         self._raisers: Raisers | None = None
+        self._markers: Markers | None = None
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -101,7 +104,7 @@ class EvidenceIndex:
         self._by_method.clear()
         self._forwarded.clear()
         self._sources.clear()
-        self._decider = self._configs = self._nones = self._raisers = None  # they hold _tree
+        self._decider = self._configs = self._nones = self._raisers = self._markers = None
         self.reach.release()
 
     def calls(self, name: str) -> list[CallEntry]:
@@ -275,6 +278,12 @@ class EvidenceIndex:
                 if self._nones is None:
                     self._nones = NoneLocals(self.project, self._tree)
                 why = self._nones.none_for(x, module, call.line, name)
+                if why is not None:
+                    return f"it runs only if {text} (at {where}), but {why}"
+            for mark in mark_tests(test, value):
+                if self._markers is None:
+                    self._markers = Markers(self.project, self._tree)
+                why = self._markers.decided(x, module, mark)
                 if why is not None:
                     return f"it runs only if {text} (at {where}), but {why}"
         if self._raisers is None:

@@ -111,6 +111,19 @@ class Hierarchy:
                 stack.extend(self.subclasses.get(id(child), ()))
         return out
 
+    def read_definer(self, cls: ClassInfo, name: str) -> ClassInfo | None:
+        """The class whose method ``name`` an instance of ``cls`` runs, when no base the
+        checker did not read can come before it in ``cls``'s MRO (and might bind ``name``)."""
+        definer = self.definer(cls, name)
+        if definer is None or name not in definer.methods:
+            return None
+        for candidate in self._walk(cls):
+            if candidate is definer:
+                return definer
+            if candidate.unresolved_bases:
+                return None
+        return None
+
     def fully_resolved(self, cls: ClassInfo) -> bool:
         """True when no class in the MRO has a base the checker could not resolve."""
         known = self._fully_resolved.get(id(cls))

@@ -196,6 +196,24 @@ class NameBinding:
         self._index_module(info)
         return info
 
+    def function_home(self, module: ModuleInfo, dotted: str) -> tuple[ModuleInfo, str] | None:
+        """The module whose top level may define the function ``dotted`` names in ``module``,
+        and its name there, through the imports that re-export it (``utils.is_default`` ->
+        ``utils.python_utils``, ``is_default``); whether that module defines it is for the
+        caller to read."""
+        head, _, name = dotted.rpartition(".")
+        where = self.resolve(module, head) if head else module
+        for _ in range(_MAX_DEPTH):
+            if not isinstance(where, ModuleInfo):
+                return None
+            imp = where.imports.get(name)
+            if imp is None:
+                return where, name
+            if imp.attr is None:
+                return None  # `import m as name`: a module, not a function
+            where, name = self._module(self.absolute_module(where, imp.module, imp.level)), imp.attr
+        return None
+
     def resolve_class(self, module: ModuleInfo, dotted: str) -> ClassInfo | None:
         """Like :meth:`resolve`, but only classes."""
         target = self.resolve(module, dotted)

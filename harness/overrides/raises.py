@@ -126,7 +126,7 @@ class Raisers:
     def _raises(self, x: ClassInfo, method: str, entered: bool, depth: int) -> str | None:
         if depth > _DEPTH:
             return None
-        definer = self._definer(x, method)
+        definer = self.project.read_definer(x, method)
         if definer is None:
             return None
         defs = class_defs(definer, self.tree_of).get(method, [])
@@ -160,19 +160,5 @@ class Raisers:
                 if inner is not None:
                     return f"{name} calls self.{called}(...) first, and {inner}"
             if holds(stmt, _LEAVES):
-                return None
-        return None
-
-    def _definer(self, x: ClassInfo, method: str) -> ClassInfo | None:
-        """The class whose ``method`` an ``x`` runs, when no base the checker did not read
-        can come before it in ``x``'s MRO."""
-        project = self.project
-        definer = project.definer(x, method)
-        if definer is None or method not in definer.methods:
-            return None
-        for cls in project.mro(x):
-            if cls is definer:
-                return definer
-            if cls.unresolved_bases:
                 return None
         return None

@@ -43,6 +43,7 @@ class Project(NameBinding):
         self.mro = ancestry.mro
         self.in_mro = ancestry.in_mro
         self.definer = hierarchy.definer
+        self.read_definer = hierarchy.read_definer
         self.shadowed = hierarchy.shadowed
         self.inheritors = hierarchy.inheritors
         self.descendants = hierarchy.descendants
