@@ -231,9 +231,29 @@ class EvidenceIndex:
         guards = tuple(dict.fromkeys(texts))
         steps = [*((c, m) for c, _, m in hops or ()), (call, module)]
         feature = next((w for w in (self._feature_test(x, c, m) for c, m in steps) if w), None)
+        if feature is None:
+            feature = self._picked_base(x, owner)
         if feature is not None:
             return proof._replace(certain=False, untyped=feature, guards=guards)
         return proof._replace(guards=guards)
+
+    def _picked_base(self, x: ClassInfo, owner: ClassInfo) -> str | None:
+        """Why ``owner``'s method runs for an ``x`` only if the branch that ran bound a base
+        of ``x``'s MRO to the class the checker read: ``owner`` is reached through a base
+        whose name is bound to different classes above its ``class`` statement."""
+        project = self.project
+        for cls in project.mro(x):
+            for base, written, lines in cls.alternatives:
+                if project.in_mro(owner, base):
+                    shown = ", ".join(str(n) for n in lines[:6]) + (
+                        "" if len(lines) <= 6 else ", ..."
+                    )
+                    return (
+                        f"{cls.qualname} derives from {written}, which "
+                        f"{cls.module.file.display} binds at lines {shown} before it, not "
+                        f"always to {base.qualname}, the class the call is reached through"
+                    )
+        return None
 
     def _feature_test(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
         """Why ``call`` runs for an ``x`` only if an object has an attribute the code does not

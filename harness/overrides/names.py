@@ -289,6 +289,9 @@ class NameBinding:
                 target = cls.previous or self._resolve_shadowed(cls.module, base) or cls
             if isinstance(target, ClassInfo):
                 cls.bases.append(target)
+                lines = self._other_bindings(cls, base, target)
+                if lines:
+                    cls.alternatives.append((target, base, lines))
             elif base != "object" and not self._typing_form(cls.module, base):
                 cls.unresolved_bases = True
                 cls.unresolved.append(base)
@@ -371,6 +374,22 @@ class NameBinding:
             if target is not None and target is not cls:
                 return self._follow(target, rest, 0)
         return None
+
+    def _other_bindings(self, cls: ClassInfo, dotted: str, read: ClassInfo) -> tuple[int, ...]:
+        """The lines of the top-level bindings of ``dotted``'s first name above ``cls``'s
+        statement, when one of them names something other than ``read`` (a base picked by
+        the branch that ran: ``if``/``elif`` or ``try``/``except`` imports); ``()`` else."""
+        if "." in cls.summary.qualname:
+            return ()  # a nested class: its enclosing body's bindings are not indexed
+        head, *rest = dotted.split(".")
+        earlier = [b for b in cls.module.bindings.get(head, ()) if b.line < cls.summary.line]
+        if len(earlier) < 2:
+            return ()
+        for binding in earlier:
+            target = self._binding_target(cls.module, binding, 0)
+            if self._follow(target, rest, 0) is not read:
+                return tuple(b.line for b in earlier)
+        return ()
 
     def _binding_target(self, module: ModuleInfo, binding: Binding, depth: int) -> Target | None:
         if binding.cls is not None:

@@ -71,6 +71,10 @@ class ClassInfo:
     """The bases as written that resolve to no class (``MLACommonMetadataBuilder``)."""
     previous: ClassInfo | None = None
     """An earlier class of the same name in the same scope (``class A(A)`` refers to it)."""
+    alternatives: list[tuple[ClassInfo, str, tuple[int, ...]]] = field(default_factory=lambda: [])
+    """Bases whose name the module binds to different classes before the ``class`` statement
+    (``if backend == "jax": from .jax import Trainer`` ``elif ...``): the one read, the name
+    as written, and the lines of its bindings."""
     facts: ClassFacts | None = None
     """Dispatch facts (escapes, dynamic dispatch, descriptors, decorators), if any."""
     opaque: set[str] = field(default_factory=lambda: set())

@@ -312,3 +312,32 @@ def test_a_forwarding_method_that_pops_a_keyword_does_not_pass_it_on(tmp_path: P
     assert f.evidence.error == (
         "TypeError: FTestPower.power() got an unexpected keyword argument 'power'"
     )
+
+
+def test_a_call_reached_through_a_base_picked_by_a_branch_is_a_warning(tmp_path: Path) -> None:
+    # As keras 3.15.1's trainer_test.py, whose Trainer is one of five backends' trainers.
+    files = {
+        "jax_trainer.py": BASE.replace("Base", "JaxTrainer").replace("a, b", "s, a, b"),
+        "torch_trainer.py": BASE.replace("Base", "TorchTrainer"),
+        "m.py": (
+            "import os\n"
+            "if os.environ.get('BACKEND') == 'jax':\n"
+            "    from jax_trainer import JaxTrainer as Trainer\n"
+            "else:\n"
+            "    from torch_trainer import TorchTrainer as Trainer\n"
+            "class JaxModel(Trainer):\n"
+            "    def f(self, s, a, b):\n"
+            "        return a\n"
+        ),
+    }
+    finding = only([f for f in findings(tmp_path, files) if f.path == "m.py"])
+    assert finding.severity is Severity.WARNING and finding.evidence is not None
+    assert finding.evidence.untyped == (
+        "JaxModel derives from Trainer, which m.py binds at lines 3, 5 before it, not always "
+        "to TorchTrainer, the class the call is reached through"
+    )
+    files["m.py"] = files["m.py"].replace(
+        "    from jax_trainer import JaxTrainer as Trainer\n", "    pass\n"
+    )
+    finding = only([f for f in findings(tmp_path, files) if f.path == "m.py"])
+    assert finding.severity is Severity.ERROR

@@ -9,7 +9,7 @@ import pytest
 
 from harness.overrides.checker import CheckOptions, check
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.markers import marker_flags, flag_tested
+from harness.overrides.markers import flag_tested, marker_flags
 
 UTILS = """\
 def default(method):

@@ -174,3 +174,27 @@ def test_a_decorator_a_stub_aliases_to_property_makes_a_property(tmp_path: Path)
         (tmp_path / rel).write_text(text, encoding="utf-8")
     options = CheckOptions(cache_dir=None, cwd=str(tmp_path))
     assert check([str(tmp_path / "pkg")], options=options).findings == []
+
+
+def test_a_base_bound_in_branches_records_its_alternatives(tmp_path: Path) -> None:
+    p = project(
+        tmp_path,
+        {
+            "jax_trainer.py": "class JaxTrainer: ...\n",
+            "torch_trainer.py": "class TorchTrainer: ...\n",
+            "m.py": (
+                "import os\n"
+                "if os.environ.get('BACKEND') == 'jax':\n"
+                "    from jax_trainer import JaxTrainer as Trainer\n"
+                "else:\n"
+                "    from torch_trainer import TorchTrainer as Trainer\n"
+                "class Model(Trainer): ...\n"
+                "from torch_trainer import TorchTrainer\n"
+                "class Plain(TorchTrainer): ...\n"
+            ),
+        },
+    )
+    by_key = {c.key: c for c in p.classes}
+    ((read, written, lines),) = by_key["m.Model"].alternatives
+    assert (read.qualname, written, lines) == ("TorchTrainer", "Trainer", (3, 5))
+    assert by_key["m.Plain"].alternatives == []
