@@ -71,13 +71,14 @@ def _before(body: list[ast.stmt], line: int) -> Iterator[ast.stmt | ast.expr]:
             yield from (item.context_expr for item in holder.items)
         if isinstance(holder, SCOPES):
             return
+        none: list[ast.stmt] = []
         body = next(
             (
                 b
                 for b in inner_blocks(holder)
                 if b and b[0].lineno <= line <= (b[-1].end_lineno or b[-1].lineno)
             ),
-            [],
+            none,
         )
 
 
