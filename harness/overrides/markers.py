@@ -1,19 +1,16 @@
 """Marks decorators put on methods, and the tests that read them.
 
-keras 3.15.1's ``Layer._maybe_build`` does ``if not utils.is_default(self.build): ...
-self.build(**shapes); return`` and only then ``self.build(first_shape)``: the second call runs
-only for a class whose ``build`` carries the mark that ``@utils.default`` sets
-(``method._is_default = True``), which an override without that decorator does not.
+keras 3.15.1's ``Layer._maybe_build`` calls ``self.build(first_shape)`` only after ``if not
+utils.is_default(self.build): ...; return``: only for a ``build`` carrying the mark
+``@utils.default`` sets (``method._is_default = True``).
 
-A **tester** is ``getattr(self.m, "flag", <falsy constant>)``, ``hasattr(self.m, "flag")``, or a
-call ``f(self.m)`` of a module-level function of the tree whose body is ``return`` of one of
-those on its parameter. A **marker** is a module-level function of the tree that sets
-``<param>.flag = <truthy constant>`` and returns its parameter. For a class ``X``, the method
-``m`` of its MRO (one plain ``def``, no base the checker did not read before it) carries the
-mark when one of its decorators is a marker of that flag, and does not when every decorator
-is a function of the tree that is not, or one of ``staticmethod``, ``classmethod``,
-``abstractmethod``, ``override``. Nothing is decided when a line of the tree outside the
-markers may set the flag (``obj.flag = ...``, a ``setattr`` naming it) or a decorator is not
+A **tester** is ``getattr(self.m, "flag", <falsy>)``, ``hasattr(self.m, "flag")``, or
+``f(self.m)`` of a module-level function of the tree that returns one of those on its
+parameter. A **marker** is a module-level function that sets ``<param>.flag = <truthy>`` and
+returns its parameter. ``X``'s ``m`` (one plain ``def``, no unread base before it) carries the
+mark when a decorator of it is a marker of that flag, and not when every decorator is another
+function of the tree or ``staticmethod``/``classmethod``/``abstractmethod``/``override``.
+Nothing is decided when a line outside the markers may set the flag, or a decorator is not
 found.
 """
 

@@ -2,20 +2,15 @@
 raises for it.
 
 statsmodels' ``MLEModel.fit_constrained`` calls ``self.fit(...)`` inside ``with
-self.fix_params(constraints):``; ``fix_params`` is a ``@contextmanager`` generator that calls
-``self._validate_can_fix_params(...)`` before its ``yield``, and ``RecursiveLS`` overrides that
-method to ``raise ValueError(...)`` and nothing else. So for a ``RecursiveLS`` the call is
-never made.
+self.fix_params(constraints):``, a ``@contextmanager`` generator that first calls
+``self._validate_can_fix_params(...)``, which ``RecursiveLS`` overrides to ``raise``.
 
-A call is decided unreached for a class ``X`` when, on its way inside its method, a statement
-that runs before it on every path (an earlier statement of each enclosing block; a compound
-statement is not looked into) is ``self.m(...)`` (alone, assigned, returned or awaited), or a
-``with`` around it enters ``self.m(...)``, and the ``m`` of ``X``'s MRO **always raises**: its
-body reaches a top-level ``raise``, or such a call of another always-raising method, before
-any ``return`` or ``yield``. For ``with self.cm(...)``, ``cm`` may instead be a
-``@contextmanager`` generator whose statements before its first ``yield`` do so. The method
-must be one plain ``def`` that is not a generator function (only ``@abstractmethod`` allowed;
-``@contextmanager`` for the entered generator), and no class before it in ``X``'s MRO may have a base the checker did not read.
+A call is unreached for a class ``X`` when a statement that runs before it on every path (an
+earlier statement of each enclosing block) is ``self.m(...)`` (alone, assigned, returned or
+awaited), or a ``with`` around it enters one, and ``X``'s ``m`` always raises: its body reaches
+a top-level ``raise``, or such a call, before any ``return`` or ``yield`` (for a
+``@contextmanager`` generator entered: before its first ``yield``). ``m`` must be one plain
+``def``, not a generator, and no unread base may come before it in ``X``'s MRO.
 """
 
 from __future__ import annotations
