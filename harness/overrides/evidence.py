@@ -31,6 +31,7 @@ from harness.overrides.markers import Markers, mark_tests
 from harness.overrides.nones import NoneLocals, not_none
 from harness.overrides.raises import Raisers
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
+from harness.overrides.replacing import Replacing
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
 from harness.overrides.wrappers import popped_keywords
@@ -96,6 +97,7 @@ class EvidenceIndex:
         self._nones: NoneLocals | None = None
         self._raisers: Raisers | None = None
         self._markers: Markers | None = None
+        self._replacing: Replacing | None = None
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -105,6 +107,7 @@ class EvidenceIndex:
         self._forwarded.clear()
         self._sources.clear()
         self._decider = self._configs = self._nones = self._raisers = self._markers = None
+        self._replacing = None
         self.reach.release()
 
     def calls(self, name: str) -> list[CallEntry]:
@@ -180,6 +183,12 @@ class EvidenceIndex:
         for hop in forwarded:
             prover.prove(hop.call, hop.site, hop.module, hop)
         out = [self._with_guards(p) if p.certain else p for p in prover.out]
+        if any(p.certain for p in out):
+            if self._replacing is None:
+                self._replacing = Replacing(self.project, self._tree)
+            replaced = self._replacing.replaced(cls, name)
+            if replaced is not None:
+                out = [p._replace(certain=False, untyped=replaced) if p.certain else p for p in out]
         out.sort(key=_rank)
         return out
 

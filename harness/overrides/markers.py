@@ -125,6 +125,23 @@ def marker_flags(func: Function) -> frozenset[str]:
     return frozenset(flags)
 
 
+def tree_function(
+    project: Project, tree_of: Callable[[str], ast.Module | None], module: ModuleInfo, dotted: str
+) -> Function | None:
+    """The module-level ``def`` of the tree that ``dotted`` names in ``module`` (the last of
+    that name: ``@overload`` stubs come before it)."""
+    home = project.function_home(module, dotted)
+    if home is None:
+        return None
+    where, name = home
+    tree = tree_of(where.file.path)
+    found: Function | None = None
+    for stmt in tree.body if tree is not None else ():
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            found = stmt
+    return found
+
+
 class Markers:
     """Decides tester calls for a class from the decorators of the method they read."""
 
@@ -174,16 +191,7 @@ class Markers:
         return None if func is None else flag_tested(func)
 
     def _function(self, module: ModuleInfo, dotted: str) -> Function | None:
-        """The module-level ``def`` of the tree that ``dotted`` names in ``module``."""
-        home = self.project.function_home(module, dotted)
-        if home is None:
-            return None
-        where, name = home
-        tree = self.tree_of(where.file.path)
-        for stmt in tree.body if tree is not None else ():
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
-                return stmt
-        return None
+        return tree_function(self.project, self.tree_of, module, dotted)
 
     def _set_elsewhere(self, flag: str) -> bool:
         """Whether some line of the tree outside the markers of ``flag`` may set it:

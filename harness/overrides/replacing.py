@@ -1,0 +1,90 @@
+"""Decorators of the tree whose body shows they put something else in place of the method.
+
+prefect 3.9.1's ``@db_injector`` is ``def db_injector(func): return DBInjector(func)``: the
+name binds a descriptor that passes a database handle as the first argument, so
+``self._build_flow_run_graph_v2_query()`` is right for ``def
+_build_flow_run_graph_v2_query(self, db)``. A call that the ``def`` rejects proves nothing
+then.
+
+A decorator counts when, written without a call (``@name``), it resolves to a module-level
+``def`` of the tree that :mod:`harness.overrides.decorators` does not already read (a wrapper
+returning an inner function of its own signature) and that returns something other than its
+parameter on some path (``return DBInjector(func)``, ``return other(func)``, no ``return``).
+A decorator that returns its parameter (a registration or a mark) leaves the method as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from harness.overrides.blocks import SCOPES, class_defs
+from harness.overrides.markers import tree_function
+from harness.overrides.resolve import ClassInfo, Project
+from harness.overrides.signature import dotted_name
+from harness.overrides.tree import FunctionInfo
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def replacement(func: Function) -> str | None:
+    """What a one-argument decorator ``func`` returns instead of its argument (the source of
+    the first other ``return``, or ``"None"`` when it may fall off its end); ``None`` when
+    it always returns the argument itself."""
+    params = [*func.args.posonlyargs, *func.args.args]
+    if not params:
+        return None
+    param = params[0].arg
+    stack: list[ast.AST] = list(func.body)
+    returns: list[ast.Return] = []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        elif not isinstance(node, SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+    if not _exits(func.body):
+        return "None"  # it may fall off its end
+    for found in sorted(returns, key=lambda r: (r.lineno, r.col_offset)):
+        value = found.value
+        if not (isinstance(value, ast.Name) and value.id == param):
+            return "None" if value is None else ast.unparse(value)
+    return None
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """Whether ``body`` ends in a ``return`` or ``raise`` on every path through its end."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.If):
+        return _exits(last.body) and _exits(last.orelse)
+    return isinstance(last, (ast.Return, ast.Raise))
+
+
+class Replacing:
+    """Finds, for a method, a decorator that puts something else in its place."""
+
+    def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
+        self.project = project
+        self.tree_of = tree_of
+
+    def replaced(self, cls: ClassInfo, method: str) -> str | None:
+        """Why calls of ``cls.method`` may not reach its ``def``: a decorator replacing it,
+        said; ``None`` when none does."""
+        defs = class_defs(cls, self.tree_of).get(method, [])
+        if not defs:
+            return None
+        module = cls.module
+        for decorator in defs[-1].decorator_list:
+            written = dotted_name(decorator)
+            if written is None or isinstance(self.project.resolve(module, written), FunctionInfo):
+                continue  # a call (a factory's product), or a wrapper read as such
+            func = tree_function(self.project, self.tree_of, module, written)
+            if func is None:
+                continue
+            instead = replacement(func)
+            if instead is not None:
+                return (
+                    f"{cls.qualname}.{method}() is decorated with @{written}, which returns "
+                    f"{instead} in its place: calls reach that, not the def"
+                )
+        return None

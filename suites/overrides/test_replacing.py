@@ -1,0 +1,97 @@
+"""replacing: a decorator of the tree that returns something else in place of the method."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from harness.overrides.checker import CheckOptions, check
+from harness.overrides.findings import Finding, Severity
+from harness.overrides.replacing import replacement
+
+DEPENDENCIES = """\
+from typing import overload
+
+
+class DBInjector:
+    def __init__(self, func):
+        self.func = func
+
+
+@overload
+def db_injector(func: int) -> int: ...
+
+
+def db_injector(func):
+    \"\"\"Passes a database handle as the first argument.\"\"\"
+    return DBInjector(func)
+"""
+
+COMPONENTS = """\
+from pkg.dependencies import db_injector
+
+
+class Base:
+    def graph(self):
+        return self._build_query()
+
+    def _build_query(self):
+        return None
+
+
+class Postgres(Base):
+    @db_injector
+    def _build_query(self, db):
+        return db
+"""
+
+
+def _findings(tmp_path: Path, dependencies: str = DEPENDENCIES) -> list[Finding]:
+    package = tmp_path / "pkg"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "dependencies.py").write_text(dependencies, encoding="utf-8")
+    (package / "components.py").write_text(COMPONENTS, encoding="utf-8")
+    result = check([str(tmp_path)], options=CheckOptions(cache_dir=None, cwd=str(tmp_path)))
+    return [f for f in result.findings if f.method == "_build_query"]
+
+
+@pytest.mark.parametrize(
+    ("source", "instead"),
+    [
+        ("def d(f):\n    return Wrapped(f)\n", "Wrapped(f)"),
+        ("def d(f):\n    REGISTRY.append(f)\n", "None"),
+        ("def d(f):\n    REGISTRY.append(f)\n    return f\n", None),
+        ("def d(f):\n    if f.ok:\n        return f\n    raise TypeError\n", None),
+        ("def d(f):\n    if f.ok:\n        return f\n    else:\n        return f\n", None),
+        ("def d(f):\n    if f.ok:\n        return other(f)\n    return f\n", "other(f)"),
+    ],
+)
+def test_what_a_decorator_returns_in_place_of_its_argument(
+    source: str, instead: str | None
+) -> None:
+    func = ast.parse(source).body[0]
+    assert isinstance(func, ast.FunctionDef)
+    assert replacement(func) == instead
+
+
+def test_a_call_the_def_rejects_is_a_warning_when_a_decorator_replaces_the_method(
+    tmp_path: Path,
+) -> None:
+    # As prefect 3.9.1's @db_injector on AsyncPostgresQueryComponents._build_query.
+    (finding,) = _findings(tmp_path)
+    assert finding.severity is Severity.WARNING and finding.evidence is not None
+    assert finding.evidence.untyped == (
+        "Postgres._build_query() is decorated with @db_injector, which returns "
+        "DBInjector(func) in its place: calls reach that, not the def"
+    )
+
+
+def test_a_decorator_returning_the_method_itself_leaves_the_error(tmp_path: Path) -> None:
+    registering = DEPENDENCIES.replace(
+        "return DBInjector(func)", "REGISTRY.append(func)\n    return func"
+    )
+    (finding,) = _findings(tmp_path, registering)
+    assert finding.severity is Severity.ERROR
