@@ -11,6 +11,8 @@ A decorator counts when, written without a call (``@name``), it resolves to a mo
 returning an inner function of its own signature) and that returns something other than its
 parameter on some path (``return DBInjector(func)``, ``return other(func)``, no ``return``).
 A decorator that returns its parameter (a registration or a mark) leaves the method as it is.
+``unittest.mock``'s ``@patch(target)``, ``@patch.object(target, name)`` (no ``new``) and
+``@patch.multiple`` pass the mocks they make as arguments: they count too.
 """
 
 from __future__ import annotations
@@ -75,6 +77,12 @@ class Replacing:
             return None
         module = cls.module
         for decorator in defs[-1].decorator_list:
+            if isinstance(decorator, ast.Call) and self._patches(cls, decorator):
+                shown = ast.unparse(decorator.func)
+                return (
+                    f"{cls.qualname}.{method}() is decorated with @{shown}(...), which passes "
+                    "the mock it makes as an extra argument"
+                )
             written = dotted_name(decorator)
             if written is None or isinstance(self.project.resolve(module, written), FunctionInfo):
                 continue  # a call (a factory's product), or a wrapper read as such
@@ -88,3 +96,27 @@ class Replacing:
                     f"{instead} in its place: calls reach that, not the def"
                 )
         return None
+
+    def _patches(self, cls: ClassInfo, decorator: ast.Call) -> bool:
+        """Whether ``decorator`` is ``unittest.mock``'s ``patch(target)``,
+        ``patch.object(target, name)`` or ``patch.multiple(...)`` making its mocks (no
+        ``new`` given): each passes what it makes to the method as an argument."""
+        written = dotted_name(decorator.func)
+        if written is None:
+            return False
+        parts = written.split(".")
+        if "patch" not in parts:
+            return False
+        at = parts.index("patch")
+        kind = ".".join(parts[at:])
+        head = cls.module.imports.get(parts[0])
+        source = "" if head is None else ".".join(filter(None, (head.module, head.attr)))
+        if not (source.startswith("unittest") or source.partition(".")[0] == "mock"):
+            return False
+        positional = len(decorator.args)
+        given = {k.arg for k in decorator.keywords}
+        if kind == "patch":
+            return positional == 1 and "new" not in given
+        if kind == "patch.object":
+            return positional == 2 and "new" not in given
+        return kind == "patch.multiple"

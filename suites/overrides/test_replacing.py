@@ -95,3 +95,34 @@ def test_a_decorator_returning_the_method_itself_leaves_the_error(tmp_path: Path
     )
     (finding,) = _findings(tmp_path, registering)
     assert finding.severity is Severity.ERROR
+
+
+CASES = """\
+import unittest
+from unittest import mock
+
+
+class SourceTest(unittest.TestCase):
+    @mock.patch({args})
+    def setUp(self, mock_client):
+        self.client = mock_client
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "severity"),
+    [
+        ("'pkg.MongoClient'", Severity.WARNING),
+        ("'pkg.MongoClient', new_callable=list", Severity.WARNING),
+        ("'pkg.MongoClient', None", Severity.ERROR),
+        ("'pkg.MongoClient', new=None", Severity.ERROR),
+    ],
+)
+def test_mock_patch_passes_its_mock_unless_given_the_replacement(
+    tmp_path: Path, args: str, severity: Severity
+) -> None:
+    # As apache-beam 2.77.0's mongodbio_test.MongoSourceTest.setUp.
+    (tmp_path / "m_test.py").write_text(CASES.format(args=args), encoding="utf-8")
+    result = check([str(tmp_path)], options=CheckOptions(cache_dir=None, cwd=str(tmp_path)))
+    (finding,) = [f for f in result.findings if f.method == "setUp"]
+    assert finding.severity is severity
