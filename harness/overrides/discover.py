@@ -87,6 +87,7 @@ class _Walker:
         self.unreadable: list[Unreadable] = []
         self.has_init: dict[str, bool] = {}
         self.packages: dict[str, tuple[str, ...]] = {}
+        self.outermost: dict[str, str | None] = {}
         self.seen_dirs: set[str] = set()
         self.linked: list[tuple[str, str, str]] = []
         """Symlinked directories ``(path, real path, root)``, walked after every real one."""
@@ -103,12 +104,18 @@ class _Walker:
         return known
 
     def package_parts(self, directory: str) -> tuple[str, ...]:
-        """Dotted parts of ``directory`` as a package (empty if it is not one)."""
+        """Dotted parts of ``directory`` as a package: its path from the folder holding the
+        outermost regular package around it (namespace portions of that package included),
+        else its ``__init__.py`` chain (empty if it is not one)."""
         cached = self.packages.get(directory)
         if cached is not None:
             return cached
-        if not self._is_package(directory):
-            parts: tuple[str, ...] = ()
+        top = self.outermost_package(directory)
+        rel = None if top is None else _below(directory, os.path.dirname(top))
+        if rel and all(part.isidentifier() for part in rel):
+            parts: tuple[str, ...] = tuple(rel)  # inside a regular package, as Python names it
+        elif not self._is_package(directory):
+            parts = ()
         else:
             parent = os.path.dirname(directory)
             head = self.package_parts(parent) if parent != directory else ()
@@ -157,19 +164,38 @@ class _Walker:
         return known
 
     def package_root(self, directory: str) -> str | None:
-        """The import root of the project's regular packages nearest ``directory``: the
-        first directory from ``directory`` up to the project root (without one, up to the
-        filesystem root) that is no package itself and holds one (``python/`` beside
-        ``python/sglang/``; ``lm_eval/tasks/`` is a package: ``lm_eval/tasks/ifeval/``
-        is named from above it)."""
+        """The import root of the project's regular packages nearest ``directory``: from
+        ``directory`` up to the project root (without one, up to the filesystem root), the
+        folder holding the outermost regular package around it (a folder without
+        ``__init__.py`` inside ``sglang/`` is a namespace portion of it:
+        ``sglang/srt/layers/`` is ``sglang.srt.layers``), else the first folder that is no
+        package and holds one (``python/`` beside ``python/sglang/`` for ``python/tools/``)."""
+        top = self.outermost_package(directory)
+        if top is not None:
+            return os.path.dirname(top)
         current = directory
         while True:
-            if not self._is_package(current) and self._holds_package(current):
+            if self._holds_package(current):
                 return current
             parent = os.path.dirname(current)
             if current == self.project or parent == current:
                 return None
             current = parent
+
+    def outermost_package(self, directory: str) -> str | None:
+        """The outermost regular package holding ``directory`` (or being it), from
+        ``directory`` up to the project root (without one, up to the filesystem root),
+        through folders without ``__init__.py`` (namespace portions); ``None`` if none."""
+        known = self.outermost.get(directory, "?")
+        if known != "?":
+            return known
+        parent = os.path.dirname(directory)
+        above = None
+        if directory != self.project and parent != directory:
+            above = self.outermost_package(parent)
+        found = above if above is not None else directory if self._is_package(directory) else None
+        self.outermost[directory] = found
+        return found
 
     def _directory_names(self, directory: str, root: str) -> list[list[str]]:
         """Per import root holding ``directory`` (preferred first, ``root`` last): the dotted

@@ -182,3 +182,45 @@ def test_a_folder_without_init_is_named_from_its_projects_package_root(
     files, _ = discover([str(start / scanned)], cwd=str(start))
     named = {f.module for f in files if f.path.endswith("diffusers_pipeline.py")}
     assert named == {"pipelines.diffusers_pipeline"}
+
+
+_SGLANG_WHEEL = {
+    "sglang/__init__.py": "",
+    "sglang/multimodal_gen/__init__.py": "",
+    "sglang/multimodal_gen/runtime/pipelines/diffusers_pipeline.py": "",
+    "sglang/srt/hardware_backend/xpu/__init__.py": "",
+    "sglang/srt/hardware_backend/xpu/attention.py": "",
+    "sglang/srt/hardware_backend/npu/dsv4/dsv4_memory_pool.py": "",
+}
+
+
+@pytest.mark.parametrize(
+    ("cwd", "scanned"),
+    [
+        (".", "sglang"),
+        (".", "sglang/srt"),
+        ("sglang/srt/hardware_backend", "."),
+        ("sglang/srt/hardware_backend/npu/dsv4", "dsv4_memory_pool.py"),
+        ("sglang/multimodal_gen/runtime", "pipelines"),
+    ],
+)
+def test_folders_without_init_inside_a_package_are_named_from_its_root(
+    tmp_path: Path, cwd: str, scanned: str
+) -> None:
+    """As sglang 0.5.23's wheel: ``sglang/srt/`` has no ``__init__.py`` under the package
+    ``sglang``, so its files are ``sglang.srt...`` (a regular package inside it too), as
+    ``from sglang.srt... import`` names them, wherever the scan starts."""
+    write(tmp_path, _SGLANG_WHEEL)
+    (tmp_path / ".git").mkdir()
+    start = tmp_path / cwd
+    files, _ = discover([str(start / scanned)], cwd=str(start))
+    expected = {
+        "diffusers_pipeline.py": "sglang.multimodal_gen.runtime.pipelines.diffusers_pipeline",
+        "attention.py": "sglang.srt.hardware_backend.xpu.attention",
+        "dsv4_memory_pool.py": "sglang.srt.hardware_backend.npu.dsv4.dsv4_memory_pool",
+    }
+    for found in files:
+        name = found.path.rpartition("/")[2]
+        if name in expected:
+            assert found.module == expected[name]
+    assert any(f.path.rpartition("/")[2] in expected for f in files)

@@ -15,6 +15,8 @@ import pytest
 
 RULE_CODES = [f"HO{n}" for n in (*range(101, 113), 201, 202, 301, 302)]
 FAIL_ON_ERROR = 1
+FIXTURES = "suites.overrides.fixtures."
+"""The module prefix of the fixtures: they sit in namespace folders of the package suites."""
 
 
 def _diff(label: str, want: set[Any], got: set[Any]) -> str:
@@ -84,8 +86,9 @@ def test_annotations_sit_on_def_lines(corpus: Any) -> None:
 def test_minimal_repro_is_a_definite_crash(overrides: Any) -> None:
     (finding,) = overrides.json("minimal_repro")
     assert finding["severity"] == "error"
-    assert (finding["class"], finding["method"]) == ("minimal_repro.repro.B", "func")
-    assert finding["base_class"] == "minimal_repro.repro.A"
+    # The fixtures sit in a namespace portion of the package `suites`: named from its root.
+    assert (finding["class"], finding["method"]) == (f"{FIXTURES}minimal_repro.repro.B", "func")
+    assert finding["base_class"] == f"{FIXTURES}minimal_repro.repro.A"
     assert finding["base_path"] == "minimal_repro/repro.py"
     assert finding["evidence"]["text"].strip().startswith("return self.func(a, b=b)")
     assert "got an unexpected keyword argument 'b'" in finding["message"]
@@ -95,9 +98,9 @@ def test_minimal_repro_is_a_definite_crash(overrides: Any) -> None:
 def test_mla_builders_drift_is_exactly_one_error(overrides: Any) -> None:
     (finding,) = overrides.json("mla_drift")
     assert finding["severity"] == "error"
-    assert finding["class"] == "mla_drift.rocm_aiter_mla.AiterMLAMetadataBuilder"
+    assert finding["class"] == f"{FIXTURES}mla_drift.rocm_aiter_mla.AiterMLAMetadataBuilder"
     assert finding["method"] == "_build_decode"
-    assert finding["base_class"] == "mla_drift.common.MLACommonMetadataBuilder"
+    assert finding["base_class"] == f"{FIXTURES}mla_drift.common.MLACommonMetadataBuilder"
     assert finding["base_path"] == "mla_drift/common.py"
     assert "block_table_tensor" in finding["message"]
 
