@@ -41,6 +41,28 @@ def _is_empty(node: ast.expr | None) -> bool:
     )
 
 
+def _class_binding(stmt: ast.stmt, attr: str) -> ast.expr | None:
+    """The value a class-body statement binds ``attr`` to (``attr = 2``), if it does; a
+    negative number literal as a constant."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    else:
+        return None
+    if not any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+        return None
+    value = stmt.value
+    if (
+        isinstance(value, ast.UnaryOp)
+        and isinstance(value.op, ast.USub)
+        and isinstance(value.operand, ast.Constant)
+        and isinstance(value.operand.value, (int, float))
+    ):
+        return ast.Constant(-value.operand.value)
+    return value
+
+
 def _self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
     return (
         isinstance(node, ast.Attribute)
@@ -49,6 +71,15 @@ def _self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
         and node.value.id == self_name
     )
 
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
+"""The value of an attribute nothing sets: reading it raises ``AttributeError``."""
+_LOOKUP_HOOKS = ("__getattr__", "__getattribute__")
 
 QUIET = 0
 """The function never makes the attribute truthy."""
@@ -59,9 +90,12 @@ KEYWORDS = 2
 setattr(self, k, v)``): it writes the attribute only if a call passes that keyword."""
 
 
-def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> int:
-    """Whether ``func`` may make ``self.<attr>`` truthy (:data:`WRITES`, :data:`KEYWORDS` or
-    :data:`QUIET`): any use other than an empty assignment or an inert read (a test,
+def touches(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str, any_value: bool = False
+) -> int:
+    """Whether ``func`` may make ``self.<attr>`` truthy (with ``any_value``: may change it)
+    (:data:`WRITES`, :data:`KEYWORDS` or :data:`QUIET`): any use other than an empty
+    assignment or an inert read (a test,
     ``len(self.<attr>) == 0``, an iteration: see :mod:`harness.overrides.uses`);
     ``setattr(self, <that or a computed name>, ...)`` (bar the name a ``__setattr__`` is
     given), ``vars(self)`` and a change of ``self.__dict__`` count too."""
@@ -70,6 +104,7 @@ def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> int:
         return QUIET
     me = args[0].arg
     given: set[str] = {args[1].arg} if func.name == "__setattr__" and len(args) > 1 else set()
+    # with ``any_value``, an empty assignment or a ``del`` counts too: it changes the value
     keyed = _keyword_names(func)
     parents = parents_of(func)
     found = QUIET
@@ -88,9 +123,12 @@ def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> int:
             continue
         holder = parents.get(id(node))
         if isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value:
-            if not _is_empty(holder.value):
+            if any_value or not _is_empty(holder.value):
                 return WRITES
-        elif not isinstance(holder, ast.Delete) and not inert(node, parents, changes=True):
+        elif isinstance(holder, ast.Delete):
+            if any_value:
+                return WRITES
+        elif not inert(node, parents, changes=True):
             return WRITES
     return found
 
@@ -170,7 +208,7 @@ class Decider:
         self.reach = reach
         self.tree_of = tree_of
         """The parsed file at a path (``None`` when unreadable)."""
-        self._foreign: dict[str, bool] = {}
+        self._foreign: dict[tuple[str, bool], bool] = {}
 
     def empty_for(self, x: ClassInfo, attr: str) -> str | None:
         """Why ``self.<attr>`` is always empty for an ``x``, or ``None`` when it may not be.
@@ -215,6 +253,52 @@ class Decider:
         listed = ", ".join(writers[:3]) + ("" if len(writers) <= 3 else ", ...")
         return f"{head}only {listed} set self.{attr}, and none of them runs for {x.qualname}"
 
+    def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
+        """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it
+        raises ``AttributeError``), with why, when the code decides it: the literal the first
+        class of the MRO binding ``attr`` in its body gives it (``NUM_EDGES = 2``), or no class
+        binding it and none able to supply it (a class decorator, a metaclass,
+        ``__getattr__``); either way no method that may run for an ``x`` changes
+        ``self.<attr>`` and no file assigns it on another object."""
+        project = self.project
+        if not project.fully_resolved(x) or self._written_elsewhere(attr, stores=True):
+            return None
+        found: tuple[object, str] | None = None
+        open_ended = False  # a class of the MRO may supply attributes its body does not bind
+        for cls in project.mro(x):
+            node = self._class_node(cls)
+            if node is None:
+                return None
+            if found is None and cls.defines(attr):
+                value: ast.expr | None = None
+                for stmt in node.body:
+                    value = _class_binding(stmt, attr) or value  # the last binding wins
+                if attr in cls.methods or not isinstance(value, ast.Constant):
+                    return None  # a method, or bound to something else than a literal
+                found = (
+                    value.value,
+                    (
+                        f"{cls.qualname} sets {attr} = {value.value!r} in its class body, and no "
+                        f"method of {x.qualname}'s classes changes self.{attr}"
+                    ),
+                )
+            open_ended = open_ended or bool(node.decorator_list or node.keywords)
+            open_ended = open_ended or any(n in cls.methods for n in _LOOKUP_HOOKS)
+            for stmt in node.body:
+                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                touch = touches(stmt, attr, any_value=True)
+                if touch == QUIET or (touch == KEYWORDS and self._no_call_names(stmt.name, attr)):
+                    continue
+                if self.reach.runs(x, cls, stmt.name) != NO:
+                    return None
+        if found is None and not open_ended:
+            return UNSET, (
+                f"nothing in {x.qualname}'s classes sets {attr}: reading self.{attr} raises "
+                "AttributeError"
+            )
+        return found
+
     def _no_call_names(self, method: str, attr: str) -> bool:
         """Whether no call of ``method`` can pass a keyword ``attr``: it is private (the
         project's users pass no such keyword) and every call of that name in the tree spells
@@ -229,26 +313,63 @@ class Decider:
     def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
         return class_node(cls, self.tree_of)
 
-    def _written_elsewhere(self, attr: str) -> bool:
-        """Whether some file of the project names ``<obj>.<attr>`` on another object than
-        ``self``/``cls`` (textual: a write from outside cannot be ruled out then)."""
-        known = self._foreign.get(attr)
+    def _written_elsewhere(self, attr: str, stores: bool = False) -> bool:
+        """Whether some file of the project may change ``<obj>.<attr>`` on another object than
+        ``self``/``cls``: a use of it that is not an inert read (``rule.NUM_EDGES == 0`` is
+        one; ``obj.attr = 1``, ``obj.attr.append(x)`` are not), or ``setattr(obj, "attr",
+        ...)``; with ``stores`` (an immutable value), only an assignment, ``del`` or
+        ``setattr``. A file that does not parse counts as writing it."""
+        known = self._foreign.get((attr, stores))
         if known is not None:
             return known
         needle = f".{attr}"
         found = False
-        for _, text in texts_naming(self.project, needle):
-            start = text.find(needle)
-            while start != -1:
-                end = start + len(needle)
-                after = text[end : end + 1]
-                if not (after.isalnum() or after == "_"):
-                    head = text[max(0, start - 4) : start]
-                    if not (head.endswith("self") or head.endswith("cls")):
-                        found = True
-                        break
-                start = text.find(needle, end)
-            if found:
+        for module, text in texts_naming(self.project, needle):
+            if not _foreign_use(text, needle):
+                continue
+            tree = self.tree_of(module.file.path)
+            if tree is None or not tree.body or _changes_elsewhere(tree, attr, stores):
+                found = True
                 break
-        self._foreign[attr] = found
+        self._foreign[(attr, stores)] = found
         return found
+
+
+def _foreign_use(text: str, needle: str) -> bool:
+    """Whether ``text`` names ``needle`` (``.attr``) after something else than ``self``/``cls``."""
+    start = text.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        after = text[end : end + 1]
+        if not (after.isalnum() or after == "_"):
+            head = text[max(0, start - 4) : start]
+            if not (head.endswith("self") or head.endswith("cls")):
+                return True
+        start = text.find(needle, end)
+    return False
+
+
+def _changes_elsewhere(tree: ast.Module, attr: str, stores: bool) -> bool:
+    """Whether ``tree`` changes ``<obj>.<attr>`` on an object other than a bare ``self``/``cls``
+    (assigns, deletes, ``setattr(obj, "attr", ...)``; unless ``stores``, any use but an inert
+    read, such as a call of a method of it)."""
+    parents = {} if stores else parents_of(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == attr:
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                return True
+            if not stores and not inert(node, parents, changes=True):
+                return True
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value == attr
+        ):
+            return True
+    return False

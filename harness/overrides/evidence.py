@@ -18,7 +18,9 @@ conditions of one path, entry first (:mod:`.conditions`). Rejection is decided b
 from __future__ import annotations
 
 import ast
-from typing import NamedTuple
+import operator
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.blocks import class_defs
@@ -26,7 +28,7 @@ from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions, necessary
 from harness.overrides.configs import Configs, needed
-from harness.overrides.decide import Decider
+from harness.overrides.decide import UNSET, Decider
 from harness.overrides.markers import Markers, mark_tests
 from harness.overrides.nones import NoneLocals, not_none
 from harness.overrides.raises import Raisers
@@ -299,6 +301,12 @@ class EvidenceIndex:
                 why = self._decider.empty_for(x, attr)
                 if why is not None:
                     return f"it runs only if {text} (at {where}), but {why}"
+            for attr, holds in _constant_tests(test, value):
+                if self._decider is None:
+                    self._decider = Decider(self.project, self.reach, self._tree)
+                constant = self._decider.constant_for(x, attr)
+                if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
+                    return f"it runs only if {text} (at {where}), but {constant[1]}"
             for name, wanted in needed(test, value):
                 why = self._attribute_configs().absent(x, module, call.line, name, wanted)
                 if why is not None:
@@ -329,6 +337,69 @@ def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
     == 0`` false, ``!= 0``/``> 0``/``>= 1`` true, ...), and through ``and`` (true) and ``or``
     (false), where every operand holds."""
     return necessary(test, value, _truthy_attribute)
+
+
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+Holds = Callable[[object], "bool | None"]
+"""Whether a test holds for a value of the attribute it reads (``None``: not decidable)."""
+
+
+def _constant_tests(test: ast.expr | None, value: bool) -> list[tuple[str, Holds]]:
+    """The ``self.x`` tests that must be ``value`` for ``test`` to be: ``self.x`` itself, and
+    ``self.x <op> <literal>`` (either side; ``in`` a tuple, list or set of literals), each
+    with a function saying whether it holds for a given value of ``self.x``."""
+    return necessary(test, value, _constant_test)
+
+
+def _literal(node: ast.expr) -> tuple[bool, object]:
+    if isinstance(node, ast.Constant):
+        return True, node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(
+        isinstance(e, ast.Constant) for e in node.elts
+    ):
+        return True, tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
+    return False, None
+
+
+def _self_attr_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "self" else None
+    return None
+
+
+def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
+    attr = _self_attr_name(test)
+    if attr is not None:
+        return [(attr, lambda c: bool(c) == value)]
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return []
+    op = _COMPARE.get(type(test.ops[0]))
+    left, right = test.left, test.comparators[0]
+    attr, flipped = _self_attr_name(left), False
+    if attr is None and not isinstance(test.ops[0], (ast.In, ast.NotIn)):
+        attr, left, right, flipped = _self_attr_name(right), right, left, True
+    known, literal = _literal(right)
+    if attr is None or op is None or not known:
+        return []
+
+    def holds(c: object) -> bool | None:
+        try:
+            return bool(op(literal, c) if flipped else op(c, literal)) == value
+        except Exception:  # an ill-typed comparison: not decided here
+            return None
+
+    return [(attr, holds)]
 
 
 def _truthy_attribute(test: ast.expr, value: bool) -> list[str]:

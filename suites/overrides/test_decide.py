@@ -170,3 +170,98 @@ def test_a_class_flag_the_code_may_make_true_leaves_the_test_undecided(
     assert source != FLAGS
     (finding,) = _findings(tmp_path, source)
     assert finding.severity is Severity.ERROR
+
+
+RULES = """\
+class AbstractChartRule:
+    def apply(self, chart, grammar, *edges):
+        raise NotImplementedError()
+
+    def apply_everywhere(self, chart, grammar):
+        if self.NUM_EDGES == 0:
+            yield from self.apply(chart, grammar)
+        elif self.NUM_EDGES == 1:
+            for e1 in chart:
+                yield from self.apply(chart, grammar, e1)
+
+
+class FundamentalRule(AbstractChartRule):
+    NUM_EDGES = 2
+
+    def apply(self, chart, grammar, left_edge, right_edge):
+        yield left_edge
+
+
+def count(rule):
+    return rule.NUM_EDGES == 0
+"""
+
+
+def test_a_class_constant_decides_comparisons_of_it(tmp_path: Path) -> None:
+    # As nltk 3.10.4's AbstractChartRule.apply_everywhere and its NUM_EDGES subclasses.
+    found = _findings(tmp_path, RULES)
+    assert {f.severity for f in found} == {Severity.WARNING}
+    said = {f.evidence.unreached for f in found if f.evidence is not None}
+    assert said == {
+        "it runs only if self.NUM_EDGES == 0 (at m.py:7), but FundamentalRule sets NUM_EDGES "
+        "= 2 in its class body, and no method of FundamentalRule's classes changes "
+        "self.NUM_EDGES",
+        "it runs only if self.NUM_EDGES == 1 (at m.py:10), but FundamentalRule sets "
+        "NUM_EDGES = 2 in its class body, and no method of FundamentalRule's classes changes "
+        "self.NUM_EDGES",
+    }
+
+
+def test_an_attribute_nothing_sets_decides_every_test_of_it(tmp_path: Path) -> None:
+    # As nltk 3.10.4's ccg BinaryCombinatorRule, which spells it NUMEDGES.
+    found = _findings(tmp_path, RULES.replace("    NUM_EDGES = 2\n", "    NUMEDGES = 2\n"))
+    assert {f.severity for f in found} == {Severity.WARNING}
+    assert all(
+        f.evidence is not None
+        and f.evidence.unreached is not None
+        and f.evidence.unreached.endswith(
+            "but nothing in FundamentalRule's classes sets NUM_EDGES: reading "
+            "self.NUM_EDGES raises AttributeError"
+        )
+        for f in found
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # the class says 1: the second branch runs
+        ("    NUM_EDGES = 2\n", "    NUM_EDGES = 1\n"),
+        # an instance value, set where the class runs
+        (
+            "    def apply(self, chart, grammar, left_edge, right_edge):\n",
+            "    def __init__(self, n):\n        self.NUM_EDGES = n\n\n"
+            "    def apply(self, chart, grammar, left_edge, right_edge):\n",
+        ),
+        # assigned from outside
+        ("    return rule.NUM_EDGES == 0\n", "    rule.NUM_EDGES = 0\n"),
+        # not a literal
+        ("    NUM_EDGES = 2\n", "    NUM_EDGES = len('ab')\n"),
+        # nothing binds it, but a class decorator may
+        (
+            "    NUM_EDGES = 2\n",
+            "    NUMEDGES = 2\n",
+            "class FundamentalRule(AbstractChartRule):",
+            "@register\nclass FundamentalRule(AbstractChartRule):",
+        ),
+        # nothing binds it, but __getattr__ may supply it
+        (
+            "    NUM_EDGES = 2\n",
+            "    def __getattr__(self, name):\n        return 0\n",
+        ),
+    ],
+)
+def test_a_constant_the_code_may_change_decides_nothing(
+    tmp_path: Path, change: tuple[str, ...]
+) -> None:
+    source = RULES
+    for old, new in zip(change[::2], change[1::2], strict=True):
+        assert old in source
+        source = source.replace(old, new)
+    found = _findings(tmp_path, source)
+    assert Severity.ERROR in {f.severity for f in found}
