@@ -256,9 +256,10 @@ class Decider:
     def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
         """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it
         raises ``AttributeError``), with why, when the code decides it: the literal the first
-        class of the MRO binding ``attr`` in its body gives it (``NUM_EDGES = 2``), or no class
-        binding it and none able to supply it (a class decorator, a metaclass,
-        ``__getattr__``); either way no method that may run for an ``x`` changes
+        class of the MRO binding ``attr`` in its body gives it (``NUM_EDGES = 2``), or, for an
+        upper-case name (a class constant by convention, which instances are rarely given
+        from outside by a computed ``setattr``), no class binding it and none able to supply
+        it (a class decorator, a metaclass, ``__getattr__``); either way no method that may run for an ``x`` changes
         ``self.<attr>`` and no file assigns it on another object."""
         project = self.project
         if not project.fully_resolved(x) or self._written_elsewhere(attr, stores=True):
@@ -292,7 +293,7 @@ class Decider:
                     continue
                 if self.reach.runs(x, cls, stmt.name) != NO:
                     return None
-        if found is None and not open_ended:
+        if found is None and not open_ended and attr.isupper():
             return UNSET, (
                 f"nothing in {x.qualname}'s classes sets {attr}: reading self.{attr} raises "
                 "AttributeError"
