@@ -99,3 +99,12 @@ def class_defs(
     for func in class_functions(node) if node is not None else ():
         out.setdefault(func.name, []).append(func)
     return out
+
+
+def single_def(
+    cls: ClassInfo, name: str, tree_of: Callable[[str], ast.Module | None]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The one ``def`` of ``name`` in ``cls``'s body; ``None`` when there is none or several
+    (a property's setter, conditional definitions)."""
+    found = class_defs(cls, tree_of).get(name, [])
+    return found[0] if len(found) == 1 else None

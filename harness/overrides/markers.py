@@ -20,7 +20,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from harness.overrides.blocks import class_defs
+from harness.overrides.blocks import single_def
 from harness.overrides.conditions import necessary
 from harness.overrides.decide import texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
@@ -161,11 +161,11 @@ class Markers:
         definer = self.project.read_definer(x, method)
         if definer is None:
             return None
-        defs = class_defs(definer, self.tree_of).get(method, [])
-        if len(defs) != 1:
+        func = single_def(definer, method, self.tree_of)
+        if func is None:
             return None
         marks = False
-        for decorator in defs[0].decorator_list:
+        for decorator in func.decorator_list:
             name = dotted_name(decorator)
             if name is not None and name.rpartition(".")[2] in _PLAIN:
                 continue

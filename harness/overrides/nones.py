@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.blocks import class_defs, holds
+from harness.overrides.blocks import holds, single_def
 from harness.overrides.conditions import necessary
 from harness.overrides.configs import enclosing
 from harness.overrides.guards import atom_holds, test_atoms
@@ -119,8 +119,8 @@ class NoneLocals:
         return None
 
     def _function(self, cls: ClassInfo, method: str) -> Function | None:
-        found = class_defs(cls, self.tree_of).get(method, [])
-        return found[0] if len(found) == 1 and not found[0].decorator_list else None
+        found = single_def(cls, method, self.tree_of)
+        return found if found is not None and not found.decorator_list else None
 
     def _early_none(self, x: ClassInfo, module: ModuleInfo, func: Function) -> str | None:
         """The test text of a leading ``if <test>: return None`` of ``func`` that holds for

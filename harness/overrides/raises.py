@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.blocks import SCOPES, class_defs, holds, inner_blocks
+from harness.overrides.blocks import SCOPES, holds, inner_blocks, single_def
 from harness.overrides.configs import enclosing
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import dotted_name
@@ -125,10 +125,9 @@ class Raisers:
         definer = self.project.read_definer(x, method)
         if definer is None:
             return None
-        defs = class_defs(definer, self.tree_of).get(method, [])
-        if len(defs) != 1:
+        func = single_def(definer, method, self.tree_of)
+        if func is None:
             return None
-        func = defs[0]
         decorators = {(dotted_name(d) or "?").rpartition(".")[2] for d in func.decorator_list}
         manager = entered and bool(decorators) and decorators <= _MANAGERS
         if not manager and (
