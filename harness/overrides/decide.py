@@ -13,9 +13,12 @@ else leaves the condition undecided.
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from harness.overrides.blocks import class_node
+from harness.overrides.conditions import necessary
 from harness.overrides.reach import NO, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.uses import inert, parents_of
@@ -184,6 +187,69 @@ def _keyword_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 
 def _is_name(node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
+
+
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+Holds = Callable[[object], "bool | None"]
+"""Whether a test holds for a value of the attribute it reads (``None``: not decidable)."""
+
+
+def constant_tests(test: ast.expr | None, value: bool) -> list[tuple[str, Holds]]:
+    """The ``self.x`` tests that must be ``value`` for ``test`` to be: ``self.x`` itself, and
+    ``self.x <op> <literal>`` (either side; ``in`` a tuple, list or set of literals), each
+    with a function saying whether it holds for a given value of ``self.x``."""
+    return necessary(test, value, _constant_test)
+
+
+def _literal(node: ast.expr) -> tuple[bool, object]:
+    if isinstance(node, ast.Constant):
+        return True, node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(
+        isinstance(e, ast.Constant) for e in node.elts
+    ):
+        return True, tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
+    return False, None
+
+
+def _self_attr_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "self" else None
+    return None
+
+
+def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
+    attr = _self_attr_name(test)
+    if attr is not None:
+        return [(attr, lambda c: bool(c) == value)]
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return []
+    op = _COMPARE.get(type(test.ops[0]))
+    left, right = test.left, test.comparators[0]
+    attr, flipped = _self_attr_name(left), False
+    if attr is None and not isinstance(test.ops[0], (ast.In, ast.NotIn)):
+        attr, left, right, flipped = _self_attr_name(right), right, left, True
+    known, literal = _literal(right)
+    if attr is None or op is None or not known:
+        return []
+
+    def holds(c: object) -> bool | None:
+        try:
+            return bool(op(literal, c) if flipped else op(c, literal)) == value
+        except Exception:  # an ill-typed comparison: not decided here
+            return None
+
+    return [(attr, holds)]
 
 
 def texts_naming(project: Project, needle: str) -> Iterator[tuple[ModuleInfo, str]]:

@@ -1,26 +1,23 @@
 """Call-site evidence: calls in the project that an override provably rejects.
 
 One proof function per kind of receiver (:class:`_Prover`): ``self.m(...)``/``cls.m(...)`` in
-a method the subclass runs (:mod:`harness.overrides.reach`), ``super().m(...)`` landing on the
-override, ``C(...).m(...)`` on a class inheriting it (``error``), and ``x: Base`` receivers
-(``warning``: any subclass). A ``self`` call is a warning, with the reason, when it cannot run
-for any class inheriting the override, when only an object of unknown type (or a base the
-checker did not read) leads to its method, when a condition is decided false for the class
-(``self.<attr>``: :mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.configs`; a local
-bound to a ``self`` method's result that is ``None`` for the class: :mod:`.nones`; a mark
-the method's decorators do not set: :mod:`.markers`) on every
-path there, when a ``self`` method that always raises for the class runs before it
-(:mod:`.raises`), or when its ``TypeError`` is handled around it. An error lists the
-conditions of one path, entry first (:mod:`.conditions`). Rejection is decided by binding the call's shape against the override
-(:mod:`harness.overrides.binding`); a call the base rejects too proves nothing about it.
+a method the subclass runs (:mod:`.reach`), ``super().m(...)`` landing on the override,
+``C(...).m(...)`` on a class inheriting it (``error``), ``x: Base`` receivers (``warning``).
+A ``self`` call is a warning, with the reason, when it cannot run for any class inheriting
+the override, when only an object of unknown type (or an unread base) leads to its method,
+when a condition is decided false for the class on every path there (``self.<attr>``:
+:mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.configs`; a local ``None`` for it:
+:mod:`.nones`; a mark: :mod:`.markers`), when a ``self`` method that always raises for it
+runs first (:mod:`.raises`), when a decorator replaces the override (:mod:`.replacing`), or
+when its ``TypeError`` is handled around it. An error lists the conditions of one path,
+entry first (:mod:`.conditions`). Rejection is decided by binding the call's shape against
+the override (:mod:`.binding`); a call the base rejects too proves nothing about it.
 """
 
 from __future__ import annotations
 
 import ast
-import operator
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.blocks import class_defs
@@ -28,7 +25,7 @@ from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions, necessary
 from harness.overrides.configs import Configs, needed
-from harness.overrides.decide import UNSET, Decider
+from harness.overrides.decide import UNSET, Decider, constant_tests
 from harness.overrides.markers import Markers, mark_tests
 from harness.overrides.nones import NoneLocals, not_none
 from harness.overrides.raises import Raisers
@@ -296,15 +293,11 @@ class EvidenceIndex:
         where = f"{module.file.display}:{call.line}"
         for text, test, value in known.tests(call.line, call.col):
             for attr in _self_attributes(test, value):
-                if self._decider is None:
-                    self._decider = Decider(self.project, self.reach, self._tree)
-                why = self._decider.empty_for(x, attr)
+                why = self._decide().empty_for(x, attr)
                 if why is not None:
                     return f"it runs only if {text} (at {where}), but {why}"
-            for attr, holds in _constant_tests(test, value):
-                if self._decider is None:
-                    self._decider = Decider(self.project, self.reach, self._tree)
-                constant = self._decider.constant_for(x, attr)
+            for attr, holds in constant_tests(test, value):
+                constant = self._decide().constant_for(x, attr)
                 if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
                     return f"it runs only if {text} (at {where}), but {constant[1]}"
             for name, wanted in needed(test, value):
@@ -327,6 +320,11 @@ class EvidenceIndex:
             self._raisers = Raisers(self.project, self._tree)
         return self._raisers.before(x, module, call.line)
 
+    def _decide(self) -> Decider:
+        if self._decider is None:
+            self._decider = Decider(self.project, self.reach, self._tree)
+        return self._decider
+
     def _tree(self, path: str) -> ast.Module:
         return self._file(path).tree
 
@@ -337,69 +335,6 @@ def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
     == 0`` false, ``!= 0``/``> 0``/``>= 1`` true, ...), and through ``and`` (true) and ``or``
     (false), where every operand holds."""
     return necessary(test, value, _truthy_attribute)
-
-
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
-Holds = Callable[[object], "bool | None"]
-"""Whether a test holds for a value of the attribute it reads (``None``: not decidable)."""
-
-
-def _constant_tests(test: ast.expr | None, value: bool) -> list[tuple[str, Holds]]:
-    """The ``self.x`` tests that must be ``value`` for ``test`` to be: ``self.x`` itself, and
-    ``self.x <op> <literal>`` (either side; ``in`` a tuple, list or set of literals), each
-    with a function saying whether it holds for a given value of ``self.x``."""
-    return necessary(test, value, _constant_test)
-
-
-def _literal(node: ast.expr) -> tuple[bool, object]:
-    if isinstance(node, ast.Constant):
-        return True, node.value
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(
-        isinstance(e, ast.Constant) for e in node.elts
-    ):
-        return True, tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
-    return False, None
-
-
-def _self_attr_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.attr if node.value.id == "self" else None
-    return None
-
-
-def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
-    attr = _self_attr_name(test)
-    if attr is not None:
-        return [(attr, lambda c: bool(c) == value)]
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return []
-    op = _COMPARE.get(type(test.ops[0]))
-    left, right = test.left, test.comparators[0]
-    attr, flipped = _self_attr_name(left), False
-    if attr is None and not isinstance(test.ops[0], (ast.In, ast.NotIn)):
-        attr, left, right, flipped = _self_attr_name(right), right, left, True
-    known, literal = _literal(right)
-    if attr is None or op is None or not known:
-        return []
-
-    def holds(c: object) -> bool | None:
-        try:
-            return bool(op(literal, c) if flipped else op(c, literal)) == value
-        except Exception:  # an ill-typed comparison: not decided here
-            return None
-
-    return [(attr, holds)]
 
 
 def _truthy_attribute(test: ast.expr, value: bool) -> list[str]:
