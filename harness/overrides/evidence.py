@@ -8,10 +8,11 @@ the override, when only an object of unknown type (or an unread base) leads to i
 when a condition is decided false for the class on every path there (``self.<attr>``:
 :mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.configs`; a local ``None`` for it:
 :mod:`.nones`; a mark: :mod:`.markers`), when a ``self`` method that always raises for it
-runs first (:mod:`.raises`), when a decorator replaces the override (:mod:`.replacing`), or
-when its ``TypeError`` is handled around it. An error lists the conditions of one path,
-entry first (:mod:`.conditions`). Rejection is decided by binding the call's shape against
-the override (:mod:`.binding`); a call the base rejects too proves nothing about it.
+runs first (:mod:`.raises`), when a decorator replaces the override (:mod:`.replacing`) or
+the override always raises, or when its ``TypeError`` is handled around it. An error lists
+the conditions of one path, entry first (:mod:`.conditions`). Rejection is decided by binding
+the call's shape against the override (:mod:`.binding`); the base rejecting it too proves
+nothing.
 """
 
 from __future__ import annotations
@@ -185,9 +186,12 @@ class EvidenceIndex:
         if any(p.certain for p in out):
             if self._replacing is None:
                 self._replacing = Replacing(self.project, self._tree)
-            replaced = self._replacing.replaced(cls, name)
-            if replaced is not None:
-                out = [p._replace(certain=False, untyped=replaced) if p.certain else p for p in out]
+            moot = self._replacing.replaced(cls, name)
+            if moot is None:
+                raised = self._raising().raises(cls, name, False, 0)
+                moot = None if raised is None else f"{raised}: the call fails either way"
+            if moot is not None:
+                out = [p._replace(certain=False, untyped=moot) if p.certain else p for p in out]
         out.sort(key=_rank)
         return out
 
@@ -316,9 +320,12 @@ class EvidenceIndex:
                 why = self._markers.decided(x, module, mark)
                 if why is not None:
                     return f"it runs only if {text} (at {where}), but {why}"
+        return self._raising().before(x, module, call.line)
+
+    def _raising(self) -> Raisers:
         if self._raisers is None:
             self._raisers = Raisers(self.project, self._tree)
-        return self._raisers.before(x, module, call.line)
+        return self._raisers
 
     def _decide(self) -> Decider:
         if self._decider is None:

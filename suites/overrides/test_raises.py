@@ -156,3 +156,36 @@ def test_a_raise_that_is_the_call_itself_is_not_before_it(tmp_path: Path) -> Non
     findings = [f for f in _findings(tmp_path, source) if f.method == "fix_params"]
     (finding,) = findings
     assert finding.severity is Severity.ERROR
+
+
+SPECS = """\
+class TensorSpec:
+    def project(self, val):
+        if not self.is_in(val):
+            return self._project(val)
+        return val
+
+    def is_in(self, val):
+        return False
+
+    def _project(self, val):
+        return val
+
+
+class NonTensor(TensorSpec):
+    def _project(self):
+        {body}
+"""
+
+
+def test_an_override_that_always_raises_makes_the_call_fail_either_way(tmp_path: Path) -> None:
+    # As torchrl 0.14.1's NonTensor._project ("Cannot project a NonTensor spec.").
+    body = 'raise NotImplementedError("Cannot project a NonTensor spec.")'
+    (finding,) = _findings(tmp_path, SPECS.format(body=body))
+    assert finding.severity is Severity.WARNING and finding.evidence is not None
+    assert finding.evidence.untyped == (
+        "NonTensor._project() raises NotImplementedError whenever it is called (m.py:16): the "
+        "call fails either way"
+    )
+    (kept,) = _findings(tmp_path, SPECS.format(body="return None"))
+    assert kept.severity is Severity.ERROR
