@@ -82,6 +82,9 @@ class _Finder:
         self.line = line
         self.col = col
         self.found: list[str] | None = None
+        self.handled: list[frozenset[str] | None] = []
+        """What the handlers of each ``try`` around the call catch (last components of the
+        classes named; ``None`` for a bare ``except:``), innermost last."""
         self.caught: str | None = None
         """Where a ``TypeError`` raised by the call is handled (``except TypeError:`` around
         it, ``with pytest.raises(TypeError):``), described; ``None`` when nowhere."""
@@ -161,8 +164,12 @@ class _Finder:
                 blocks.append(value)  # pyright: ignore[reportUnknownArgumentType]
         for block in blocks:
             if self.body(block, held):
-                if block is getattr(stmt, "body", None) and self.caught is None:
-                    self.caught = self._catcher(stmt)
+                if block is getattr(stmt, "body", None):
+                    self.handled.extend(
+                        _caught_names(h.type) for h in getattr(stmt, "handlers", ())
+                    )
+                    if self.caught is None:
+                        self.caught = self._catcher(stmt)
                 return True
         for handler in getattr(stmt, "handlers", ()):
             caught = "an exception" if handler.type is None else _text(self.source, handler.type)
@@ -275,6 +282,13 @@ class Conditions:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._tree = ast.Module(body=[], type_ignores=[])
         return self._tree
+
+    def handled(self, line: int, col: int) -> list[frozenset[str] | None]:
+        """What the handlers of the ``try`` blocks around the call at ``line``/``col`` catch,
+        in its function (see :attr:`_Finder.handled`)."""
+        finder = _Finder(self.source, line, col - 1, self._starts)
+        finder.body(self.tree.body, [], in_function=False)
+        return finder.handled
 
     def caught(self, line: int, col: int) -> str | None:
         """Where a ``TypeError`` of the call at ``line``/``col`` is handled, if anywhere in its

@@ -187,13 +187,32 @@ class EvidenceIndex:
             if self._replacing is None:
                 self._replacing = Replacing(self.project, self._tree)
             moot = self._replacing.replaced(cls, name)
+            expected = None  # what an always-raising override raises instead of the TypeError
             if moot is None:
-                raised = self._raising().raises(cls, name, False, 0)
-                moot = None if raised is None else f"{raised}: the call fails either way"
+                raised = self._raising().raised(cls, name)
+                if raised is not None:
+                    expected, said = raised
+                    moot = f"{said}: the call fails either way"
             if moot is not None:
-                out = [p._replace(certain=False, untyped=moot) if p.certain else p for p in out]
+                out = [
+                    p._replace(certain=False, untyped=moot)
+                    if p.certain and not self._escapes_handler(p, expected)
+                    else p
+                    for p in out
+                ]
         out.sort(key=_rank)
         return out
+
+    def _escapes_handler(self, proof: Proof, expected: str | None) -> bool:
+        """Whether a handler around ``proof``'s call catches ``expected`` (the exception an
+        always-raising override raises) but not a ``TypeError``: then the ``TypeError``
+        escapes where the override's own exception was handled."""
+        if not expected:
+            return False
+        handlers = self._file(proof.module.file.path).handled(proof.call.line, proof.call.col)
+        if any(c is None or c & {"Exception", "BaseException", "TypeError"} for c in handlers):
+            return False  # a handler takes the TypeError too
+        return any(expected in c for c in handlers if c is not None)
 
     def _file(self, path: str) -> Conditions:
         known = self._sources.get(path)

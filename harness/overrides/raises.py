@@ -83,7 +83,7 @@ class Raisers:
     def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
         self.project = project
         self.tree_of = tree_of
-        self._memo: dict[tuple[int, str, bool], str | None] = {}
+        self._memo: dict[tuple[int, str, bool], tuple[str, str] | None] = {}
 
     def before(self, x: ClassInfo, module: ModuleInfo, line: int) -> str | None:
         """Why the call at ``line`` of ``module`` never runs for an ``x``: what raises before
@@ -111,6 +111,14 @@ class Raisers:
     def raises(self, x: ClassInfo, method: str, entered: bool, depth: int) -> str | None:
         """How ``x``'s ``method`` always raises when called (``entered``: or, for a
         ``@contextmanager`` generator, when entered), said; ``None`` when it may not."""
+        found = self.raised(x, method, entered, depth)
+        return None if found is None else found[1]
+
+    def raised(
+        self, x: ClassInfo, method: str, entered: bool = False, depth: int = 0
+    ) -> tuple[str, str] | None:
+        """What :meth:`raises` says, with the last name of the exception class raised
+        (``""`` when not written as a name)."""
         key = (id(x), method, entered)
         if key in self._memo:
             return self._memo[key]
@@ -119,7 +127,9 @@ class Raisers:
         self._memo[key] = found
         return found
 
-    def _raises(self, x: ClassInfo, method: str, entered: bool, depth: int) -> str | None:
+    def _raises(
+        self, x: ClassInfo, method: str, entered: bool, depth: int
+    ) -> tuple[str, str] | None:
         if depth > _DEPTH:
             return None
         definer = self.project.read_definer(x, method)
@@ -143,17 +153,18 @@ class Raisers:
         where = definer.module.file.display
         for stmt in func.body:
             if isinstance(stmt, ast.Raise):
-                raised = "an exception"
+                raised = None
                 if stmt.exc is not None:
                     target = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
-                    raised = dotted_name(target) or raised
+                    raised = dotted_name(target)
                 when = "before its first yield" if manager else "whenever it is called"
-                return f"{name} raises {raised} {when} ({where}:{stmt.lineno})"
+                said = f"{name} raises {raised or 'an exception'} {when} ({where}:{stmt.lineno})"
+                return (raised or "").rpartition(".")[2], said
             called = self_call(stmt, me)
             if called is not None:
-                inner = self.raises(x, called, False, depth + 1)
+                inner = self.raised(x, called, False, depth + 1)
                 if inner is not None:
-                    return f"{name} calls self.{called}(...) first, and {inner}"
+                    return inner[0], f"{name} calls self.{called}(...) first, and {inner[1]}"
             if holds(stmt, _LEAVES):
                 return None
         return None

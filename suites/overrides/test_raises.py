@@ -189,3 +189,14 @@ def test_an_override_that_always_raises_makes_the_call_fail_either_way(tmp_path:
     )
     (kept,) = _findings(tmp_path, SPECS.format(body="return None"))
     assert kept.severity is Severity.ERROR
+
+
+def test_a_handler_of_the_overrides_own_exception_keeps_the_error(tmp_path: Path) -> None:
+    body = 'raise NotImplementedError("Cannot project a NonTensor spec.")'
+    fallback = SPECS.format(body=body).replace(
+        "            return self._project(val)\n",
+        "            try:\n                return self._project(val)\n"
+        "            except NotImplementedError:\n                return val\n",
+    )
+    (finding,) = _findings(tmp_path, fallback)
+    assert finding.severity is Severity.ERROR
