@@ -108,3 +108,12 @@ def single_def(
     (a property's setter, conditional definitions)."""
     found = class_defs(cls, tree_of).get(name, [])
     return found[0] if len(found) == 1 else None
+
+
+def always_exits(body: list[ast.stmt]) -> bool:
+    """Whether ``body`` ends in ``return`` or ``raise`` on every path through its end (an
+    ``if`` whose branches all do)."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.If):
+        return always_exits(last.body) and always_exits(last.orelse)
+    return isinstance(last, (ast.Return, ast.Raise))

@@ -29,6 +29,7 @@ from harness.overrides.configs import Configs, needed
 from harness.overrides.decide import UNSET, Decider, constant_tests
 from harness.overrides.markers import Markers, mark_tests
 from harness.overrides.nones import NoneLocals, not_none
+from harness.overrides.nonnull import NonNull, is_none
 from harness.overrides.raises import Raisers
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.replacing import Replacing
@@ -98,6 +99,7 @@ class EvidenceIndex:
         self._raisers: Raisers | None = None
         self._markers: Markers | None = None
         self._replacing: Replacing | None = None
+        self._nonnull: NonNull | None = None
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -107,7 +109,7 @@ class EvidenceIndex:
         self._forwarded.clear()
         self._sources.clear()
         self._decider = self._configs = self._nones = self._raisers = self._markers = None
-        self._replacing = None
+        self._replacing = self._nonnull = None
         self.reach.release()
 
     def calls(self, name: str) -> list[CallEntry]:
@@ -325,6 +327,12 @@ class EvidenceIndex:
                     return f"it runs only if {text} (at {where}), but {constant[1]}"
             for name, wanted in needed(test, value):
                 why = self._attribute_configs().absent(x, module, call.line, name, wanted)
+                if why is not None:
+                    return f"it runs only if {text} (at {where}), but {why}"
+            for name in is_none(test, value):
+                if self._nonnull is None:
+                    self._nonnull = NonNull(self.project, self._tree)
+                why = self._nonnull.never_none(x, module, call.line, name)
                 if why is not None:
                     return f"it runs only if {text} (at {where}), but {why}"
             for name in not_none(test, value):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.blocks import SCOPES, class_defs
+from harness.overrides.blocks import SCOPES, always_exits, class_defs
 from harness.overrides.markers import tree_function
 from harness.overrides.resolve import ClassInfo, Project
 from harness.overrides.signature import dotted_name
@@ -45,21 +45,13 @@ def replacement(func: Function) -> str | None:
             returns.append(node)
         elif not isinstance(node, SCOPES):
             stack.extend(ast.iter_child_nodes(node))
-    if not _exits(func.body):
+    if not always_exits(func.body):
         return "None"  # it may fall off its end
     for found in sorted(returns, key=lambda r: (r.lineno, r.col_offset)):
         value = found.value
         if not (isinstance(value, ast.Name) and value.id == param):
             return "None" if value is None else ast.unparse(value)
     return None
-
-
-def _exits(body: list[ast.stmt]) -> bool:
-    """Whether ``body`` ends in a ``return`` or ``raise`` on every path through its end."""
-    last = body[-1] if body else None
-    if isinstance(last, ast.If):
-        return _exits(last.body) and _exits(last.orelse)
-    return isinstance(last, (ast.Return, ast.Raise))
 
 
 class Replacing:
