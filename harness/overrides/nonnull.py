@@ -7,10 +7,10 @@ then ``if worker_ids is None: ...``: never, for a subclass whose ``all_worker_id
 
 The statements before the test in its method (each enclosing block's earlier ones, in order)
 are read with one fact, whether the local may be ``None``: a parameter may; an assignment
-gives what its value may be (not a literal other than ``None``, a display, a comprehension,
-an operator, ``list(...)``/``len(...)``/..., or a ``self.m(...)`` whose every ``return``
-gives such a value and whose body cannot fall off its end); an ``if`` merges the branches
-that go on past it, each starting from what its test says (``x is None``, ``x is not None``,
+says what its value may be (never ``None``: a literal other than ``None``, a display, a
+comprehension, an operator, ``list(...)``/``len(...)``/..., a ``self.m(...)`` whose every
+``return`` gives such a value and whose body cannot fall off its end); an ``if`` merges those
+of its branches that go on past it, each from what its test says (``x is None``, ``x is not None``,
 ``isinstance(x, C)``); any other binding (a loop, ``with``, a walrus, ``del``) makes it
 unknown, and so does a name the method does not bind (a global).
 """
