@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from harness.overrides.resolve import Project
     from harness.overrides.tree import ClassInfo
 
 
@@ -117,3 +118,13 @@ def always_exits(body: list[ast.stmt]) -> bool:
     if isinstance(last, ast.If):
         return always_exits(last.body) and always_exits(last.orelse)
     return isinstance(last, (ast.Return, ast.Raise))
+
+
+def read_def(
+    project: Project, x: ClassInfo, name: str, tree_of: Callable[[str], ast.Module | None]
+) -> tuple[ClassInfo, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The class whose method ``name`` an ``x`` runs (no unread base before it in the MRO)
+    and that method's one ``def``; ``None`` when either is not known."""
+    definer = project.read_definer(x, name)
+    func = None if definer is None else single_def(definer, name, tree_of)
+    return None if definer is None or func is None else (definer, func)

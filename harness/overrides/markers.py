@@ -20,7 +20,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from harness.overrides.blocks import single_def
+from harness.overrides.blocks import read_def
 from harness.overrides.conditions import necessary
 from harness.overrides.decide import texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
@@ -158,12 +158,10 @@ class Markers:
         flag = self._flag(module, call)
         if flag is None or self._set_elsewhere(flag):
             return None
-        definer = self.project.read_definer(x, method)
-        if definer is None:
+        known = read_def(self.project, x, method, self.tree_of)
+        if known is None:
             return None
-        func = single_def(definer, method, self.tree_of)
-        if func is None:
-            return None
+        definer, func = known
         marks = False
         for decorator in func.decorator_list:
             name = dotted_name(decorator)

@@ -33,6 +33,15 @@ def not_none(test: ast.expr | None, value: bool) -> list[str]:
 
 
 def _not_none(test: ast.expr, value: bool) -> list[str]:
+    compared = none_comparison(test)
+    if compared is not None:
+        name, is_none = compared
+        return [name] if value != is_none else []
+    return [test.id] if isinstance(test, ast.Name) and value else []
+
+
+def none_comparison(test: ast.expr) -> tuple[str, bool] | None:
+    """``(name, True)`` for ``name is None``, ``(name, False)`` for ``name is not None``."""
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -41,8 +50,8 @@ def _not_none(test: ast.expr, value: bool) -> list[str]:
         and isinstance(test.comparators[0], ast.Constant)
         and test.comparators[0].value is None
     ):
-        return [test.left.id] if value == isinstance(test.ops[0], ast.IsNot) else []
-    return [test.id] if isinstance(test, ast.Name) and value else []
+        return test.left.id, isinstance(test.ops[0], ast.Is)
+    return None
 
 
 def _exits(node: ast.AST) -> bool:

@@ -20,9 +20,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.blocks import SCOPES, always_exits, inner_blocks, single_def
+from harness.overrides.blocks import SCOPES, always_exits, inner_blocks, read_def
 from harness.overrides.conditions import necessary
 from harness.overrides.configs import enclosing
+from harness.overrides.nones import none_comparison
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -40,25 +41,11 @@ def is_none(test: ast.expr | None, value: bool) -> list[str]:
 
 
 def _is_none(test: ast.expr, value: bool) -> list[str]:
-    compared = _none_comparison(test)
+    compared = none_comparison(test)
     if compared is None:
         return []
     name, is_ = compared
     return [name] if is_ == value else []
-
-
-def _none_comparison(test: ast.expr) -> tuple[str, bool] | None:
-    """``(name, True)`` for ``name is None``, ``(name, False)`` for ``name is not None``."""
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Is | ast.IsNot)
-        and isinstance(test.left, ast.Name)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    ):
-        return test.left.id, isinstance(test.ops[0], ast.Is)
-    return None
 
 
 def _binds(node: ast.AST, name: str) -> bool:
@@ -198,10 +185,10 @@ class NonNull:
         return None
 
     def _method_may_return_none(self, method: str, depth: int) -> bool | None:
-        definer = self.project.read_definer(self._x, method)
-        func = None if definer is None else single_def(definer, method, self.tree_of)
-        if definer is None or func is None or func.decorator_list:
+        known = read_def(self.project, self._x, method, self.tree_of)
+        if known is None or known[1].decorator_list:
             return None
+        definer, func = known
         if isinstance(func, ast.AsyncFunctionDef) or not always_exits(func.body):
             return None  # a coroutine, or it may fall off its end
         returns: list[ast.Return] = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.blocks import SCOPES, holds, inner_blocks, single_def
+from harness.overrides.blocks import SCOPES, holds, inner_blocks, read_def
 from harness.overrides.configs import enclosing
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import dotted_name
@@ -132,12 +132,10 @@ class Raisers:
     ) -> tuple[str, str] | None:
         if depth > _DEPTH:
             return None
-        definer = self.project.read_definer(x, method)
-        if definer is None:
+        found = read_def(self.project, x, method, self.tree_of)
+        if found is None:
             return None
-        func = single_def(definer, method, self.tree_of)
-        if func is None:
-            return None
+        definer, func = found
         decorators = {(dotted_name(d) or "?").rpartition(".")[2] for d in func.decorator_list}
         manager = entered and bool(decorators) and decorators <= _MANAGERS
         if not manager and (
