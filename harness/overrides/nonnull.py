@@ -201,8 +201,16 @@ class NonNull:
                 returns.append(node)
             if not isinstance(node, SCOPES):
                 stack.extend(ast.iter_child_nodes(node))
-        for found in returns:
-            if found.value is None or self._may_be_none(found.value, depth) is not False:
+        params = [*func.args.posonlyargs, *func.args.args]
+        if not params:
+            return None
+        outer, self._me = self._me, params[0].arg  # `self` as the method names it
+        try:
+            if any(
+                r.value is None or self._may_be_none(r.value, depth) is not False for r in returns
+            ):
                 return None
+        finally:
+            self._me = outer
         self._said.append(f"{definer.qualname}.{method}() never returns None")
         return False
