@@ -85,7 +85,7 @@ class Replacing:
             if instead is not None:
                 return (
                     f"{cls.qualname}.{method}() is decorated with @{written}, which returns "
-                    f"{instead} in its place: calls reach that, not the def"
+                    f"{instead} in its place: calls reach that, which the checker does not read"
                 )
         return None
 

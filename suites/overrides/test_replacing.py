@@ -85,7 +85,7 @@ def test_a_call_the_def_rejects_is_a_warning_when_a_decorator_replaces_the_metho
     assert finding.severity is Severity.WARNING and finding.evidence is not None
     assert finding.evidence.untyped == (
         "Postgres._build_query() is decorated with @db_injector, which returns "
-        "DBInjector(func) in its place: calls reach that, not the def"
+        "DBInjector(func) in its place: calls reach that, which the checker does not read"
     )
 
 
