@@ -18,6 +18,7 @@ nothing.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
@@ -82,6 +83,30 @@ class Forwarded(NamedTuple):
     """The forwarding method's name."""
 
 
+class _Files:
+    """The conditions of each file read for evidence, parsed once per path."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[str, Conditions] = {}
+
+    def conditions(self, path: str) -> Conditions:
+        known = self._by_path.get(path)
+        if known is None:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    known = Conditions(handle.read())
+            except OSError:
+                known = Conditions("")
+            self._by_path[path] = known
+        return known
+
+    def tree(self, path: str) -> ast.Module:
+        return self.conditions(path).tree
+
+    def clear(self) -> None:
+        self._by_path.clear()
+
+
 class EvidenceIndex:
     """Call sites of the whole project (the tree and the modules read from outside it) by
     called method name, gathered on first request from the files that call that name (other
@@ -91,15 +116,16 @@ class EvidenceIndex:
         self.project = project
         self._by_method: dict[str, list[CallEntry]] = {}
         self._forwarded: dict[str, list[Forwarded]] = {}
-        self.reach = Reach(project, self.calls, self._tree)
-        self._sources: dict[str, Conditions] = {}
-        self._decider: Decider | None = None
-        self._configs: Configs | None = None
-        self._nones: NoneLocals | None = None
-        self._raisers: Raisers | None = None
-        self._markers: Markers | None = None
-        self._replacing: Replacing | None = None
-        self._nonnull: NonNull | None = None
+        self._files = _Files()
+        tree = self._files.tree  # not a method of the index: the deciders hold no cycle
+        self.reach = Reach(project, self.calls, tree)
+        self._decider = Decider(project, self.reach, tree)
+        self._configs = Configs(project, tree)
+        self._nones = NoneLocals(project, tree)
+        self._nonnull = NonNull(project, tree)
+        self._markers = Markers(project, tree)
+        self._raisers = Raisers(project, tree)
+        self._replacing = Replacing(project, tree)
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -107,9 +133,7 @@ class EvidenceIndex:
         unusable afterwards."""
         self._by_method.clear()
         self._forwarded.clear()
-        self._sources.clear()
-        self._decider = self._configs = self._nones = self._raisers = self._markers = None
-        self._replacing = self._nonnull = None
+        self._files.clear()
         self.reach.release()
 
     def calls(self, name: str) -> list[CallEntry]:
@@ -157,7 +181,7 @@ class EvidenceIndex:
     def _popped(self, cls: ClassInfo, method: str) -> set[str]:
         """Keywords ``cls.method`` takes out of its ``**kwargs`` before forwarding them
         (``kwargs.pop("power")``): the forwarded call never passes them."""
-        for func in class_defs(cls, self._tree).get(method, ()):
+        for func in class_defs(cls, self._files.tree).get(method, ()):
             if func.args.kwarg is not None:
                 return set(popped_keywords(func, func.args.kwarg.arg))
         return set()
@@ -186,12 +210,10 @@ class EvidenceIndex:
             prover.prove(hop.call, hop.site, hop.module, hop)
         out = [self._with_guards(p) if p.certain else p for p in prover.out]
         if any(p.certain for p in out):
-            if self._replacing is None:
-                self._replacing = Replacing(self.project, self._tree)
             moot = self._replacing.replaced(cls, name)
             expected = None  # what an always-raising override raises instead of the TypeError
             if moot is None:
-                raised = self._raising().raised(cls, name)
+                raised = self._raisers.raised(cls, name)
                 if raised is not None:
                     expected, said = raised
                     moot = f"{said}: the call fails either way"
@@ -217,15 +239,7 @@ class EvidenceIndex:
         return any(expected in c for c in handlers if c is not None)
 
     def _file(self, path: str) -> Conditions:
-        known = self._sources.get(path)
-        if known is None:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    known = Conditions(handle.read())
-            except OSError:
-                known = Conditions("")
-            self._sources[path] = known
-        return known
+        return self._files.conditions(path)
 
     def _with_guards(self, proof: Proof) -> Proof:
         """``proof`` with the conditions its call runs under, on the whole path from the
@@ -296,7 +310,7 @@ class EvidenceIndex:
         where = f"{module.file.display}:{call.line}"
         for text, test, value in self._file(module.file.path).tests(call.line, call.col):
             for name, attr in needed(test, value):
-                said = self._attribute_configs().unstated(x, module, call.line, name, attr)
+                said = self._configs.unstated(x, module, call.line, name, attr)
                 if said is not None:
                     return (
                         f"it runs only if {text} (at {where}), a test for objects with {attr}; "
@@ -304,63 +318,37 @@ class EvidenceIndex:
                     )
         return None
 
-    def _attribute_configs(self) -> Configs:
-        if self._configs is None:
-            self._configs = Configs(self.project, self._tree)
-        return self._configs
-
     def _texts(self, call: CallSite, module: ModuleInfo) -> tuple[str, ...]:
         return self._file(module.file.path).at(call.line, call.col)
 
     def _decided(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
         """Why ``call`` cannot run for an ``x``: a condition of it decided false, said."""
-        known = self._file(module.file.path)
         where = f"{module.file.display}:{call.line}"
-        for text, test, value in known.tests(call.line, call.col):
-            for attr in _self_attributes(test, value):
-                why = self._decide().empty_for(x, attr)
-                if why is not None:
-                    return f"it runs only if {text} (at {where}), but {why}"
-            for attr, holds in constant_tests(test, value):
-                constant = self._decide().constant_for(x, attr)
-                if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
-                    return f"it runs only if {text} (at {where}), but {constant[1]}"
-            for name, wanted in needed(test, value):
-                why = self._attribute_configs().absent(x, module, call.line, name, wanted)
-                if why is not None:
-                    return f"it runs only if {text} (at {where}), but {why}"
-            for name in is_none(test, value):
-                if self._nonnull is None:
-                    self._nonnull = NonNull(self.project, self._tree)
-                why = self._nonnull.never_none(x, module, call.line, name)
-                if why is not None:
-                    return f"it runs only if {text} (at {where}), but {why}"
-            for name in not_none(test, value):
-                if self._nones is None:
-                    self._nones = NoneLocals(self.project, self._tree)
-                why = self._nones.none_for(x, module, call.line, name)
-                if why is not None:
-                    return f"it runs only if {text} (at {where}), but {why}"
-            for mark in mark_tests(test, value):
-                if self._markers is None:
-                    self._markers = Markers(self.project, self._tree)
-                why = self._markers.decided(x, module, mark)
-                if why is not None:
-                    return f"it runs only if {text} (at {where}), but {why}"
-        return self._raising().before(x, module, call.line)
+        for text, test, value in self._file(module.file.path).tests(call.line, call.col):
+            why = next((w for w in self._false_for(x, module, call.line, test, value) if w), None)
+            if why is not None:
+                return f"it runs only if {text} (at {where}), but {why}"
+        return self._raisers.before(x, module, call.line)
 
-    def _raising(self) -> Raisers:
-        if self._raisers is None:
-            self._raisers = Raisers(self.project, self._tree)
-        return self._raisers
-
-    def _decide(self) -> Decider:
-        if self._decider is None:
-            self._decider = Decider(self.project, self.reach, self._tree)
-        return self._decider
-
-    def _tree(self, path: str) -> ast.Module:
-        return self._file(path).tree
+    def _false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> Iterator[str | None]:
+        """Why ``test`` (of a call at ``line``) cannot be ``value`` for an ``x``, by each
+        decider in turn, computed only as far as the first that decides it."""
+        for attr in _self_attributes(test, value):
+            yield self._decider.empty_for(x, attr)
+        for attr, holds in constant_tests(test, value):
+            constant = self._decider.constant_for(x, attr)
+            if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
+                yield constant[1]
+        for name, wanted in needed(test, value):
+            yield self._configs.absent(x, module, line, name, wanted)
+        for name in is_none(test, value):
+            yield self._nonnull.never_none(x, module, line, name)
+        for name in not_none(test, value):
+            yield self._nones.none_for(x, module, line, name)
+        for mark in mark_tests(test, value):
+            yield self._markers.decided(x, module, mark)
 
 
 def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
