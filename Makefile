@@ -28,7 +28,7 @@ HARNESS := $(PY) -m harness.cli
 GPU_GATE_ARGS := $(if $(filter 1 yes true,$(REQUIRE_GPU)),--require-gpu)
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-gpu test-compat overrides lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
+.PHONY: help install run test test-integration test-gpu test-compat overrides lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -51,8 +51,11 @@ install: $(STAMP) ## Install the project with EXTRAS (engine,eval,dev) pinned by
 run: $(STAMP) ## Run the main job on built-in defaults (harness hunt; reports in reports/)
 	$(HARNESS) hunt
 
-test: $(STAMP) ## Run the CPU test suites in parallel (pytest -n auto), slow ones included
-	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites
+test: $(STAMP) ## The fast, hermetic tier: CPU suites in parallel, no network, no nested make/pip
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not gpu and not integration" suites
+
+test-integration: $(STAMP) ## The slow tier: resolution, pre-commit, lm-eval CLI runs, full-scale runs
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "integration and not gpu" suites
 
 test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json; "0 GPU tests ran" without CUDA; REQUIRE_GPU=1 fails then
 	@mkdir -p $(REPORTS)

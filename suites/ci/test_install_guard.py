@@ -46,6 +46,7 @@ def test_make_install_runs_the_guard_before_installing() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_the_guard_stops_a_real_resolution_that_picks_pypis_cuda_torch(tmp_path: Path) -> None:
     # torch 2.7.0 has no CPU build on disk here: PyPI's Linux wheel is the CUDA one. The dry run
     # resolves it (metadata only) and the guard refuses; nothing is installed.
