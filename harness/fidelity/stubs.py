@@ -1,8 +1,12 @@
-"""The explicit stubs the compared vLLM modules import, and the list of modules loaded for real.
+"""The explicit stubs the compared vLLM modules import.
 
-vLLM's own small helpers (``cdiv``, ``get_dtype_size`` ...) run vLLM's definitions, cut out of its
-files; the rest is ours (logger, platform, FlashAttention 2, no pinned memory, environment
-variables at their defaults, ``flashinfer`` wrappers that record their arguments).
+vLLM's own small helpers (``cdiv``, ``get_dtype_size``, ``get_layers_from_vllm_config`` ...) run
+vLLM's definitions, cut out of whichever file of the tree defines them (``vllm/utils.py`` in 0.9.0,
+``vllm/utils/math_utils.py`` and its siblings in 0.34.0). The rest is ours: a silent logger, a
+platform that is neither CUDA nor ROCm nor XPU, FlashAttention version 2 (no ahead-of-time
+scheduling) with no varlen kernel, no pinned memory, one rank (no tensor, decode-context or
+pipeline parallelism), environment variables at their defaults, and ``flashinfer`` wrappers that
+record their arguments. Stubs for modules a tree does not have are never imported.
 """
 
 from __future__ import annotations
@@ -10,27 +14,21 @@ from __future__ import annotations
 import logging
 import types
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import torch
 
-from harness.fidelity.sandbox import StubModule, extract_definitions, module_path
+from harness.errors import HarnessError
+from harness.fidelity.sandbox import StubModule, extract_definitions
+from harness.fidelity.tree import VllmTree
 
-REAL_MODULES = (
-    "vllm.v1.kv_cache_interface",
-    "vllm.v1.core.kv_cache_utils",
-    "vllm.v1.worker.block_table",
-    "vllm.v1.worker.gpu_worker",
-    "vllm.v1.worker.gpu_model_runner",
-    "vllm.v1.attention.backends.utils",
-    "vllm.v1.attention.backends.flash_attn",
-    "vllm.v1.attention.backends.flashinfer",
-    "vllm.v1.attention.backends.mla.common",
-)
-"""vLLM modules executed from their source text; everything else under ``vllm`` is a stub."""
+HELPERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "vllm.utils": (("cdiv", "round_down", "get_dtype_size", "GiB_bytes"), ("round_up",)),
+    "vllm.config": (("get_layers_from_vllm_config",), ()),
+}
+"""Package -> (helpers every tree defines in it, helpers only some do): vLLM's own code, run."""
 
 
 @dataclass
@@ -54,10 +52,19 @@ def _recording_wrapper(kind: str, recorder: PlanRecorder) -> type[Any]:
     return Wrapper
 
 
+def _false(*args: object, **kwargs: object) -> bool:
+    del args, kwargs
+    return False
+
+
 _PLATFORM = SimpleNamespace(
-    is_cuda=lambda: False, is_rocm=lambda: False, is_pin_memory_available=lambda: False
+    is_cuda=_false,
+    is_rocm=_false,
+    is_xpu=_false,
+    is_cuda_alike=_false,
+    is_pin_memory_available=_false,
 )
-"""``current_platform``: not CUDA, not ROCm; any other question is an error."""
+"""``current_platform``: not CUDA, not ROCm, not XPU; any other question is an error."""
 
 
 def _strict_module(name: str, attrs: dict[str, Any]) -> types.ModuleType:
@@ -73,36 +80,84 @@ def _silent_logger(name: str) -> logging.Logger:
     return logger
 
 
-def make_stubs(root: Path, recorder: PlanRecorder) -> dict[str, types.ModuleType]:
-    """The explicit stub modules for the source tree ``root``."""
-    utils = StubModule("vllm.utils", {"torch": torch, "np": np})
-    extract_definitions(
-        module_path(root, "vllm.utils"),
-        ["cdiv", "round_down", "get_dtype_size", "GiB_bytes"],
-        utils.__dict__,
-    )
-    utils.is_pin_memory_available = lambda: False  # type: ignore[attr-defined]
-    config = StubModule("vllm.config")
-    extract_definitions(
-        module_path(root, "vllm.config"), ["get_layers_from_vllm_config"], config.__dict__
-    )
+def _flash_attn_version(*args: object, **kwargs: object) -> int:
+    del args, kwargs
+    return 2
+
+
+def _one_rank(*args: object, **kwargs: object) -> tuple[int, int]:
+    del args, kwargs
+    return 1, 0
+
+
+def _helper_modules(tree: VllmTree) -> dict[str, StubModule]:
+    """A stub per module that defines one of :data:`HELPERS`, holding vLLM's definitions; each
+    package's stub re-exports its helpers (``from vllm.config import get_layers_from_vllm_config``
+    works where the package only re-exports it)."""
+    stubs: dict[str, StubModule] = {}
+    for package, (required, optional) in HELPERS.items():
+        stubs.setdefault(package, StubModule(package, {"torch": torch, "np": np}))
+        by_module: dict[str, list[str]] = {}
+        for name in (*required, *optional):
+            module = tree.module_defining(name, under=(package,))
+            if module is None and name in required:
+                raise HarnessError(
+                    f"{tree.source.root} (vLLM {tree.version}) defines no {name} under "
+                    f"{package.replace('.', '/')}; the sandbox runs vLLM's own {name}, so this "
+                    "tree cannot be compared"
+                )
+            if module is not None:
+                by_module.setdefault(module, []).append(name)
+        for module, names in by_module.items():
+            stub = stubs.setdefault(module, StubModule(module, {"torch": torch, "np": np}))
+            extract_definitions(tree.path(module), names, stub.__dict__)
+            for name in names:
+                setattr(stubs[package], name, stub.__dict__[name])
+    for module in tree.modules_defining("PIN_MEMORY", under="vllm.utils"):
+        stubs.setdefault(module, StubModule(module, {"torch": torch})).__dict__["PIN_MEMORY"] = (
+            False
+        )
+    for module in ("vllm.utils", *tree.modules_defining("is_pin_memory_available", "vllm.utils")):
+        stubs.setdefault(module, StubModule(module)).__dict__["is_pin_memory_available"] = _false
+    return stubs
+
+
+def make_stubs(tree: VllmTree, recorder: PlanRecorder) -> dict[str, types.ModuleType]:
+    """The explicit stub modules for the source tree ``tree``."""
 
     class Attention:
         """The attention layer class the builders look layers up by."""
 
-    return {
-        "vllm.utils": utils,
-        "vllm.config": config,
+    flash_attn_utils = {
+        "get_flash_attn_version": _flash_attn_version,
+        "flash_attn_supports_fp8": _false,
+        "is_flash_attn_varlen_func_available": _false,
+    }
+    stubs: dict[str, types.ModuleType] = {
+        **_helper_modules(tree),
         "vllm.logger": StubModule("vllm.logger", {"init_logger": _silent_logger}),
         "vllm.platforms": StubModule("vllm.platforms", {"current_platform": _PLATFORM}),
-        "vllm.envs": _strict_module("vllm.envs", {"VLLM_FLASHINFER_FORCE_TENSOR_CORES": False}),
+        "vllm.envs": _strict_module(
+            "vllm.envs",
+            {"VLLM_FLASHINFER_FORCE_TENSOR_CORES": False, "VLLM_BATCH_INVARIANT": False},
+        ),
+        # vLLM 0.9.0 and 0.34.0 keep the layer class and the FlashAttention helpers here:
         "vllm.attention.layer": StubModule("vllm.attention.layer", {"Attention": Attention}),
+        "vllm.model_executor.layers.attention": StubModule(
+            "vllm.model_executor.layers.attention", {"Attention": Attention}
+        ),
         "vllm.attention.utils.fa_utils": StubModule(
-            "vllm.attention.utils.fa_utils",
-            {"get_flash_attn_version": lambda: 2, "flash_attn_supports_fp8": lambda: False},
+            "vllm.attention.utils.fa_utils", flash_attn_utils
+        ),
+        "vllm.v1.attention.backends.fa_utils": StubModule(
+            "vllm.v1.attention.backends.fa_utils", flash_attn_utils
+        ),
+        "vllm.distributed.parallel_state": StubModule(
+            "vllm.distributed.parallel_state", {"get_dcp_world_size_and_rank": _one_rank}
         ),
         "flashinfer": recording_flashinfer(recorder),
     }
+    return stubs
 
 
 def recording_flashinfer(recorder: PlanRecorder) -> types.ModuleType:

@@ -6,20 +6,29 @@ import types
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from harness.errors import HarnessError
+from harness.fidelity.era import Era, builder_era
 from harness.fidelity.sandbox import VllmSandbox
 from harness.fidelity.source import VllmSource
-from harness.fidelity.stubs import REAL_MODULES, PlanRecorder, make_stubs
+from harness.fidelity.stubs import PlanRecorder, make_stubs
+from harness.fidelity.tree import VllmTree
 
 
 @dataclass
 class VllmCode:
-    """The loaded vLLM modules of one source tree and the FlashInfer plan recorder."""
+    """The loaded vLLM modules of one source tree, its era and the FlashInfer plan recorder."""
 
-    source: VllmSource
+    tree: VllmTree
+    era: Era | None
+    """The builders' API era (None: the tree has no attention builders)."""
     sandbox: VllmSandbox
     recorder: PlanRecorder
+
+    @property
+    def source(self) -> VllmSource:
+        return self.tree.source
 
     def module(self, name: str) -> types.ModuleType:
         """vLLM's module ``vllm.<name>``, e.g. ``module("v1.kv_cache_interface")``.
@@ -27,20 +36,28 @@ class VllmCode:
         Only modules loaded from source or given an explicit stub: a differential that asks for
         anything else would be comparing against an automatic stub, so that is an error.
         """
-        full = f"vllm.{name}"
+        full = name if name.startswith("vllm.") else f"vllm.{name}"
         if full not in self.sandbox.real and full not in self.sandbox.stubs:
             raise RuntimeError(f"{full} is neither loaded from source nor an explicit stub")
         return self.sandbox.load(full)
 
+    def defining(self, name: str) -> Any:
+        """The class or function ``name`` from the loaded module of the tree that defines it."""
+        module = self.tree.module_defining(name)
+        if module is None:
+            raise RuntimeError(f"vLLM {self.tree.version} defines no {name}")
+        return getattr(self.module(module), name)
+
 
 @contextmanager
 def open_vllm(
-    source: VllmSource, modules: Sequence[str] = REAL_MODULES
+    source: VllmSource, modules: Sequence[str], tree: VllmTree | None = None
 ) -> Generator[VllmCode, None, None]:
     """Load vLLM's ``modules`` from ``source`` for the duration of the ``with`` block."""
+    tree = tree or VllmTree(source)
     recorder = PlanRecorder()
-    with VllmSandbox(source.root, modules, make_stubs(source.root, recorder)) as sandbox:
-        code = VllmCode(source, sandbox, recorder)
+    with VllmSandbox(source.root, modules, make_stubs(tree, recorder)) as sandbox:
+        code = VllmCode(tree, builder_era(tree), sandbox, recorder)
         for name in modules:  # load everything now: a broken tree fails before any trial
             try:
                 sandbox.load(name)

@@ -16,6 +16,7 @@ from harness.fidelity.sandbox import (
 )
 from harness.fidelity.source import VllmSource
 from harness.fidelity.stubs import PlanRecorder, make_stubs
+from harness.fidelity.tree import VllmTree
 
 from .conftest import FIXTURES
 
@@ -23,7 +24,7 @@ READS_A_STUB = "vllm.v1.reads_a_stub"
 
 
 def _sandbox(source: VllmSource, *real: str) -> VllmSandbox:
-    return VllmSandbox(source.root, real, make_stubs(source.root, PlanRecorder()))
+    return VllmSandbox(source.root, real, make_stubs(VllmTree(source), PlanRecorder()))
 
 
 def test_real_modules_run_from_source_and_the_rest_is_stubbed(fake_vllm: VllmSource) -> None:
