@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.differential import Differential, modules
 from harness.fidelity.vllm import VllmCode
 from harness.reference.block_table import BlockTable
 
@@ -128,7 +128,9 @@ BLOCK_TABLE_ROW_OPS: Differential[RowOpsCase] = Differential(
     description="append/add/move/swap/commit/clear: CPU rows, row counts and device rows after "
     "every operation",
     vllm_code="vllm/v1/worker/block_table.py BlockTable",
-    vllm_modules=("vllm.v1.worker.block_table",),
+    vllm_modules=modules(
+        "vllm.v1.worker.block_table",
+    ),
     generate=generate_row_ops,
     run_vllm=row_ops_vllm,
     run_reference=row_ops_reference,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.differential import Differential, modules
 from harness.fidelity.differentials.batch import (
     BUILDER_MODULES,
     DTYPES,
@@ -143,7 +143,7 @@ FLASH_ATTN_METADATA: Differential[BatchCase] = Differential(
     "device slot-mapping buffer",
     vllm_code="vllm/v1/attention/backends/flash_attn.py FlashAttentionMetadataBuilder.build, "
     "get_kv_cache_shape",
-    vllm_modules=(*BUILDER_MODULES, "vllm.v1.attention.backends.flash_attn"),
+    vllm_modules=modules(*BUILDER_MODULES, "vllm.v1.attention.backends.flash_attn"),
     generate=generate_flash_attn,
     run_vllm=flash_attn_vllm,
     run_reference=flash_attn_reference,
@@ -252,7 +252,7 @@ FLASHINFER_METADATA: Differential[BatchCase] = Differential(
     "plan arguments (cascade included), head-size and all-layers hyperparameter checks",
     vllm_code="vllm/v1/attention/backends/flashinfer.py FlashInferMetadataBuilder reorder_batch, "
     "build, _plan",
-    vllm_modules=(*BUILDER_MODULES, "vllm.v1.attention.backends.flashinfer"),
+    vllm_modules=modules(*BUILDER_MODULES, "vllm.v1.attention.backends.flashinfer"),
     generate=generate_flashinfer,
     run_vllm=flashinfer_vllm,
     run_reference=flashinfer_reference,
@@ -317,7 +317,7 @@ MLA_SPLIT: Differential[BatchCase] = Differential(
     "lengths, query starts), slot mapping, the head-size check",
     vllm_code="vllm/v1/attention/backends/mla/common.py MLACommonMetadataBuilder reorder_batch, "
     "build",
-    vllm_modules=(*BUILDER_MODULES, "vllm.v1.attention.backends.mla.common"),
+    vllm_modules=modules(*BUILDER_MODULES, "vllm.v1.attention.backends.mla.common"),
     generate=generate_mla,
     run_vllm=mla_vllm,
     run_reference=mla_reference,

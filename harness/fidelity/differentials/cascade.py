@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.differential import Differential, modules
 from harness.fidelity.differentials.batch import DTYPES, vllm_model_config
 from harness.fidelity.vllm import VllmCode
 from harness.reference import kv_cache_interface
@@ -183,7 +183,7 @@ CASCADE: Differential[CascadeCase] = Differential(
     "(capping, rounding, sliding windows, FlashInfer's dtype rule, the SM count)",
     vllm_code="vllm/v1/attention/backends/flash_attn.py use_cascade_attention; "
     "vllm/v1/worker/gpu_model_runner.py GPUModelRunner._compute_cascade_attn_prefix_len",
-    vllm_modules=(
+    vllm_modules=modules(
         "vllm.v1.kv_cache_interface",
         "vllm.v1.attention.backends.flash_attn",
         "vllm.v1.attention.backends.flashinfer",

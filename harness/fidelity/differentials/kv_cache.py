@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.differential import Differential, modules
 from harness.fidelity.vllm import VllmCode
 from harness.reference import kv_cache_interface as ref_specs
 from harness.reference import kv_cache_utils as ref_utils
@@ -264,7 +264,9 @@ KV_CACHE_SPECS: Differential[SizingCase] = Differential(
     name="kv-cache-specs",
     description="page_size_bytes, type_id, max_memory_usage_bytes and merge of random specs",
     vllm_code="vllm/v1/kv_cache_interface.py",
-    vllm_modules=("vllm.v1.kv_cache_interface",),
+    vllm_modules=modules(
+        "vllm.v1.kv_cache_interface",
+    ),
     generate=generate_sizing,
     run_vllm=specs_vllm,
     run_reference=specs_reference,
@@ -278,7 +280,7 @@ KV_CACHE_CONFIG: Differential[SizingCase] = Differential(
     description="get_kv_cache_config grouping and sizing (disable_hybrid_kv_cache_manager=True), "
     "num_gpu_blocks_override, errors, estimate_max_model_len",
     vllm_code="vllm/v1/core/kv_cache_utils.py get_kv_cache_config, estimate_max_model_len",
-    vllm_modules=(
+    vllm_modules=modules(
         "vllm.v1.kv_cache_interface",
         "vllm.v1.core.kv_cache_utils",
     ),

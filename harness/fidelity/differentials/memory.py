@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.differential import Differential, modules
 from harness.fidelity.differentials.batch import returns
 from harness.fidelity.vllm import VllmCode
 from harness.reference import worker as sizing
@@ -154,7 +154,9 @@ DETERMINE_AVAILABLE_MEMORY: Differential[DeviceState] = Differential(
     name="determine-available-memory",
     description="bytes left for the KV cache after profiling (peak, non-torch memory, utilization)",
     vllm_code="vllm/v1/worker/gpu_worker.py Worker.determine_available_memory",
-    vllm_modules=("vllm.v1.worker.gpu_worker",),
+    vllm_modules=modules(
+        "vllm.v1.worker.gpu_worker",
+    ),
     generate=generate_state,
     run_vllm=available_vllm,
     run_reference=available_reference,

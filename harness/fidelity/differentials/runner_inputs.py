@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.differential import Differential, modules
 from harness.fidelity.differentials.batch import (
     BUILDER_MODULES,
     BatchCase,
@@ -184,7 +184,7 @@ RUNNER_INPUTS: Differential[BatchCase] = Differential(
     "buffers afterwards (dtypes, -1 / 0 tails, block table, slot-mapping buffer)",
     vllm_code="vllm/v1/worker/gpu_model_runner.py GPUModelRunner._prepare_inputs (buffers from "
     "GPUModelRunner.__init__)",
-    vllm_modules=(
+    vllm_modules=modules(
         *BUILDER_MODULES,
         "vllm.v1.attention.backends.flash_attn",
         "vllm.v1.worker.gpu_model_runner",
