@@ -63,8 +63,12 @@ _PLATFORM = SimpleNamespace(
     is_xpu=_false,
     is_cuda_alike=_false,
     is_pin_memory_available=_false,
+    is_device_capability=_false,
+    is_device_capability_family=_false,
+    has_device_capability=_false,
 )
-"""``current_platform``: not CUDA, not ROCm, not XPU; any other question is an error."""
+"""``current_platform``: not CUDA, not ROCm, not XPU, no device capability (no SM90/SM100
+kernel paths); any other question is an error."""
 
 
 def _strict_module(name: str, attrs: dict[str, Any]) -> types.ModuleType:
@@ -132,6 +136,7 @@ def make_stubs(tree: VllmTree, recorder: PlanRecorder) -> dict[str, types.Module
         "get_flash_attn_version": _flash_attn_version,
         "flash_attn_supports_fp8": _false,
         "is_flash_attn_varlen_func_available": _false,
+        "uses_fa4_hd256_kernel": _false,
     }
     stubs: dict[str, types.ModuleType] = {
         **_helper_modules(tree),
