@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from harness.errors import HarnessError
 from harness.fidelity.deviation import Deviation, FoundDeviation, set_aside
 from harness.fidelity.outcome import first_difference, normalise
 from harness.fidelity.tree import VllmTree
@@ -64,6 +65,30 @@ class Differential(Generic[I]):
 def modules(*names: str) -> Callable[[VllmTree], tuple[str, ...]]:
     """``vllm_modules`` for modules that do not move: these names in any tree."""
     return lambda tree: names
+
+
+def modules_defining(
+    *names: str, optional: tuple[str, ...] = ()
+) -> Callable[[VllmTree], tuple[str, ...]]:
+    """``vllm_modules`` for code that moves: the modules of the tree that define ``names``
+    (classes or functions; a tree that defines one nowhere is a clear error), and those that
+    define ``optional`` names where the tree has them."""
+
+    def find(tree: VllmTree) -> tuple[str, ...]:
+        found: list[str] = []
+        for name in (*names, *optional):
+            module = tree.module_defining(name)
+            if module is None and name in optional:
+                continue
+            if module is None:
+                raise HarnessError(
+                    f"{tree.source.root} (vLLM {tree.version}) defines no {name}, which the "
+                    "differential runs; a deviation that names its removal is missing"
+                )
+            found.append(module)
+        return tuple(dict.fromkeys(found))
+
+    return find
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,21 @@ class VllmTree:
         """Line ``line`` of ``module``'s file."""
         return Location(self.path(module).relative_to(self.source.root).as_posix(), line)
 
+    def uses(self, module: str, qualname: str, name: str) -> Location | None:
+        """The first line of ``qualname``'s definition in ``module`` that reads ``name`` (as a
+        name, an attribute or a keyword), or None."""
+        node = self.find(module, qualname)
+        if node is None:
+            return None
+        lines = [
+            child.lineno
+            for child in ast.walk(node)
+            if (isinstance(child, ast.Name) and child.id == name)
+            or (isinstance(child, ast.Attribute) and child.attr == name)
+            or (isinstance(child, ast.keyword) and child.arg == name)
+        ]
+        return self.at(module, min(lines)) if lines else None
+
     def parameters(self, module: str, qualname: str) -> list[str] | None:
         """The parameter names of a function or method (``self`` left out), or None."""
         node = self.find(module, qualname)

@@ -41,12 +41,16 @@ class VllmCode:
             raise RuntimeError(f"{full} is neither loaded from source nor an explicit stub")
         return self.sandbox.load(full)
 
-    def defining(self, name: str) -> Any:
-        """The class or function ``name`` from the loaded module of the tree that defines it."""
+    def module_defining(self, name: str) -> types.ModuleType:
+        """The loaded module of the tree that defines the class or function ``name``."""
         module = self.tree.module_defining(name)
         if module is None:
             raise RuntimeError(f"vLLM {self.tree.version} defines no {name}")
-        return getattr(self.module(module), name)
+        return self.module(module)
+
+    def defining(self, name: str) -> Any:
+        """The class or function ``name`` from the loaded module of the tree that defines it."""
+        return getattr(self.module_defining(name), name)
 
 
 @contextmanager

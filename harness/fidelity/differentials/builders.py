@@ -11,7 +11,7 @@ writes it with a -1 tail; FlashInfer and MLA leave it alone).
 from __future__ import annotations
 
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential, modules
+from harness.fidelity.differential import Differential, modules_defining
 from harness.fidelity.differentials.batch import (
-    BUILDER_MODULES,
-    DTYPES,
+    BUILDER_CODE,
+    BUILDER_HELPERS,
     BatchCase,
+    fields_beyond,
     generate_batch,
     metadata_fields,
     reference_block_table,
@@ -32,17 +33,30 @@ from harness.fidelity.differentials.batch import (
     reorder,
     show_batch,
     shrink_batch,
+    spec_era_block_table,
+    spec_era_common,
+    spec_era_config,
     vllm_block_table,
     vllm_build,
     vllm_common,
     vllm_runner,
 )
+from harness.fidelity.differentials.builder_deviations import (
+    BLOCK_SIZE_CHECK_MOVED,
+    BLOCK_TABLE_WIDTH,
+    CASCADE_FIELDS_REMOVED,
+    DCP_FIELDS,
+    SLOT_MAPPING_BY_RUNNER,
+)
+from harness.fidelity.differentials.kv_cache import LayerSpec, make_spec
+from harness.fidelity.era import Era
 from harness.fidelity.stubs import PlanRecorder, recording_flashinfer
 from harness.fidelity.vllm import VllmCode
 from harness.reference import kv_cache_interface
 from harness.reference.backends import flashinfer as ref_flashinfer
 from harness.reference.backends.flash_attn import (
     FlashAttentionBackend,
+    FlashAttentionMetadata,
     FlashAttentionMetadataBuilder,
 )
 from harness.reference.backends.mla.common import MLACommonMetadataBuilder
@@ -53,10 +67,17 @@ def _group_spec(module: Any, case: BatchCase, use_mla: bool = False) -> Any:
     """The group's spec under vLLM 0.9.0's unified grouping of the case's layers."""
     windows = {w for w in case.layer_windows if w is not None}
     window = windows.pop() if windows else None
-    args = (case.block_size, case.num_kv_heads, case.head_size, DTYPES[case.dtype], use_mla)
-    if window is not None and all(w is not None for w in case.layer_windows):
-        return module.SlidingWindowSpec(*args, sliding_window=window)
-    return module.FullAttentionSpec(*args, sliding_window=window)
+    sliding = window is not None and all(w is not None for w in case.layer_windows)
+    layer = LayerSpec(
+        kind="sliding" if sliding else "full",
+        block_size=case.block_size,
+        num_kv_heads=case.num_kv_heads,
+        head_size=case.head_size,
+        dtype=case.dtype,
+        use_mla=use_mla,
+        window=window,
+    )
+    return make_spec(module, layer)
 
 
 def _reference_spec(case: BatchCase, use_mla: bool = False) -> AttentionSpec:
@@ -108,17 +129,32 @@ def generate_flash_attn(rng: np.random.Generator) -> BatchCase:
     return case
 
 
+def _block_size_check(check: Callable[[], object]) -> object:
+    try:
+        check()
+    except ValueError as exc:
+        return exc
+    return None
+
+
 def flash_attn_vllm(vllm: VllmCode, case: BatchCase) -> object:
-    module = vllm.module("v1.attention.backends.flash_attn")
-    module.FlashAttentionBackend.get_kv_cache_shape(
-        8, case.block_size, case.num_kv_heads, case.head_size
+    if vllm.era is Era.SPEC:
+        return _flash_attn_spec_era(vllm, case)
+    module = vllm.module_defining("FlashAttentionMetadataBuilder")
+    refused = _block_size_check(
+        lambda: module.FlashAttentionBackend.get_kv_cache_shape(
+            8, case.block_size, case.num_kv_heads, case.head_size
+        )
     )
-    table = vllm_block_table(vllm.module("v1.worker.block_table"), case)
-    spec = _group_spec(vllm.module("v1.kv_cache_interface"), case)
+    if refused is not None:
+        return {"block_size_check": refused}
+    table = vllm_block_table(vllm.module_defining("BlockTable"), case)
+    spec = _group_spec(vllm.module_defining("FullAttentionSpec"), case)
     builder = module.FlashAttentionMetadataBuilder(vllm_runner(case), spec, table)
-    common = vllm_common(vllm.module("v1.attention.backends.utils"), case)
+    common = vllm_common(vllm.module_defining("CommonAttentionMetadata"), case)
     metadata = vllm_build(builder, common, case, case.common_prefix_len)
     return {
+        "block_size_check": None,
         "metadata": metadata_fields(
             metadata,
             none_only=("scheduler_metadata", "prefix_scheduler_metadata", "local_attn_metadata"),
@@ -127,14 +163,43 @@ def flash_attn_vllm(vllm: VllmCode, case: BatchCase) -> object:
     }
 
 
+def _flash_attn_spec_era(vllm: VllmCode, case: BatchCase) -> object:
+    """vLLM 0.34.0: the backend's ``supports_block_size``, and the builder constructed and built
+    as the runner does (``common_prefix_len`` 0: cascade attention is gone)."""
+    module = vllm.module_defining("FlashAttentionMetadataBuilder")
+    if not module.FlashAttentionBackend.supports_block_size(case.block_size):
+        return {"block_size_check": False}
+    specs = vllm.module_defining("FullAttentionSpec")
+    spec = _group_spec(specs, case)
+    config = spec_era_config(case)
+    names = [f"model.layers.{i}.self_attn.attn" for i in range(len(case.layer_windows))]
+    builder = module.FlashAttentionMetadataBuilder(spec, names, config, torch.device("cpu"))
+    table = spec_era_block_table(specs, spec, config, case)
+    common = spec_era_common(vllm.defining("CommonAttentionMetadata"), case, table)
+    return {
+        "block_size_check": True,
+        "metadata": fields_beyond(builder.build(0, common), FlashAttentionMetadata),
+    }
+
+
 def flash_attn_reference(case: BatchCase) -> object:
-    FlashAttentionBackend.get_kv_cache_shape(8, case.block_size, case.num_kv_heads, case.head_size)
+    refused = _block_size_check(
+        lambda: FlashAttentionBackend.get_kv_cache_shape(
+            8, case.block_size, case.num_kv_heads, case.head_size
+        )
+    )
+    if refused is not None:
+        return {"block_size_check": refused}
     table = reference_block_table(case)
     builder = FlashAttentionMetadataBuilder(
         _reference_spec(case), table, reference_config(case), "cpu"
     )
     metadata = builder.build(case.common_prefix_len, reference_common(case))
-    return {"metadata": metadata_fields(metadata), "slot_mapping_buffer": _buffer(table)}
+    return {
+        "block_size_check": None,
+        "metadata": metadata_fields(metadata),
+        "slot_mapping_buffer": _buffer(table),
+    }
 
 
 FLASH_ATTN_METADATA: Differential[BatchCase] = Differential(
@@ -143,13 +208,22 @@ FLASH_ATTN_METADATA: Differential[BatchCase] = Differential(
     "device slot-mapping buffer",
     vllm_code="vllm/v1/attention/backends/flash_attn.py FlashAttentionMetadataBuilder.build, "
     "get_kv_cache_shape",
-    vllm_modules=modules(*BUILDER_MODULES, "vllm.v1.attention.backends.flash_attn"),
+    vllm_modules=modules_defining(
+        *BUILDER_CODE, "FlashAttentionMetadataBuilder", optional=BUILDER_HELPERS
+    ),
     generate=generate_flash_attn,
     run_vllm=flash_attn_vllm,
     run_reference=flash_attn_reference,
     shrink=shrink_batch,
     show=show_batch,
     trials=1000,
+    deviations=(
+        BLOCK_SIZE_CHECK_MOVED,
+        CASCADE_FIELDS_REMOVED,
+        DCP_FIELDS,
+        BLOCK_TABLE_WIDTH,
+        SLOT_MAPPING_BY_RUNNER,
+    ),
 )
 
 
@@ -252,7 +326,9 @@ FLASHINFER_METADATA: Differential[BatchCase] = Differential(
     "plan arguments (cascade included), head-size and all-layers hyperparameter checks",
     vllm_code="vllm/v1/attention/backends/flashinfer.py FlashInferMetadataBuilder reorder_batch, "
     "build, _plan",
-    vllm_modules=modules(*BUILDER_MODULES, "vllm.v1.attention.backends.flashinfer"),
+    vllm_modules=modules_defining(
+        *BUILDER_CODE, "FlashInferMetadataBuilder", optional=BUILDER_HELPERS
+    ),
     generate=generate_flashinfer,
     run_vllm=flashinfer_vllm,
     run_reference=flashinfer_reference,
@@ -317,7 +393,9 @@ MLA_SPLIT: Differential[BatchCase] = Differential(
     "lengths, query starts), slot mapping, the head-size check",
     vllm_code="vllm/v1/attention/backends/mla/common.py MLACommonMetadataBuilder reorder_batch, "
     "build",
-    vllm_modules=modules(*BUILDER_MODULES, "vllm.v1.attention.backends.mla.common"),
+    vllm_modules=modules_defining(
+        *BUILDER_CODE, "MLACommonMetadataBuilder", optional=BUILDER_HELPERS
+    ),
     generate=generate_mla,
     run_vllm=mla_vllm,
     run_reference=mla_reference,
