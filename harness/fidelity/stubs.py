@@ -25,7 +25,10 @@ from harness.fidelity.sandbox import StubModule, extract_definitions
 from harness.fidelity.tree import VllmTree
 
 HELPERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "vllm.utils": (("cdiv", "round_down", "get_dtype_size", "GiB_bytes"), ("round_up",)),
+    "vllm.utils": (
+        ("cdiv", "round_down", "get_dtype_size", "GiB_bytes"),
+        ("round_up", "async_tensor_h2d"),
+    ),
     "vllm.config": (("get_layers_from_vllm_config",), ()),
 }
 """Package -> (helpers every tree defines in it, helpers only some do): vLLM's own code, run."""
@@ -66,6 +69,8 @@ _PLATFORM = SimpleNamespace(
     is_device_capability=_false,
     is_device_capability_family=_false,
     has_device_capability=_false,
+    fp8_dtype=lambda: torch.float8_e4m3fn,  # vLLM's Platform defaults
+    dispatch_key="CPU",
 )
 """``current_platform``: not CUDA, not ROCm, not XPU, no device capability (no SM90/SM100
 kernel paths); any other question is an error."""
@@ -158,7 +163,11 @@ def make_stubs(tree: VllmTree, recorder: PlanRecorder) -> dict[str, types.Module
             "vllm.v1.attention.backends.fa_utils", flash_attn_utils
         ),
         "vllm.distributed.parallel_state": StubModule(
-            "vllm.distributed.parallel_state", {"get_dcp_world_size_and_rank": _one_rank}
+            "vllm.distributed.parallel_state",
+            {
+                "get_dcp_world_size_and_rank": _one_rank,
+                "get_dcp_group": lambda: SimpleNamespace(world_size=1, rank_in_group=0),
+            },
         ),
         "flashinfer": recording_flashinfer(recorder),
     }

@@ -5,12 +5,12 @@ from __future__ import annotations
 import types
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.fidelity.era import Era, builder_era
-from harness.fidelity.sandbox import VllmSandbox
+from harness.fidelity.sandbox import VllmSandbox, extract_definitions
 from harness.fidelity.source import VllmSource
 from harness.fidelity.stubs import PlanRecorder, make_stubs
 from harness.fidelity.tree import VllmTree
@@ -25,6 +25,7 @@ class VllmCode:
     """The builders' API era (None: the tree has no attention builders)."""
     sandbox: VllmSandbox
     recorder: PlanRecorder
+    helpers: dict[str, Any] = field(default_factory=dict[str, Any])
 
     @property
     def source(self) -> VllmSource:
@@ -51,6 +52,17 @@ class VllmCode:
     def defining(self, name: str) -> Any:
         """The class or function ``name`` from the loaded module of the tree that defines it."""
         return getattr(self.module_defining(name), name)
+
+    def helper(self, name: str, beside: str | None = None) -> Any:
+        """vLLM's top-level function ``name``, cut out of the module that defines it (or that
+        defines ``beside`` too, where several modules define a ``name``): for a module too heavy
+        to load whole, e.g. the model runner. Annotations are dropped."""
+        if name not in self.helpers:
+            module = self.tree.module_defining(beside or name)
+            if module is None or self.tree.find(module, name) is None:
+                raise RuntimeError(f"vLLM {self.tree.version} defines no {name} beside {beside}")
+            self.helpers[name] = extract_definitions(self.tree.path(module), [name], {})[name]
+        return self.helpers[name]
 
 
 @contextmanager
