@@ -60,6 +60,13 @@ class Differential(Generic[I]):
     deviations: tuple[Deviation, ...] = ()
     """Changes of later vLLM that the reference does not follow, each found in a tree by
     structure (none in vLLM 0.9.0)."""
+    prepare: Callable[[Any, I], I] | None = None
+    """``prepare(vllm, input)``: the input as the tree's engine hands it to the compared code
+    (e.g. vLLM 0.34.0's runner sorts a batch before its builders see it); both sides get it."""
+
+    def prepared(self, vllm: Any, case: I) -> I:
+        """``case`` after :attr:`prepare` (itself when there is none)."""
+        return case if self.prepare is None else self.prepare(vllm, case)
 
 
 def modules(*names: str) -> Callable[[VllmTree], tuple[str, ...]]:
@@ -166,7 +173,8 @@ class Evaluation:
 def evaluate(
     differential: Differential[I], vllm: Any, case: I, deviations: Sequence[Deviation] = ()
 ) -> Evaluation:
-    """Both sides on ``case``, compared beyond what ``deviations`` explain."""
+    """Both sides on ``case`` (prepared), compared beyond what ``deviations`` explain."""
+    case = differential.prepared(vllm, case)
     shown = differential.show(case)
     ours = _side(differential, lambda: differential.run_reference(case), "the reference", shown)
     theirs = _side(differential, lambda: differential.run_vllm(vllm, case), "vLLM", shown)
@@ -225,7 +233,10 @@ def run_differential(
             outcome = evaluate(differential, vllm, shrunk, named)
             assert outcome.difference is not None
             disagreement = Disagreement(
-                differential.show(shrunk), outcome.difference, outcome.vllm, outcome.reference,
+                differential.show(differential.prepared(vllm, shrunk)),
+                outcome.difference,
+                outcome.vllm,
+                outcome.reference,
                 steps,
             )  # fmt: skip
     except DifferentialBroken as exc:

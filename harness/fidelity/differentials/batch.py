@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from harness.fidelity.differentials.kv_cache import at_default
+from harness.fidelity.era import Era
 from harness.reference.batch import common_metadata
 from harness.reference.block_table import BlockTable
 from harness.reference.common_metadata import CommonAttentionMetadata
@@ -355,14 +356,16 @@ def fields_beyond(
     metadata: Any, reference_cls: type[Any], *, skip: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """A later vLLM's metadata dataclass as the reference's class has it: the fields both have
-    (less ``skip``), and a field only vLLM has where it is not at its default (a feature in use
-    that the reference does not model: a difference)."""
+    (less ``skip``), and a field only vLLM has where it is neither None nor at its default (a
+    feature in use that the reference does not model: a difference)."""
     shared = {f.name for f in dataclasses.fields(reference_cls)}
-    return {
-        f.name: getattr(metadata, f.name)
-        for f in dataclasses.fields(metadata)
-        if f.name not in skip and (f.name in shared or not at_default(f, getattr(metadata, f.name)))
-    }
+    shown: dict[str, Any] = {}
+    for f in dataclasses.fields(metadata):
+        value = getattr(metadata, f.name)
+        unused = value is None or at_default(f, value)
+        if f.name not in skip and (f.name in shared or not unused):
+            shown[f.name] = value
+    return shown
 
 
 def metadata_fields(
@@ -419,6 +422,17 @@ def spec_era_config(
         ),
         speculative_config=None,
     )
+
+
+def runner_order(vllm: Any, case: BatchCase) -> BatchCase:
+    """``case`` in the order vLLM 0.34.0's runner hands a batch to its builders: its own
+    ``sort_batch_req_ids`` (decodes first, then by query length), executed; in the runner era
+    (builders reorder themselves) ``case`` unchanged."""
+    if vllm.era is not Era.SPEC:
+        return case
+    scheduled = {f"r{i}": r.scheduled for i, r in enumerate(case.reqs)}
+    order = vllm.helper("sort_batch_req_ids", beside="GPUModelRunner")(scheduled, {}, 1)
+    return case.permuted([int(req_id[1:]) for req_id in order])
 
 
 def spec_era_block_table(specs_module: Any, spec: Any, config: Any, case: BatchCase) -> Any:

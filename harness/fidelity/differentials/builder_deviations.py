@@ -8,6 +8,8 @@ must be absent, not different.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 from typing import Any, cast
 
 from harness.fidelity.deviation import ABSENT, Deviation
@@ -60,6 +62,22 @@ def _no_context_parallelism(vllm: Any, reference: Any) -> bool:
     return bool(vllm == 0 and reference == ABSENT)
 
 
+def _head_size_accepted(vllm: Any, reference: Any) -> bool:
+    """vLLM builds where the reference refuses that head size with a ``ValueError``."""
+    if not (isinstance(vllm, dict) and isinstance(reference, dict)):
+        return False
+    theirs, ours = cast("dict[str, Any]", vllm), cast("dict[str, Any]", reference)
+    head_dim = theirs.get("head_dim")
+    message = str(ours.get("message", ""))
+    return ours.get("raises") == "ValueError" and f"received {head_dim}" in message
+
+
+def only_vllm(vllm: Any, reference: Any) -> bool:
+    """Only vLLM has it (the reference has no such field)."""
+    del vllm
+    return bool(reference == ABSENT)
+
+
 def _flash_attn_module(tree: VllmTree) -> str | None:
     return tree.module_defining("FlashAttentionMetadataBuilder")
 
@@ -99,6 +117,49 @@ def _slot_mapping_by_runner(tree: VllmTree) -> Location | None:
         return None
     module = tree.module_defining("BlockTables", under=("vllm.v1.worker",))
     return None if module is None else tree.location(module, "BlockTables.compute_slot_mappings")
+
+
+def _mla_module(tree: VllmTree) -> str | None:
+    return tree.module_defining("MLACommonMetadataBuilder")
+
+
+def _reorder_by_runner(tree: VllmTree) -> Location | None:
+    module = _mla_module(tree)
+    if module is None or tree.find(module, "MLACommonMetadataBuilder.reorder_batch") is not None:
+        return None
+    runner = tree.module_defining("GPUModelRunner")
+    return None if runner is None else tree.location(runner, "sort_batch_req_ids")
+
+
+def _mla_head_sizes(tree: VllmTree) -> Location | None:
+    """The head sizes ``MLACommonBackend.get_supported_head_sizes`` returns, where they are
+    more than vLLM 0.9.0's 576."""
+    module = _mla_module(tree)
+    node = (
+        None if module is None else tree.find(module, "MLACommonBackend.get_supported_head_sizes")
+    )
+    if module is None or node is None:
+        return None
+    sizes = {
+        c.value
+        for r in ast.walk(node)
+        if isinstance(r, ast.Return) and isinstance(r.value, ast.List)
+        for c in r.value.elts
+        if isinstance(c, ast.Constant)
+    }
+    return None if sizes <= {576} else tree.at(module, node.lineno)
+
+
+def _mla_metadata_fields(tree: VllmTree) -> Location | None:
+    module = _mla_module(tree)
+    return None if module is None else tree.location(module, "MLACommonMetadata.num_reqs")
+
+
+def _mla_chunked_context(tree: VllmTree) -> Location | None:
+    module = _mla_module(tree)
+    if module is None:
+        return None
+    return tree.uses(module, "MLACommonMetadataBuilder.build", "build_mla_chunked_context_metadata")
 
 
 BLOCK_SIZE_CHECK_MOVED = Deviation(
@@ -145,3 +206,49 @@ SLOT_MAPPING_BY_RUNNER = Deviation(
     paths=("slot_mapping_buffer",),
     explains=absent,
 )
+REORDER_BY_RUNNER = Deviation(
+    "reorder-by-runner",
+    "moved decode-first reordering out of the builders (reorder_batch, swaps) into the model "
+    "runner, which sorts every batch by query length before any builder sees it "
+    "(sort_batch_req_ids); both sides here get the batch in that order",
+    _reorder_by_runner,
+    paths=("reorder",),
+    explains=absent,
+)
+MLA_HEAD_SIZES = Deviation(
+    "mla-head-sizes",
+    "accepts MLA head sizes 320, 512 and 576 (MLACommonBackend.get_supported_head_sizes), "
+    "where 0.9.0 accepts 576 only",
+    _mla_head_sizes,
+    paths=("metadata",),
+    explains=_head_size_accepted,
+)
+MLA_METADATA_FIELDS = Deviation(
+    "mla-metadata-fields",
+    "added batch fields to MLA metadata (num_reqs, max_query_len, max_seq_len) and the prefill "
+    "kernels' fields to its prefill metadata (q_data_type, output_dtype, query_lens_cpu)",
+    _mla_metadata_fields,
+    paths=(
+        "metadata.num_reqs",
+        "metadata.max_query_len",
+        "metadata.max_seq_len",
+        "metadata.prefill.q_data_type",
+        "metadata.prefill.output_dtype",
+        "metadata.prefill.query_lens_cpu",
+    ),
+    explains=only_vllm,
+)
+MLA_CHUNKED_CONTEXT = Deviation(
+    "mla-chunked-context",
+    "builds chunked-context metadata (workspace-sized chunks of the computed context) for every "
+    "prefill with context, with no chunked-prefill switch; the reference keeps the prefills' "
+    "seq_lens instead",
+    _mla_chunked_context,
+    paths=("metadata.prefill.chunked_context",),
+    explains=only_vllm,
+)
+
+
+def at(deviation: Deviation, *paths: str) -> Deviation:
+    """``deviation`` explaining the same change at other places of an outcome."""
+    return dataclasses.replace(deviation, paths=paths)

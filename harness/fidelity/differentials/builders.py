@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from harness.fidelity.differentials.batch import (
     reference_common,
     reference_config,
     reorder,
+    runner_order,
     show_batch,
     shrink_batch,
     spec_era_block_table,
@@ -46,7 +48,12 @@ from harness.fidelity.differentials.builder_deviations import (
     BLOCK_TABLE_WIDTH,
     CASCADE_FIELDS_REMOVED,
     DCP_FIELDS,
+    MLA_CHUNKED_CONTEXT,
+    MLA_HEAD_SIZES,
+    MLA_METADATA_FIELDS,
+    REORDER_BY_RUNNER,
     SLOT_MAPPING_BY_RUNNER,
+    at,
 )
 from harness.fidelity.differentials.kv_cache import LayerSpec, make_spec
 from harness.fidelity.era import Era
@@ -59,7 +66,12 @@ from harness.reference.backends.flash_attn import (
     FlashAttentionMetadata,
     FlashAttentionMetadataBuilder,
 )
-from harness.reference.backends.mla.common import MLACommonMetadataBuilder
+from harness.reference.backends.mla.common import (
+    MLACommonDecodeMetadata,
+    MLACommonMetadata,
+    MLACommonMetadataBuilder,
+    MLACommonPrefillMetadata,
+)
 from harness.reference.kv_cache_interface import AttentionSpec
 
 
@@ -95,12 +107,12 @@ def _reordered_vllm(
 ) -> tuple[Any, BatchCase, dict[str, Any], Any]:
     """vLLM's decode-first builder after its ``reorder_batch`` on ``case``: the builder, now
     holding the reordered batch, the reordered case, the reordering and the common metadata."""
-    spec = _group_spec(vllm.module("v1.kv_cache_interface"), case, use_mla)
+    spec = _group_spec(vllm.module_defining("FullAttentionSpec"), case, use_mla)
     builder = builder_cls(vllm_runner(case, layers), spec, None)
     ordered, reordering = reorder(case, builder.reorder_batch)
     builder.runner = vllm_runner(ordered, layers)
-    builder.block_table = vllm_block_table(vllm.module("v1.worker.block_table"), ordered)
-    common = vllm_common(vllm.module("v1.attention.backends.utils"), ordered)
+    builder.block_table = vllm_block_table(vllm.module_defining("BlockTable"), ordered)
+    common = vllm_common(vllm.module_defining("CommonAttentionMetadata"), ordered)
     return builder, ordered, reordering, common
 
 
@@ -366,8 +378,9 @@ def _mla_view(metadata: Any, reference: bool) -> dict[str, Any]:
 
 
 def mla_vllm(vllm: VllmCode, case: BatchCase) -> object:
-    module = vllm.module("v1.attention.backends.mla.common")
-    builder_cls = module.MLACommonMetadataBuilder
+    if vllm.era is Era.SPEC:
+        return _mla_spec_era(vllm, case)
+    builder_cls = vllm.defining("MLACommonMetadataBuilder")
     builder, ordered, reordering, common = _reordered_vllm(vllm, builder_cls, case, True, {})
     try:
         metadata: object = _mla_view(vllm_build(builder, common, ordered, 0), reference=False)
@@ -375,6 +388,64 @@ def mla_vllm(vllm: VllmCode, case: BatchCase) -> object:
         metadata = exc
     table = builder.block_table
     return {"reorder": reordering, "metadata": metadata, "slot_mapping_buffer": _buffer(table)}
+
+
+class _PrefillBackend:
+    """A stand-in for the MLA prefill kernel backend the layer owns (vLLM 0.34.0): named like
+    none of vLLM's, so no backend-specific path is taken; it prepares nothing."""
+
+    def clone(self) -> _PrefillBackend:
+        return self
+
+    def get_name(self) -> str:
+        return "HARNESS_STAND_IN"
+
+    def prepare_metadata(self, metadata: object) -> None:
+        del metadata
+
+
+def _mla_spec_era(vllm: VllmCode, case: BatchCase) -> object:
+    """vLLM 0.34.0: the builder of ``vllm/model_executor/layers/attention/mla_attention.py``,
+    constructed and built as the runner does, for a DeepSeek-shaped latent (the last 64 of the
+    head size is the rotary part)."""
+    specs = vllm.module_defining("FullAttentionSpec")
+    spec = _group_spec(specs, case, use_mla=True)
+    layer = SimpleNamespace(
+        q_lora_rank=None,
+        kv_lora_rank=case.head_size - 64,
+        qk_nope_head_dim=128,
+        qk_rope_head_dim=64,
+        v_head_dim=128,
+        prefill_backend=_PrefillBackend(),
+    )
+    names = ["model.layers.0.self_attn.attn"]
+    config = spec_era_config(case, {names[0]: layer})
+    builder_cls = vllm.defining("MLACommonMetadataBuilder")
+    builder = builder_cls(spec, names, config, torch.device("cpu"))
+    table = spec_era_block_table(specs, spec, config, case)
+    common = spec_era_common(vllm.defining("CommonAttentionMetadata"), case, table)
+    try:
+        metadata: object = _mla_spec_era_view(builder.build(0, common))
+    except ValueError as exc:
+        metadata = exc
+    return {"metadata": metadata}
+
+
+def _mla_spec_era_view(metadata: Any) -> dict[str, Any]:
+    """vLLM 0.34.0's MLA metadata as the reference's classes have it; the chunked context as the
+    context lengths it covers (not its workspace)."""
+    fields = fields_beyond(metadata, MLACommonMetadata, skip=("decode", "prefill"))
+    decode, prefill = metadata.decode, metadata.prefill
+    fields["decode"] = None if decode is None else fields_beyond(decode, MLACommonDecodeMetadata)
+    fields["prefill"] = None
+    if prefill is not None:
+        view = fields_beyond(
+            prefill, MLACommonPrefillMetadata, skip=("prefill_backend", "chunked_context")
+        )
+        if prefill.chunked_context is not None:
+            view["chunked_context"] = prefill.chunked_context.context_lens
+        fields["prefill"] = view
+    return fields
 
 
 def mla_reference(case: BatchCase) -> object:
@@ -391,8 +462,8 @@ MLA_SPLIT: Differential[BatchCase] = Differential(
     name="mla-split",
     description="MLA decode-first reordering and decode/prefill split (counts, block tables, "
     "lengths, query starts), slot mapping, the head-size check",
-    vllm_code="vllm/v1/attention/backends/mla/common.py MLACommonMetadataBuilder reorder_batch, "
-    "build",
+    vllm_code="MLACommonMetadataBuilder reorder_batch, build (vllm/v1/attention/backends/mla/"
+    "common.py)",
     vllm_modules=modules_defining(
         *BUILDER_CODE, "MLACommonMetadataBuilder", optional=BUILDER_HELPERS
     ),
@@ -402,4 +473,13 @@ MLA_SPLIT: Differential[BatchCase] = Differential(
     shrink=shrink_batch,
     show=show_batch,
     trials=500,
+    deviations=(
+        REORDER_BY_RUNNER,
+        MLA_HEAD_SIZES,
+        MLA_METADATA_FIELDS,
+        MLA_CHUNKED_CONTEXT,
+        at(BLOCK_TABLE_WIDTH, "metadata.decode.block_table", "metadata.prefill.block_table"),
+        SLOT_MAPPING_BY_RUNNER,
+    ),
+    prepare=runner_order,
 )

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from harness.fidelity.deviation import Deviation
-from harness.fidelity.differential import Differential, modules, modules_defining
+from harness.fidelity.differential import Differential, modules_defining
 from harness.fidelity.tree import Location, VllmTree
 from harness.fidelity.vllm import VllmCode
 from harness.reference import kv_cache_interface as ref_specs
@@ -253,8 +253,8 @@ def _sizing(specs_module: Any, utils: Any, config: Any, case: SizingCase) -> obj
 
 def sizing_vllm(vllm: VllmCode, case: SizingCase) -> object:
     """vLLM's ``get_kv_cache_config`` and ``estimate_max_model_len`` on ``case``."""
-    utils = vllm.module("v1.core.kv_cache_utils")
-    return _sizing(vllm.module("v1.kv_cache_interface"), utils, _vllm_config(case), case)
+    utils = vllm.module_defining("get_kv_cache_config")
+    return _sizing(vllm.module_defining("FullAttentionSpec"), utils, _vllm_config(case), case)
 
 
 def sizing_reference(case: SizingCase) -> object:
@@ -402,19 +402,37 @@ KV_CACHE_SPECS: Differential[SizingCase] = Differential(
     deviations=(TYPE_ID_REMOVED, MERGE_BY_FIELDS, HEAD_SIZE_V, IN_FLIGHT_TOKENS),
 )
 
+
+def _planned_for_all_workers(tree: VllmTree) -> Location | None:
+    """vLLM 0.34.0 has ``get_kv_cache_configs`` (every worker) and no ``get_kv_cache_config``."""
+    if tree.module_defining("get_kv_cache_config") is not None:
+        return None
+    module = tree.module_defining("get_kv_cache_configs")
+    return None if module is None else tree.location(module, "get_kv_cache_configs")
+
+
+PLANNED_FOR_ALL_WORKERS = Deviation(
+    "planned-for-all-workers",
+    "replaced get_kv_cache_config with get_kv_cache_configs (every worker's specs, groups from a "
+    "pluggable KVCacheConfigBuilder and the spec registry), which holds one null block back in "
+    "the memory check and lays layers out in shared backing tensors (KVCacheTensor.layers and "
+    "strides) instead of one tensor per layer",
+    _planned_for_all_workers,
+    paths=None,
+)
+
+
 KV_CACHE_CONFIG: Differential[SizingCase] = Differential(
     name="kv-cache-config",
     description="get_kv_cache_config grouping and sizing (disable_hybrid_kv_cache_manager=True), "
     "num_gpu_blocks_override, errors, estimate_max_model_len",
-    vllm_code="vllm/v1/core/kv_cache_utils.py get_kv_cache_config, estimate_max_model_len",
-    vllm_modules=modules(
-        "vllm.v1.kv_cache_interface",
-        "vllm.v1.core.kv_cache_utils",
-    ),
+    vllm_code="get_kv_cache_config, estimate_max_model_len (vllm/v1/core/kv_cache_utils.py)",
+    vllm_modules=modules_defining("FullAttentionSpec", "get_kv_cache_config"),
     generate=generate_sizing,
     run_vllm=sizing_vllm,
     run_reference=sizing_reference,
     shrink=shrink_sizing,
     show=_show,
     trials=1000,
+    deviations=(PLANNED_FOR_ALL_WORKERS,),
 )
