@@ -86,8 +86,9 @@ def make_stub_class(qualname: str) -> type[Any]:
 class StubModule(types.ModuleType):
     """A module whose missing attributes are stub classes; ``attrs`` gives the real ones.
 
-    An attribute named like a submodule loaded for real (``real_children``) is that submodule, so
-    ``from vllm.v1.worker import block_table`` imports the real file.
+    An attribute named like a submodule loaded for real or given an explicit stub
+    (``real_children``) is that submodule, so ``from vllm.v1.worker import block_table`` imports
+    the real file and ``from vllm import envs`` the explicit stub.
     """
 
     def __init__(
@@ -144,7 +145,9 @@ class _Importer(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return stub
         if spec.name in self.sandbox.real:
             return types.ModuleType(spec.name)
-        return StubModule(spec.name, real_children=self.sandbox.real)
+        return StubModule(
+            spec.name, real_children=self.sandbox.real | frozenset(self.sandbox.stubs)
+        )
 
     def exec_module(self, module: types.ModuleType) -> None:
         name = module.__name__
