@@ -34,9 +34,10 @@ BUILDER_HELPERS = (
     "BlockTable",
     "split_decodes_and_prefills",
     "get_num_attention_heads_from_layers",
+    "KVCacheLayout",
 )
 """Loaded where the tree has them: vLLM 0.9.0's block table (its builders take one), the
-builders' helpers of vLLM 0.34.0."""
+builders' helpers and the KV cache layouts of vLLM 0.34.0."""
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -413,7 +414,11 @@ def spec_era_config(
             max_cudagraph_capture_size=None,
             static_forward_context=dict(layers or {}),
         ),
-        attention_config=SimpleNamespace(use_prefill_query_quantization=False),
+        attention_config=SimpleNamespace(  # AttentionConfig's defaults
+            use_prefill_query_quantization=False,
+            use_trtllm_attention=None,
+            disable_flashinfer_q_quantization=False,
+        ),
         kernel_config=SimpleNamespace(enable_jit_warmup=False),
         scheduler_config=SimpleNamespace(
             max_num_seqs=case.max_num_reqs,

@@ -249,6 +249,142 @@ MLA_CHUNKED_CONTEXT = Deviation(
 )
 
 
+def _flashinfer_module(tree: VllmTree) -> str | None:
+    return tree.module_defining("FlashInferMetadataBuilder")
+
+
+def _plans_by_keyword(tree: VllmTree) -> Location | None:
+    module = _flashinfer_module(tree)
+    if module is None:
+        return None
+    return tree.uses(module, "FlashInferMetadataBuilder.build", "head_dim_qk")
+
+
+def _plans_hold_the_pages(tree: VllmTree) -> Location | None:
+    module = _flashinfer_module(tree)
+    if module is None or tree.find(module, "FlashInferMetadata.paged_kv_indptr") is not None:
+        return None
+    return tree.location(module, "FlashInferMetadata")
+
+
+def _cascade_planned(vllm: Any, reference: Any) -> bool:
+    """The reference planned a cascade wrapper, which vLLM no longer has."""
+    del vllm
+    plans = cast("list[object]", reference) if isinstance(reference, list) else []
+    return any(
+        isinstance(p, dict) and cast("dict[str, Any]", p).get("wrapper") == "cascade" for p in plans
+    )
+
+
+def _head_size_refused_alike(vllm: Any, reference: Any) -> bool:
+    """vLLM refuses the head size at backend selection where the reference's metadata raises."""
+    if vllm != {"supports_head_size": False} or not isinstance(reference, dict):
+        return False
+    ours = cast("dict[str, Any]", reference)
+    return ours.get("raises") == "ValueError" and "head_dim" in str(ours.get("message"))
+
+
+def _head_size_check_moved(tree: VllmTree) -> Location | None:
+    module = _flashinfer_module(tree)
+    if module is None or tree.find(module, "FlashInferMetadata.__post_init__") is not None:
+        return None
+    return tree.location(module, "FlashInferBackend.get_supported_head_sizes")
+
+
+FLASHINFER_HEAD_SIZE_CHECK_MOVED = Deviation(
+    "head-size-check-moved",
+    "moved FlashInfer's head-size check from the metadata (a ValueError in build) to backend "
+    "selection (supports_head_size, over 64, 128, 256 and 512)",
+    _head_size_check_moved,
+    paths=("metadata",),
+    explains=_head_size_refused_alike,
+)
+
+
+def _windows_refused_earlier(vllm: Any, reference: Any) -> bool:
+    """vLLM's ``ValueError`` about window lefts where the reference asserts on all parameters."""
+    if not (isinstance(vllm, dict) and isinstance(reference, dict)):
+        return False
+    theirs, ours = cast("dict[str, Any]", vllm), cast("dict[str, Any]", reference)
+    return (
+        theirs.get("raises") == "ValueError"
+        and "Window left" in str(theirs.get("message"))
+        and ours.get("raises") == "AssertionError"
+    )
+
+
+def _window_check(tree: VllmTree) -> Location | None:
+    module = _flashinfer_module(tree)
+    if module is None:
+        return None
+    return tree.uses(module, "FlashInferMetadataBuilder.build", "has_same_window_lefts")
+
+
+FLASHINFER_WINDOW_CHECK = Deviation(
+    "window-check",
+    "refuses a group whose layers have different sliding windows with a ValueError (window "
+    "lefts) before asserting that all layers share every hyperparameter",
+    _window_check,
+    paths=("metadata",),
+    explains=_windows_refused_earlier,
+)
+FLASHINFER_PLAN_ARGUMENTS = Deviation(
+    "plan-arguments",
+    "plans FlashInfer's wrappers with other arguments: keywords only, head_dim_qk for the "
+    "prefill, the decode through fast_plan_decode, seq_lens, o_data_type, fixed_split_size and "
+    "disable_split_kv added, wrappers built with a backend and the decode wrapper always with "
+    "tensor cores; what the plans fix (page tables, heads, scale, window, soft cap, dtypes) is "
+    "compared by name",
+    _plans_by_keyword,
+    paths=("plans",),
+    explains=absent,
+)
+FLASHINFER_METADATA_FIELDS = Deviation(
+    "metadata-fields",
+    "keeps FlashInfer's page tables, head layout and dtypes only in the wrappers' plans "
+    "(FIPrefill, FIDecode), and adds kv_cache_layout, per-phase query dtypes and causal to the "
+    "metadata",
+    _plans_hold_the_pages,
+    paths=(
+        *(
+            f"metadata.{name}"
+            for name in (
+                "qo_indptr",
+                "paged_kv_indptr",
+                "paged_kv_indices",
+                "paged_kv_last_page_len",
+                "num_qo_heads",
+                "num_kv_heads",
+                "head_dim",
+                "page_size",
+                "data_type",
+                "q_data_type",
+            )
+        ),
+        "metadata.kv_cache_layout",
+        "metadata.q_data_type_prefill",
+        "metadata.q_data_type_decode",
+        "metadata.causal",
+    ),
+    explains=lambda vllm, reference: ABSENT in (vllm, reference),
+)
+FLASHINFER_CASCADE_REMOVED = Deviation(
+    "cascade-removed",
+    "removed cascade attention and FlashInfer's cascade wrapper: a batch with a shared prefix is "
+    "planned as prefills and decodes",
+    cascade_removed,
+    paths=(
+        "planned",
+        "metadata.use_cascade",
+        "metadata.shared_qo_indptr",
+        "metadata.shared_kv_page_indptr",
+        "metadata.shared_kv_page_indices",
+        "metadata.shared_kv_last_page_len",
+    ),
+    explains=lambda vllm, reference: vllm == ABSENT or _cascade_planned(vllm, reference),
+)
+
+
 def at(deviation: Deviation, *paths: str) -> Deviation:
     """``deviation`` explaining the same change at other places of an outcome."""
     return dataclasses.replace(deviation, paths=paths)

@@ -32,6 +32,7 @@ from harness.fidelity.differentials.batch import (
     reference_common,
     reference_config,
     reorder,
+    returns,
     runner_order,
     show_batch,
     shrink_batch,
@@ -48,6 +49,11 @@ from harness.fidelity.differentials.builder_deviations import (
     BLOCK_TABLE_WIDTH,
     CASCADE_FIELDS_REMOVED,
     DCP_FIELDS,
+    FLASHINFER_CASCADE_REMOVED,
+    FLASHINFER_HEAD_SIZE_CHECK_MOVED,
+    FLASHINFER_METADATA_FIELDS,
+    FLASHINFER_PLAN_ARGUMENTS,
+    FLASHINFER_WINDOW_CHECK,
     MLA_CHUNKED_CONTEXT,
     MLA_HEAD_SIZES,
     MLA_METADATA_FIELDS,
@@ -287,8 +293,50 @@ def _plans_recorded() -> Generator[PlanRecorder, None, None]:
 _WRAPPERS = ("prefill_wrapper", "decode_wrapper", "cascade_wrapper")
 
 
+PlanCalls = list[tuple[str, str, tuple[Any, ...], dict[str, Any]]]
+
+_PLANNED = (
+    "num_qo_heads",
+    "num_kv_heads",
+    "head_dim",
+    "page_size",
+    "causal",
+    "sm_scale",
+    "window_left",
+    "logits_soft_cap",
+    "q_data_type",
+    "kv_data_type",
+)
+"""What a plan fixes besides the page tables, by vLLM 0.9.0's keyword names."""
+_PAGES = ("qo_indptr", "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len")
+_RENAMED = {
+    "head_dim_qk": "head_dim",  # vLLM 0.34.0's prefill plan
+    "indptr": "paged_kv_indptr",  # the decode wrapper's own names
+    "indices": "paged_kv_indices",
+    "last_page_len": "paged_kv_last_page_len",
+}
+
+
+def _planned(calls: PlanCalls) -> list[dict[str, Any]]:
+    """What each ``plan`` fixes, whatever the argument layout: the page tables, the heads, the
+    scale, the window, the soft cap and the dtypes, by name (positional arguments in vLLM 0.9.0's
+    order; vLLM 0.34.0's keywords with its renames followed)."""
+    planned: list[dict[str, Any]] = []
+    for kind, event, args, kwargs in calls:
+        if event != "plan":
+            continue
+        pages = _PAGES if kind == "prefill" else _PAGES[1:]
+        named = {**dict(zip((*pages, *_PLANNED[:4]), args, strict=False))}
+        named.update({_RENAMED.get(k, k): v for k, v in kwargs.items()})
+        wanted = (*pages, *_PLANNED)
+        planned.append({"wrapper": kind, **{k: named[k] for k in wanted if k in named}})
+    return planned
+
+
 def flashinfer_vllm(vllm: VllmCode, case: BatchCase) -> object:
-    module = vllm.module("v1.attention.backends.flashinfer")
+    if vllm.era is Era.SPEC:
+        return _flashinfer_spec_era(vllm, case)
+    module = vllm.module_defining("FlashInferMetadataBuilder")
     attention_cls = vllm.module("attention.layer").Attention
     layers: dict[str, Any] = {}
     heads = (case.num_heads, case.head_size, case.head_size**-0.5, case.num_kv_heads)
@@ -310,8 +358,84 @@ def flashinfer_vllm(vllm: VllmCode, case: BatchCase) -> object:
         "reorder": reordering,
         "metadata": metadata,
         "plans": _plan_view(vllm.recorder.calls),
+        "planned": _planned(vllm.recorder.calls),
         "slot_mapping_buffer": _buffer(builder.block_table),
     }
+
+
+def copy_page_indices(grid: tuple[int]) -> Callable[..., None]:
+    """An exact emulation of vLLM 0.34.0's Triton ``_copy_page_indices_kernel``
+    (``vllm/v1/attention/backends/flashinfer.py``), launched as ``kernel[grid](...)``: program
+    ``i`` copies request ``i``'s first ``cu_num_blocks[i + 1] - cu_num_blocks[i]`` block ids
+    from its block-table row to ``page_indices[cu_num_blocks[i]:]``."""
+
+    def launch(
+        page_indices: torch.Tensor,
+        block_table: torch.Tensor,
+        block_table_stride: int,
+        cu_num_blocks: torch.Tensor,
+        BLOCK_SIZE: int,
+    ) -> None:
+        del BLOCK_SIZE  # the kernel's tile width; the copy is the same for any
+        rows = block_table.reshape(-1)
+        for i in range(grid[0]):
+            start, end = int(cu_num_blocks[i]), int(cu_num_blocks[i + 1])
+            row = i * block_table_stride
+            page_indices[start:end] = rows[row : row + end - start]
+
+    return launch
+
+
+class _Kernel:
+    """``kernel[grid](...)`` for a Python launcher."""
+
+    def __init__(self, launcher: Callable[[tuple[int]], Callable[..., None]]) -> None:
+        self.launcher = launcher
+
+    def __getitem__(self, grid: tuple[int]) -> Callable[..., None]:
+        return self.launcher(grid)
+
+
+def _flashinfer_spec_era(vllm: VllmCode, case: BatchCase) -> object:
+    """vLLM 0.34.0: the builder constructed and built as the runner does, with FlashInfer's own
+    paths (no TRT-LLM on this platform); its page-index Triton kernel runs as an exact emulation."""
+    module = vllm.module_defining("FlashInferMetadataBuilder")
+    backend = module.FlashInferBackend
+    if not backend.supports_head_size(case.head_size):  # refused at backend selection
+        return {"metadata": {"supports_head_size": False}, "planned": []}
+    module.__dict__["_copy_page_indices_kernel"] = _Kernel(copy_page_indices)
+    attention_cls = vllm.module("model_executor.layers.attention").Attention
+    layers: dict[str, Any] = {}
+    heads = (case.num_heads, case.head_size, case.head_size**-0.5, case.num_kv_heads)
+    for i, window in enumerate(case.layer_windows):
+        layer = attention_cls()
+        layer.impl = module.FlashInferImpl(*heads, None, window, "auto")
+        layers[f"model.layers.{i}.self_attn.attn"] = layer
+    specs = vllm.module_defining("FullAttentionSpec")
+    spec = _group_spec(specs, case)
+    config = spec_era_config(case, layers)
+    config.num_speculative_tokens = 0
+    config.compilation_config.cudagraph_mode.decode_mode = returns("NONE")
+    config.parallel_config.dcp_comm_backend = "ag_rs"
+    # The engine core's layout resolution, for one worker: the backend's preferred layout.
+    config.cache_config.get_resolved_kv_cache_layout = lambda: backend.supported_kv_cache_layouts()[
+        0
+    ]
+    builder = module.FlashInferMetadataBuilder(spec, list(layers), config, torch.device("cpu"))
+    # The runner may share one workspace among builders; it is never compared, so a byte will do.
+    builder.set_workspace_buffer(torch.zeros(1, dtype=torch.uint8))
+    table = spec_era_block_table(specs, spec, config, case)
+    common = spec_era_common(vllm.defining("CommonAttentionMetadata"), case, table)
+    vllm.recorder.calls.clear()
+    try:
+        built = builder.build(0, common)
+        view = fields_beyond(
+            built, ref_flashinfer.FlashInferMetadata, skip=("prefill", "decode", "kv_cache_layout")
+        )
+        metadata: object = {**view, "kv_cache_layout": str(built.kv_cache_layout)}
+    except (ValueError, AssertionError) as exc:
+        metadata = exc
+    return {"metadata": metadata, "planned": _planned(vllm.recorder.calls)}
 
 
 def flashinfer_reference(case: BatchCase) -> object:
@@ -328,6 +452,7 @@ def flashinfer_reference(case: BatchCase) -> object:
         "reorder": reordering,
         "metadata": metadata,
         "plans": _plan_view(recorder.calls),
+        "planned": _planned(recorder.calls),
         "slot_mapping_buffer": _buffer(builder.block_table),
     }
 
@@ -347,6 +472,16 @@ FLASHINFER_METADATA: Differential[BatchCase] = Differential(
     shrink=shrink_batch,
     show=show_batch,
     trials=500,
+    deviations=(
+        REORDER_BY_RUNNER,
+        FLASHINFER_HEAD_SIZE_CHECK_MOVED,
+        FLASHINFER_WINDOW_CHECK,
+        FLASHINFER_PLAN_ARGUMENTS,
+        FLASHINFER_METADATA_FIELDS,
+        FLASHINFER_CASCADE_REMOVED,
+        SLOT_MAPPING_BY_RUNNER,
+    ),
+    prepare=runner_order,
 )
 
 
