@@ -23,7 +23,37 @@ from harness.fidelity.tree import Location, VllmTree
 
 LISTED: Mapping[str, frozenset[str]] = {
     "0.9.0": frozenset(),
-    "0.34.0": frozenset(),
+    "0.34.0": frozenset(
+        {
+            "kv-cache-specs/type-id-removed",
+            "kv-cache-specs/merge-by-fields",
+            "kv-cache-specs/head-size-v",
+            "kv-cache-specs/sliding-window-in-flight-tokens",
+            "kv-cache-config/planned-for-all-workers",
+            "determine-available-memory/sized-by-memory-profiling",
+            "block-table-row-ops/row-tables-replaced",
+            "runner-inputs/prepare-inputs-replaced",
+            "flash-attn-metadata/block-size-check-moved",
+            "flash-attn-metadata/cascade-removed",
+            "flash-attn-metadata/dcp-fields",
+            "flash-attn-metadata/block-table-width",
+            "flash-attn-metadata/slot-mapping-by-runner",
+            "flashinfer-metadata/reorder-by-runner",
+            "flashinfer-metadata/head-size-check-moved",
+            "flashinfer-metadata/window-check",
+            "flashinfer-metadata/plan-arguments",
+            "flashinfer-metadata/metadata-fields",
+            "flashinfer-metadata/cascade-removed",
+            "flashinfer-metadata/slot-mapping-by-runner",
+            "cascade/cascade-removed",
+            "mla-split/reorder-by-runner",
+            "mla-split/mla-head-sizes",
+            "mla-split/mla-metadata-fields",
+            "mla-split/mla-chunked-context",
+            "mla-split/block-table-width",
+            "mla-split/slot-mapping-by-runner",
+        }
+    ),
 }
 """``differential/deviation`` names that docs/fidelity.md lists, by vLLM version."""
 
