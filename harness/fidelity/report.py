@@ -28,6 +28,8 @@ def _deviation_lines(result: DifferentialResult) -> list[str]:
     for found in result.deviations:
         if found.deviation.paths is None:
             effect = "nothing left to compare"
+        elif not found.deviation.paths:
+            effect = "a setting: compared as the reference runs"
         else:
             count = result.explained.get(found.deviation.name, 0)
             effect = f"explained a difference in {count} of {result.trials} trials"
@@ -65,8 +67,8 @@ def format_report(report: FidelityReport) -> str:
             lines.append(f"  loaded from: {', '.join(r.modules)}")
         for found in r.unlisted:
             lines.append(
-                f"  UNLISTED: {found.describe()}: docs/fidelity.md does not list it for vLLM "
-                f"{source.version}; review the change, then list it there (and in "
+                f"  UNLISTED: {found.key} ({found.location}): docs/fidelity.md does not list it "
+                f"for vLLM {source.version}; review the change, then list it there (and in "
                 "harness.fidelity.deviation.LISTED) or make the reference follow it"
             )
         if r.error is not None:
