@@ -1,8 +1,9 @@
 """Against vLLM's real source: every differential catches a deliberately broken reference.
 
-Needs a vLLM 0.9.0 source tree in ``HARNESS_VLLM_SRC`` (``make fidelity`` downloads one and sets
-it); skipped otherwise, so ``make test`` never downloads vLLM. Most breakages put back what the
-reference did before issue 10 (the disagreements the issue lists).
+Integration (``make test-integration``, ``make fidelity``): the vLLM 0.9.0 source tree in
+``HARNESS_VLLM_SRC``, else the 0.9.0 wheel's sources fetched once into ~/.cache/harness, so
+``make test`` never downloads vLLM. Most breakages put back what the reference did before issue 10
+(the disagreements the issue lists).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import torch
 
 from harness.fidelity.differential import Differential, run_differential
 from harness.fidelity.differentials import DIFFERENTIALS
-from harness.fidelity.source import locate_vllm_source
+from harness.fidelity.source import fetch_vllm_source, locate_vllm_source
+from harness.fidelity.tree import VllmTree
 from harness.fidelity.vllm import VllmCode, open_vllm
 from harness.reference import kv_cache_utils
 from harness.reference import worker as sizing
@@ -32,17 +34,17 @@ from harness.reference.block_table import BlockTable
 from harness.reference.kv_cache_interface import FullAttentionSpec, KVCacheSpec
 from harness.reference.runner import ModelRunner
 
-SOURCE = os.environ.get("HARNESS_VLLM_SRC")
-pytestmark = pytest.mark.skipif(
-    not SOURCE, reason="set HARNESS_VLLM_SRC to a vLLM 0.9.0 source tree (make fidelity does)"
-)
+pytestmark = pytest.mark.integration
 BY_NAME = {d.name: d for d in DIFFERENTIALS}
 
 
 @pytest.fixture(scope="module")
 def vllm() -> Generator[VllmCode, None, None]:
-    assert SOURCE is not None
-    with open_vllm(locate_vllm_source(SOURCE)) as code:
+    given = os.environ.get("HARNESS_VLLM_SRC")
+    source = locate_vllm_source(given) if given else fetch_vllm_source("0.9.0")
+    tree = VllmTree(source)
+    modules = sorted({m for d in DIFFERENTIALS for m in d.vllm_modules(tree)})
+    with open_vllm(source, modules, tree) as code:
         yield code
 
 
