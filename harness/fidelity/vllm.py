@@ -80,6 +80,7 @@ def open_vllm(
             except Exception as exc:
                 raise HarnessError(
                     f"cannot load {name} from {source.root} (vLLM {source.version}): "
-                    f"{type(exc).__name__}: {exc}"
+                    f"{type(exc).__name__}: {exc}; the stubs of harness/fidelity/stubs.py do not "
+                    "provide what it needs"
                 ) from exc
         yield code

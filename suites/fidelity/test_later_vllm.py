@@ -121,3 +121,15 @@ def test_code_a_tree_lacks_with_no_deviation_naming_it_is_exit_2(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "defines no BlockTable, which the differential runs" in err and "Traceback" not in err
+
+
+def test_a_module_reading_what_the_stubs_lack_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    specs = _helpers()["vllm/v1/kv_cache_interface.py"]
+    reads = "from vllm.platforms import interface\nif interface.NEW_FLAG:\n    pass\n"
+    write_tree(tmp_path, {**_helpers(), "vllm/v1/kv_cache_interface.py": reads + specs})
+    assert main(["fidelity", "--vllm-src", str(tmp_path), "--only", "kv-cache-specs"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot load vllm.v1.kv_cache_interface" in err and "interface.NEW_FLAG" in err
+    assert "harness/fidelity/stubs.py" in err and len(err.strip().splitlines()) == 1

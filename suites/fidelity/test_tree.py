@@ -48,3 +48,23 @@ def test_the_tree_is_read_never_imported(fake_vllm: VllmSource) -> None:
     assert tree.module_defining("cdiv") == "vllm.utils"  # its utils.py raises if imported
     assert not [m for m in set(sys.modules) - before if m.startswith("vllm")]
     assert VllmTree(locate_vllm_source(fake_vllm.root)).version == "0.0.0+fake"
+
+
+def test_uses_finds_the_first_line_reading_a_name(tmp_path: Path) -> None:
+    source = write_tree(
+        tmp_path,
+        {
+            "vllm/v1/spec.py": (
+                "class Spec:\n"
+                "    def size(self, config):\n"
+                "        x = 1\n"
+                "        return f(tokens=config.max_in_flight_tokens) + g(max_in_flight_tokens=x)\n"
+            )
+        },
+    )
+    tree = VllmTree(source)
+    assert tree.uses("vllm.v1.spec", "Spec.size", "max_in_flight_tokens") == Location(
+        "vllm/v1/spec.py", 4
+    )
+    assert tree.uses("vllm.v1.spec", "Spec.size", "type_id") is None
+    assert tree.uses("vllm.v1.spec", "Spec.missing", "x") is None

@@ -377,7 +377,9 @@ def copy_page_indices(grid: tuple[int]) -> Callable[..., None]:
         BLOCK_SIZE: int,
     ) -> None:
         del BLOCK_SIZE  # the kernel's tile width; the copy is the same for any
-        rows = block_table.reshape(-1)
+        # The kernel's pointer arithmetic: row i starts block_table_stride elements after row i-1.
+        span = (block_table.shape[0] - 1) * block_table_stride + block_table.shape[1]
+        rows = block_table.as_strided((span,), (1,))
         for i in range(grid[0]):
             start, end = int(cu_num_blocks[i]), int(cu_num_blocks[i + 1])
             row = i * block_table_stride
