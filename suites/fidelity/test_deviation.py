@@ -101,12 +101,3 @@ def test_a_deviation_the_tree_lacks_sets_nothing_aside() -> None:
     result = run_differential(_differential(_renamed_b, RENAMED), None, seed=0, trials=20)
     assert not result.ok and result.disagreement is not None  # RENAMED not found: not used
     assert ".b" in result.disagreement.difference
-
-
-def test_the_listing_names_versions_and_differentials() -> None:
-    from harness.fidelity.differentials import DIFFERENTIALS
-
-    known = {f"{d.name}/{v.name}" for d in DIFFERENTIALS for v in d.deviations}
-    assert deviation_module.LISTED["0.9.0"] == frozenset()  # the reference follows 0.9.0
-    for version, names in deviation_module.LISTED.items():
-        assert names <= known, f"{version} lists deviations no differential has"

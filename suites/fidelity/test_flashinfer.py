@@ -1,10 +1,10 @@
-"""Parts of the builder differentials that stand in for vLLM: the emulated page-index kernel."""
+"""The FlashInfer differential's stand-in for vLLM 0.34.0's page-index Triton kernel."""
 
 from __future__ import annotations
 
 import torch
 
-from harness.fidelity.differentials.builders import copy_page_indices
+from harness.fidelity.differentials.flashinfer import copy_page_indices
 
 
 def test_the_page_index_copy_is_vllms_kernel_loop() -> None:
