@@ -18,7 +18,10 @@ def register(
         help="differential tests of the reference against vLLM's source",
         description="Run vLLM's own code (loaded from its source, on CPU, with stubs for the rest "
         "of vLLM) and the reference on random inputs with a fixed seed; compare exactly; shrink "
-        "any disagreement. Exit 0 when every differential agrees on every trial, 1 otherwise.",
+        "any disagreement. Against a later vLLM than the reference's 0.9.0, its changes are named "
+        "deviations (file:line) where docs/fidelity.md lists them for that version. Exit 0 when "
+        "every differential agrees on every trial beyond listed deviations, 1 otherwise, 2 on bad "
+        "input (not a vLLM tree, a tree outside the supported API eras).",
     )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument(

@@ -86,8 +86,9 @@ def make_stub_class(qualname: str) -> type[Any]:
 class StubModule(types.ModuleType):
     """A module whose missing attributes are stub classes; ``attrs`` gives the real ones.
 
-    An attribute named like a submodule loaded for real (``real_children``) is that submodule, so
-    ``from vllm.v1.worker import block_table`` imports the real file.
+    An attribute named like a submodule loaded for real or given an explicit stub
+    (``real_children``) is that submodule, so ``from vllm.v1.worker import block_table`` imports
+    the real file and ``from vllm import envs`` the explicit stub.
     """
 
     def __init__(
@@ -144,7 +145,9 @@ class _Importer(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return stub
         if spec.name in self.sandbox.real:
             return types.ModuleType(spec.name)
-        return StubModule(spec.name, real_children=self.sandbox.real)
+        return StubModule(
+            spec.name, real_children=self.sandbox.real | frozenset(self.sandbox.stubs)
+        )
 
     def exec_module(self, module: types.ModuleType) -> None:
         name = module.__name__
@@ -216,20 +219,22 @@ def parse_source(path: Path) -> ast.Module:
 def extract_definitions(
     path: Path, names: Iterable[str], namespace: dict[str, Any]
 ) -> dict[str, Any]:
-    """Execute only the top-level functions and assignments called ``names`` from ``path``.
+    """Execute only the top-level functions, classes and assignments called ``names`` from
+    ``path``.
 
     For helpers that live in modules too heavy to load whole (``vllm/utils.py``): vLLM's own code,
-    with annotations dropped (they may name things the namespace lacks). Returns ``namespace``.
+    with annotations and function decorators dropped (they may name things the namespace lacks).
+    Returns ``namespace``.
     """
     wanted = set(names)
     tree = parse_source(path)
     kept: list[ast.stmt] = []
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name in wanted:
-            node.decorator_list = []
-            node.returns = None
-            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
-                arg.annotation = None
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in wanted:
+            functions = [node] if isinstance(node, ast.FunctionDef) else node.body
+            for function in functions:
+                if isinstance(function, ast.FunctionDef):
+                    _drop_annotations(function)
             kept.append(node)
             wanted.discard(node.name)
         elif isinstance(node, ast.Assign) and any(
@@ -241,6 +246,23 @@ def extract_definitions(
         raise HarnessError(f"{path} defines none of: {', '.join(sorted(wanted))}")
     exec(compile(ast.Module(body=kept, type_ignores=[]), str(path), "exec"), namespace)
     return namespace
+
+
+_BUILTIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
+
+
+def _drop_annotations(function: ast.FunctionDef) -> None:
+    """Drop ``function``'s annotations and decorators, but the built-in ones of a method."""
+    function.decorator_list = [
+        d
+        for d in function.decorator_list
+        if isinstance(d, ast.Name) and d.id in _BUILTIN_DECORATORS
+    ]
+    function.returns = None
+    args = function.args
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if arg is not None:
+            arg.annotation = None
 
 
 def exec_attribute_assignments(

@@ -54,6 +54,13 @@ def locate_vllm_source(path: Path | str) -> VllmSource:
     for root in (path, path.parent):
         if (root / "vllm" / "v1" / "kv_cache_interface.py").is_file():
             return VllmSource(root.resolve(), read_version(root))
+    for root in (path, path.parent):
+        if (root / "vllm" / "__init__.py").is_file():
+            raise HarnessError(
+                f"--vllm-src {path}: a vllm package without the V1 engine "
+                "(no vllm/v1/kv_cache_interface.py) is outside the supported eras "
+                "(vLLM 0.9.x and 0.34.0)"
+            )
     raise HarnessError(
         f"--vllm-src {path}: not a vLLM source tree (no vllm/v1/kv_cache_interface.py); give the "
         "directory that holds the vllm package"

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.fidelity.deviation import FoundDeviation, find_deviations
 from harness.fidelity.differential import Differential, DifferentialResult, run_differential
+from harness.fidelity.era import builder_era
 from harness.fidelity.source import VllmSource
+from harness.fidelity.tree import VllmTree
 from harness.fidelity.vllm import open_vllm
 from harness.memory.threads import one_torch_thread
 
@@ -23,7 +26,7 @@ class FidelityReport:
 
     @property
     def ok(self) -> bool:
-        """True when every differential ran and agreed on every trial."""
+        """True when every differential agreed on every trial or has only listed deviations."""
         return bool(self.results) and all(r.ok for r in self.results)
 
 
@@ -50,10 +53,34 @@ def run_fidelity(
     seed: int = 0,
     trials: int | None = None,
 ) -> FidelityReport:
-    """Load ``source``'s compared modules and run each differential on its random inputs."""
+    """Find each differential's deviations in ``source``, load the compared modules, and run
+    every differential that has something left to compare on its random inputs."""
     if trials is not None and trials <= 0:
         raise HarnessError(f"--trials must be positive, got {trials}")
-    modules = sorted({m for d in differentials for m in d.vllm_modules})
-    with one_torch_thread(), open_vllm(source, modules) as vllm:  # tiny tensors: one thread
-        results = [run_differential(d, vllm, seed=seed, trials=trials) for d in differentials]
+    tree = VllmTree(source)
+    builder_era(tree)  # a tree outside the supported eras is refused before anything loads
+    plans: list[tuple[Differential[Any], list[FoundDeviation], tuple[str, ...] | None]] = []
+    for differential in differentials:
+        found = find_deviations(tree, differential.name, differential.deviations)
+        compared = all(f.deviation.paths is not None for f in found)
+        plans.append((differential, found, differential.vllm_modules(tree) if compared else None))
+    modules = sorted({m for _, _, loaded in plans for m in loaded or ()})
+    results: list[DifferentialResult] = []
+    with one_torch_thread(), open_vllm(source, modules, tree) as vllm:  # tiny tensors: one thread
+        for differential, found, loaded in plans:
+            if loaded is None:  # a deviation leaves nothing to compare
+                result = DifferentialResult(
+                    differential.name,
+                    differential.description,
+                    differential.vllm_code,
+                    trials=0,
+                    agreed=0,
+                    seconds=0.0,
+                    deviations=tuple(found),
+                )
+            else:
+                result = run_differential(
+                    differential, vllm, seed=seed, trials=trials, deviations=found
+                )
+            results.append(replace(result, modules=loaded or ()))
     return FidelityReport(source, seed, results)

@@ -16,3 +16,18 @@ FAKE_MODULES = ("vllm.v1.kv_cache_interface", "vllm.v1.worker.block_table")
 @pytest.fixture
 def fake_vllm() -> VllmSource:
     return locate_vllm_source(FIXTURES / "fake_vllm")
+
+
+def write_tree(root: Path, files: dict[str, str], version: str = "0.0.0+test") -> VllmSource:
+    """A small vLLM-shaped tree under ``root``: ``files`` (path -> text), a version file and the
+    ``vllm/v1/kv_cache_interface.py`` that marks a vLLM tree."""
+    files = {
+        "vllm/_version.py": f"__version__ = {version!r}\n",
+        "vllm/v1/kv_cache_interface.py": "",
+        **files,
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return locate_vllm_source(root)

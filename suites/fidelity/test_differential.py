@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from harness.fidelity.differential import Differential, run_differential
+from harness.fidelity.differential import Differential, modules, run_differential
 
 
 def _gen(rng: np.random.Generator) -> list[int]:
@@ -27,7 +27,7 @@ def _differential(reference: object = sum) -> Differential[list[int]]:
         name="sum",
         description="sum of a list",
         vllm_code="builtins.sum",
-        vllm_modules=(),
+        vllm_modules=modules(),
         generate=_gen,
         run_vllm=lambda vllm, xs: sum(xs),
         run_reference=reference,  # type: ignore[arg-type]

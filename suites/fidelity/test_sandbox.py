@@ -16,6 +16,7 @@ from harness.fidelity.sandbox import (
 )
 from harness.fidelity.source import VllmSource
 from harness.fidelity.stubs import PlanRecorder, make_stubs
+from harness.fidelity.tree import VllmTree
 
 from .conftest import FIXTURES
 
@@ -23,7 +24,7 @@ READS_A_STUB = "vllm.v1.reads_a_stub"
 
 
 def _sandbox(source: VllmSource, *real: str) -> VllmSandbox:
-    return VllmSandbox(source.root, real, make_stubs(source.root, PlanRecorder()))
+    return VllmSandbox(source.root, real, make_stubs(VllmTree(source), PlanRecorder()))
 
 
 def test_real_modules_run_from_source_and_the_rest_is_stubbed(fake_vllm: VllmSource) -> None:
@@ -104,3 +105,20 @@ def test_exec_attribute_assignments_runs_vllms_statements_on_a_stand_in(tmp_path
     assert stand_in.buf.dtype.is_floating_point is False and stand_in.buf_np.shape == (3,)  # type: ignore[attr-defined]
     with pytest.raises(HarnessError, match="assigns none of: missing"):
         exec_attribute_assignments(source, "Runner", "__init__", ["missing"], stand_in)
+
+
+def test_extract_definitions_takes_a_class_with_its_builtin_decorators(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "class Buffer:\n"
+        "    def __init__(self, *size: Missing, dtype: Missing) -> Missing:\n"
+        "        self.size = size\n"
+        "    @staticmethod\n"
+        "    def zero() -> int:\n"
+        "        return 0\n"
+        "    @property\n"
+        "    def n(self) -> int:\n"
+        "        return len(self.size)\n"
+    )
+    buffer = extract_definitions(source, ["Buffer"], {})["Buffer"]
+    assert buffer(2, 3, dtype=None).n == 2 and buffer.zero() == 0

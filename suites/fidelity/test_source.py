@@ -22,9 +22,16 @@ def test_locate_accepts_the_tree_or_its_vllm_directory() -> None:
     assert locate_vllm_source(tree).version == "0.0.0+fake"
 
 
-@pytest.mark.parametrize("name", ["does-not-exist", "tripwire"])
-def test_locate_rejects_what_is_not_a_vllm_tree(name: str) -> None:
-    with pytest.raises(HarnessError, match="--vllm-src"):
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("does-not-exist", "no such directory"),
+        ("tripwire", "without the V1 engine .* outside the supported eras"),  # a V0-era package
+        (".", "not a vLLM source tree"),
+    ],
+)
+def test_locate_rejects_what_is_not_a_vllm_tree(name: str, why: str) -> None:
+    with pytest.raises(HarnessError, match=f"--vllm-src .*{why}"):
         locate_vllm_source(FIXTURES / name)
 
 

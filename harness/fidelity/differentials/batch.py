@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from harness.fidelity.differentials.kv_cache import at_default
+from harness.fidelity.era import Era
 from harness.reference.batch import common_metadata
 from harness.reference.block_table import BlockTable
 from harness.reference.common_metadata import CommonAttentionMetadata
@@ -26,12 +28,16 @@ from harness.reference.kv_cache_interface import cdiv
 
 T = TypeVar("T")
 
-BUILDER_MODULES = (
-    "vllm.v1.kv_cache_interface",
-    "vllm.v1.worker.block_table",
-    "vllm.v1.attention.backends.utils",
+BUILDER_CODE = ("FullAttentionSpec", "CommonAttentionMetadata")
+"""What every builder differential loads besides its builder: the specs, the common metadata."""
+BUILDER_HELPERS = (
+    "BlockTable",
+    "split_decodes_and_prefills",
+    "get_num_attention_heads_from_layers",
+    "KVCacheLayout",
 )
-"""The vLLM modules every builder differential loads besides its backend's."""
+"""Loaded where the tree has them: vLLM 0.9.0's block table (its builders take one), the
+builders' helpers and the KV cache layouts of vLLM 0.34.0."""
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -347,6 +353,22 @@ def vllm_build(builder: Any, common: Any, case: BatchCase, common_prefix_len: in
     )
 
 
+def fields_beyond(
+    metadata: Any, reference_cls: type[Any], *, skip: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A later vLLM's metadata dataclass as the reference's class has it: the fields both have
+    (less ``skip``), and a field only vLLM has where it is neither None nor at its default (a
+    feature in use that the reference does not model: a difference)."""
+    shared = {f.name for f in dataclasses.fields(reference_cls)}
+    shown: dict[str, Any] = {}
+    for f in dataclasses.fields(metadata):
+        value = getattr(metadata, f.name)
+        unused = value is None or at_default(f, value)
+        if f.name not in skip and (f.name in shared or not unused):
+            shown[f.name] = value
+    return shown
+
+
 def metadata_fields(
     metadata: Any, *, skip: tuple[str, ...] = (), none_only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
@@ -358,3 +380,95 @@ def metadata_fields(
         for name, value in values.items()
         if name not in skip and not (name in none_only and value is None)
     }
+
+
+# vLLM 0.34.0's builders (the spec era) ------------------------------------------------------------
+
+
+def spec_era_config(
+    case: BatchCase, layers: dict[str, Any] | None = None, **model: Any
+) -> SimpleNamespace:
+    """The ``VllmConfig`` fields vLLM 0.34.0's builders read for ``case``: one rank, no CUDA
+    graphs, no speculative decoding, no JIT warm-up, the model's heads and dtype (``model``
+    adds model-config fields), ``layers`` as the forward context."""
+    model_config = vllm_model_config(case.num_heads, case.num_kv_heads, case.head_size)
+    model_config.__dict__.update(
+        dtype=DTYPES[case.dtype],
+        max_model_len=case.max_model_len,
+        rswa_window=None,
+        is_mm_prefix_lm=False,
+        **model,
+    )
+    return SimpleNamespace(
+        model_config=model_config,
+        parallel_config=SimpleNamespace(
+            tensor_parallel_size=1,
+            pipeline_parallel_size=1,
+            decode_context_parallel_size=1,
+            prefill_context_parallel_size=1,
+            cp_kv_cache_interleave_size=1,
+        ),
+        cache_config=SimpleNamespace(block_size=case.block_size, cache_dtype="auto"),
+        compilation_config=SimpleNamespace(
+            cudagraph_mode=SimpleNamespace(has_full_cudagraphs=returns(False)),
+            max_cudagraph_capture_size=None,
+            static_forward_context=dict(layers or {}),
+        ),
+        attention_config=SimpleNamespace(  # AttentionConfig's defaults
+            use_prefill_query_quantization=False,
+            use_trtllm_attention=None,
+            disable_flashinfer_q_quantization=False,
+        ),
+        kernel_config=SimpleNamespace(enable_jit_warmup=False),
+        scheduler_config=SimpleNamespace(
+            max_num_seqs=case.max_num_reqs,
+            max_num_batched_tokens=case.max_num_batched_tokens,
+            chunked_prefill_enabled=True,
+        ),
+        speculative_config=None,
+    )
+
+
+def runner_order(vllm: Any, case: BatchCase) -> BatchCase:
+    """``case`` in the order vLLM 0.34.0's runner hands a batch to its builders: its own
+    ``sort_batch_req_ids`` (decodes first, then by query length), executed; in the runner era
+    (builders reorder themselves) ``case`` unchanged."""
+    if vllm.era is not Era.SPEC:
+        return case
+    scheduled = {f"r{i}": r.scheduled for i, r in enumerate(case.reqs)}
+    order = vllm.helper("sort_batch_req_ids", beside="GPUModelRunner")(scheduled, {}, 1)
+    return case.permuted([int(req_id[1:]) for req_id in order])
+
+
+def spec_era_block_table(specs_module: Any, spec: Any, config: Any, case: BatchCase) -> Any:
+    """The group's block table as vLLM 0.34.0's runner hands it to a builder: one row per
+    request, as wide as ``max_num_blocks_per_req`` aligned by ``get_block_table_width`` (the
+    runner's own calls, ``vllm/v1/worker/gpu/model_runner.py``), zeros past each row's blocks."""
+    width = specs_module.get_block_table_width(
+        spec.max_num_blocks_per_req(config, case.max_model_len),
+        spec.block_size,
+        token_alignment=spec.block_table_token_alignment,
+    )
+    table = torch.zeros((len(case.reqs), width), dtype=torch.int32)
+    for i, r in enumerate(case.reqs):
+        table[i, : len(r.block_ids)] = torch.tensor(r.block_ids, dtype=torch.int32)
+    return table
+
+
+def spec_era_common(common_cls: Any, case: BatchCase, block_table: Any) -> Any:
+    """vLLM 0.34.0's ``CommonAttentionMetadata`` for ``case``, with the fields its runner fills
+    for a synchronous step of a text model: exact lengths, the slots of the scheduled tokens."""
+    query_start_loc = torch.tensor(case.query_start_loc(), dtype=torch.int32)
+    seq_lens = torch.tensor([r.seq_len for r in case.reqs], dtype=torch.int32)
+    return common_cls(
+        query_start_loc=query_start_loc,
+        query_start_loc_cpu=query_start_loc.clone(),
+        seq_lens=seq_lens,
+        seq_lens_cpu_upper_bound=seq_lens.clone(),
+        num_reqs=len(case.reqs),
+        num_actual_tokens=case.num_tokens,
+        max_query_len=max(r.scheduled for r in case.reqs),
+        max_seq_len=max(r.seq_len for r in case.reqs),
+        block_table_tensor=block_table,
+        slot_mapping=torch.tensor(case.slot_mapping(), dtype=torch.int64),
+    )

@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.deviation import Deviation
+from harness.fidelity.differential import Differential, modules_defining
 from harness.fidelity.differentials.batch import DTYPES, vllm_model_config
+from harness.fidelity.differentials.builder_deviations import cascade_removed
 from harness.fidelity.vllm import VllmCode
 from harness.reference import kv_cache_interface
 from harness.reference.backends.flash_attn import (
@@ -117,9 +119,9 @@ def _heuristic_args(case: CascadeCase) -> tuple[Any, tuple[Any, ...]]:
 
 
 def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
-    flash_attn = vllm.module("v1.attention.backends.flash_attn")
-    runner_module = vllm.module("v1.worker.gpu_model_runner")
-    spec = _spec(vllm.module("v1.kv_cache_interface"), case)
+    use_cascade_attention = vllm.defining("use_cascade_attention")
+    runner_cls = vllm.defining("GPUModelRunner")
+    spec = _spec(vllm.module_defining("FullAttentionSpec"), case)
     model_config = vllm_model_config(case.num_query_heads, case.num_kv_heads, 128)
     model_config.dtype = DTYPES[case.model_dtype]
     stub_runner = SimpleNamespace(
@@ -129,10 +131,9 @@ def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
         device=torch.device("cpu"),
     )
     if case.backend == "FLASH_ATTN":
-        builder = flash_attn.FlashAttentionMetadataBuilder(stub_runner, spec, None)
+        builder = vllm.defining("FlashAttentionMetadataBuilder")(stub_runner, spec, None)
     else:
-        module = vllm.module("v1.attention.backends.flashinfer")
-        builder = module.FlashInferMetadataBuilder(stub_runner, spec, None)
+        builder = vllm.defining("FlashInferMetadataBuilder")(stub_runner, spec, None)
     num_computed = np.zeros(len(case.num_computed) + 3, dtype=np.int32)
     num_computed[: len(case.num_computed)] = case.num_computed
     fake_runner = SimpleNamespace(
@@ -143,8 +144,8 @@ def cascade_vllm(vllm: VllmCode, case: CascadeCase) -> object:
     )
     scheduled, heuristic = _heuristic_args(case)
     return {
-        "use_cascade_attention": flash_attn.use_cascade_attention(*heuristic),
-        "common_prefix_len": runner_module.GPUModelRunner._compute_cascade_attn_prefix_len(
+        "use_cascade_attention": use_cascade_attention(*heuristic),
+        "common_prefix_len": runner_cls._compute_cascade_attn_prefix_len(
             fake_runner, scheduled, case.num_common_prefix_blocks, spec, builder
         ),
     }
@@ -177,21 +178,32 @@ def cascade_reference(case: CascadeCase) -> object:
     }
 
 
+CASCADE_REMOVED = Deviation(
+    "cascade-removed",
+    "removed cascade attention: no use_cascade_attention heuristic, no common-prefix length from "
+    "the runner (every build gets 0); ModelConfig.disable_cascade_attn stays without effect",
+    cascade_removed,
+    paths=None,
+)
+
+
 CASCADE: Differential[CascadeCase] = Differential(
     name="cascade",
     description="use_cascade_attention, and the common-prefix length the runner passes to build "
     "(capping, rounding, sliding windows, FlashInfer's dtype rule, the SM count)",
-    vllm_code="vllm/v1/attention/backends/flash_attn.py use_cascade_attention; "
-    "vllm/v1/worker/gpu_model_runner.py GPUModelRunner._compute_cascade_attn_prefix_len",
-    vllm_modules=(
-        "vllm.v1.kv_cache_interface",
-        "vllm.v1.attention.backends.flash_attn",
-        "vllm.v1.attention.backends.flashinfer",
-        "vllm.v1.worker.gpu_model_runner",
+    vllm_code="use_cascade_attention (vllm/v1/attention/backends/flash_attn.py); "
+    "GPUModelRunner._compute_cascade_attn_prefix_len (vllm/v1/worker/gpu_model_runner.py)",
+    vllm_modules=modules_defining(
+        "FullAttentionSpec",
+        "use_cascade_attention",
+        "FlashAttentionMetadataBuilder",
+        "FlashInferMetadataBuilder",
+        "GPUModelRunner",
     ),
     generate=generate_cascade,
     run_vllm=cascade_vllm,
     run_reference=cascade_reference,
     shrink=shrink_cascade,
     trials=2000,
+    deviations=(CASCADE_REMOVED,),
 )

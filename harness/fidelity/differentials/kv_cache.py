@@ -12,12 +12,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.deviation import Deviation
+from harness.fidelity.differential import Differential, modules_defining
+from harness.fidelity.tree import Location, VllmTree
 from harness.fidelity.vllm import VllmCode
 from harness.reference import kv_cache_interface as ref_specs
 from harness.reference import kv_cache_utils as ref_utils
@@ -112,16 +114,58 @@ def _layer_names(case: SizingCase) -> list[str]:
     return [f"model.layers.{i}.self_attn.attn" for i in range(len(case.layers))]
 
 
-def _spec(module: Any, layer: LayerSpec) -> Any:
-    args = (layer.block_size, layer.num_kv_heads, layer.head_size, DTYPES[layer.dtype])
-    if layer.kind == "sliding":
-        return module.SlidingWindowSpec(*args, layer.use_mla, sliding_window=layer.window)
-    return module.FullAttentionSpec(*args, layer.use_mla, sliding_window=layer.window)
+def make_spec(module: Any, layer: LayerSpec) -> Any:
+    """``layer``'s spec from ``module``'s classes, built by keyword. MLA is ``use_mla=True`` where
+    the spec has that field (vLLM 0.9.0, the reference); a tree without it has an MLA class
+    (vLLM 0.34.0's ``MLAAttentionSpec``, a ``FullAttentionSpec``)."""
+    cls = module.SlidingWindowSpec if layer.kind == "sliding" else module.FullAttentionSpec
+    kwargs: dict[str, Any] = {
+        "block_size": layer.block_size,
+        "num_kv_heads": layer.num_kv_heads,
+        "head_size": layer.head_size,
+        "dtype": DTYPES[layer.dtype],
+        "sliding_window": layer.window,
+    }
+    if "use_mla" in {f.name for f in dataclasses.fields(cls)}:
+        kwargs["use_mla"] = layer.use_mla
+    elif layer.use_mla:
+        cls = module.MLAAttentionSpec if layer.kind != "sliding" else module.SlidingWindowMLASpec
+    return cls(**kwargs)
+
+
+REFERENCE_FIELDS = frozenset(
+    f.name
+    for cls in (ref_specs.FullAttentionSpec, ref_specs.SlidingWindowSpec)
+    for f in dataclasses.fields(cls)
+)
+"""The spec fields the reference has (vLLM 0.9.0's)."""
+MLA_CLASS = "MLAAttentionSpec"
+
+
+def at_default(f: dataclasses.Field[Any], value: object) -> bool:
+    """Whether ``value`` is field ``f``'s declared default."""
+    if f.default is not dataclasses.MISSING:
+        return bool(value == f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return bool(value == f.default_factory())
+    return False
 
 
 def _spec_view(spec: Any) -> dict[str, Any]:
-    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-    return {"class": type(spec).__name__, **fields}
+    """A spec's class and fields as vLLM 0.9.0 names them: MLA is ``use_mla`` on a
+    ``FullAttentionSpec``; a field the reference does not have shows only when it is not at its
+    default (a feature in use that the reference does not model)."""
+    mla = any(c.__name__ == MLA_CLASS for c in type(spec).__mro__)
+    fields = {
+        f.name: getattr(spec, f.name)
+        for f in dataclasses.fields(spec)
+        if f.name in REFERENCE_FIELDS or not at_default(f, getattr(spec, f.name))
+    }
+    name = type(spec).__name__
+    if "use_mla" not in fields:  # a tree with an MLA class: the 0.9.0 view of it
+        fields["use_mla"] = mla
+        name = "FullAttentionSpec" if name == MLA_CLASS else name
+    return {"class": name, **fields}
 
 
 def _config_view(config: Any) -> dict[str, Any]:
@@ -136,6 +180,9 @@ def _config_view(config: Any) -> dict[str, Any]:
 
 
 def _vllm_config(case: SizingCase) -> SimpleNamespace:
+    """The ``VllmConfig`` fields vLLM's sizing reads. One rank, and one batch in flight
+    (``max_in_flight_tokens``, vLLM 0.34.0): the reference schedules synchronously, where 0.34.0
+    turns async scheduling on by default (a named deviation)."""
     return SimpleNamespace(
         model_config=SimpleNamespace(max_model_len=case.max_model_len),
         scheduler_config=SimpleNamespace(max_num_batched_tokens=case.max_num_batched_tokens),
@@ -143,6 +190,8 @@ def _vllm_config(case: SizingCase) -> SimpleNamespace:
             block_size=case.layers[0].block_size,
             num_gpu_blocks_override=case.num_gpu_blocks_override,
         ),
+        parallel_config=SimpleNamespace(decode_context_parallel_size=1),
+        max_in_flight_tokens=case.max_num_batched_tokens,
     )
 
 
@@ -184,7 +233,9 @@ def _sizing(specs_module: Any, utils: Any, config: Any, case: SizingCase) -> obj
     names = _layer_names(case)
 
     def specs() -> dict[str, Any]:  # fresh for each call: vLLM's may modify the dict
-        return {n: _spec(specs_module, layer) for n, layer in zip(names, case.layers, strict=True)}
+        return {
+            n: make_spec(specs_module, layer) for n, layer in zip(names, case.layers, strict=True)
+        }
 
     try:
         view: object = _config_view(
@@ -202,8 +253,8 @@ def _sizing(specs_module: Any, utils: Any, config: Any, case: SizingCase) -> obj
 
 def sizing_vllm(vllm: VllmCode, case: SizingCase) -> object:
     """vLLM's ``get_kv_cache_config`` and ``estimate_max_model_len`` on ``case``."""
-    utils = vllm.module("v1.core.kv_cache_utils")
-    return _sizing(vllm.module("v1.kv_cache_interface"), utils, _vllm_config(case), case)
+    utils = vllm.module_defining("get_kv_cache_config")
+    return _sizing(vllm.module_defining("FullAttentionSpec"), utils, _vllm_config(case), case)
 
 
 def sizing_reference(case: SizingCase) -> object:
@@ -216,19 +267,20 @@ def _spec_properties(module: Any, case: SizingCase) -> object:
     rows: list[object] = []
     for layer in case.layers:
         try:
-            spec = _spec(module, layer)
+            spec = make_spec(module, layer)
         except (ValueError, AssertionError) as exc:
             rows.append(exc)
             continue
-        rows.append(
-            {
-                "page_size_bytes": spec.page_size_bytes,
-                "type_id": spec.type_id,
-                "max_memory_usage_bytes": spec.max_memory_usage_bytes(config),
-            }
-        )
+        row = {
+            "page_size_bytes": spec.page_size_bytes,
+            "max_memory_usage_bytes": spec.max_memory_usage_bytes(config),
+        }
+        spec_cls: type[object] = type(cast(object, spec))
+        if hasattr(spec_cls, "type_id"):  # vLLM 0.34.0 has none (a named deviation)
+            row["type_id"] = spec.type_id
+        rows.append(row)
     try:
-        specs = [_spec(module, layer) for layer in case.layers]
+        specs = [make_spec(module, layer) for layer in case.layers]
         merged: object = _spec_view(specs[0].merge(specs))
     except (ValueError, AssertionError) as exc:
         merged = exc
@@ -237,7 +289,7 @@ def _spec_properties(module: Any, case: SizingCase) -> object:
 
 def specs_vllm(vllm: VllmCode, case: SizingCase) -> object:
     """vLLM's page size, type id, memory bound and ``merge`` of each drawn spec."""
-    return _spec_properties(vllm.module("v1.kv_cache_interface"), case)
+    return _spec_properties(vllm.module_defining("FullAttentionSpec"), case)
 
 
 def specs_reference(case: SizingCase) -> object:
@@ -260,32 +312,127 @@ def _show(case: SizingCase) -> str:
     )
 
 
+# Deviations of later vLLM (none in 0.9.0) ------------------------------------------------------
+
+
+def _spec_module(tree: VllmTree) -> str | None:
+    return tree.module_defining("FullAttentionSpec")
+
+
+def _type_id_removed(tree: VllmTree) -> Location | None:
+    module = _spec_module(tree)
+    if module is None or tree.find(module, "FullAttentionSpec.type_id") is not None:
+        return None
+    return tree.location(module, "KVCacheSpec")
+
+
+def _merge_by_fields(tree: VllmTree) -> Location | None:
+    module = _spec_module(tree)
+    if module is None or any(
+        tree.uses(module, f"{cls}.merge", "type_id") is not None
+        for cls in ("KVCacheSpec", "FullAttentionSpec")
+    ):
+        return None
+    return tree.location(module, "FullAttentionSpec.merge")
+
+
+def _merge_refused_alike(vllm: Any, reference: Any) -> bool:
+    """vLLM refuses where the reference refuses too (it checks windows and fields in another
+    order, with other messages), or where the reference merges (an ``AssertionError``: fields
+    differ that the type id does not show)."""
+    if not isinstance(vllm, dict) or "raises" not in vllm:
+        return False
+    raised = cast("dict[str, Any]", vllm)["raises"]
+    ours = cast("dict[str, Any]", reference) if isinstance(reference, dict) else {}
+    return "raises" in ours or raised == "AssertionError"
+
+
+def _head_size_v(tree: VllmTree) -> Location | None:
+    module = _spec_module(tree)
+    return None if module is None else tree.location(module, "AttentionSpec.head_size_v")
+
+
+def _in_flight_tokens(tree: VllmTree) -> Location | None:
+    module = _spec_module(tree)
+    if module is None:
+        return None
+    return tree.uses(module, "SlidingWindowSpec.max_memory_usage_bytes", "max_in_flight_tokens")
+
+
+TYPE_ID_REMOVED = Deviation(
+    "type-id-removed",
+    "removed KVCacheSpec.type_id (layers are grouped by spec class and equal fields)",
+    _type_id_removed,
+    paths=("specs.*.type_id",),
+)
+MERGE_BY_FIELDS = Deviation(
+    "merge-by-fields",
+    "merges a group's specs only when they are of one class with equal fields, not when their "
+    "type ids are equal, and words its refusals otherwise",
+    _merge_by_fields,
+    paths=("merge",),
+    explains=_merge_refused_alike,
+)
+HEAD_SIZE_V = Deviation(
+    "head-size-v",
+    "added AttentionSpec.head_size_v, the head size of V apart from K's",
+    _head_size_v,
+    paths=("merge.head_size_v",),
+)
+IN_FLIGHT_TOKENS = Deviation(
+    "sliding-window-in-flight-tokens",
+    "sizes a sliding-window layer for max_in_flight_tokens, a batch per concurrent step (two "
+    "with async scheduling, which 0.34.0 turns on by default); compared with one, as the "
+    "reference schedules",
+    _in_flight_tokens,
+)
+
+
 KV_CACHE_SPECS: Differential[SizingCase] = Differential(
     name="kv-cache-specs",
     description="page_size_bytes, type_id, max_memory_usage_bytes and merge of random specs",
-    vllm_code="vllm/v1/kv_cache_interface.py",
-    vllm_modules=("vllm.v1.kv_cache_interface",),
+    vllm_code="FullAttentionSpec, SlidingWindowSpec (vllm/v1/kv_cache_interface.py)",
+    vllm_modules=modules_defining("FullAttentionSpec"),
     generate=generate_sizing,
     run_vllm=specs_vllm,
     run_reference=specs_reference,
     shrink=shrink_sizing,
     show=_show,
     trials=1000,
+    deviations=(TYPE_ID_REMOVED, MERGE_BY_FIELDS, HEAD_SIZE_V, IN_FLIGHT_TOKENS),
 )
+
+
+def _planned_for_all_workers(tree: VllmTree) -> Location | None:
+    """vLLM 0.34.0 has ``get_kv_cache_configs`` (every worker) and no ``get_kv_cache_config``."""
+    if tree.module_defining("get_kv_cache_config") is not None:
+        return None
+    module = tree.module_defining("get_kv_cache_configs")
+    return None if module is None else tree.location(module, "get_kv_cache_configs")
+
+
+PLANNED_FOR_ALL_WORKERS = Deviation(
+    "planned-for-all-workers",
+    "replaced get_kv_cache_config with get_kv_cache_configs (every worker's specs, groups from a "
+    "pluggable KVCacheConfigBuilder and the spec registry), which holds one null block back in "
+    "the memory check and lays layers out in shared backing tensors (KVCacheTensor.layers and "
+    "strides) instead of one tensor per layer",
+    _planned_for_all_workers,
+    paths=None,
+)
+
 
 KV_CACHE_CONFIG: Differential[SizingCase] = Differential(
     name="kv-cache-config",
     description="get_kv_cache_config grouping and sizing (disable_hybrid_kv_cache_manager=True), "
     "num_gpu_blocks_override, errors, estimate_max_model_len",
-    vllm_code="vllm/v1/core/kv_cache_utils.py get_kv_cache_config, estimate_max_model_len",
-    vllm_modules=(
-        "vllm.v1.kv_cache_interface",
-        "vllm.v1.core.kv_cache_utils",
-    ),
+    vllm_code="get_kv_cache_config, estimate_max_model_len (vllm/v1/core/kv_cache_utils.py)",
+    vllm_modules=modules_defining("FullAttentionSpec", "get_kv_cache_config"),
     generate=generate_sizing,
     run_vllm=sizing_vllm,
     run_reference=sizing_reference,
     shrink=shrink_sizing,
     show=_show,
     trials=1000,
+    deviations=(PLANNED_FOR_ALL_WORKERS,),
 )

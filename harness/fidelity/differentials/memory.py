@@ -16,8 +16,10 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.deviation import Deviation
+from harness.fidelity.differential import Differential, modules_defining
 from harness.fidelity.differentials.batch import returns
+from harness.fidelity.tree import Location, VllmTree
 from harness.fidelity.vllm import VllmCode
 from harness.reference import worker as sizing
 from harness.reference.config import CacheConfig, VllmConfig
@@ -90,7 +92,7 @@ class _FakeCuda:
 
 def available_vllm(vllm: VllmCode, state: DeviceState) -> object:
     """vLLM's ``Worker.determine_available_memory`` on a fake device."""
-    module = vllm.module("v1.worker.gpu_worker")
+    module = vllm.module_defining("Worker")
     cuda = _FakeCuda(state)
 
     def profile_run() -> None:
@@ -150,14 +152,36 @@ def available_reference(state: DeviceState) -> object:
     return available
 
 
+def _sized_by_profiling(tree: VllmTree) -> Location | None:
+    """vLLM 0.34.0's ``Worker.determine_available_memory`` works from ``memory_profiling``
+    snapshots instead of asking ``torch.cuda`` directly."""
+    module = tree.module_defining("Worker")
+    method = "Worker.determine_available_memory"
+    if module is None or tree.uses(module, method, "memory_profiling") is None:
+        return None
+    return tree.uses(module, method, "available_kv_cache_memory_bytes")
+
+
+SIZED_BY_PROFILING = Deviation(
+    "sized-by-memory-profiling",
+    "sizes the KV cache as requested_memory - non_kv_cache_memory - the CUDA-graph estimate, "
+    "from memory_profiling snapshots (the weights, the torch peak's increase during the "
+    "profile run, the non-torch memory's increase since the engine started), where 0.9.0 takes "
+    "total * gpu_memory_utilization - the torch peak - all non-torch memory",
+    _sized_by_profiling,
+    paths=None,
+)
+
+
 DETERMINE_AVAILABLE_MEMORY: Differential[DeviceState] = Differential(
     name="determine-available-memory",
     description="bytes left for the KV cache after profiling (peak, non-torch memory, utilization)",
-    vllm_code="vllm/v1/worker/gpu_worker.py Worker.determine_available_memory",
-    vllm_modules=("vllm.v1.worker.gpu_worker",),
+    vllm_code="Worker.determine_available_memory (vllm/v1/worker/gpu_worker.py)",
+    vllm_modules=modules_defining("Worker"),
     generate=generate_state,
     run_vllm=available_vllm,
     run_reference=available_reference,
     shrink=shrink_state,
     trials=1000,
+    deviations=(SIZED_BY_PROFILING,),
 )

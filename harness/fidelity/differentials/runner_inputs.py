@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.fidelity.differential import Differential
+from harness.fidelity.deviation import Deviation
+from harness.fidelity.differential import Differential, modules
 from harness.fidelity.differentials.batch import (
-    BUILDER_MODULES,
     BatchCase,
     generate_batch,
     max_blocks_per_req,
@@ -27,6 +27,7 @@ from harness.fidelity.differentials.batch import (
     vllm_model_config,
 )
 from harness.fidelity.sandbox import exec_attribute_assignments, module_path
+from harness.fidelity.tree import Location, VllmTree
 from harness.fidelity.vllm import VllmCode
 from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
 from harness.reference.kv_cache_utils import get_kv_cache_config
@@ -178,14 +179,36 @@ def runner_inputs_reference(case: BatchCase) -> object:
     return _view(case.num_tokens, len(case.reqs), runner, runner.input_batch.block_table[0])
 
 
+def _prepare_inputs_replaced(tree: VllmTree) -> Location | None:
+    """vLLM 0.34.0's ``GPUModelRunner`` (the model runner V2) has no ``_prepare_inputs``."""
+    module = tree.module_defining("GPUModelRunner")
+    if module is None or tree.find(module, "GPUModelRunner._prepare_inputs") is not None:
+        return None
+    return tree.location(module, "GPUModelRunner.prepare_inputs") or tree.location(
+        module, "GPUModelRunner"
+    )
+
+
+PREPARE_INPUTS_REPLACED = Deviation(
+    "prepare-inputs-replaced",
+    "replaced GPUModelRunner._prepare_inputs and its persistent batch with the model runner V2's "
+    "prepare_inputs, which sorts each batch decode-first and computes positions, sequence "
+    "lengths and slot mappings with Triton kernels over request-state indices",
+    _prepare_inputs_replaced,
+    paths=None,
+)
+
+
 RUNNER_INPUTS: Differential[BatchCase] = Differential(
     name="runner-inputs",
     description="positions, token ids and slot mapping of a step, and the runner's device "
     "buffers afterwards (dtypes, -1 / 0 tails, block table, slot-mapping buffer)",
     vllm_code="vllm/v1/worker/gpu_model_runner.py GPUModelRunner._prepare_inputs (buffers from "
     "GPUModelRunner.__init__)",
-    vllm_modules=(
-        *BUILDER_MODULES,
+    vllm_modules=modules(  # vLLM 0.9.x: only a tree with this runner is compared
+        "vllm.v1.kv_cache_interface",
+        "vllm.v1.worker.block_table",
+        "vllm.v1.attention.backends.utils",
         "vllm.v1.attention.backends.flash_attn",
         "vllm.v1.worker.gpu_model_runner",
     ),
@@ -195,4 +218,5 @@ RUNNER_INPUTS: Differential[BatchCase] = Differential(
     shrink=shrink_batch,
     show=show_batch,
     trials=200,
+    deviations=(PREPARE_INPUTS_REPLACED,),
 )
