@@ -25,7 +25,9 @@ else
 $(error PYTHON_ENV=$(PYTHON_ENV): use venv (build .venv here, the default) or system ($(PYTHON) as it is))
 endif
 HARNESS := $(PY) -m harness.cli
-GPU_GATE_ARGS := $(if $(filter 1 yes true,$(REQUIRE_GPU)),--require-gpu)
+# REQUIRE_GPU goes to the gate as it is: 1/true/yes/on (any case) turn it on, 0/false/no/off or
+# nothing leave it off, any other word is a usage error (ci/pytest_gpu_gate.py switch()).
+GPU_GATE_ARGS := '--require-gpu=$(REQUIRE_GPU)'
 
 .DEFAULT_GOAL := help
 .PHONY: help install run test test-integration test-gpu test-compat overrides lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
@@ -57,7 +59,7 @@ test: $(STAMP) ## The fast, hermetic tier: CPU suites in parallel, no network, n
 test-integration: $(STAMP) ## The slow tier: resolution, pre-commit, lm-eval CLI runs, full-scale runs
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "integration and not gpu" suites
 
-test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json; "0 GPU tests ran" without CUDA; REQUIRE_GPU=1 fails then
+test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json; "0 GPU tests ran" without CUDA; REQUIRE_GPU=1 (true, yes, on) fails then
 	@mkdir -p $(REPORTS)
 	@$(PY) -m pytest -p ci.pytest_gpu_gate -p no:xdist -q -m gpu suites $(GPU_GATE_ARGS) \
 		--junitxml=$(REPORTS)/junit-gpu.xml --gpu-report=$(REPORTS)/memory-gpu.json
