@@ -146,6 +146,21 @@ def test_the_distribution_has_a_name_of_its_own() -> None:
             assert not line.startswith("harness["), f"{extra}: {line} names the index's harness"
 
 
+def test_the_license_is_an_spdx_expression_the_build_backend_reads() -> None:
+    """A TOML-table ``license`` made every build warn that it stops working in 2027 (issue 28);
+    setuptools reads an SPDX string from 77 on (PEP 639)."""
+    from packaging.licenses import canonicalize_license_expression
+
+    license = PROJECT["license"]
+    assert isinstance(license, str)
+    assert canonicalize_license_expression(license) == license == "Apache-2.0"
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (backend,) = [
+        Requirement(r) for r in pyproject["build-system"]["requires"] if "setuptools" in r
+    ]
+    assert not backend.specifier.contains("76.1") and backend.specifier.contains("77.0")
+
+
 def test_every_install_hint_names_our_distribution() -> None:
     stale = re.compile(r"""pip install ['"]?harness\[""")
     files = [ROOT / "README.md", *ROOT.glob("harness/**/*.py"), *ROOT.glob("scripts/*")]
