@@ -12,8 +12,7 @@ PYTEST_WORKERS ?= auto
 REPORTS := reports
 BENCH ?= $(sort $(wildcard scripts/bench_*.py))
 REQUIRE_GPU ?=
-COMPAT_VENV := .venv-compat
-COMPAT_CONSTRAINTS := ci/constraints-vllm-0.9.0.txt
+COMPAT_VLLM ?= 0.9.0 0.34.0
 
 ifeq ($(PYTHON_ENV),venv)
 PY := $(VENV)/bin/python
@@ -64,11 +63,16 @@ test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json;
 	@$(PY) -m pytest -p ci.pytest_gpu_gate -p no:xdist -q -m gpu suites $(GPU_GATE_ARGS) \
 		--junitxml=$(REPORTS)/junit-gpu.xml --gpu-report=$(REPORTS)/memory-gpu.json
 
-test-compat: ## CPU suites on vLLM 0.9.0's pins (torch 2.7.0: PyPI's CUDA wheel, run on CPU) in .venv-compat
-	@test -x $(COMPAT_VENV)/bin/python || $(PYTHON) -m venv $(COMPAT_VENV)
-	$(COMPAT_VENV)/bin/python -m pip install -q -c $(COMPAT_CONSTRAINTS) -e '.[engine,eval,dev]'
-	$(COMPAT_VENV)/bin/python -c 'import torch; print("test-compat: torch", torch.__version__)'
-	$(COMPAT_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites
+test-compat: ## CPU suites on each vLLM release's pins (COMPAT_VLLM: 0.9.0 0.34.0; ci/constraints-vllm-V.txt, PyPI's CUDA torch run on CPU) in .venv-compat-V
+	@set -e; for version in $(COMPAT_VLLM); do \
+		venv=.venv-compat-$$version; constraints=ci/constraints-vllm-$$version.txt; \
+		test -f $$constraints || { echo "test-compat: no $$constraints (COMPAT_VLLM=$(COMPAT_VLLM))" >&2; exit 2; }; \
+		test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
+		echo "== test-compat: vLLM $$version's pins ($$constraints) in $$venv"; \
+		$$venv/bin/python -m pip install -q -c $$constraints -e '.[engine,eval,dev]'; \
+		$$venv/bin/python -c 'import torch; print("test-compat: torch", torch.__version__)'; \
+		$$venv/bin/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites; \
+	done
 
 overrides: $(STAMP) ## The override checker on harness/ (SINCE=REF: only the findings HEAD adds since REF)
 	$(HARNESS) overrides $(if $(SINCE),--since $(SINCE)) harness
