@@ -72,10 +72,15 @@ def vllm_directory(given: str | None) -> tuple[Path, str]:
     return Path(origin).resolve().parent, "import vllm"
 
 
+GIT = ("git", "-c", "safe.directory=*")
+"""git, trusting the repository it is pointed at: in a container the build's checkout belongs to
+another user, which git otherwise refuses ("dubious ownership")."""
+
+
 def _git(repo: Path, *argv: str) -> str:
     try:
         done = subprocess.run(
-            ["git", "-C", str(repo), *argv], capture_output=True, text=True, check=False
+            [*GIT, "-C", str(repo), *argv], capture_output=True, text=True, check=False
         )
     except FileNotFoundError:
         raise StepError("--since needs git, which is not installed") from None
@@ -100,7 +105,7 @@ def export_package(repo: Path, commit: str, target: Path) -> Path:
     """Write ``commit``'s ``vllm/`` under ``target`` (``git archive``); returns its directory."""
     try:
         tar = subprocess.run(
-            ["git", "-C", str(repo), "archive", "--format=tar", commit, PACKAGE],
+            [*GIT, "-C", str(repo), "archive", "--format=tar", commit, PACKAGE],
             capture_output=True,
             check=False,
         )
