@@ -17,6 +17,18 @@ from ci import install_beside as beside
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def no_real_pip(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """A fast test that reached the real pip would install into this venv: fail it instead."""
+    if request.node.get_closest_marker("integration") is not None:
+        return
+
+    def refuse(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        raise AssertionError(f"a fast test ran the real pip: {list(argv)}")
+
+    monkeypatch.setattr(beside, "_pip", refuse)
+
+
 def _pins(version: str) -> dict[str, str]:
     """vLLM ``version``'s pins, as if its image held them."""
     pins: dict[str, str] = {}
