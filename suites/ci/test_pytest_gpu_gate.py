@@ -46,6 +46,8 @@ def test_not_gpu():
     pass
 """
 ARGS = ("-p", "ci.pytest_gpu_gate", "-p", "no:cacheprovider", "-q", "-m", "gpu")
+ARGS += ("-p", "no:harness_memory", "-p", "no:harness_simulation", "-p", "no:harness_golden")
+ARGS += ("-p", "no:hypothesispytest")  # no plugin the gate does not need: each run is faster
 ARGS += ("-W", "ignore::pytest.PytestAssertRewriteWarning")  # this module imported the plugin
 
 
