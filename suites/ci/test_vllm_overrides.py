@@ -95,7 +95,7 @@ def _image(tmp: Path, base: dict[str, str], head: dict[str, str] | None = None) 
     return site
 
 
-def _run(site: Path, cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def _run(site: Path, cwd: Path, *argv: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(site)}
     return subprocess.run(
         [sys.executable, str(SCRIPT), *argv],
@@ -103,7 +103,7 @@ def _run(site: Path, cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
         text=True,
         cwd=cwd,
         env=env,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -255,7 +255,8 @@ def test_vllm_0340_in_the_image_layout_with_the_aiter_rename_put_back(tmp_path: 
     site = tmp_path / "site-packages"
     shutil.copytree(repo / "src" / "vllm", site / "vllm")
 
-    out = _run(site, repo / "tests", "--since-merge-base", "main")
+    # Two whole-tree scans of ~3,600 files (about 20 s each on a quiet core).
+    out = _run(site, repo / "tests", "--since-merge-base", "main", timeout=1200)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
     assert f"checking {site.resolve() / 'vllm'} (import vllm)" in out.stderr
     where = f"vllm/v1/attention/backends/mla/rocm_aiter_mla.py:{line}:5: HO101 renamed-parameter"
