@@ -12,8 +12,7 @@ PYTEST_WORKERS ?= auto
 REPORTS := reports
 BENCH ?= $(sort $(wildcard scripts/bench_*.py))
 REQUIRE_GPU ?=
-COMPAT_VENV := .venv-compat
-COMPAT_CONSTRAINTS := ci/constraints-vllm-0.9.0.txt
+COMPAT_VLLM ?= 0.9.0 0.34.0
 
 ifeq ($(PYTHON_ENV),venv)
 PY := $(VENV)/bin/python
@@ -25,7 +24,9 @@ else
 $(error PYTHON_ENV=$(PYTHON_ENV): use venv (build .venv here, the default) or system ($(PYTHON) as it is))
 endif
 HARNESS := $(PY) -m harness.cli
-GPU_GATE_ARGS := $(if $(filter 1 yes true,$(REQUIRE_GPU)),--require-gpu)
+# REQUIRE_GPU goes to the gate as it is: 1/true/yes/on (any case) turn it on, 0/false/no/off or
+# nothing leave it off, any other word is a usage error (ci/pytest_gpu_gate.py switch()).
+GPU_GATE_ARGS := '--require-gpu=$(REQUIRE_GPU)'
 
 .DEFAULT_GOAL := help
 .PHONY: help install run test test-integration test-gpu test-compat overrides lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
@@ -57,16 +58,21 @@ test: $(STAMP) ## The fast, hermetic tier: CPU suites in parallel, no network, n
 test-integration: $(STAMP) ## The slow tier: resolution, pre-commit, lm-eval CLI runs, full-scale runs
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "integration and not gpu" suites
 
-test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json; "0 GPU tests ran" without CUDA; REQUIRE_GPU=1 fails then
+test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json; "0 GPU tests ran" without CUDA; REQUIRE_GPU=1 (true, yes, on) fails then
 	@mkdir -p $(REPORTS)
 	@$(PY) -m pytest -p ci.pytest_gpu_gate -p no:xdist -q -m gpu suites $(GPU_GATE_ARGS) \
 		--junitxml=$(REPORTS)/junit-gpu.xml --gpu-report=$(REPORTS)/memory-gpu.json
 
-test-compat: ## CPU suites on vLLM 0.9.0's pins (torch 2.7.0: PyPI's CUDA wheel, run on CPU) in .venv-compat
-	@test -x $(COMPAT_VENV)/bin/python || $(PYTHON) -m venv $(COMPAT_VENV)
-	$(COMPAT_VENV)/bin/python -m pip install -q -c $(COMPAT_CONSTRAINTS) -e '.[engine,eval,dev]'
-	$(COMPAT_VENV)/bin/python -c 'import torch; print("test-compat: torch", torch.__version__)'
-	$(COMPAT_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites
+test-compat: ## CPU suites on each vLLM release's pins (COMPAT_VLLM: 0.9.0 0.34.0; ci/constraints-vllm-V.txt, PyPI's CUDA torch run on CPU) in .venv-compat-V
+	@set -e; for version in $(COMPAT_VLLM); do \
+		venv=.venv-compat-$$version; constraints=ci/constraints-vllm-$$version.txt; \
+		test -f $$constraints || { echo "test-compat: no $$constraints (COMPAT_VLLM=$(COMPAT_VLLM))" >&2; exit 2; }; \
+		test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
+		echo "== test-compat: vLLM $$version's pins ($$constraints) in $$venv"; \
+		$$venv/bin/python -m pip install -q -c $$constraints -e '.[engine,eval,dev]'; \
+		$$venv/bin/python -c 'import torch; print("test-compat: torch", torch.__version__)'; \
+		$$venv/bin/python -m pytest -n $(PYTEST_WORKERS) -m "not gpu" suites; \
+	done
 
 overrides: $(STAMP) ## The override checker on harness/ (SINCE=REF: only the findings HEAD adds since REF)
 	$(HARNESS) overrides $(if $(SINCE),--since $(SINCE)) harness

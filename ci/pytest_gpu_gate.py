@@ -4,9 +4,10 @@
   ``no CUDA device: 0 GPU tests ran, N skipped (<why>)`` first and last, and exits 0.
 - **A CUDA device**: a skipped ``gpu`` test fails unless its reason names an optional package
   (:data:`OPTIONAL_PACKAGES`) not installed here. A skip inside a test body is a skip, not a run.
-- ``--require-gpu`` (``make test-gpu REQUIRE_GPU=1``, the GPU pipeline step): exit 1 with one
+- ``--require-gpu[=WORD]`` (``make test-gpu REQUIRE_GPU=WORD``, the GPU pipeline step): when
+  WORD says true (:func:`switch`: ``1``, ``true``, ``yes``, ``on``, any case), exit 1 with one
   ``gpu gate: FAILED`` line without a CUDA device, when a GPU test skips for a missing package,
-  or when no GPU test body ran.
+  or when no GPU test body ran. A WORD that is neither true nor false is a usage error.
 - ``--gpu-report=PATH``: a JSON report of the device (:func:`harness.memory.cuda_probe.probe`),
   the installed torch/flashinfer/vllm/lm-eval versions, each test's outcome and its ``memory_*``
   and ``repro_*`` properties, and a bar chart of the peaks beside it (``.png``). Devices are
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -41,6 +43,25 @@ RECORDED_PREFIXES = ("memory_", "repro_")
 
 VERSIONED = ("torch", "flashinfer-python", "nvidia-ml-py", "vllm", "lm-eval")
 """Distributions whose installed versions the report records (``None``: not installed)."""
+
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("", "0", "false", "no", "off")
+"""The spellings of ``REQUIRE_GPU`` (compared lower-cased, blanks stripped); nothing else."""
+
+
+def switch(word: str) -> bool:
+    """``REQUIRE_GPU``'s value as on or off; a word in neither list is an ``ArgumentTypeError``
+    (pytest's usage error), never a silent off."""
+    spelled = word.strip().lower()
+    if spelled in TRUE_WORDS:
+        return True
+    if spelled in FALSE_WORDS:
+        return False
+    raise argparse.ArgumentTypeError(
+        f"REQUIRE_GPU={word!r} is neither true ({', '.join(TRUE_WORDS)}) nor false "
+        f"({', '.join(w for w in FALSE_WORDS if w)} or nothing), in any case"
+    )
 
 
 def installed_versions() -> dict[str, str | None]:
@@ -164,7 +185,7 @@ class GpuGate:
                     f"skipped on a machine with a CUDA device: {reason}\n"
                     "make test-gpu fails a GPU test that skips there, unless the skip names an "
                     f"optional package that is not installed ({', '.join(OPTIONAL_PACKAGES)}); "
-                    "with REQUIRE_GPU=1 that fails too"
+                    "with REQUIRE_GPU on that fails too"
                 )
                 report.user_properties.append((SKIP_PROPERTY, reason))
         return report
@@ -252,7 +273,7 @@ class GpuGate:
     def pytest_unconfigure(self) -> None:
         self._write_line(self._line(*self.counts()))
         if self.failure is not None:
-            self._write_line(f"gpu gate: FAILED (REQUIRE_GPU=1): {self.failure}")
+            self._write_line(f"gpu gate: FAILED (REQUIRE_GPU): {self.failure}")
 
 
 def plot_peaks(peaks: dict[str, Any], path: Path) -> Path:
@@ -279,10 +300,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpu-gate", "make test-gpu (ci.pytest_gpu_gate)")
     group.addoption(
         "--require-gpu",
-        action="store_true",
+        nargs="?",
+        const=True,
         default=False,
-        help="fail (exit 1) without a CUDA device, when a GPU test skips for a missing package, "
-        "or when no GPU test body ran (make test-gpu REQUIRE_GPU=1)",
+        type=switch,
+        metavar="WORD",
+        help="with no WORD or a true one (1, true, yes, on; any case): fail (exit 1) without a "
+        "CUDA device, when a GPU test skips for a missing package, or when no GPU test body ran; "
+        "0, false, no, off or an empty WORD: off; any other WORD is a usage error "
+        "(make test-gpu REQUIRE_GPU=WORD)",
     )
     group.addoption(
         "--gpu-report",

@@ -1,7 +1,7 @@
 """A command that needs a missing extra names it and exits 2; the extras table matches pyproject.
 
-The extras declare version ranges that admit vLLM 0.9.0's environment, our own exact pins live in
-constraints.txt, and every install hint names our distribution, not the index's unrelated
+The extras declare version ranges that admit vLLM 0.9.0's and 0.34.0's pins, our own exact pins
+live in constraints.txt, and every install hint names our distribution, not the index's unrelated
 ``harness``.
 """
 
@@ -146,6 +146,21 @@ def test_the_distribution_has_a_name_of_its_own() -> None:
             assert not line.startswith("harness["), f"{extra}: {line} names the index's harness"
 
 
+def test_the_license_is_an_spdx_expression_the_build_backend_reads() -> None:
+    """A TOML-table ``license`` made every build warn that it stops working in 2027 (issue 28);
+    setuptools reads an SPDX string from 77 on (PEP 639)."""
+    from packaging.licenses import canonicalize_license_expression
+
+    license = PROJECT["license"]
+    assert isinstance(license, str)
+    assert canonicalize_license_expression(license) == license == "Apache-2.0"
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (backend,) = [
+        Requirement(r) for r in pyproject["build-system"]["requires"] if "setuptools" in r
+    ]
+    assert not backend.specifier.contains("76.1") and backend.specifier.contains("77.0")
+
+
 def test_every_install_hint_names_our_distribution() -> None:
     stale = re.compile(r"""pip install ['"]?harness\[""")
     files = [ROOT / "README.md", *ROOT.glob("harness/**/*.py"), *ROOT.glob("scripts/*")]
@@ -161,22 +176,52 @@ def test_every_install_hint_names_our_distribution() -> None:
     assert extras.install_hint("gpu").startswith(f"pip install '{extras.DISTRIBUTION}[gpu]'")
 
 
-def test_the_extras_declare_ranges_and_admit_vllm_090s_environment() -> None:
-    vllm = _pins(ROOT / "ci/constraints-vllm-0.9.0.txt")
-    assert vllm["vllm"] == Version("0.9.0") and vllm["torch"] == Version("2.7.0")
-    assert vllm["flashinfer-python"] == Version("0.2.5")
+VLLM_CONSTRAINTS = sorted(ROOT.glob("ci/constraints-vllm-*.txt"))
+
+
+def test_there_are_constraints_for_090_and_the_newest_release() -> None:
+    assert [p.name for p in VLLM_CONSTRAINTS] == [
+        "constraints-vllm-0.34.0.txt",
+        "constraints-vllm-0.9.0.txt",
+    ]
+
+
+@pytest.mark.parametrize(
+    "path", VLLM_CONSTRAINTS, ids=lambda p: p.stem.removeprefix("constraints-")
+)
+def test_the_extras_declare_ranges_that_admit_each_vllm_releases_pins(path: Path) -> None:
+    vllm = _pins(path)
+    version = path.stem.removeprefix("constraints-vllm-")
+    assert vllm["vllm"] == Version(version)
     checked = set()
     for requirement in _extra_requirements():
         name = requirement.name.lower()
         assert all(s.operator != "==" for s in requirement.specifier), f"{requirement} is a pin"
         if name in vllm:
             assert requirement.specifier.contains(vllm[name]), (
-                f"{requirement} excludes {vllm[name]}"
+                f"{requirement} excludes vLLM {version}'s {name}=={vllm[name]}"
             )
             checked.add(name)
     assert checked == {"torch", "numpy", "lm-eval", "flashinfer-python"}
+
+
+@pytest.mark.parametrize(
+    ("version", "pins"),
+    [
+        ("0.9.0", {"torch": "2.7.0", "flashinfer-python": "0.2.5", "numpy": "2.2.6"}),
+        ("0.34.0", {"torch": "2.14.0", "flashinfer-python": "0.7.3", "numba": "0.65.0"}),
+    ],
+)
+def test_the_constraints_hold_the_pins_vllm_declares(version: str, pins: dict[str, str]) -> None:
+    """vLLM 0.9.0's requirements/cuda.txt and vLLM 0.34.0's wheel METADATA (Requires-Dist)."""
+    held = _pins(ROOT / f"ci/constraints-vllm-{version}.txt")
+    assert {name: str(held[name]) for name in pins} == pins
+
+
+def test_the_oldest_torch_the_extras_admit_is_the_one_test_compat_runs_on() -> None:
     (torch,) = [r for r in _extra_requirements() if r.name == "torch"]
-    oldest_tested = Version("2.7.0")  # the torch `make test-compat` runs the CPU suites on
+    oldest_tested = min(_pins(path)["torch"] for path in VLLM_CONSTRAINTS)
+    assert oldest_tested == Version("2.7.0")
     assert torch.specifier.contains(oldest_tested) and not torch.specifier.contains("2.6.0")
 
 
@@ -186,10 +231,11 @@ def test_make_install_pins_exactly_through_the_constraints_file() -> None:
     for requirement in _extra_requirements():
         name = requirement.name.lower()
         if name in ("flashinfer-python", "nvidia-ml-py"):
-            continue  # the gpu extra: installed with ci/constraints-vllm-0.9.0.txt (GPU step)
+            continue  # the gpu extra: beside a vLLM image's own (ci/install_beside.py)
         assert name in pins, f"constraints.txt does not pin {name}"
         assert requirement.specifier.contains(pins[name]), f"{requirement} excludes {pins[name]}"
     makefile = (ROOT / "Makefile").read_text()
     assert "CONSTRAINTS ?= constraints.txt" in makefile
     assert "pip install -q -c $(CONSTRAINTS) -e '.[$(EXTRAS)]'" in makefile
-    assert "COMPAT_CONSTRAINTS := ci/constraints-vllm-0.9.0.txt" in makefile
+    assert "COMPAT_VLLM ?= 0.9.0 0.34.0" in makefile
+    assert "constraints=ci/constraints-vllm-$$version.txt" in makefile

@@ -4,6 +4,8 @@ pre-commit installs the ``strict-overrides`` hook with a plain ``pip install`` o
 that must not bring torch (or anything). The wheel is built from a copy of this checkout's
 sources with the running venv's setuptools (no network), then installed into an empty venv with
 every pip configuration file ignored and no index: any declared dependency would fail the install.
+That is a nested pip (integration tier); the fast tier checks the same two facts without one: the
+base install declares no dependency here, and the checker runs where no extra can be imported.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,8 @@ EXTRA_MODULES = ("torch", "numpy", "rich", "matplotlib", "lm_eval", "flashinfer"
 MAX_INSTALLED_BYTES = 2 << 20
 """The light install's files (``__pycache__`` aside) must stay small: a pre-commit hook."""
 
-pytestmark = pytest.mark.slow
+BLOCK_EXTRAS = "import sys\nfor name in {names!r}:\n    sys.modules[name] = None\n"
+"""Run first in a child interpreter: any import of an extra's module then raises ImportError."""
 
 BASE = """\
 class MLACommonMetadataBuilder:
@@ -71,7 +75,11 @@ def _light_install(tmp: Path) -> Path:
     pip = (sys.executable, "-m", "pip", "--disable-pip-version-check")
     built = _run(*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp / "dist", src)
     assert built.returncode == 0, built.stdout + built.stderr
+    assert "deprecated" not in built.stdout + built.stderr  # the TOML-table license warned (#28)
     (wheel,) = (tmp / "dist").glob(f"{DISTRIBUTION.replace('-', '_')}-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        assert "License-Expression: Apache-2.0" in archive.read(metadata).decode().splitlines()
     env_dir = tmp / "venv"
     venv.create(env_dir, with_pip=False, symlinks=os.name != "nt")
     python = env_dir / "bin" / "python"
@@ -85,6 +93,32 @@ def _site_packages(bin_dir: Path) -> Path:
     return Path(out.stdout.strip())
 
 
+def test_the_base_install_declares_no_dependency_here() -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["dependencies"] == ['tomli>=1.1; python_version < "3.11"']
+
+
+def test_the_checker_runs_where_no_extra_can_be_imported(tmp_path: Path) -> None:
+    pkg = tmp_path / "tree" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "common.py").write_text(BASE)
+    (pkg / "rocm.py").write_text(SUBCLASS)
+    code = BLOCK_EXTRAS.format(names=EXTRA_MODULES) + (
+        "from harness.cli import main\nraise SystemExit(main(['overrides', '--no-cache', 'tree']))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "HO101" in out.stdout and "raises TypeError" in out.stdout
+
+
+@pytest.mark.integration
 def test_the_light_install(tmp_path: Path) -> None:
     """One build for every check (the module's tests would build once per xdist worker)."""
     bin_dir = _light_install(tmp_path)

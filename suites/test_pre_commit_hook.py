@@ -2,8 +2,10 @@
 
 A throwaway git repository gets a git ``pre-commit`` hook that runs ``pre-commit try-repo`` on a
 snapshot of this checkout (its hook definition and its package, uncommitted edits included).
-pre-commit builds the hook's environment with ``pip install`` from the package index, so the test
-skips with the reason when the index cannot be reached.
+pre-commit builds the hook's environment with ``pip install`` from the package index, so those
+tests are in the integration tier, and skip with the reason when the index cannot be reached.
+The fast tier runs the hook's command line as pre-commit assembles it (the manifest's entry, the
+user's ``args:``, the staged files) in this process.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from harness import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml")
 
-pytestmark = pytest.mark.slow
 
 BASE = """\
 class MLACommonMetadataBuilder:
@@ -37,6 +41,43 @@ class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):
     def _build_decode(self, block_table, seq_lens):
         return block_table, seq_lens
 """
+WARNED = """\
+from pkg.common import MLACommonMetadataBuilder
+
+
+class Other(MLACommonMetadataBuilder):
+    def build(self, table, seq_lens):  # drift no call of the project proves: a warning
+        return table, seq_lens
+"""
+
+
+def _hook_argv(args: list[str], files: list[str]) -> list[str]:
+    """What pre-commit runs: the manifest's entry, then the user's args, then the files."""
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    entry = shlex.split(hook["entry"])
+    assert entry[0] == "harness"
+    return [*entry[1:], *args, *files]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [([], "pkg/rocm.py:5:5: HO101"), (["--format", "github"], "::error file=pkg/rocm.py")],
+    ids=["text", "github"],
+)
+def test_the_hooks_command_line_blocks_a_keyword_rename(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    expected: str,
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "common.py").write_text(BASE.replace("block_table", "block_table_tensor"))
+    (tmp_path / "pkg" / "rocm.py").write_text(SUBCLASS)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(_hook_argv([*args, "--no-cache"], ["pkg/common.py"])) == 1
+    assert expected in capsys.readouterr().out
 
 
 def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -120,6 +161,7 @@ def _commit(repo: Path, path: str, message: str) -> tuple[str, bool]:
     return out.stdout + out.stderr, _git("rev-parse", "HEAD", cwd=repo).stdout != before
 
 
+@pytest.mark.integration
 def test_the_hook_passes_a_clean_commit_and_rejects_a_keyword_rename(user_repo: Path) -> None:
     common = user_repo / "pkg" / "common.py"
     common.write_text('"""Metadata builders."""\n\n' + BASE)
@@ -153,3 +195,27 @@ def test_the_hook_passes_a_clean_commit_and_rejects_a_keyword_rename(user_repo: 
     )
     assert out.returncode == 1, out.stdout + out.stderr
     assert "::error file=pkg/rocm.py" in out.stdout, out.stdout
+
+
+@pytest.mark.integration
+def test_pre_commit_hides_a_passing_hooks_warnings(user_repo: Path) -> None:
+    """What the README says: warnings do not block, and pre-commit shows a passing hook's
+    output only when asked to (``--verbose``, or ``verbose: true`` in the configuration)."""
+    (user_repo / "pkg" / "other.py").write_text(WARNED)
+    text, committed = _commit(user_repo, "pkg/other.py", "a warning only")
+    assert committed, text
+    assert "strict override checker" in text and "Passed" in text
+    assert "HO101" not in text and "Other.build" not in text
+    pre_commit = Path(sys.executable).parent / "pre-commit"
+    shown = subprocess.run(
+        [
+            *(str(pre_commit), "run", "--config", str(user_repo / ".git" / "with-args.yaml")),
+            *("--verbose", "--files", "pkg/other.py"),
+        ],
+        cwd=user_repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "::warning file=pkg/other.py" in shown.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -45,6 +46,8 @@ def test_not_gpu():
     pass
 """
 ARGS = ("-p", "ci.pytest_gpu_gate", "-p", "no:cacheprovider", "-q", "-m", "gpu")
+ARGS += ("-p", "no:harness_memory", "-p", "no:harness_simulation", "-p", "no:harness_golden")
+ARGS += ("-p", "no:hypothesispytest")  # no plugin the gate does not need: each run is faster
 ARGS += ("-W", "ignore::pytest.PytestAssertRewriteWarning")  # this module imported the plugin
 
 
@@ -128,7 +131,7 @@ def test_the_plot_of_peaks_is_written(tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-# --- a skip inside a body is a skip; --require-gpu (make test-gpu REQUIRE_GPU=1) can fail -------
+# --- a skip inside a body is a skip; --require-gpu (make test-gpu REQUIRE_GPU=1) can fail --------
 
 BODY_SKIPS = """
 import pytest
@@ -185,24 +188,24 @@ def test_a_skip_inside_a_body_counts_as_a_skip_not_a_run(
         (
             RUNS,
             "torch is built without CUDA",
-            "gpu gate: FAILED (REQUIRE_GPU=1): no CUDA device (torch is built without CUDA): "
+            "gpu gate: FAILED (REQUIRE_GPU): no CUDA device (torch is built without CUDA): "
             "0 GPU tests ran",
         ),
         (
             BODY_SKIPS,
             None,
-            "gpu gate: FAILED (REQUIRE_GPU=1): vllm is not installed: 1 GPU test(s) skipped for "
+            "gpu gate: FAILED (REQUIRE_GPU): vllm is not installed: 1 GPU test(s) skipped for "
             "it (first: test_gpu.py::test_needs_vllm_and_skips_in_its_body)",
         ),
         (
             "import pytest\n\n@pytest.mark.gpu\ndef test_x():\n    pytest.skip('flaky')\n",
             None,
-            "gpu gate: FAILED (REQUIRE_GPU=1): no GPU test body ran (1 selected)",
+            "gpu gate: FAILED (REQUIRE_GPU): no GPU test body ran (1 selected)",
         ),
         (
             "def test_not_gpu():\n    pass\n",
             None,
-            "gpu gate: FAILED (REQUIRE_GPU=1): no GPU test body ran (0 selected)",
+            "gpu gate: FAILED (REQUIRE_GPU): no GPU test body ran (0 selected)",
         ),
     ],
     ids=["no-cuda", "missing-package", "no-body-ran", "nothing-selected"],
@@ -218,7 +221,7 @@ def test_require_gpu_fails_with_one_line(
     assert result.ret == 1
     assert _last_line(result) == line
     assert sum(1 for x in result.outlines if x.startswith("gpu gate: FAILED")) == 1
-    failure = line.removeprefix("gpu gate: FAILED (REQUIRE_GPU=1): ")
+    failure = line.removeprefix("gpu gate: FAILED (REQUIRE_GPU): ")
     assert report["require_gpu"] == {"enabled": True, "failure": failure}
 
 
@@ -251,29 +254,79 @@ def test_devices_are_numbered_in_pci_bus_order(
     assert report["cuda_device_order"] == "PCI_BUS_ID"
 
 
-@pytest.mark.slow
+# --- REQUIRE_GPU's spellings (issue 27, bug 2: `REQUIRE_GPU=True` was a silent off) ---------------
+
+
+@pytest.mark.parametrize("word", ["1", "true", "True", "TRUE", "yes", "YES", "Yes", "on", " On "])
+def test_every_spelling_of_true_turns_the_gate_on(word: str) -> None:
+    assert gate.switch(word) is True
+
+
+@pytest.mark.parametrize("word", ["", "0", "false", "False", "no", "NO", "off", "Off"])
+def test_the_spellings_of_false_and_nothing_leave_it_off(word: str) -> None:
+    assert gate.switch(word) is False
+
+
+@pytest.mark.parametrize("word", ["maybe", "2", "ture", "y", "enabled", "-1"])
+def test_any_other_word_is_a_usage_error(word: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=r"REQUIRE_GPU=.* is neither true"):
+        gate.switch(word)
+
+
+@pytest.mark.parametrize("word", ["True", "YES", "on"])
+def test_a_spelled_true_fails_the_run_without_cuda(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, word: str
+) -> None:
+    result, report, _ = _gate_run(pytester, monkeypatch, RUNS, "no driver", f"--require-gpu={word}")
+    assert result.ret == 1
+    assert _last_line(result).startswith("gpu gate: FAILED (REQUIRE_GPU): no CUDA device (")
+    assert report["require_gpu"]["enabled"] is True
+
+
+def test_an_unknown_word_is_a_usage_error_not_an_off(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_gpu=RUNS)
+    pytester.makeini("[pytest]\nmarkers =\n    gpu: needs CUDA\n")
+    result = pytester.runpytest(*ARGS, "--require-gpu=maybe")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "REQUIRE_GPU='maybe' is neither true (1, true, yes, on)" in result.stderr.str()
+
+
+def test_make_passes_require_gpu_to_the_gate_as_it_is() -> None:
+    """The Makefile does no parsing of its own: the gate's switch() decides (tested above)."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "GPU_GATE_ARGS := '--require-gpu=$(REQUIRE_GPU)'" in makefile
+    (recipe,) = [line for line in makefile.splitlines() if "-p ci.pytest_gpu_gate" in line]
+    assert "$(GPU_GATE_ARGS)" in recipe
+
+
+@pytest.mark.integration
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.skipif(gate.cuda_unavailable_reason() is None, reason="checks the no-CUDA machine")
-def test_make_test_gpu_require_gpu_fails_on_a_machine_without_cuda(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("word", "status", "last"),
+    [
+        ("1", 2, "gpu gate: FAILED (REQUIRE_GPU): no CUDA device ("),
+        ("True", 2, "gpu gate: FAILED (REQUIRE_GPU): no CUDA device ("),
+        ("YES", 2, "gpu gate: FAILED (REQUIRE_GPU): no CUDA device ("),
+        ("maybe", 2, None),
+        (None, 0, "no CUDA device: 0 GPU tests ran, "),
+    ],
+    ids=["1", "True", "YES", "maybe", "unset"],
+)
+def test_make_test_gpu_on_a_machine_without_cuda(
+    tmp_path: Path, word: str | None, status: int, last: str | None
+) -> None:
+    """make's own exit status for a failed recipe is 2 (pytest's 1 and 4 both become 2)."""
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    system = ("PYTHON_ENV=system", f"PYTHON={sys.executable}")
-
-    def make(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["make", "-s", "--no-print-directory", "test-gpu", *system, *argv],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=env,
-            timeout=600,
-        )
-
-    required = make("REQUIRE_GPU=1")
-    assert required.returncode != 0
-    lines = [x for x in required.stdout.splitlines() if x.strip()]
-    assert lines[-1].startswith("gpu gate: FAILED (REQUIRE_GPU=1): no CUDA device (")
-    laptop = make()
-    assert laptop.returncode == 0, laptop.stdout[-2000:]
-    assert [x for x in laptop.stdout.splitlines() if x.strip()][-1].startswith(
-        "no CUDA device: 0 GPU tests ran, "
-    )
+    env.pop("REQUIRE_GPU", None)
+    argv = ["make", "-s", "--no-print-directory", "test-gpu", "PYTHON_ENV=system"]
+    argv += [f"PYTHON={sys.executable}", f"REPORTS={tmp_path}"]
+    if word is not None:
+        argv.append(f"REQUIRE_GPU={word}")
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert done.returncode == status, done.stdout[-2000:] + done.stderr[-2000:]
+    if last is None:  # a usage error: pytest says which word, before collecting anything
+        assert "REQUIRE_GPU='maybe' is neither true" in done.stderr
+        assert "GPU tests ran" not in done.stdout
+        return
+    assert [x for x in done.stdout.splitlines() if x.strip()][-1].startswith(last)

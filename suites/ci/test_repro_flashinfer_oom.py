@@ -38,7 +38,14 @@ raise SystemExit(1)
 }
 
 
-@pytest.mark.parametrize("nvml_init_s", ["0", "1"], ids=["fast-nvml", "slow-sampler-start"])
+@pytest.mark.parametrize(
+    "nvml_init_s",
+    [
+        pytest.param("0", id="fast-nvml"),
+        # A 1 s NVML start, by design: over 2 s of wall clock, so the integration tier.
+        pytest.param("1", id="slow-sampler-start", marks=pytest.mark.integration),
+    ],
+)
 def test_lm_eval_gets_the_sampled_gpus_uuid_and_the_report_records_versions(
     tmp_path: Path, nvml_init_s: str
 ) -> None:
