@@ -1,0 +1,130 @@
+"""A generated serving sequence: the scheduler's decisions, step by step, replayable from a seed.
+
+Requests shaped like gsm8k's 5-shot prompts (:func:`harness.simulation.workload.gsm8k`, lengths
+scaled down by :attr:`SequenceSpec.length_scale` so a CPU runs hundreds of steps) arrive over
+time; the reference scheduler (vLLM 0.9.0's policy) chunks their prefills to the token budget,
+decodes them, preempts the newest when its pool of blocks runs out and finishes them at their
+output length. Every :class:`~harness.reference.outputs.SchedulerOutput` is kept: the sequence
+is what both sides of a comparison replay, whatever their builders do, since vLLM's scheduler
+never asks the attention backend anything.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass
+
+import torch
+
+from harness.errors import HarnessError
+from harness.reference.kv_cache_interface import (
+    FullAttentionSpec,
+    KVCacheConfig,
+    KVCacheGroupSpec,
+    KVCacheTensor,
+)
+from harness.reference.outputs import ModelRunnerOutput, SchedulerOutput
+from harness.reference.scheduler import Request, Scheduler
+from harness.reference.config import SchedulerConfig
+from harness.simulation.workload import gsm8k
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceSpec:
+    """How a serving sequence is generated (every field has the default ``harness`` uses)."""
+
+    seed: int = 0
+    num_steps: int = 200
+    block_size: int = 16
+    num_blocks: int = 64
+    """Blocks in the scheduler's pool: small enough that long prompts force preemptions."""
+    max_num_seqs: int = 8
+    max_num_batched_tokens: int = 96
+    """The per-step token budget: prompts longer than it are prefilled in chunks."""
+    max_model_len: int = 512
+    length_scale: float = 0.125
+    """gsm8k's prompt and output lengths are multiplied by this (at least one token each)."""
+    arrival_rate: float = 0.5
+    """Mean new requests per step (Bernoulli per step, seeded), after a first batch of four."""
+
+    def __post_init__(self) -> None:
+        if self.num_steps <= 0 or self.block_size <= 0 or self.num_blocks <= 0:
+            raise HarnessError("a serving sequence needs positive num_steps, block_size, num_blocks")
+        if self.num_blocks * self.block_size < self.max_model_len:
+            raise HarnessError(
+                f"{self.num_blocks} blocks of {self.block_size} tokens cannot hold one request of "
+                f"max_model_len {self.max_model_len}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ServingSequence:
+    """The scheduler outputs of every step (steps that scheduled nothing are left out)."""
+
+    spec: SequenceSpec
+    steps: tuple[SchedulerOutput, ...]
+    num_preemptions: int
+    num_finished: int
+
+
+def _requests(spec: SequenceSpec) -> list[Request]:
+    workload = gsm8k(seed=1234 + spec.seed, num_requests=4 + spec.num_steps)
+    limit = spec.max_model_len
+    requests: list[Request] = []
+    for i, w in enumerate(workload.requests):
+        prompt_len = min(max(1, round(w.prompt_len * spec.length_scale)), limit - 1)
+        output_len = min(max(1, round(w.output_len * spec.length_scale)), limit - prompt_len)
+        prompt = [(7 * i + j) % 1000 + 1 for j in range(prompt_len)]
+        requests.append(Request(f"req-{i}", prompt, max_tokens=output_len))
+    return requests
+
+
+def _scheduler(spec: SequenceSpec) -> Scheduler:
+    kv_spec = FullAttentionSpec(spec.block_size, 1, 1, torch.float16, False)
+    kv_cache_config = KVCacheConfig(
+        num_blocks=spec.num_blocks,
+        tensors={"layer": KVCacheTensor(kv_spec.page_size_bytes * spec.num_blocks)},
+        kv_cache_groups=[KVCacheGroupSpec(["layer"], kv_spec)],
+    )
+    limits = SchedulerConfig(
+        max_num_seqs=spec.max_num_seqs,
+        max_num_batched_tokens=spec.max_num_batched_tokens,
+        max_model_len=spec.max_model_len,
+    )
+    return Scheduler(limits, kv_cache_config)
+
+
+def generate_sequence(spec: SequenceSpec) -> ServingSequence:
+    """The scheduler outputs of ``spec.num_steps`` steps (module docstring)."""
+    rng = random.Random(spec.seed)
+    pending = _requests(spec)
+    scheduler = _scheduler(spec)
+    for _ in range(4):
+        scheduler.add_request(pending.pop(0))
+    steps: list[SchedulerOutput] = []
+    num_finished = 0
+    while len(steps) < spec.num_steps and (pending or scheduler.has_unfinished_requests()):
+        if pending and rng.random() < spec.arrival_rate:
+            scheduler.add_request(pending.pop(0))
+        output = scheduler.schedule()
+        if output.total_num_scheduled_tokens == 0:
+            continue
+        steps.append(copy.deepcopy(output))
+        num_finished += len(scheduler.update_from_output(output, _sampled(scheduler, output)))
+    return ServingSequence(spec, tuple(steps), scheduler.num_preemptions, num_finished)
+
+
+def _sampled(scheduler: Scheduler, output: SchedulerOutput) -> ModelRunnerOutput:
+    """One token for each request whose prompt is complete after this step (as a runner does)."""
+    req_ids = list(output.num_scheduled_tokens)
+    sampled: list[list[int]] = []
+    for req_id in req_ids:
+        request = scheduler.requests[req_id]
+        done = request.num_computed_tokens >= request.num_tokens
+        sampled.append([(request.num_tokens * 31) % 1000 + 1] if done else [])
+    return ModelRunnerOutput(
+        req_ids=req_ids,
+        req_id_to_index={r: i for i, r in enumerate(req_ids)},
+        sampled_token_ids=sampled,
+    )
