@@ -6,7 +6,7 @@ PYTHON ?= python3
 PYTHON_ENV ?= venv
 VENV := .venv
 CONSTRAINTS ?= constraints.txt
-EXTRAS ?= engine,eval,dev
+EXTRAS ?= engine,eval,dev,triton
 WITH ?=
 PYTEST_WORKERS ?= auto
 REPORTS := reports
@@ -46,7 +46,7 @@ $(VENV)/.installed-%: pyproject.toml $(CONSTRAINTS)
 	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' $(WITH)
 	@touch $@
 
-install: $(STAMP) ## Install the project with EXTRAS (engine,eval,dev) pinned by CONSTRAINTS (constraints.txt) into .venv; PYTHON_ENV=system: nothing
+install: $(STAMP) ## Install the project with EXTRAS (engine,eval,dev,triton) pinned by CONSTRAINTS (constraints.txt) into .venv; PYTHON_ENV=system: nothing
 
 run: $(STAMP) ## Run the main job on built-in defaults (harness hunt; reports in reports/)
 	$(HARNESS) hunt

@@ -67,6 +67,15 @@ class PersistentBatch:
             block_sizes=[block_size],
         )
         self.requests: dict[str, CachedRequestState] = {}
+        self.swaps: list[tuple[int, int]] = []
+        """Every ``swap_states(i, j)`` since the last :meth:`update` (the step's reorder)."""
+        swap = self.input_batch.swap_states
+
+        def recorded(i1: int, i2: int) -> None:
+            self.swaps.append((int(i1), int(i2)))
+            swap(i1, i2)
+
+        self.input_batch.swap_states = recorded  # type: ignore[method-assign]
 
     @property
     def block_table(self):  # type: ignore[no-untyped-def]  # noqa: ANN201
@@ -75,6 +84,7 @@ class PersistentBatch:
 
     def update(self, scheduler_output: SchedulerOutput) -> None:
         """vLLM 0.9.0's ``_update_states``, without the reorder."""
+        self.swaps.clear()
         batch = self.input_batch
         removed: list[int] = []
         for req_id in scheduler_output.finished_req_ids:

@@ -42,6 +42,8 @@ REAL_PREFIXES = (
     "vllm.v1.worker.ubatching",
     "vllm.model_executor.layers.attention",
     "vllm.model_executor.layers.attention_layer_base",
+    "vllm.model_executor.layers.quantization.utils.quant_utils",
+    "vllm.scalar_type",
 )
 """Modules (and packages, with everything under them) executed from the tree's source."""
 
@@ -98,7 +100,7 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if not _own(fullname):
             if not self._stubs_third_party(fullname, path):
                 return None
-            self.stubbed_third_party.add(fullname)
+            self.stubbed_third_party.add(fullname.split(".")[0])
             return importlib.util.spec_from_loader(fullname, self, is_package=True)
         source = self.source_path(fullname)
         if source is None and is_real(fullname) and fullname not in self.provided:
@@ -107,7 +109,10 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self, is_package=package)
 
     def _stubs_third_party(self, fullname: str, path: Sequence[str] | None) -> bool:
-        """A top-level package that the tree's own code imports and this interpreter lacks."""
+        """A top-level package that the tree's own code imports and this interpreter lacks (or
+        a submodule of one already stubbed)."""
+        if fullname.split(".")[0] in self.stubbed_third_party:
+            return True
         if "." in fullname or fullname in sys.stdlib_module_names:
             return False
         if importlib.machinery.PathFinder.find_spec(fullname, path) is not None:

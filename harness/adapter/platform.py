@@ -27,6 +27,8 @@ class PlatformOptions:
     flash_attn_version: int = 2
     """The one FlashAttention version reported as installed; default 2 (FA3's ahead-of-time
     scheduler metadata is a CUDA kernel that ``build`` would launch and the adapter cannot run)."""
+    num_sms: int = 132
+    """Streaming multiprocessors (``num_compute_units``); default an H100 SXM's 132."""
     flashinfer_trtllm: bool = False
     """Whether FlashInfer's TRT-LLM/XQA cubins are available; default no (FlashInfer's native
     kernels plan every batch, the path whose buffers ``build`` fills on the host)."""
@@ -77,6 +79,10 @@ def make_platform(interface: types.ModuleType, options: PlatformOptions) -> Any:
         @classmethod
         def get_device_name(cls, device_id: int = 0) -> str:
             return f"adapter-sm{options.device_capability[0]}{options.device_capability[1]}"
+
+        @classmethod
+        def num_compute_units(cls, device_id: int = 0) -> int:
+            return options.num_sms
 
         @classmethod
         def is_pin_memory_available(cls) -> bool:

@@ -10,6 +10,7 @@ not run.
 
 from __future__ import annotations
 
+import abc
 import importlib
 import types
 from collections.abc import Callable
@@ -49,8 +50,12 @@ LEDGER = StubLedger()
 """The process's stub ledger (a tree is loaded once per process: see ``harness.adapter.child``)."""
 
 
-class _StubMeta(type):
-    """Metaclass of stub classes: attributes are further stubs; use is refused when strict."""
+class _StubMeta(abc.ABCMeta):
+    """Metaclass of stub classes: attributes are further stubs; use is refused when strict.
+
+    It derives from ``ABCMeta`` so that a real class may list a stub among abstract bases; a
+    real class derived from a stub is constructed normally.
+    """
 
     def __getattr__(cls, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
@@ -65,7 +70,13 @@ class _StubMeta(type):
     def __getitem__(cls, item: object) -> Any:
         return cls  # Generic-style subscripts in annotations and base classes
 
+    @property
+    def register(cls) -> Any:  # ABCMeta's own method would hide the stub's attribute
+        return _StubMeta.__getattr__(cls, "register")
+
     def __call__(cls, *args: object, **kwargs: object) -> Any:
+        if not cls.__dict__.get("_is_stub", False):
+            return super().__call__(*args, **kwargs)  # a real class with a stub base
         LEDGER.check(cls.__qualname__, "called")
         if len(args) == 1 and callable(args[0]) and not kwargs:
             return args[0]  # a stubbed decorator leaves what it decorates alone
@@ -112,7 +123,8 @@ def make_stub_class(qualname: str) -> type[Any]:
     """A fresh stub class called ``qualname`` (recorded in :data:`LEDGER`)."""
     LEDGER.handed_out.add(qualname)
     name = qualname.rsplit(".", 1)[-1]
-    stub = _StubMeta(name, (_Stub,), {"_stub_attributes": {}, "__module__": "adapter-stub"})
+    namespace = {"_stub_attributes": {}, "_is_stub": True, "__module__": "adapter-stub"}
+    stub = _StubMeta(name, (_Stub,), namespace)
     stub.__qualname__ = qualname
     return stub
 

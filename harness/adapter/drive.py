@@ -1,0 +1,522 @@
+"""Drive one backend of a loaded tree over a serving sequence, as that era's model runner does.
+
+Set-up, in the model runner's order: the model's attention layers (each with the backend's own
+impl, constructed with the arguments vLLM's ``Attention`` layer passes), the KV cache spec (the
+tree's ``FullAttentionSpec``/``MLAAttentionSpec``), the KV cache tensors of ``num_gpu_blocks``
+blocks (``get_kv_cache_shape``), then the builder:
+
+* :attr:`Era.RUNNER` (vLLM 0.9's ``GPUModelRunner.initialize_kv_cache``):
+  ``builder_cls(runner, kv_cache_spec, block_table)``, the runner being a view of the adapter's
+  buffers (:class:`~harness.adapter.config.ConfigSection`: reading an attribute it lacks names it);
+* :attr:`Era.SPEC` (vLLM 0.34's ``init_attn_backend``): ``builder_cls(kv_cache_spec, layer_names,
+  vllm_config, device)`` (``block_table_width=`` when the class asks), then its workspace buffer.
+
+Each step: the persistent batch takes the scheduler output, the era's reorder runs
+(:mod:`harness.adapter.reorder`), the host inputs are computed, device buffers filled as the
+runner fills them, ``CommonAttentionMetadata`` built from the tree's own class, and ``build``
+called with that era's arguments (vLLM 0.9: with the cascade prefix its runner computes; 0.34:
+``common_prefix_len=0``). An exception ends the run, as it would end vLLM's engine.
+Not run: the attention impl's ``forward`` and every kernel (stubbed), CUDA graphs (eager).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from harness.adapter.backends import BackendEntry
+from harness.adapter.batch import PersistentBatch, StepInputs
+from harness.adapter.config import ConfigGap, ConfigSection, ModelShape, make_vllm_config
+from harness.adapter.era import Era, builder_era
+from harness.adapter.reorder import reorder_for
+from harness.adapter.sequence import ServingSequence
+from harness.adapter.session import BackendUnavailable, RaisedAt, TreeSession, raised_at
+from harness.adapter.snapshot import snapshot
+from harness.adapter.stubbing import LEDGER
+from harness.adapter.stubs import REGISTRY
+from harness.errors import HarnessError
+from harness.reference.backends.utils import compute_cascade_attn_prefix_len
+
+PAD_SLOT_ID = -1
+H100_NUM_SMS = 132
+"""SMs the vLLM 0.9 cascade heuristic is asked about (an H100's, the default platform)."""
+
+Region = Callable[[str], contextlib.AbstractContextManager[object]]
+"""Called with a region name (``initialize_kv_cache``, ``construct``, ``step N``)."""
+
+
+@dataclass
+class StepRecord:
+    """What one step did: the reorder's swaps, the metadata (or the exception that ended it)."""
+
+    index: int
+    req_ids: list[str]
+    swaps: list[tuple[int, int]]
+    metadata: Any = None
+    error: RaisedAt | None = None
+
+
+@dataclass
+class BackendRun:
+    """One backend driven over a sequence."""
+
+    backend: str
+    era: Era
+    builder: str
+    block_size: int
+    reorder: str
+    steps: list[StepRecord] = field(default_factory=list[StepRecord])
+    stubs_used: list[str] = field(default_factory=list[str])
+    notes: list[str] = field(default_factory=list[str])
+
+    @property
+    def error(self) -> RaisedAt | None:
+        return self.steps[-1].error if self.steps else None
+
+
+class AdapterLayer:
+    """An attention layer as vLLM's ``Attention`` leaves it for the builders: heads, the impl and
+    (after KV cache initialisation) ``kv_cache``."""
+
+    def __init__(self, name: str, shape: ModelShape, impl: Any) -> None:
+        self.layer_name = name
+        self.num_heads = shape.num_heads
+        self.num_kv_heads = shape.cache_kv_heads
+        self.head_size = shape.kv_head_size
+        self.head_dim = shape.kv_head_size
+        self.sliding_window = None
+        self.attn_type = "decoder"
+        self.kv_sharing_target_layer_name = None
+        self.is_draft_layer = False
+        self.impl = impl
+        self.kv_cache: list[torch.Tensor] = []
+
+
+def _is_mla(entry: BackendEntry, backend_cls: type[Any]) -> bool:
+    is_mla = getattr(backend_cls, "is_mla", None)
+    if callable(is_mla):
+        with contextlib.suppress(Exception):
+            return bool(is_mla())
+    return ".mla." in entry.class_path
+
+
+def choose_block_size(backend_cls: type[Any], use_mla: bool) -> int:
+    """16 (64 for MLA, FlashMLA's only size), unless the backend lists kernel block sizes
+    without it: then the first size it lists."""
+    wanted = 64 if use_mla else 16
+    sizes = getattr(backend_cls, "get_supported_kernel_block_sizes", None)
+    if not callable(sizes):
+        return wanted
+    try:
+        supported = list(sizes())
+    except Exception:
+        return wanted
+    ints = [s for s in supported if isinstance(s, int)]
+    multiples = [getattr(s, "base", None) for s in supported if not isinstance(s, int)]
+    if wanted in ints or any(m and wanted % m == 0 for m in multiples):
+        return wanted
+    return ints[0] if ints else next((int(m) for m in multiples if m), wanted)
+
+
+def _kw_call(
+    function: Any, values: dict[str, Any], what: str, extra: dict[str, Any] | None = None
+) -> Any:
+    """Call ``function`` with the arguments in ``values`` that its signature names (and
+    ``extra`` into its ``**kwargs``, if it has them); a required parameter missing from
+    ``values`` is a one-line error."""
+    parameters = inspect.signature(function).parameters
+    kwargs: dict[str, Any] = {}
+    if extra and any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+        kwargs.update(extra)
+    for name, p in parameters.items():
+        if name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if name in values:
+            kwargs[name] = values[name]
+        elif p.default is inspect.Parameter.empty:
+            raise HarnessError(f"{what} requires {name!r}, which the engine adapter does not know")
+    return function(**kwargs)
+
+
+def fill_dataclass(cls: type[Any], values: dict[str, Any]) -> Any:
+    """``cls(...)`` from ``values``: fields it lacks keep their defaults; a required field the
+    adapter cannot fill is a one-line error naming it."""
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.name in values:
+            kwargs[f.name] = values[f.name]
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise HarnessError(
+                f"{cls.__module__}.{cls.__qualname__} requires field {f.name!r}, which the engine "
+                "adapter does not fill"
+            )
+    return cls(**kwargs)
+
+
+@dataclass
+class DriveOptions:
+    """The run's sizes: the KV cache block count vLLM sized and the model's shape."""
+
+    num_gpu_blocks: int
+    shape: ModelShape = field(default_factory=ModelShape)
+    record_metadata: bool = True
+    """Snapshot each step's metadata (``harness diff``); off for memory runs."""
+
+
+class BackendDriver:
+    """One backend of one tree: set up by :meth:`setup`, stepped by :meth:`run`."""
+
+    def __init__(self, session: TreeSession, entry: BackendEntry, options: DriveOptions) -> None:
+        self.session = session
+        self.entry = entry
+        self.options = options
+        self.backend_cls = session.backend_class(entry)
+        try:
+            self.builder_cls: type[Any] = self.backend_cls.get_builder_cls()
+            self.impl_cls: type[Any] = self.backend_cls.get_impl_cls()
+        except Exception as exc:
+            raise BackendUnavailable(
+                entry.name, "get_builder_cls()/get_impl_cls()", raised_at(session.tree, exc)
+            ) from exc
+        self.era = builder_era(self.builder_cls)
+        use_mla = _is_mla(entry, self.backend_cls)
+        shape = options.shape
+        if use_mla != shape.use_mla:
+            shape = dataclasses.replace(
+                shape, use_mla=use_mla, num_heads=16 if use_mla else shape.num_heads
+            )
+        self.shape = shape
+        self.block_size = choose_block_size(self.backend_cls, use_mla)
+        self.notes: list[str] = []
+        """What set-up could not run as vLLM does (said in every report)."""
+
+    # Set-up ---------------------------------------------------------------------------------
+
+    def _impl(self) -> Any:
+        s = self.shape
+        values: dict[str, Any] = {
+            "num_heads": s.num_heads,
+            "head_size": s.kv_head_size,
+            "scale": s.kv_head_size**-0.5,
+            "num_kv_heads": s.cache_kv_heads,
+            "alibi_slopes": None,
+            "sliding_window": None,
+            "kv_cache_dtype": "auto",
+            "logits_soft_cap": None,
+            "attn_type": "decoder",
+            "kv_sharing_target_layer_name": None,
+            "blocksparse_params": None,
+        }
+        mla: dict[str, Any] = {
+            "q_lora_rank": None,
+            "kv_lora_rank": s.kv_lora_rank,
+            "qk_nope_head_dim": s.qk_nope_head_dim,
+            "qk_rope_head_dim": s.qk_rope_head_dim,
+            "qk_head_dim": s.qk_nope_head_dim + s.qk_rope_head_dim,
+            "v_head_dim": s.v_head_dim,
+            "kv_b_proj": None,
+            "indexer": None,
+        }
+        if s.use_mla:
+            values.update(mla)
+        try:
+            return _kw_call(
+                self.impl_cls,
+                values,
+                f"{self.impl_cls.__qualname__}.__init__",
+                extra=mla if s.use_mla else None,
+            )
+        except Exception as exc:
+            # The impl's constructor sets up kernels (device buffers, JIT): the builders only
+            # read its hyperparameters, so the layer gets an impl with those and no __init__.
+            cause = str(exc) if isinstance(exc, HarnessError) else raised_at(self.session.tree, exc).describe()
+            self.notes.append(f"{self.impl_cls.__qualname__}.__init__ not run ({cause})")
+            impl = object.__new__(self.impl_cls)
+            impl.__dict__.update(values)
+            impl.__dict__.update(sinks=None, kv_sharing_target_layer_name=None)
+            if s.use_mla:
+                impl.__dict__.update(mla)
+            return impl
+
+    def _kv_cache_spec(self) -> Any:
+        module = self.session.module("vllm.v1.kv_cache_interface")
+        s = self.shape
+        values = {
+            "block_size": self.block_size,
+            "num_kv_heads": s.cache_kv_heads,
+            "head_size": s.kv_head_size,
+            "dtype": s.dtype,
+            "use_mla": s.use_mla,
+            "sliding_window": None,
+        }
+        cls = getattr(module, "MLAAttentionSpec", None) if s.use_mla else None
+        spec = fill_dataclass(cls or module.FullAttentionSpec, values)
+        customize = getattr(self.backend_cls, "customize_spec", None)
+        return customize(spec) if callable(customize) else spec
+
+    def setup(self, sequence: ServingSequence, region: Region) -> None:
+        """Layers, spec, KV caches and the builder, for ``sequence``'s limits (stubs strict)."""
+        LEDGER.strict()
+        try:
+            self._setup(sequence, region)
+        finally:
+            LEDGER.is_strict = False
+
+    def _setup(self, sequence: ServingSequence, region: Region) -> None:
+        spec = sequence.spec
+        if spec.block_size != self.block_size:
+            raise HarnessError(
+                f"the sequence has block size {spec.block_size}, {self.entry.name} needs "
+                f"{self.block_size}"
+            )
+        self.layers: dict[str, AdapterLayer] = {}
+        self.max_num_reqs = spec.max_num_seqs
+        self.max_num_tokens = spec.max_num_batched_tokens
+        self.vllm_config = make_vllm_config(
+            self.session.tree,
+            self.shape,
+            block_size=self.block_size,
+            num_gpu_blocks=self.options.num_gpu_blocks,
+            max_num_seqs=spec.max_num_seqs,
+            max_num_batched_tokens=spec.max_num_batched_tokens,
+            max_model_len=spec.max_model_len,
+            layers=self.layers,
+            cudagraph_mode=self._eager_mode(),
+        )
+        REGISTRY.vllm_config = self.vllm_config
+        REGISTRY.layers = self.layers
+        for i in range(self.shape.num_layers):  # as the model's Attention layers are made
+            name = f"model.layers.{i}.self_attn.attn"
+            self.layers[name] = AdapterLayer(name, self.shape, self._impl())
+        self.kv_cache_spec = self._kv_cache_spec()
+        self.batch = PersistentBatch(
+            spec.max_num_seqs, spec.max_model_len, spec.max_num_batched_tokens, self.block_size
+        )
+        with region("initialize_kv_cache"):
+            self.kv_caches = self._allocate_kv_caches()
+        try:
+            with region("construct"):
+                self.builder = self._construct()
+        except Exception as exc:
+            cause = raised_at(self.session.tree, exc) if not isinstance(exc, HarnessError) else str(exc)
+            raise BackendUnavailable(self.entry.name, f"constructing {self.builder_cls.__qualname__}", cause) from exc
+        self.reorder_name, self.reorder = reorder_for(
+            self.session.tree, self.session.module, self.builder
+        )
+
+    def _eager_mode(self) -> Any:
+        config = self.session.loader.provided["vllm.config"]
+        mode = config.__dict__.get("CUDAGraphMode")
+        return None if mode is None else mode.NONE
+
+    def _allocate_kv_caches(self) -> list[torch.Tensor]:
+        """Each layer's KV cache: ``get_kv_cache_shape`` (vLLM 0.9) or, for a backend without
+        it, the byte buffer of ``num_blocks * page_size_bytes`` vLLM 0.34 allocates."""
+        s = self.shape
+        get_shape = getattr(self.backend_cls, "get_kv_cache_shape", None)
+        values = {
+            "num_blocks": self.options.num_gpu_blocks,
+            "block_size": self.block_size,
+            "num_kv_heads": s.cache_kv_heads,
+            "head_size": s.kv_head_size,
+            "cache_dtype_str": "auto",
+        }
+        caches: list[torch.Tensor] = []
+        for layer in self.layers.values():
+            if get_shape is None:
+                size = self.options.num_gpu_blocks * self.kv_cache_spec.page_size_bytes
+                cache = torch.zeros(size, dtype=torch.uint8)
+            else:
+                shape = _kw_call(get_shape, values, "get_kv_cache_shape")
+                cache = torch.zeros(tuple(shape), dtype=s.dtype)
+            layer.kv_cache = [cache]
+            caches.append(cache)
+        return caches
+
+    def _runner_view(self) -> ConfigSection:
+        """The attributes of vLLM 0.9's ``GPUModelRunner`` that its builders read."""
+        cfg = self.vllm_config
+        n, t = self.max_num_reqs, self.max_num_tokens
+        self.query_start_loc = torch.zeros(n + 1, dtype=torch.int32)
+        self.seq_lens = torch.zeros(n, dtype=torch.int32)
+        self.positions = torch.zeros(t, dtype=torch.int64)
+        self.query_start_loc_cpu = torch.zeros(n + 1, dtype=torch.int32)
+        self.seq_lens_cpu = torch.zeros(n, dtype=torch.int32)
+        return ConfigSection(
+            "runner",
+            {
+                "vllm_config": cfg,
+                "model_config": cfg.model_config,
+                "cache_config": cfg.cache_config,
+                "scheduler_config": cfg.scheduler_config,
+                "parallel_config": cfg.parallel_config,
+                "compilation_config": cfg.compilation_config,
+                "device": torch.device("cpu"),
+                "dtype": self.shape.dtype,
+                "kv_cache_dtype": self.shape.dtype,
+                "num_query_heads": self.shape.num_heads,
+                "max_num_reqs": n,
+                "max_num_tokens": t,
+                "max_model_len": cfg.model_config.max_model_len,
+                "block_size": self.block_size,
+                "attention_chunk_size": None,
+                "cascade_attn_enabled": True,
+                "pin_memory": False,
+                "input_batch": self.batch.input_batch,
+                "kv_caches": self.kv_caches,
+                "query_start_loc": self.query_start_loc,
+                "query_start_loc_cpu": self.query_start_loc_cpu,
+                "query_start_loc_np": self.query_start_loc_cpu.numpy(),
+                "seq_lens": self.seq_lens,
+                "seq_lens_cpu": self.seq_lens_cpu,
+                "seq_lens_np": self.seq_lens_cpu.numpy(),
+                "positions": self.positions,
+            },
+        )
+
+    def _construct(self) -> Any:
+        if self.era is Era.RUNNER:
+            self.runner = self._runner_view()
+            return self.builder_cls(self.runner, self.kv_cache_spec, self.batch.block_table)
+        n, t = self.max_num_reqs, self.max_num_tokens
+        self.query_start_loc = torch.zeros(n + 1, dtype=torch.int32)
+        self.seq_lens = torch.zeros(n, dtype=torch.int32)
+        self.positions = torch.zeros(t, dtype=torch.int64)
+        self.slot_mapping = torch.full((t,), PAD_SLOT_ID, dtype=torch.int64)
+        kwargs: dict[str, Any] = {}
+        if getattr(self.builder_cls, "requires_block_table_width", False):
+            kwargs["block_table_width"] = self.batch.block_table.max_num_blocks_per_req
+        builder = self.builder_cls(
+            self.kv_cache_spec, list(self.layers), self.vllm_config, torch.device("cpu"), **kwargs
+        )
+        workspace = getattr(builder, "_get_workspace_buffer", None)
+        if callable(workspace):
+            workspace()  # as init_attn_backend does for the first builder
+        return builder
+
+    # Steps ----------------------------------------------------------------------------------
+
+    def _common_metadata(self, inputs: StepInputs) -> Any:
+        n, t = inputs.num_reqs, inputs.num_tokens
+        qsl = torch.from_numpy(inputs.query_start_loc)
+        seq_lens = torch.from_numpy(inputs.seq_lens)
+        self.query_start_loc[: n + 1].copy_(qsl)
+        self.seq_lens[:n].copy_(seq_lens)
+        self.positions[:t].copy_(torch.from_numpy(inputs.positions))
+        if self.era is Era.RUNNER:
+            self.query_start_loc_cpu[: n + 1].copy_(qsl)
+            self.seq_lens_cpu[:n].copy_(seq_lens)
+            self.seq_lens[n:].fill_(0)
+            self.query_start_loc[n + 1 :].fill_(-1)
+        table = self.batch.block_table
+        self.slot_mapping_filled(t)
+        values: dict[str, Any] = {
+            "query_start_loc": self.query_start_loc[: n + 1],
+            "query_start_loc_cpu": qsl.clone(),
+            "seq_lens": self.seq_lens[:n],
+            "seq_lens_cpu": seq_lens.clone(),
+            "seq_lens_cpu_upper_bound": seq_lens.clone(),
+            "num_computed_tokens_cpu": torch.from_numpy(inputs.num_computed_tokens.copy()),
+            "num_reqs": n,
+            "num_actual_tokens": t,
+            "max_query_len": inputs.max_query_len,
+            "max_seq_len": int(inputs.seq_lens.max()),
+            "block_table_tensor": table.get_device_tensor()[:n],
+            "slot_mapping": self.slot_mapping[:t] if self.era is Era.SPEC else table.slot_mapping[:t],
+            "causal": True,
+            "positions": self.positions[:t],
+            "is_prefilling": torch.from_numpy(
+                inputs.num_computed_tokens < inputs.num_prompt_tokens
+            ),
+        }
+        cls = self.session.module("vllm.v1.attention.backends.utils").__dict__.get(
+            "CommonAttentionMetadata"
+        ) or self.session.module("vllm.v1.attention.backend").CommonAttentionMetadata
+        return fill_dataclass(cls, values)
+
+    def slot_mapping_filled(self, num_tokens: int) -> None:
+        """The device slot mapping of the step: the runner's copy of the host one (vLLM 0.34
+        pads past ``num_tokens`` with ``PAD_SLOT_ID``; vLLM 0.9's FlashAttention builder makes
+        its own copy, so 0.9 gets the block table's buffer untouched)."""
+        if self.era is Era.SPEC:
+            table = self.batch.block_table
+            self.slot_mapping[:num_tokens].copy_(table.slot_mapping_cpu[:num_tokens])
+            self.slot_mapping[num_tokens:].fill_(PAD_SLOT_ID)
+
+    def _build(self, inputs: StepInputs, common: Any, num_common_prefix_blocks: int) -> Any:
+        if self.era is Era.SPEC:
+            return self.builder.build(common_prefix_len=0, common_attn_metadata=common)
+        prefix = 0
+        if hasattr(self.builder, "use_cascade_attention"):
+            prefix = compute_cascade_attn_prefix_len(
+                self.builder,
+                inputs.num_scheduled_tokens,
+                inputs.num_computed_tokens,
+                num_common_prefix_blocks,
+                self.shape.num_heads,
+                H100_NUM_SMS,
+            )
+        return self.builder.build(
+            num_reqs=inputs.num_reqs,
+            num_actual_tokens=inputs.num_tokens,
+            max_query_len=inputs.max_query_len,
+            common_prefix_len=prefix,
+            common_attn_metadata=common,
+        )
+
+    def run(self, sequence: ServingSequence, region: Region) -> BackendRun:
+        """Every step of ``sequence``; stops at the first exception (recorded)."""
+        result = BackendRun(
+            backend=self.entry.name,
+            era=self.era,
+            builder=f"{self.builder_cls.__module__}.{self.builder_cls.__qualname__}",
+            block_size=self.block_size,
+            reorder=self.reorder_name,
+            notes=list(self.notes),
+        )
+        recorder = self.session.recorder
+        for index, output in enumerate(sequence.steps):
+            record = StepRecord(index, [], [])
+            result.steps.append(record)
+            recorder.calls.clear()
+            LEDGER.strict()
+            try:
+                with region(f"step {index}"):
+                    self.batch.update(output)
+                    record.swaps = self.reorder(self.batch, output)
+                    inputs = self.batch.prepare(output)
+                    record.req_ids = inputs.req_ids
+                    common = self._common_metadata(inputs)
+                    prefix_blocks = (output.num_common_prefix_blocks or [0])[0]
+                    metadata = self._build(inputs, common, prefix_blocks)
+            except Exception as exc:
+                record.error = raised_at(self.session.tree, exc)
+                if isinstance(exc, ConfigGap | HarnessError):
+                    record.error = RaisedAt(type(exc).__name__, str(exc), record.error.where)
+                break
+            finally:
+                LEDGER.is_strict = False
+            if self.options.record_metadata:
+                record.metadata = {"metadata": snapshot(metadata), "plans": self._plans()}
+        result.stubs_used = sorted(LEDGER.used)
+        return result
+
+    def _plans(self) -> list[Any]:
+        return [
+            {"wrapper": kind, "call": method, "args": snapshot(args), "kwargs": snapshot(kwargs)}
+            for kind, method, args, kwargs in self.session.recorder.calls
+        ]
+
+
+def numpy_free(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with numpy arrays turned into lists (for JSON)."""
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in values.items()}
