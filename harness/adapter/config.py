@@ -11,7 +11,6 @@ Reading a field that is neither raises :class:`ConfigGap`, which names it.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +46,25 @@ class ConfigSection:
 
     def __repr__(self) -> str:
         return f"<adapter {self.__dict__['_path']}>"
+
+
+class VllmConfigSection(ConfigSection):
+    """``vllm_config``: a ``*_config`` section the adapter does not set is the tree's class of
+    that name at its literal defaults (``kernel_config`` -> ``KernelConfig``), if it has one."""
+
+    def __init__(self, tree: VllmTree, values: dict[str, Any]) -> None:
+        super().__init__("vllm_config", values)
+        self.__dict__["_tree"] = tree
+
+    def __getattr__(self, name: str) -> Any:
+        if name.endswith("_config") and not name.startswith("_"):
+            class_name = "".join(part.title() for part in name.split("_"))
+            found = find_class(self.__dict__["_tree"].config_files(), class_name)
+            if found is not None:
+                value = ConfigSection(f"vllm_config.{name}", field_defaults(found[1]))
+                self.__dict__[name] = value
+                return value
+        return super().__getattr__(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +143,9 @@ def make_vllm_config(
             "use_mla": shape.use_mla,
             "is_deepseek_mla": shape.use_mla,
             "is_diffusion": False,
+            "is_mm_prefix_lm": False,
+            "is_encoder_decoder": False,
+            "is_multimodal_model": False,
             "hf_config": hf_text_config,
             "hf_text_config": hf_text_config,
             "get_num_attention_heads": _returns(shape.num_heads),
@@ -182,8 +203,8 @@ def make_vllm_config(
         },
     )
     attention = section("attention_config", "AttentionConfig", {})
-    return ConfigSection(
-        "vllm_config",
+    return VllmConfigSection(
+        tree,
         {
             "model_config": model,
             "cache_config": cache,
@@ -204,6 +225,3 @@ def make_vllm_config(
     )
 
 
-def attach(namespace: types.SimpleNamespace | ConfigSection, **values: Any) -> None:
-    """Set more fields (e.g. on the runner view) after construction."""
-    namespace.__dict__.update(values)

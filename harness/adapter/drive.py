@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 
 from harness.adapter.backends import BackendEntry
 from harness.adapter.batch import PersistentBatch, StepInputs
@@ -81,6 +81,24 @@ class BackendRun:
         return self.steps[-1].error if self.steps else None
 
 
+class HostMemoryOnly(TorchFunctionMode):
+    """Pinned host memory becomes ordinary host memory (a CPU-only torch has no pinned
+    allocator; the values are the same): ``pin_memory=True`` and ``Tensor.pin_memory()``."""
+
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        if func is torch.Tensor.pin_memory:
+            return args[0]
+        if kwargs and kwargs.get("pin_memory"):
+            kwargs = {**kwargs, "pin_memory": False}
+        return func(*args, **(kwargs or {}))
+
+
 class AdapterLayer:
     """An attention layer as vLLM's ``Attention`` leaves it for the builders: heads, the impl and
     (after KV cache initialisation) ``kv_cache``."""
@@ -95,8 +113,17 @@ class AdapterLayer:
         self.attn_type = "decoder"
         self.kv_sharing_target_layer_name = None
         self.is_draft_layer = False
+        self.prefill_backend: Any = None
         self.impl = impl
         self.kv_cache: list[torch.Tensor] = []
+        if shape.use_mla:  # what vLLM's MLAAttention layer keeps
+            self.q_lora_rank = None
+            self.kv_lora_rank = shape.kv_lora_rank
+            self.qk_nope_head_dim = shape.qk_nope_head_dim
+            self.qk_rope_head_dim = shape.qk_rope_head_dim
+            self.qk_head_dim = shape.qk_nope_head_dim + shape.qk_rope_head_dim
+            self.v_head_dim = shape.v_head_dim
+            self.indexer = None
 
 
 def _is_mla(entry: BackendEntry, backend_cls: type[Any]) -> bool:
@@ -107,10 +134,20 @@ def _is_mla(entry: BackendEntry, backend_cls: type[Any]) -> bool:
     return ".mla." in entry.class_path
 
 
-def choose_block_size(backend_cls: type[Any], use_mla: bool) -> int:
+REQUIRED_SETTINGS: dict[str, dict[str, int]] = {
+    # vLLM 0.9's ROCm selector (vllm/platforms/rocm.py get_attn_backend_cls) gives AITER MLA
+    # block size 1 only, and its builder asserts max_model_len == 32768.
+    "ROCM_AITER_MLA": {"block_size": 1, "max_model_len": 32768},
+}
+"""Settings vLLM's platform code imposes on a backend before its builder exists (vLLM 0.9
+has no ``get_supported_kernel_block_sizes`` to ask)."""
+DEFAULT_MAX_MODEL_LEN = 2048
+
+
+def choose_block_size(backend_cls: type[Any], use_mla: bool, required: int | None = None) -> int:
     """16 (64 for MLA, FlashMLA's only size), unless the backend lists kernel block sizes
-    without it: then the first size it lists."""
-    wanted = 64 if use_mla else 16
+    without it (then the first size it lists) or vLLM's platform imposes one (``required``)."""
+    wanted = required or (64 if use_mla else 16)
     sizes = getattr(backend_cls, "get_supported_kernel_block_sizes", None)
     if not callable(sizes):
         return wanted
@@ -166,8 +203,11 @@ def fill_dataclass(cls: type[Any], values: dict[str, Any]) -> Any:
 class DriveOptions:
     """The run's sizes: the KV cache block count vLLM sized and the model's shape."""
 
-    num_gpu_blocks: int
+    num_gpu_blocks: int | None = None
+    """KV cache blocks vLLM sized (``cache_config.num_gpu_blocks``); default: the sequence's
+    pool of blocks."""
     shape: ModelShape = field(default_factory=ModelShape)
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN
     record_metadata: bool = True
     """Snapshot each step's metadata (``harness diff``); off for memory runs."""
 
@@ -195,7 +235,9 @@ class BackendDriver:
                 shape, use_mla=use_mla, num_heads=16 if use_mla else shape.num_heads
             )
         self.shape = shape
-        self.block_size = choose_block_size(self.backend_cls, use_mla)
+        required = REQUIRED_SETTINGS.get(entry.name, {})
+        self.block_size = choose_block_size(self.backend_cls, use_mla, required.get("block_size"))
+        self.max_model_len = required.get("max_model_len", options.max_model_len)
         self.notes: list[str] = []
         """What set-up could not run as vLLM does (said in every report)."""
 
@@ -267,7 +309,8 @@ class BackendDriver:
         """Layers, spec, KV caches and the builder, for ``sequence``'s limits (stubs strict)."""
         LEDGER.strict()
         try:
-            self._setup(sequence, region)
+            with HostMemoryOnly():
+                self._setup(sequence, region)
         finally:
             LEDGER.is_strict = False
 
@@ -278,6 +321,17 @@ class BackendDriver:
                 f"the sequence has block size {spec.block_size}, {self.entry.name} needs "
                 f"{self.block_size}"
             )
+        if spec.max_request_len > self.max_model_len:
+            raise HarnessError(
+                f"the sequence's requests reach {spec.max_request_len} tokens, more than "
+                f"max_model_len {self.max_model_len}"
+            )
+        self.num_gpu_blocks = self.options.num_gpu_blocks or spec.num_blocks
+        if self.num_gpu_blocks < spec.num_blocks:
+            raise HarnessError(
+                f"num_gpu_blocks {self.num_gpu_blocks} is below the sequence's pool of "
+                f"{spec.num_blocks} blocks"
+            )
         self.layers: dict[str, AdapterLayer] = {}
         self.max_num_reqs = spec.max_num_seqs
         self.max_num_tokens = spec.max_num_batched_tokens
@@ -285,21 +339,25 @@ class BackendDriver:
             self.session.tree,
             self.shape,
             block_size=self.block_size,
-            num_gpu_blocks=self.options.num_gpu_blocks,
+            num_gpu_blocks=self.num_gpu_blocks,
             max_num_seqs=spec.max_num_seqs,
             max_num_batched_tokens=spec.max_num_batched_tokens,
-            max_model_len=spec.max_model_len,
+            max_model_len=self.max_model_len,
             layers=self.layers,
             cudagraph_mode=self._eager_mode(),
         )
         REGISTRY.vllm_config = self.vllm_config
         REGISTRY.layers = self.layers
+        self._resolve_kv_cache_layout()
         for i in range(self.shape.num_layers):  # as the model's Attention layers are made
             name = f"model.layers.{i}.self_attn.attn"
-            self.layers[name] = AdapterLayer(name, self.shape, self._impl())
+            layer = AdapterLayer(name, self.shape, self._impl())
+            if self.shape.use_mla:
+                layer.prefill_backend = self._mla_prefill_backend()
+            self.layers[name] = layer
         self.kv_cache_spec = self._kv_cache_spec()
         self.batch = PersistentBatch(
-            spec.max_num_seqs, spec.max_model_len, spec.max_num_batched_tokens, self.block_size
+            spec.max_num_seqs, self.max_model_len, spec.max_num_batched_tokens, self.block_size
         )
         with region("initialize_kv_cache"):
             self.kv_caches = self._allocate_kv_caches()
@@ -313,6 +371,44 @@ class BackendDriver:
             self.session.tree, self.session.module, self.builder
         )
 
+    def _resolve_kv_cache_layout(self) -> None:
+        """vLLM 0.34's engine core resolves the KV cache layout once, before profiling: the
+        backend's first supported layout (``NHD`` otherwise)."""
+        layouts = getattr(self.backend_cls, "supported_kv_cache_layouts", None)
+        try:
+            module = self.session.module("vllm.v1.kv_cache_layout")
+        except ImportError:
+            return  # vLLM 0.9: no layout objects
+        supported = layouts() if callable(layouts) else None
+        layout = supported[0] if supported else module.KVCacheLayout["LBNHC"]
+        self.vllm_config.cache_config.__dict__.update(
+            kv_cache_layout=layout.name, get_resolved_kv_cache_layout=lambda: layout
+        )
+
+    def _mla_prefill_backend(self) -> Any:
+        """The MLA layer's prefill backend, made as vLLM 0.34's ``MLAAttention`` makes it."""
+        try:
+            module = self.session.module("vllm.model_executor.layers.attention.mla_attention")
+        except ImportError:
+            return None  # vLLM 0.9: the MLA builder makes its own prefill path
+        choose = getattr(module, "get_mla_prefill_backend", None)
+        if choose is None:
+            return None
+        s = self.shape
+        try:
+            return choose(self.vllm_config)(
+                num_heads=s.num_heads,
+                scale=s.kv_head_size**-0.5,
+                kv_lora_rank=s.kv_lora_rank,
+                qk_nope_head_dim=s.qk_nope_head_dim,
+                qk_rope_head_dim=s.qk_rope_head_dim,
+                v_head_dim=s.v_head_dim,
+                vllm_config=self.vllm_config,
+            )
+        except Exception as exc:
+            cause = raised_at(self.session.tree, exc).describe()
+            raise BackendUnavailable(self.entry.name, "choosing the MLA prefill backend", cause) from exc
+
     def _eager_mode(self) -> Any:
         config = self.session.loader.provided["vllm.config"]
         mode = config.__dict__.get("CUDAGraphMode")
@@ -324,7 +420,7 @@ class BackendDriver:
         s = self.shape
         get_shape = getattr(self.backend_cls, "get_kv_cache_shape", None)
         values = {
-            "num_blocks": self.options.num_gpu_blocks,
+            "num_blocks": self.num_gpu_blocks,
             "block_size": self.block_size,
             "num_kv_heads": s.cache_kv_heads,
             "head_size": s.kv_head_size,
@@ -333,7 +429,7 @@ class BackendDriver:
         caches: list[torch.Tensor] = []
         for layer in self.layers.values():
             if get_shape is None:
-                size = self.options.num_gpu_blocks * self.kv_cache_spec.page_size_bytes
+                size = self.num_gpu_blocks * self.kv_cache_spec.page_size_bytes
                 cache = torch.zeros(size, dtype=torch.uint8)
             else:
                 shape = _kw_call(get_shape, values, "get_kv_cache_shape")
@@ -484,13 +580,14 @@ class BackendDriver:
             notes=list(self.notes),
         )
         recorder = self.session.recorder
+        LEDGER.used.clear()
         for index, output in enumerate(sequence.steps):
             record = StepRecord(index, [], [])
             result.steps.append(record)
             recorder.calls.clear()
             LEDGER.strict()
             try:
-                with region(f"step {index}"):
+                with region(f"step {index}"), HostMemoryOnly():
                     self.batch.update(output)
                     record.swaps = self.reorder(self.batch, output)
                     inputs = self.batch.prepare(output)
@@ -517,6 +614,3 @@ class BackendDriver:
         ]
 
 
-def numpy_free(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with numpy arrays turned into lists (for JSON)."""
-    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in values.items()}

@@ -44,6 +44,7 @@ REAL_PREFIXES = (
     "vllm.model_executor.layers.attention_layer_base",
     "vllm.model_executor.layers.quantization.utils.quant_utils",
     "vllm.scalar_type",
+    "vllm.config.cache",
 )
 """Modules (and packages, with everything under them) executed from the tree's source."""
 

@@ -37,25 +37,32 @@ class SequenceSpec:
     seed: int = 0
     num_steps: int = 200
     block_size: int = 16
-    num_blocks: int = 64
-    """Blocks in the scheduler's pool: small enough that long prompts force preemptions."""
+    pool_tokens: int = 1024
+    """Tokens in the scheduler's pool of blocks: few enough that long prompts force
+    preemptions (``pool_tokens // block_size`` blocks)."""
     max_num_seqs: int = 8
     max_num_batched_tokens: int = 96
     """The per-step token budget: prompts longer than it are prefilled in chunks."""
-    max_model_len: int = 512
+    max_request_len: int = 512
+    """No request grows past this many tokens (prompt and output)."""
     length_scale: float = 0.125
     """gsm8k's prompt and output lengths are multiplied by this (at least one token each)."""
     arrival_rate: float = 0.5
     """Mean new requests per step (Bernoulli per step, seeded), after a first batch of four."""
 
     def __post_init__(self) -> None:
-        if self.num_steps <= 0 or self.block_size <= 0 or self.num_blocks <= 0:
-            raise HarnessError("a serving sequence needs positive num_steps, block_size, num_blocks")
-        if self.num_blocks * self.block_size < self.max_model_len:
+        if self.num_steps <= 0 or self.block_size <= 0:
+            raise HarnessError("a serving sequence needs positive num_steps and block_size")
+        if self.num_blocks * self.block_size < self.max_request_len:
             raise HarnessError(
-                f"{self.num_blocks} blocks of {self.block_size} tokens cannot hold one request of "
-                f"max_model_len {self.max_model_len}"
+                f"a pool of {self.pool_tokens} tokens cannot hold one request of "
+                f"{self.max_request_len} tokens"
             )
+
+    @property
+    def num_blocks(self) -> int:
+        """Blocks in the scheduler's pool; every block id is below this."""
+        return self.pool_tokens // self.block_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +77,7 @@ class ServingSequence:
 
 def _requests(spec: SequenceSpec) -> list[Request]:
     workload = gsm8k(seed=1234 + spec.seed, num_requests=4 + spec.num_steps)
-    limit = spec.max_model_len
+    limit = spec.max_request_len
     requests: list[Request] = []
     for i, w in enumerate(workload.requests):
         prompt_len = min(max(1, round(w.prompt_len * spec.length_scale)), limit - 1)
@@ -90,7 +97,7 @@ def _scheduler(spec: SequenceSpec) -> Scheduler:
     limits = SchedulerConfig(
         max_num_seqs=spec.max_num_seqs,
         max_num_batched_tokens=spec.max_num_batched_tokens,
-        max_model_len=spec.max_model_len,
+        max_model_len=spec.max_request_len,
     )
     return Scheduler(limits, kv_cache_config)
 

@@ -1,6 +1,7 @@
 """Plain, comparable copies of what a builder returned (taken right after each ``build``).
 
-Tensors and arrays become ``{"dtype", "shape", "values"}``; dataclasses and objects become their
+Tensors and arrays become ``{"dtype", "shape", "values"}`` (``values`` is ``None`` past
+:data:`MAX_ELEMENTS`: a workspace buffer's contents are not compared); dataclasses and objects become their
 fields; enums their names; FlashInfer wrappers are the adapter's recorders, so the plans they
 were given are kept (:mod:`harness.adapter.stubs`). Everything is JSON-ready.
 """
@@ -16,6 +17,8 @@ import numpy as np
 import torch
 
 MAX_DEPTH = 6
+MAX_ELEMENTS = 1 << 16
+"""Tensors larger than this (workspace buffers) keep their dtype and shape only."""
 
 
 def snapshot(value: Any, depth: int = 0) -> Any:
@@ -26,7 +29,7 @@ def snapshot(value: Any, depth: int = 0) -> Any:
         return value if math.isfinite(value) else repr(value)
     if isinstance(value, torch.Tensor):
         data = value.detach()
-        if data.is_meta:
+        if data.is_meta or data.numel() > MAX_ELEMENTS:
             return {"dtype": str(data.dtype), "shape": list(data.shape), "values": None}
         if data.dtype.is_floating_point or data.dtype.is_complex:
             data = data.float()

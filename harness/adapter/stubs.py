@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.adapter.extract import extract_top_level
+from harness.adapter.loader import is_real
 from harness.adapter.platform import PlatformOptions
 from harness.adapter.stubbing import StubModule
 from harness.adapter.tree import VllmTree
@@ -81,9 +82,9 @@ def _config_modules(tree: VllmTree) -> dict[str, types.ModuleType]:
     config = StubModule("vllm.config", common)
     modules = {"vllm.config": config}
     for path in tree.config_files():
-        if path.name == "__init__.py":
-            continue
         name = f"vllm.config.{path.stem}"
+        if path.name == "__init__.py" or is_real(name):
+            continue
         modules[name] = StubModule(name, dict(common))
     # The cudagraph mode enum, where the tree has one (0.10 on), from its own source.
     for path in tree.config_files():
@@ -164,6 +165,7 @@ def _recording_wrapper(kind: str, recorder: PlanRecorder) -> type[Any]:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             recorder.calls.append((kind, "__init__", args, kwargs))
+            self.is_cuda_graph_enabled = bool(kwargs.get("use_cuda_graph", False))
 
         def plan(self, *args: Any, **kwargs: Any) -> None:
             recorder.calls.append((kind, "plan", args, kwargs))
@@ -186,10 +188,20 @@ FLASHINFER_WRAPPERS = (
 )
 
 
+def get_seq_lens(kv_indptr: Any, kv_last_page_len: Any, page_size: int) -> Any:
+    """FlashInfer's host helper of that name (``flashinfer/utils.py``): KV lengths from the
+    paged layout. Written here from its definition: the adapter never imports FlashInfer."""
+    import torch
+
+    full_pages = torch.clamp(kv_indptr[1:] - kv_indptr[:-1] - 1, min=0)
+    return full_pages * page_size + kv_last_page_len
+
+
 def _flashinfer_modules(recorder: PlanRecorder) -> dict[str, types.ModuleType]:
-    wrappers = {name: _recording_wrapper(name, recorder) for name in FLASHINFER_WRAPPERS}
+    attrs: dict[str, object] = {n: _recording_wrapper(n, recorder) for n in FLASHINFER_WRAPPERS}
+    attrs["get_seq_lens"] = get_seq_lens
     names = ("flashinfer", "flashinfer.decode", "flashinfer.prefill", "flashinfer.mla")
-    return {name: StubModule(name, dict(wrappers)) for name in names}
+    return {name: StubModule(name, dict(attrs)) for name in names}
 
 
 def triton_available() -> bool:
