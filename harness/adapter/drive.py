@@ -349,13 +349,14 @@ class BackendDriver:
         REGISTRY.vllm_config = self.vllm_config
         REGISTRY.layers = self.layers
         self._resolve_kv_cache_layout()
-        for i in range(self.shape.num_layers):  # as the model's Attention layers are made
-            name = f"model.layers.{i}.self_attn.attn"
-            layer = AdapterLayer(name, self.shape, self._impl())
-            if self.shape.use_mla:
-                layer.prefill_backend = self._mla_prefill_backend()
-            self.layers[name] = layer
-        self.kv_cache_spec = self._kv_cache_spec()
+        with region("layers"):
+            for i in range(self.shape.num_layers):  # as the model's Attention layers are made
+                name = f"model.layers.{i}.self_attn.attn"
+                layer = AdapterLayer(name, self.shape, self._impl())
+                if self.shape.use_mla:
+                    layer.prefill_backend = self._mla_prefill_backend()
+                self.layers[name] = layer
+            self.kv_cache_spec = self._kv_cache_spec()
         self.batch = PersistentBatch(
             spec.max_num_seqs, self.max_model_len, spec.max_num_batched_tokens, self.block_size
         )
@@ -595,7 +596,7 @@ class BackendDriver:
                     common = self._common_metadata(inputs)
                     prefix_blocks = (output.num_common_prefix_blocks or [0])[0]
                     metadata = self._build(inputs, common, prefix_blocks)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # SystemExit: the tree's code called sys.exit
                 record.error = raised_at(self.session.tree, exc)
                 if isinstance(exc, ConfigGap | HarnessError):
                     record.error = RaisedAt(type(exc).__name__, str(exc), record.error.where)

@@ -1,0 +1,147 @@
+"""``harness diff``: two vLLM trees' builders over the same serving sequence, step by step.
+
+Each side runs in its own child process (:mod:`harness.adapter.child`); each step's batch
+order, the reorder's swaps, every metadata field (FlashInfer's plans included) and any exception
+(type, message, the tree's raising line) are compared. The first difference is reported with
+its step, the field's path and both values. A crash on one side only is a difference; the same
+crash on both sides (same type, message and line) is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.adapter.child import run_in_child
+from harness.adapter.jobs import job
+from harness.adapter.platform import PlatformOptions
+from harness.adapter.tree import VllmTree
+from harness.errors import HarnessError
+
+MAX_SHOWN = 160
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """The first point where the two sides part."""
+
+    step: int
+    field: str
+    base: str
+    head: str
+
+    def describe(self) -> str:
+        return (
+            f"first difference at step {self.step}, {self.field}:\n"
+            f"      base: {self.base}\n      head: {self.head}"
+        )
+
+
+@dataclass
+class BackendDiff:
+    """One backend's comparison."""
+
+    backend: str
+    steps: int = 0
+    difference: Difference | None = None
+    not_run: str | None = None
+    notes: list[str] = field(default_factory=list[str])
+
+    def format(self) -> str:
+        if self.not_run:
+            return f"{self.backend}: not compared: {self.not_run}"
+        if self.difference is None:
+            return f"{self.backend}: same over {self.steps} steps"
+        return f"{self.backend}: DIFFERENT: " + self.difference.describe()
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
+
+
+def first_difference(base: Any, head: Any, path: str) -> tuple[str, Any, Any] | None:
+    """The first path (depth first, keys in order) where ``base`` and ``head`` differ."""
+    if isinstance(base, dict) and isinstance(head, dict):
+        for key in list(base) + [k for k in head if k not in base]:
+            if key not in base or key not in head:
+                return f"{path}.{key}", base.get(key, "<absent>"), head.get(key, "<absent>")
+            found = first_difference(base[key], head[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(base, list) and isinstance(head, list):
+        if len(base) != len(head):
+            return f"{path} (length)", len(base), len(head)
+        for i, (x, y) in enumerate(zip(base, head, strict=True)):
+            found = first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    return None if base == head else (path, base, head)
+
+
+def _error_text(error: dict[str, Any] | None) -> str:
+    if error is None:
+        return "no exception"
+    return f"{error['type']}: {error['message']} (raised at {error['where'] or 'an unknown line'})"
+
+
+def compare_records(backend: str, base: dict[str, Any], head: dict[str, Any]) -> BackendDiff:
+    """The verdict from two ``record`` job results."""
+    result = BackendDiff(backend)
+    for side, record in (("base", base), ("head", head)):
+        if "unavailable" in record:
+            if "unavailable" in base and "unavailable" in head and base == head:
+                result.not_run = f"both trees: {record['unavailable']}"
+                return result
+            other = head if side == "base" else base
+            if "unavailable" not in other:
+                step = 0
+                result.difference = Difference(
+                    step,
+                    "set-up",
+                    record["unavailable"] if side == "base" else "set up",
+                    record["unavailable"] if side == "head" else "set up",
+                )
+                return result
+            result.difference = Difference(0, "set-up", base["unavailable"], head["unavailable"])
+            return result
+    result.notes = sorted(set(base["run"]["notes"]) | set(head["run"]["notes"]))
+    for b, h in zip(base["steps"], head["steps"], strict=False):
+        result.steps = b["index"] + 1
+        for name in ("error", "req_ids", "swaps", "metadata"):
+            if name == "error":
+                if b["error"] != h["error"]:
+                    result.difference = Difference(
+                        b["index"], "exception", _error_text(b["error"]), _error_text(h["error"])
+                    )
+                    return result
+                continue
+            found = first_difference(b[name], h[name], name)
+            if found:
+                where, x, y = found
+                result.difference = Difference(b["index"], where, _short(x), _short(y))
+                return result
+    if len(base["steps"]) != len(head["steps"]):
+        result.difference = Difference(
+            min(len(base["steps"]), len(head["steps"])),
+            "steps run",
+            str(len(base["steps"])),
+            str(len(head["steps"])),
+        )
+    return result
+
+
+def diff_backend(
+    base: VllmTree, head: VllmTree, backend: str, options: PlatformOptions, steps: int, seed: int = 0
+) -> BackendDiff:
+    """Run ``backend`` on both trees over one sequence and compare (module docstring)."""
+    records = []
+    for side, tree in (("base", base), ("head", head)):
+        work = job("record", tree, options, backend=backend, steps=steps, seed=seed)
+        try:
+            records.append(run_in_child(work, f"{backend} on the {side} tree"))
+        except HarnessError as exc:
+            records.append({"unavailable": str(exc)})
+    return compare_records(backend, records[0], records[1])
