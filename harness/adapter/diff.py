@@ -9,6 +9,7 @@ crash on both sides (same type, message and line) is not.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,13 +46,16 @@ class BackendDiff:
     steps: int = 0
     difference: Difference | None = None
     not_run: str | None = None
+    both_stopped: str | None = None
+    """The exception both trees raised at the last step (same type, message and line)."""
     notes: list[str] = field(default_factory=list[str])
 
     def format(self) -> str:
         if self.not_run:
             return f"{self.backend}: not compared: {self.not_run}"
         if self.difference is None:
-            return f"{self.backend}: same over {self.steps} steps"
+            stopped = f"; both stop at step {self.steps - 1}: {self.both_stopped}" if self.both_stopped else ""
+            return f"{self.backend}: same over {self.steps} steps{stopped}"
         return f"{self.backend}: DIFFERENT: " + self.difference.describe()
 
 
@@ -78,6 +82,8 @@ def first_difference(base: Any, head: Any, path: str) -> tuple[str, Any, Any] | 
             if found:
                 return found
         return None
+    if isinstance(base, float) and isinstance(head, float) and math.isnan(base) and math.isnan(head):
+        return None  # both an uninitialised float (torch fills empty memory with NaN)
     return None if base == head else (path, base, head)
 
 
@@ -123,6 +129,9 @@ def compare_records(backend: str, base: dict[str, Any], head: dict[str, Any]) ->
                 where, x, y = found
                 result.difference = Difference(b["index"], where, _short(x), _short(y))
                 return result
+    last = base["steps"][-1]["error"] if base["steps"] else None
+    if last is not None:
+        result.both_stopped = _error_text(last)
     if len(base["steps"]) != len(head["steps"]):
         result.difference = Difference(
             min(len(base["steps"]), len(head["steps"])),

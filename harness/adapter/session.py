@@ -14,6 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+import torch.utils.deterministic
+
 from harness.adapter.backends import BackendEntry
 from harness.adapter.loader import TreeLoader
 from harness.adapter.platform import PlatformOptions, make_platform
@@ -93,6 +96,15 @@ def open_tree(tree: VllmTree, options: PlatformOptions) -> Generator[TreeSession
             module.__dict__["_submodule"] = loader.is_module
     loader.install()
     LEDGER.is_strict = False
+    # torch.empty's contents become a known value (NaN, or the dtype's max), so that two runs of
+    # the same tree build the same metadata (builders hand out slices of empty buffers).
+    deterministic = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.utils.deterministic.fill_uninitialized_memory,  # type: ignore[attr-defined]
+    )
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
     try:
         try:
             interface = loader.load("vllm.platforms.interface")
@@ -106,3 +118,5 @@ def open_tree(tree: VllmTree, options: PlatformOptions) -> Generator[TreeSession
     finally:
         LEDGER.is_strict = False
         loader.uninstall()
+        torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
+        torch.utils.deterministic.fill_uninitialized_memory = deterministic[2]  # type: ignore[attr-defined]
