@@ -368,9 +368,7 @@ class BackendDriver:
         except Exception as exc:
             cause = raised_at(self.session.tree, exc) if not isinstance(exc, HarnessError) else str(exc)
             raise BackendUnavailable(self.entry.name, f"constructing {self.builder_cls.__qualname__}", cause) from exc
-        self.reorder_name, self.reorder = reorder_for(
-            self.session.tree, self.session.module, self.builder
-        )
+        self.reorder_name, self.reorder = reorder_for(self.session, self.builder)
 
     def _resolve_kv_cache_layout(self) -> None:
         """vLLM 0.34's engine core resolves the KV cache layout once, before profiling: the
@@ -535,10 +533,17 @@ class BackendDriver:
                 inputs.num_computed_tokens < inputs.num_prompt_tokens
             ),
         }
-        cls = self.session.module("vllm.v1.attention.backends.utils").__dict__.get(
-            "CommonAttentionMetadata"
-        ) or self.session.module("vllm.v1.attention.backend").CommonAttentionMetadata
-        return fill_dataclass(cls, values)
+        return fill_dataclass(self._common_metadata_class(), values)
+
+    def _common_metadata_class(self) -> type[Any]:
+        """The tree's ``CommonAttentionMetadata`` (``v1/attention/backend.py`` from vLLM 0.10
+        on, ``v1/attention/backends/utils.py`` in 0.9)."""
+        for name in ("vllm.v1.attention.backend", "vllm.v1.attention.backends.utils"):
+            if self.session.loader.is_module(name):
+                cls = getattr(self.session.module(name), "CommonAttentionMetadata", None)
+                if isinstance(cls, type):
+                    return cls
+        raise HarnessError(f"{self.session.tree.root} defines no CommonAttentionMetadata")
 
     def slot_mapping_filled(self, num_tokens: int) -> None:
         """The device slot mapping of the step: the runner's copy of the host one (vLLM 0.34

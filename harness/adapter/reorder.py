@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.adapter.batch import PersistentBatch
 from harness.adapter.extract import extract_top_level
-from harness.adapter.tree import VllmTree
+from harness.adapter.session import TreeSession
 from harness.reference.outputs import SchedulerOutput
 
 V2_RUNNER = "vllm/v1/worker/gpu/model_runner.py"
@@ -34,9 +34,9 @@ def _into_order(batch: PersistentBatch, order: list[str]) -> None:
             input_batch.swap_states(i, j)
 
 
-def reorder_for(tree: VllmTree, session_module: Callable[[str], Any], builder: Any) -> tuple[str, Reorder]:
+def reorder_for(session: TreeSession, builder: Any) -> tuple[str, Reorder]:
     """The tree's reorder (module docstring) for ``builder``, and a line saying which it is."""
-    runner = tree.path(V2_RUNNER)
+    runner = session.tree.path(V2_RUNNER)
     namespace: dict[str, Any] = {}
     if runner.is_file() and not extract_top_level(runner, ["sort_batch_req_ids"], namespace):
         sort = namespace["sort_batch_req_ids"]
@@ -53,8 +53,10 @@ def reorder_for(tree: VllmTree, session_module: Callable[[str], Any], builder: A
             return list(batch.swaps)
 
         return f"{type(builder).__name__}.reorder_batch", by_builder
-    utils = session_module("vllm.v1.attention.backends.utils")
-    split = getattr(utils, "reorder_batch_to_split_decodes_and_prefills", None)
+    utils = "vllm.v1.attention.backends.utils"
+    split = None
+    if session.loader.is_module(utils):
+        split = getattr(session.module(utils), "reorder_batch_to_split_decodes_and_prefills", None)
     threshold = getattr(builder, "reorder_batch_threshold", None)
     if callable(split) and threshold is not None:
 
