@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from harness.adapter.backends import BackendEntry
 from harness.adapter.batch import PersistentBatch, StepInputs
 from harness.adapter.config import ConfigGap, ConfigSection, ModelShape, make_vllm_config
 from harness.adapter.era import Era, builder_era
+from harness.adapter.host_memory import HostMemoryOnly
 from harness.adapter.reorder import reorder_for
 from harness.adapter.sequence import ServingSequence
 from harness.adapter.session import BackendUnavailable, RaisedAt, TreeSession, raised_at
@@ -79,24 +79,6 @@ class BackendRun:
     @property
     def error(self) -> RaisedAt | None:
         return self.steps[-1].error if self.steps else None
-
-
-class HostMemoryOnly(TorchFunctionMode):
-    """Pinned host memory becomes ordinary host memory (a CPU-only torch has no pinned
-    allocator; the values are the same): ``pin_memory=True`` and ``Tensor.pin_memory()``."""
-
-    def __torch_function__(
-        self,
-        func: Any,
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        if func is torch.Tensor.pin_memory:
-            return args[0]
-        if kwargs and kwargs.get("pin_memory"):
-            kwargs = {**kwargs, "pin_memory": False}
-        return func(*args, **(kwargs or {}))
 
 
 class AdapterLayer:

@@ -1,8 +1,8 @@
 """Plain, comparable copies of what a builder returned (taken right after each ``build``).
 
 Tensors and arrays become ``{"dtype", "shape", "values"}`` (``values`` is ``None`` past
-:data:`MAX_ELEMENTS`: a workspace buffer's contents are not compared); dataclasses and objects become their
-fields; enums their names; FlashInfer wrappers are the adapter's recorders, so the plans they
+:data:`MAX_ELEMENTS`: a workspace buffer's contents are not compared); dataclasses and objects become
+their fields (and attributes set after construction); enums their names; FlashInfer wrappers are the adapter's recorders, so the plans they
 were given are kept (:mod:`harness.adapter.stubs`). Everything is JSON-ready.
 """
 
@@ -49,12 +49,11 @@ def snapshot(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list | tuple):
         return [snapshot(v, depth + 1) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = [f.name for f in dataclasses.fields(value)]
+        extra = [k for k in getattr(value, "__dict__", {}) if k not in names and k[:1] != "_"]
         return {
             "__type__": type(value).__name__,
-            **{
-                f.name: snapshot(getattr(value, f.name, None), depth + 1)
-                for f in dataclasses.fields(value)
-            },
+            **{name: snapshot(getattr(value, name, None), depth + 1) for name in names + extra},
         }
     if callable(value):
         return f"<{type(value).__name__} {getattr(value, '__qualname__', '')}>"

@@ -27,6 +27,16 @@ SKIPPED_DIRS: tuple[str, ...] = (
 _skipped_code: dict[CodeType, bool] = {}
 
 
+def skip_frames_in(path: str) -> None:
+    """Never attribute an allocation to a frame of ``path`` (a file, or a directory ending in
+    ``os.sep``): for code that only forwards ops, such as a ``TorchFunctionMode``."""
+    global SKIPPED_DIRS
+    path = os.path.abspath(path) + (os.sep if path.endswith(os.sep) else "")
+    if path not in SKIPPED_DIRS:
+        SKIPPED_DIRS = (*SKIPPED_DIRS, path)
+        _skipped_code.clear()
+
+
 @dataclass(frozen=True, slots=True)
 class SourceLine:
     """A Python source position: ``path:line`` plus the text of that line (read lazily)."""
