@@ -96,23 +96,15 @@ def _error_text(error: dict[str, Any] | None) -> str:
 def compare_records(backend: str, base: dict[str, Any], head: dict[str, Any]) -> BackendDiff:
     """The verdict from two ``record`` job results."""
     result = BackendDiff(backend)
-    for side, record in (("base", base), ("head", head)):
-        if "unavailable" in record:
-            if "unavailable" in base and "unavailable" in head and base == head:
-                result.not_run = f"both trees: {record['unavailable']}"
-                return result
-            other = head if side == "base" else base
-            if "unavailable" not in other:
-                step = 0
-                result.difference = Difference(
-                    step,
-                    "set-up",
-                    record["unavailable"] if side == "base" else "set up",
-                    record["unavailable"] if side == "head" else "set up",
-                )
-                return result
-            result.difference = Difference(0, "set-up", base["unavailable"], head["unavailable"])
-            return result
+    unavailable = (base.get("unavailable"), head.get("unavailable"))
+    if unavailable[0] and unavailable[0] == unavailable[1]:
+        result.not_run = f"both trees: {unavailable[0]}"
+        return result
+    if any(unavailable):
+        result.difference = Difference(
+            0, "set-up", unavailable[0] or "set up", unavailable[1] or "set up"
+        )
+        return result
     result.notes = sorted(set(base["run"]["notes"]) | set(head["run"]["notes"]))
     for b, h in zip(base["steps"], head["steps"], strict=False):
         result.steps = b["index"] + 1
