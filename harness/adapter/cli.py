@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,10 +121,10 @@ def platform_options(args: argparse.Namespace) -> Any:
         raise HarnessError(f"--device-capability: {exc}") from None
 
 
-def _steps(args: argparse.Namespace, default: int) -> int:
-    steps: int = default if args.steps is None else args.steps
+def _steps(value: int | None, flag: str, default: int) -> int:
+    steps = default if value is None else value
     if steps <= 0:
-        raise HarnessError(f"--steps must be positive, got {steps}")
+        raise HarnessError(f"{flag} must be positive, got {steps}")
     return steps
 
 
@@ -163,7 +164,7 @@ def scaling_command(args: argparse.Namespace) -> int:
     options = platform_options(args)
     if args.list_backends:
         return list_backends(tree, options, args.backend, args.seed)
-    steps = _steps(argparse.Namespace(steps=args.max_steps), SCALING_STEPS)
+    steps = _steps(args.max_steps, "--max-steps", SCALING_STEPS)
     results = [
         tree_scaling(tree, name, options, steps, args.seed)
         for name in _backends(tree, args.backend)
@@ -177,9 +178,14 @@ def scaling_command(args: argparse.Namespace) -> int:
         print(NOT_COVERED)
     if any(not r.ok for r in results):
         return EXIT_FOUND
-    ran = [r for r in results if r.steps]
-    named_but_not_run = args.backend is not None and len(ran) < len(results)
-    if not ran or named_but_not_run:
+    complete = [r for r in results if r.complete]
+    if not complete or (args.backend is not None and len(complete) < len(results)):
+        print(
+            "harness: error: "
+            + ("no backend" if not complete else "not every named backend")
+            + " was driven through the whole sequence: its allocations were not all compared",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     return EXIT_OK
 
@@ -195,7 +201,7 @@ def diff_command(args: argparse.Namespace) -> int:
     if args.list_backends:
         code = list_backends(base, options, args.backend, args.seed)
         return max(code, list_backends(head, options, args.backend, args.seed))
-    steps = _steps(args, DIFF_STEPS)
+    steps = _steps(args.steps, "--steps", DIFF_STEPS)
     names = _backends(base, args.backend)
     results = [diff_backend(base, head, name, options, steps, args.seed) for name in names]
     if args.json:

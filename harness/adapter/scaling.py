@@ -72,6 +72,11 @@ class BackendScaling:
     def ok(self) -> bool:
         return not self.findings
 
+    @property
+    def complete(self) -> bool:
+        """Driven through the whole sequence (no exception stopped it)."""
+        return self.steps > 0 and self.stopped is None
+
     def format(self) -> str:
         head = f"{self.backend}: "
         if self.stopped and not self.steps:
@@ -84,6 +89,10 @@ class BackendScaling:
         if self.findings:
             lines.append(f"  FAIL: {len(self.findings)} allocation site(s) grow with num_blocks:")
             lines.extend("    " + f.describe() for f in self.findings)
+        elif self.stopped:
+            lines.append(
+                f"  NOT COVERED past step {self.steps - 1}; nothing but the KV cache grew before"
+            )
         else:
             lines.append("  OK: nothing but the KV cache grows with num_blocks")
         lines.extend(f"  note: {n}" for n in self.notes)
