@@ -78,7 +78,7 @@ class PersistentBatch:
         self.input_batch.swap_states = recorded  # type: ignore[method-assign]
 
     @property
-    def block_table(self):  # type: ignore[no-untyped-def]  # noqa: ANN201
+    def block_table(self):  # type: ignore[no-untyped-def]
         """The one KV cache group's block table (the reference's ``BlockTable``)."""
         return self.input_batch.block_table[0]
 
@@ -142,9 +142,7 @@ class PersistentBatch:
         cu = np.cumsum(scheduled)
         req_indices = np.repeat(np.arange(num_reqs), scheduled)
         positions = (
-            computed[req_indices]
-            + np.arange(int(cu[-1]))
-            - np.repeat(cu - scheduled, scheduled)
+            computed[req_indices] + np.arange(int(cu[-1])) - np.repeat(cu - scheduled, scheduled)
         ).astype(np.int64)
         batch.block_table.compute_slot_mapping(req_indices, positions)
         prompts = np.array([self.requests[r].num_prompt_tokens for r in req_ids], dtype=np.int32)

@@ -170,7 +170,11 @@ def scaling_command(args: argparse.Namespace) -> int:
         for name in _backends(tree, args.backend)
     ]
     if args.json:
-        print(json.dumps({"tree": str(tree.root), "backends": [r.to_dict() for r in results]}, indent=2))
+        print(
+            json.dumps(
+                {"tree": str(tree.root), "backends": [r.to_dict() for r in results]}, indent=2
+            )
+        )
     else:
         print(f"scaling on {tree.label}, {options.describe()}")
         for result in results:

@@ -223,5 +223,3 @@ def make_vllm_config(
             ),
         },
     )
-
-

@@ -54,7 +54,11 @@ class BackendDiff:
         if self.not_run:
             return f"{self.backend}: not compared: {self.not_run}"
         if self.difference is None:
-            stopped = f"; both stop at step {self.steps - 1}: {self.both_stopped}" if self.both_stopped else ""
+            stopped = (
+                f"; both stop at step {self.steps - 1}: {self.both_stopped}"
+                if self.both_stopped
+                else ""
+            )
             return f"{self.backend}: same over {self.steps} steps{stopped}"
         return f"{self.backend}: DIFFERENT: " + self.difference.describe()
 
@@ -82,7 +86,12 @@ def first_difference(base: Any, head: Any, path: str) -> tuple[str, Any, Any] | 
             if found:
                 return found
         return None
-    if isinstance(base, float) and isinstance(head, float) and math.isnan(base) and math.isnan(head):
+    if (
+        isinstance(base, float)
+        and isinstance(head, float)
+        and math.isnan(base)
+        and math.isnan(head)
+    ):
         return None  # both an uninitialised float (torch fills empty memory with NaN)
     return None if base == head else (path, base, head)
 
@@ -135,7 +144,12 @@ def compare_records(backend: str, base: dict[str, Any], head: dict[str, Any]) ->
 
 
 def diff_backend(
-    base: VllmTree, head: VllmTree, backend: str, options: PlatformOptions, steps: int, seed: int = 0
+    base: VllmTree,
+    head: VllmTree,
+    backend: str,
+    options: PlatformOptions,
+    steps: int,
+    seed: int = 0,
 ) -> BackendDiff:
     """Run ``backend`` on both trees over one sequence and compare (module docstring)."""
     records = []

@@ -262,7 +262,11 @@ class BackendDriver:
         except Exception as exc:
             # The impl's constructor sets up kernels (device buffers, JIT): the builders only
             # read its hyperparameters, so the layer gets an impl with those and no __init__.
-            cause = str(exc) if isinstance(exc, HarnessError) else raised_at(self.session.tree, exc).describe()
+            cause = (
+                str(exc)
+                if isinstance(exc, HarnessError)
+                else raised_at(self.session.tree, exc).describe()
+            )
             self.notes.append(f"{self.impl_cls.__qualname__}.__init__ not run ({cause})")
             impl = object.__new__(self.impl_cls)
             impl.__dict__.update(values)
@@ -348,8 +352,12 @@ class BackendDriver:
             with region("construct"):
                 self.builder = self._construct()
         except Exception as exc:
-            cause = raised_at(self.session.tree, exc) if not isinstance(exc, HarnessError) else str(exc)
-            raise BackendUnavailable(self.entry.name, f"constructing {self.builder_cls.__qualname__}", cause) from exc
+            cause = (
+                raised_at(self.session.tree, exc) if not isinstance(exc, HarnessError) else str(exc)
+            )
+            raise BackendUnavailable(
+                self.entry.name, f"constructing {self.builder_cls.__qualname__}", cause
+            ) from exc
         self.reorder_name, self.reorder = reorder_for(self.session, self.builder)
 
     def _resolve_kv_cache_layout(self) -> None:
@@ -388,7 +396,9 @@ class BackendDriver:
             )
         except Exception as exc:
             cause = raised_at(self.session.tree, exc).describe()
-            raise BackendUnavailable(self.entry.name, "choosing the MLA prefill backend", cause) from exc
+            raise BackendUnavailable(
+                self.entry.name, "choosing the MLA prefill backend", cause
+            ) from exc
 
     def _eager_mode(self) -> Any:
         config = self.session.loader.provided["vllm.config"]
@@ -508,7 +518,9 @@ class BackendDriver:
             "max_query_len": inputs.max_query_len,
             "max_seq_len": int(inputs.seq_lens.max()),
             "block_table_tensor": table.get_device_tensor()[:n],
-            "slot_mapping": self.slot_mapping[:t] if self.era is Era.SPEC else table.slot_mapping[:t],
+            "slot_mapping": self.slot_mapping[:t]
+            if self.era is Era.SPEC
+            else table.slot_mapping[:t],
             "causal": True,
             "positions": self.positions[:t],
             "is_prefilling": torch.from_numpy(
@@ -600,5 +612,3 @@ class BackendDriver:
             {"wrapper": kind, "call": method, "args": snapshot(args), "kwargs": snapshot(kwargs)}
             for kind, method, args, kwargs in self.session.recorder.calls
         ]
-
-

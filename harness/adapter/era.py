@@ -29,7 +29,13 @@ class Era(enum.Enum):
 _SIGNATURES = {
     Era.RUNNER: (
         ("runner", "kv_cache_spec", "block_table"),
-        ("num_reqs", "num_actual_tokens", "max_query_len", "common_prefix_len", "common_attn_metadata"),
+        (
+            "num_reqs",
+            "num_actual_tokens",
+            "max_query_len",
+            "common_prefix_len",
+            "common_attn_metadata",
+        ),
     ),
     Era.SPEC: (
         ("kv_cache_spec", "layer_names", "vllm_config", "device"),

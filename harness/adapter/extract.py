@@ -6,8 +6,8 @@ only the named top-level classes and functions of a file (an enum such as ``CUDA
 """
 
 from __future__ import annotations
-
 import __future__
+
 import ast
 import sys
 from collections.abc import Iterable

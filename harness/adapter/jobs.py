@@ -126,7 +126,12 @@ def trace_job(
         try:
             with tracking(memory_tracker(ledger, "cpu")):
                 run, num_gpu_blocks = _driven(
-                    session, entry, steps, seed, blocks_factor=blocks_factor, record=False,
+                    session,
+                    entry,
+                    steps,
+                    seed,
+                    blocks_factor=blocks_factor,
+                    record=False,
                     region=region,
                 )
         except BackendUnavailable as exc:

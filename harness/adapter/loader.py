@@ -190,4 +190,6 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def stubs_handed_out(self) -> list[str]:
         """Every automatic stub created so far, third-party packages included."""
-        return sorted(LEDGER.handed_out | {f"{m} (not installed)" for m in self.stubbed_third_party})
+        return sorted(
+            LEDGER.handed_out | {f"{m} (not installed)" for m in self.stubbed_third_party}
+        )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from harness.errors import HarnessError
+from harness.reference.config import SchedulerConfig
 from harness.reference.kv_cache_interface import (
     FullAttentionSpec,
     KVCacheConfig,
@@ -26,7 +27,6 @@ from harness.reference.kv_cache_interface import (
 )
 from harness.reference.outputs import ModelRunnerOutput, SchedulerOutput
 from harness.reference.scheduler import Request, Scheduler
-from harness.reference.config import SchedulerConfig
 from harness.simulation.workload import gsm8k
 
 

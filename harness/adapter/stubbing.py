@@ -129,11 +129,6 @@ def make_stub_class(qualname: str) -> type[Any]:
     return stub
 
 
-def is_stub(value: object) -> bool:
-    """Whether ``value`` is a stub class or a stub instance."""
-    return isinstance(value, _StubMeta) or isinstance(value, _Stub)
-
-
 class StubModule(types.ModuleType):
     """A package whose missing attributes are stub classes (``attrs`` gives the real ones).
 

@@ -52,7 +52,7 @@ class Registry:
 REGISTRY = Registry()
 
 
-def _layers(vllm_config: Any, layer_type: object = None, layer_names: Iterable[str] | None = None):  # type: ignore[no-untyped-def]  # noqa: ANN202
+def _layers(vllm_config: Any, layer_type: object = None, layer_names: Iterable[str] | None = None):  # type: ignore[no-untyped-def]
     """``get_layers_from_vllm_config``: the registered attention layers (every layer of the
     adapter's model is an attention layer, whatever ``layer_type`` asks for)."""
     del vllm_config, layer_type

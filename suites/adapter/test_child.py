@@ -23,7 +23,13 @@ def _harness(*args: str) -> subprocess.CompletedProcess[str]:
 def _edit_build(tree_root: Path, new_first_line: str) -> None:
     toy = tree_root / "vllm/v1/attention/backends/toy.py"
     text = toy.read_text()
-    toy.write_text(text.replace("        m = common_attn_metadata\n", new_first_line + "        m = common_attn_metadata\n", 1))
+    toy.write_text(
+        text.replace(
+            "        m = common_attn_metadata\n",
+            new_first_line + "        m = common_attn_metadata\n",
+            1,
+        )
+    )
 
 
 def test_diff_of_a_tree_with_itself_exits_0() -> None:
@@ -35,10 +41,18 @@ def test_diff_of_a_tree_with_itself_exits_0() -> None:
 
 def test_scaling_names_an_injected_allocation_and_exits_1(tmp_path: Path) -> None:
     tree = copy_tree(ERA034, tmp_path)
-    _edit_build(tree.root, "        extra = torch.ones(self.vllm_config.cache_config.num_gpu_blocks)\n")
+    _edit_build(
+        tree.root, "        extra = torch.ones(self.vllm_config.cache_config.num_gpu_blocks)\n"
+    )
     done = _harness(
-        "memory", "scaling", "--vllm-src", str(tree.root), "--backend", "FLASH_ATTN",
-        "--max-steps", "8",
+        "memory",
+        "scaling",
+        "--vllm-src",
+        str(tree.root),
+        "--backend",
+        "FLASH_ATTN",
+        "--max-steps",
+        "8",
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "vllm/v1/attention/backends/toy.py:" in done.stdout
@@ -53,8 +67,14 @@ def test_the_trees_code_ending_the_process_is_never_a_silent_exit_0(
     tree = copy_tree(ERA034, tmp_path)
     _edit_build(tree.root, f"        import os, sys; {death}\n")
     done = _harness(
-        "memory", "scaling", "--vllm-src", str(tree.root), "--backend", "FLASH_ATTN",
-        "--max-steps", "4",
+        "memory",
+        "scaling",
+        "--vllm-src",
+        str(tree.root),
+        "--backend",
+        "FLASH_ATTN",
+        "--max-steps",
+        "4",
     )
     assert done.returncode != 0, done.stdout
     if death == "sys.exit(0)":  # caught in the step: an exception of the tree's code

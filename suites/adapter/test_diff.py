@@ -24,7 +24,13 @@ def _with_helper(tree: VllmTree, parameter: str) -> None:
     ``parameter`` (a rename on one side is the seed's bug class)."""
     path = tree.root / "vllm/v1/attention/backends/toy.py"
     text = path.read_text()
-    text = text.replace("    def build(self, common_prefix_len", HELPER.replace("query_lens)", f"{parameter})").replace("(query_lens ==", f"({parameter} =="), 1)
+    text = text.replace(
+        "    def build(self, common_prefix_len",
+        HELPER.replace("query_lens)", f"{parameter})").replace(
+            "(query_lens ==", f"({parameter} =="
+        ),
+        1,
+    )
     text = text.replace(
         "        num_decodes = int((query_lens == 1).sum())",
         "        num_decodes = self._decode_count(query_lens=query_lens)",
@@ -61,12 +67,19 @@ def test_a_changed_value_names_step_field_and_both_values(tmp_path: Path) -> Non
     base = copy_tree(ERA034, tmp_path / "base")
     head = copy_tree(ERA034, tmp_path / "head")
     path = head.root / "vllm/v1/attention/backends/toy.py"
-    path.write_text(path.read_text().replace("num_pages=sum(pages),", "num_pages=sum(pages) + (m.num_reqs > 5),"))
+    path.write_text(
+        path.read_text().replace(
+            "num_pages=sum(pages),", "num_pages=sum(pages) + (m.num_reqs > 5),"
+        )
+    )
     result = compare_records("FLASH_ATTN", _record(base), _record(head))
     difference = result.difference
     assert difference is not None and difference.field == "metadata.metadata.num_pages"
     assert int(difference.head) == int(difference.base) + 1
-    assert f"first difference at step {difference.step}, metadata.metadata.num_pages" in result.format()
+    assert (
+        f"first difference at step {difference.step}, metadata.metadata.num_pages"
+        in result.format()
+    )
 
 
 def test_first_difference_walks_in_order_and_compares_lengths() -> None:

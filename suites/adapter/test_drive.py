@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ def _check_rows(metadata: dict[str, Any], block_size: int) -> list[int]:
     seq_lens = _values(metadata["seq_lens"])
     table = _values(metadata["block_table"])
     slots = _values(metadata["slot_mapping"])
-    query_lens = [b - a for a, b in zip(qsl, qsl[1:], strict=False)]
+    query_lens = [b - a for a, b in itertools.pairwise(qsl)]
     expected = [
         table[r][p // block_size] * block_size + p % block_size
         for r, (n, q) in enumerate(zip(seq_lens, query_lens, strict=True))
@@ -107,7 +108,9 @@ def test_sys_exit_in_the_trees_build_is_an_error_not_an_exit(tmp_path: Path) -> 
     tree = copy_tree(ERA034, tmp_path)
     toy = tree.root / "vllm/v1/attention/backends/toy.py"
     text = toy.read_text()
-    toy.write_text(text.replace("        m = common_attn_metadata\n", "        raise SystemExit(0)\n", 1))
+    toy.write_text(
+        text.replace("        m = common_attn_metadata\n", "        raise SystemExit(0)\n", 1)
+    )
     record = record_job(tree, PlatformOptions(), "FLASH_ATTN", 5, 0)
     error = record["steps"][0]["error"]
     assert error["type"] == "SystemExit"
@@ -132,7 +135,8 @@ def test_a_config_field_the_adapter_does_not_set_is_named(tmp_path: Path) -> Non
     toy = tree.root / "vllm/v1/attention/backends/toy.py"
     toy.write_text(
         toy.read_text().replace(
-            "        self.page_budget =", "        vllm_config.model_config.no_such_field\n        self.page_budget ="
+            "        self.page_budget =",
+            "        vllm_config.model_config.no_such_field\n        self.page_budget =",
         )
     )
     rows = list_job(tree, PlatformOptions(), ["FLASH_ATTN"], 2, 0)
@@ -142,7 +146,7 @@ def test_a_config_field_the_adapter_does_not_set_is_named(tmp_path: Path) -> Non
 
 def test_platform_capability_is_parsed_and_checked() -> None:
     assert parse_capability("10.0") == (10, 0)
-    with pytest.raises(ValueError, match="expected MAJOR.MINOR"):
+    with pytest.raises(ValueError, match=r"expected MAJOR\.MINOR"):
         parse_capability("sm90")
     with pytest.raises(ValueError, match="is not 2, 3 or 4"):
         PlatformOptions(flash_attn_version=5)

@@ -33,7 +33,9 @@ class Spec034:
 
 
 class Mixed:
-    def __init__(self, kv_cache_spec: Any, layer_names: Any, vllm_config: Any, device: Any) -> None: ...
+    def __init__(
+        self, kv_cache_spec: Any, layer_names: Any, vllm_config: Any, device: Any
+    ) -> None: ...
 
     def build(self, num_reqs: int, common_attn_metadata: Any) -> None: ...
 

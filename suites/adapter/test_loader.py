@@ -42,9 +42,9 @@ def test_an_installed_vllm_is_never_imported(
         }
     real = [f for f in files.values() if f is not None]
     assert real and all(f.startswith(str(era034.root)) for f in real)
-    assert "vllm" not in sys.modules or not str(getattr(sys.modules["vllm"], "__file__", "")).startswith(
-        str(installed)
-    )
+    assert "vllm" not in sys.modules or not str(
+        getattr(sys.modules["vllm"], "__file__", "")
+    ).startswith(str(installed))
 
 
 def test_the_tree_is_left_byte_for_byte_as_it_was(tmp_path: Path) -> None:
@@ -67,7 +67,9 @@ def test_a_stub_is_refused_once_strict_and_named() -> None:
     assert stub(print) is print  # import time: a stubbed decorator leaves its target alone
     LEDGER.strict()
     try:
-        with pytest.raises(StubUsed, match="called vllm._custom_ops.get_scheduler_metadata, which"):
+        with pytest.raises(
+            StubUsed, match=r"called vllm\._custom_ops\.get_scheduler_metadata, which"
+        ):
             stub(3)
         with pytest.raises(StubUsed, match="tested the truth of"):
             bool(stub)

@@ -54,9 +54,7 @@ def test_an_allocation_sized_by_num_gpu_blocks_is_named_with_its_line(tmp_path: 
 
 def test_a_per_step_allocation_says_every_step(tmp_path: Path) -> None:
     tree = copy_tree(ERA034, tmp_path)
-    step_line = (
-        "        self.scratch = torch.zeros(self.vllm_config.cache_config.num_gpu_blocks)\n"
-    )
+    step_line = "        self.scratch = torch.zeros(self.vllm_config.cache_config.num_gpu_blocks)\n"
     line = _inject(tree, "        m = common_attn_metadata", step_line)
     result = compare_traces("FLASH_ATTN", *_traces(tree, steps=6))
     [finding] = result.findings

@@ -17,7 +17,10 @@ def test_the_default_sequence_exercises_every_kind_of_step() -> None:
     assert any(any(c.resumed_from_preemption for c in s.scheduled_cached_reqs) for s in steps)
     chunked = [n for s in steps for n in s.num_scheduled_tokens.values() if n > 1]
     assert chunked and max(chunked) <= SequenceSpec().max_num_batched_tokens
-    assert any(1 in s.num_scheduled_tokens.values() and len(set(s.num_scheduled_tokens.values())) > 1 for s in steps)
+    assert any(
+        1 in s.num_scheduled_tokens.values() and len(set(s.num_scheduled_tokens.values())) > 1
+        for s in steps
+    )
     block_ids = [b for s in steps for r in s.scheduled_new_reqs for b in r.block_ids[0]]
     assert max(block_ids) < sequence.spec.num_blocks
 

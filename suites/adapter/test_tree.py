@@ -8,7 +8,7 @@ import pytest
 
 from harness.adapter.tree import locate_tree
 from harness.errors import HarnessError
-from suites.adapter.conftest import ERA09, ERA034
+from suites.adapter.conftest import ERA034, ERA09
 
 
 def test_the_root_and_the_package_directory_are_both_accepted() -> None:
