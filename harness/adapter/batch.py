@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from harness.reference.block_table import BlockTable
 from harness.reference.input_batch import CachedRequestState, InputBatch
 from harness.reference.outputs import SchedulerOutput
 
@@ -78,7 +79,7 @@ class PersistentBatch:
         self.input_batch.swap_states = recorded  # type: ignore[method-assign]
 
     @property
-    def block_table(self):  # type: ignore[no-untyped-def]
+    def block_table(self) -> BlockTable:
         """The one KV cache group's block table (the reference's ``BlockTable``)."""
         return self.input_batch.block_table[0]
 
@@ -138,12 +139,13 @@ class PersistentBatch:
         scheduled = np.array(
             [scheduler_output.num_scheduled_tokens[r] for r in req_ids], dtype=np.int32
         )
-        computed = batch.num_computed_tokens_cpu[:num_reqs].copy()
+        computed: npt.NDArray[np.int32] = np.array(
+            batch.num_computed_tokens_cpu[:num_reqs], dtype=np.int32
+        )
         cu = np.cumsum(scheduled)
         req_indices = np.repeat(np.arange(num_reqs), scheduled)
-        positions = (
-            computed[req_indices] + np.arange(int(cu[-1])) - np.repeat(cu - scheduled, scheduled)
-        ).astype(np.int64)
+        offsets = np.arange(int(cu[-1])) - np.repeat(cu - scheduled, scheduled)
+        positions: npt.NDArray[np.int64] = np.asarray(computed[req_indices] + offsets, np.int64)
         batch.block_table.compute_slot_mapping(req_indices, positions)
         prompts = np.array([self.requests[r].num_prompt_tokens for r in req_ids], dtype=np.int32)
         return StepInputs(
@@ -153,5 +155,5 @@ class PersistentBatch:
             num_prompt_tokens=prompts,
             positions=positions,
             query_start_loc=np.concatenate([[0], cu]).astype(np.int32),
-            seq_lens=(computed + scheduled).astype(np.int32),
+            seq_lens=np.asarray(computed + scheduled, dtype=np.int32),
         )

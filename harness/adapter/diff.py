@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from harness.adapter.child import run_in_child
 from harness.adapter.jobs import job
@@ -68,20 +68,24 @@ def _short(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
 
 
-def first_difference(base: Any, head: Any, path: str) -> tuple[str, Any, Any] | None:
+def first_difference(base: object, head: object, path: str) -> tuple[str, Any, Any] | None:
     """The first path (depth first, keys in order) where ``base`` and ``head`` differ."""
     if isinstance(base, dict) and isinstance(head, dict):
-        for key in list(base) + [k for k in head if k not in base]:
-            if key not in base or key not in head:
-                return f"{path}.{key}", base.get(key, "<absent>"), head.get(key, "<absent>")
-            found = first_difference(base[key], head[key], f"{path}.{key}")
+        left = cast("dict[str, object]", base)
+        right = cast("dict[str, object]", head)
+        for key in list(left) + [k for k in right if k not in left]:
+            if key not in left or key not in right:
+                return f"{path}.{key}", left.get(key, "<absent>"), right.get(key, "<absent>")
+            found = first_difference(left[key], right[key], f"{path}.{key}")
             if found:
                 return found
         return None
     if isinstance(base, list) and isinstance(head, list):
-        if len(base) != len(head):
-            return f"{path} (length)", len(base), len(head)
-        for i, (x, y) in enumerate(zip(base, head, strict=True)):
+        xs = cast("list[object]", base)
+        ys = cast("list[object]", head)
+        if len(xs) != len(ys):
+            return f"{path} (length)", len(xs), len(ys)
+        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
             found = first_difference(x, y, f"{path}[{i}]")
             if found:
                 return found
@@ -93,7 +97,10 @@ def first_difference(base: Any, head: Any, path: str) -> tuple[str, Any, Any] | 
         and math.isnan(head)
     ):
         return None  # both an uninitialised float (torch fills empty memory with NaN)
-    return None if base == head else (path, base, head)
+    if base == head:
+        return None
+    shown: tuple[str, Any, Any] = (path, cast("Any", base), cast("Any", head))
+    return shown
 
 
 def _error_text(error: dict[str, Any] | None) -> str:
@@ -152,7 +159,7 @@ def diff_backend(
     seed: int = 0,
 ) -> BackendDiff:
     """Run ``backend`` on both trees over one sequence and compare (module docstring)."""
-    records = []
+    records: list[dict[str, Any]] = []
     for side, tree in (("base", base), ("head", head)):
         work = job("record", tree, options, backend=backend, steps=steps, seed=seed)
         try:

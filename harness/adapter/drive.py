@@ -26,7 +26,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -134,14 +134,14 @@ def choose_block_size(backend_cls: type[Any], use_mla: bool, required: int | Non
     if not callable(sizes):
         return wanted
     try:
-        supported = list(sizes())
+        supported: list[Any] = list(cast("Any", sizes()))
     except Exception:
         return wanted
-    ints = [s for s in supported if isinstance(s, int)]
-    multiples = [getattr(s, "base", None) for s in supported if not isinstance(s, int)]
+    ints = [int(s) for s in supported if isinstance(s, int)]
+    multiples = [int(getattr(s, "base", 0) or 0) for s in supported if not isinstance(s, int)]
     if wanted in ints or any(m and wanted % m == 0 for m in multiples):
         return wanted
-    return ints[0] if ints else next((int(m) for m in multiples if m), wanted)
+    return ints[0] if ints else next((m for m in multiples if m), wanted)
 
 
 def _kw_call(
@@ -368,8 +368,8 @@ class BackendDriver:
             module = self.session.module("vllm.v1.kv_cache_layout")
         except ImportError:
             return  # vLLM 0.9: no layout objects
-        supported = layouts() if callable(layouts) else None
-        layout = supported[0] if supported else module.KVCacheLayout["LBNHC"]
+        supported: Any = layouts() if callable(layouts) else None
+        layout: Any = supported[0] if supported else module.KVCacheLayout["LBNHC"]
         self.vllm_config.cache_config.__dict__.update(
             kv_cache_layout=layout.name, get_resolved_kv_cache_layout=lambda: layout
         )
@@ -494,11 +494,11 @@ class BackendDriver:
 
     def _common_metadata(self, inputs: StepInputs) -> Any:
         n, t = inputs.num_reqs, inputs.num_tokens
-        qsl = torch.from_numpy(inputs.query_start_loc)
-        seq_lens = torch.from_numpy(inputs.seq_lens)
+        qsl = torch.as_tensor(inputs.query_start_loc)
+        seq_lens = torch.as_tensor(inputs.seq_lens)
         self.query_start_loc[: n + 1].copy_(qsl)
         self.seq_lens[:n].copy_(seq_lens)
-        self.positions[:t].copy_(torch.from_numpy(inputs.positions))
+        self.positions[:t].copy_(torch.as_tensor(inputs.positions))
         if self.era is Era.RUNNER:
             self.query_start_loc_cpu[: n + 1].copy_(qsl)
             self.seq_lens_cpu[:n].copy_(seq_lens)
@@ -512,7 +512,7 @@ class BackendDriver:
             "seq_lens": self.seq_lens[:n],
             "seq_lens_cpu": seq_lens.clone(),
             "seq_lens_cpu_upper_bound": seq_lens.clone(),
-            "num_computed_tokens_cpu": torch.from_numpy(inputs.num_computed_tokens.copy()),
+            "num_computed_tokens_cpu": torch.as_tensor(inputs.num_computed_tokens).clone(),
             "num_reqs": n,
             "num_actual_tokens": t,
             "max_query_len": inputs.max_query_len,
@@ -523,9 +523,7 @@ class BackendDriver:
             else table.slot_mapping[:t],
             "causal": True,
             "positions": self.positions[:t],
-            "is_prefilling": torch.from_numpy(
-                inputs.num_computed_tokens < inputs.num_prompt_tokens
-            ),
+            "is_prefilling": torch.as_tensor(inputs.num_computed_tokens < inputs.num_prompt_tokens),
         }
         return fill_dataclass(self._common_metadata_class(), values)
 

@@ -183,7 +183,10 @@ def record_job(
 
 def platform_options(values: dict[str, Any]) -> PlatformOptions:
     return PlatformOptions(
-        device_capability=tuple(values["device_capability"]),  # type: ignore[arg-type]
+        device_capability=(
+            int(values["device_capability"][0]),
+            int(values["device_capability"][1]),
+        ),
         flash_attn_version=values["flash_attn_version"],
         num_sms=values["num_sms"],
         flashinfer_trtllm=values["flashinfer_trtllm"],

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.adapter.stubbing import LEDGER, StubModule
+from harness.cpython_compat import getframe
 
 REAL_PREFIXES = (
     "vllm.envs",
@@ -118,7 +119,7 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return False
         if importlib.machinery.PathFinder.find_spec(fullname, path) is not None:
             return False
-        frame: types.FrameType | None = sys._getframe(1)
+        frame: types.FrameType | None = getframe(1)
         root = str(self.root) + "/"
         while frame is not None:
             filename = frame.f_code.co_filename

@@ -62,7 +62,7 @@ def make_platform(interface: types.ModuleType, options: PlatformOptions) -> Any:
     capability = interface.DeviceCapability(*options.device_capability)
     cuda = interface.PlatformEnum.CUDA
 
-    class AdapterCudaPlatform(base):  # type: ignore[misc, valid-type]
+    class AdapterCudaPlatform(base):  # type: ignore[misc]
         """A CUDA platform whose answers come from the adapter's options (tensors stay on CPU)."""
 
         _enum = cuda

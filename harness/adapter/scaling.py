@@ -176,7 +176,7 @@ def tree_scaling(
     tree: VllmTree, backend: str, options: PlatformOptions, steps: int, seed: int = 0
 ) -> BackendScaling:
     """The scaling detector on one backend of ``tree`` (module docstring)."""
-    traces = []
+    traces: list[dict[str, Any]] = []
     for factor in (1, 2):
         work = job(
             "trace", tree, options, backend=backend, steps=steps, seed=seed, blocks_factor=factor

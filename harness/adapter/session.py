@@ -98,10 +98,10 @@ def open_tree(tree: VllmTree, options: PlatformOptions) -> Generator[TreeSession
     LEDGER.is_strict = False
     # torch.empty's contents become a known value (NaN, or the dtype's max), so that two runs of
     # the same tree build the same metadata (builders hand out slices of empty buffers).
-    deterministic = (
+    deterministic: tuple[bool, bool, bool] = (
         torch.are_deterministic_algorithms_enabled(),
         torch.is_deterministic_algorithms_warn_only_enabled(),
-        torch.utils.deterministic.fill_uninitialized_memory,  # type: ignore[attr-defined]
+        bool(torch.utils.deterministic.fill_uninitialized_memory),  # type: ignore[attr-defined]
     )
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]

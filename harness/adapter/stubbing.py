@@ -71,7 +71,7 @@ class _StubMeta(abc.ABCMeta):
         return cls  # Generic-style subscripts in annotations and base classes
 
     @property
-    def register(cls) -> Any:  # ABCMeta's own method would hide the stub's attribute
+    def register(cls) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]  # ABCMeta's would hide the stub's attribute
         return _StubMeta.__getattr__(cls, "register")
 
     def __call__(cls, *args: object, **kwargs: object) -> Any:
@@ -123,7 +123,11 @@ def make_stub_class(qualname: str) -> type[Any]:
     """A fresh stub class called ``qualname`` (recorded in :data:`LEDGER`)."""
     LEDGER.handed_out.add(qualname)
     name = qualname.rsplit(".", 1)[-1]
-    namespace = {"_stub_attributes": {}, "_is_stub": True, "__module__": "adapter-stub"}
+    namespace: dict[str, Any] = {
+        "_stub_attributes": {},
+        "_is_stub": True,
+        "__module__": "adapter-stub",
+    }
     stub = _StubMeta(name, (_Stub,), namespace)
     stub.__qualname__ = qualname
     return stub

@@ -80,7 +80,7 @@ def _config_modules(tree: VllmTree) -> dict[str, types.ModuleType]:
         "set_current_vllm_config": _set_current_vllm_config,
     }
     config = StubModule("vllm.config", common)
-    modules = {"vllm.config": config}
+    modules: dict[str, types.ModuleType] = {"vllm.config": config}
     for path in tree.config_files():
         name = f"vllm.config.{path.stem}"
         if path.name == "__init__.py" or is_real(name):
@@ -173,7 +173,11 @@ def _recording_wrapper(kind: str, recorder: PlanRecorder) -> type[Any]:
         def __getattr__(self, name: str) -> Any:
             if name.startswith("__"):
                 raise AttributeError(name)
-            return lambda *args, **kwargs: recorder.calls.append((kind, name, args, kwargs))
+
+            def call(*args: Any, **kwargs: Any) -> None:
+                recorder.calls.append((kind, name, args, kwargs))
+
+            return call
 
     Wrapper.__name__ = Wrapper.__qualname__ = kind
     return Wrapper
@@ -267,6 +271,15 @@ def provided_modules(
     return modules
 
 
+def _no_custom_op(*args: object, **kwargs: object) -> None:
+    del args, kwargs
+
+
+def _python_function(op_name: str, op_func: Any, target_lib: object = None) -> Any:
+    del op_name, target_lib
+    return op_func
+
+
 def patches(options: PlatformOptions) -> dict[str, dict[str, object]]:
     """Functions replaced right after their real module ran: each would touch the network,
     the file system or a CUDA toolkit to answer a platform question ``options`` answers."""
@@ -274,8 +287,8 @@ def patches(options: PlatformOptions) -> dict[str, dict[str, object]]:
     return {
         # Registering torch custom ops (kernels) is left out: calls go to the Python function.
         "vllm.utils.torch_utils": {
-            "direct_register_custom_op": lambda *args, **kwargs: None,
-            "eager_bypass_custom_op": lambda op_name, op_func, target_lib=None: op_func,
+            "direct_register_custom_op": _no_custom_op,
+            "eager_bypass_custom_op": _python_function,
         },
         "vllm.utils.flashinfer": {
             "has_flashinfer": lambda: True,

@@ -27,13 +27,16 @@ SKIPPED_DIRS: tuple[str, ...] = (
 _skipped_code: dict[CodeType, bool] = {}
 
 
+_skipped_paths: list[str] = list(SKIPPED_DIRS)
+""":data:`SKIPPED_DIRS` and the files added by :func:`skip_frames_in`."""
+
+
 def skip_frames_in(path: str) -> None:
-    """Never attribute an allocation to a frame of ``path`` (a file, or a directory ending in
-    ``os.sep``): for code that only forwards ops, such as a ``TorchFunctionMode``."""
-    global SKIPPED_DIRS
-    path = os.path.abspath(path) + (os.sep if path.endswith(os.sep) else "")
-    if path not in SKIPPED_DIRS:
-        SKIPPED_DIRS = (*SKIPPED_DIRS, path)
+    """Never attribute an allocation to a frame of the file ``path``: for code that only
+    forwards ops, such as a ``TorchFunctionMode``."""
+    path = os.path.abspath(path)
+    if path not in _skipped_paths:
+        _skipped_paths.append(path)
         _skipped_code.clear()
 
 
@@ -108,7 +111,9 @@ def caller_source(depth: int = 1) -> SourceLine | None:
         code = frame.f_code
         skip = skipped.get(code)
         if skip is None:
-            skip = skipped[code] = os.path.abspath(code.co_filename).startswith(SKIPPED_DIRS)
+            skip = skipped[code] = os.path.abspath(code.co_filename).startswith(
+                tuple(_skipped_paths)
+            )
         if not skip:
             return SourceLine(code.co_filename, frame.f_lineno)
         frame = frame.f_back
