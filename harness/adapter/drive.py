@@ -153,7 +153,15 @@ def _kw_call(
     parameters = inspect.signature(function).parameters
     kwargs: dict[str, Any] = {}
     if extra and any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
-        kwargs.update(extra)
+        # Only what some __init__ up the class's MRO names (vLLM 0.9's MLA impls take no
+        # ``indexer``; 0.34's do).
+        named = {
+            name
+            for cls in getattr(function, "__mro__", ())
+            if "__init__" in vars(cls)
+            for name in inspect.signature(vars(cls)["__init__"]).parameters
+        }
+        kwargs.update({k: v for k, v in extra.items() if k in named})
     for name, p in parameters.items():
         if name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
@@ -267,7 +275,9 @@ class BackendDriver:
                 if isinstance(exc, HarnessError)
                 else raised_at(self.session.tree, exc).describe()
             )
-            self.notes.append(f"{self.impl_cls.__qualname__}.__init__ not run ({cause})")
+            note = f"{self.impl_cls.__qualname__}.__init__ not run ({cause})"
+            if note not in self.notes:
+                self.notes.append(note)
             impl = object.__new__(self.impl_cls)
             impl.__dict__.update(values)
             impl.__dict__.update(sinks=None, kv_sharing_target_layer_name=None)
