@@ -1,22 +1,15 @@
 """Drive one backend of a loaded tree over a serving sequence, as that era's model runner does.
 
-Set-up, in the model runner's order: the model's attention layers (each with the backend's own
-impl, constructed with the arguments vLLM's ``Attention`` layer passes), the KV cache spec (the
-tree's ``FullAttentionSpec``/``MLAAttentionSpec``), the KV cache tensors of ``num_gpu_blocks``
-blocks (``get_kv_cache_shape``), then the builder:
-
-* :attr:`Era.RUNNER` (vLLM 0.9's ``GPUModelRunner.initialize_kv_cache``):
-  ``builder_cls(runner, kv_cache_spec, block_table)``, the runner being a view of the adapter's
-  buffers (:class:`~harness.adapter.config.ConfigSection`: reading an attribute it lacks names it);
-* :attr:`Era.SPEC` (vLLM 0.34's ``init_attn_backend``): ``builder_cls(kv_cache_spec, layer_names,
-  vllm_config, device)`` (``block_table_width=`` when the class asks), then its workspace buffer.
-
-Each step: the persistent batch takes the scheduler output, the era's reorder runs
-(:mod:`harness.adapter.reorder`), the host inputs are computed, device buffers filled as the
-runner fills them, ``CommonAttentionMetadata`` built from the tree's own class, and ``build``
-called with that era's arguments (vLLM 0.9: with the cascade prefix its runner computes; 0.34:
-``common_prefix_len=0``). An exception ends the run, as it would end vLLM's engine.
-Not run: the attention impl's ``forward`` and every kernel (stubbed), CUDA graphs (eager).
+Set-up in the runner's order: attention layers with the backend's own impl, the tree's KV cache
+spec, KV caches of ``num_gpu_blocks`` blocks, then the builder: ``builder_cls(runner,
+kv_cache_spec, block_table)`` in :attr:`Era.RUNNER` (vLLM 0.9's ``initialize_kv_cache``; the
+runner is a view of the adapter's buffers) or ``builder_cls(kv_cache_spec, layer_names,
+vllm_config, device)`` in :attr:`Era.SPEC` (vLLM 0.34's ``init_attn_backend``, workspace
+included). Each step: the persistent batch takes the scheduler output, the era's reorder runs,
+device buffers are filled as the runner fills them, the tree's ``CommonAttentionMetadata`` is
+made and ``build`` called with the era's arguments (0.9: the runner's cascade prefix; 0.34:
+``common_prefix_len=0``). An exception ends the run, as it ends vLLM's engine. Not run: the
+impl's ``forward``, kernels (stubbed), CUDA graphs (eager).
 """
 
 from __future__ import annotations

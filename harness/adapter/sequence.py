@@ -14,11 +14,14 @@ from __future__ import annotations
 import copy
 import random
 from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import cast
 
 import torch
 
 from harness.errors import HarnessError
 from harness.reference.config import SchedulerConfig
+from harness.reference.engine import Engine
 from harness.reference.kv_cache_interface import (
     FullAttentionSpec,
     KVCacheConfig,
@@ -26,7 +29,8 @@ from harness.reference.kv_cache_interface import (
     KVCacheTensor,
 )
 from harness.reference.outputs import ModelRunnerOutput, SchedulerOutput
-from harness.reference.scheduler import Request, Scheduler
+from harness.reference.runner import ModelRunner
+from harness.reference.scheduler import Request
 from harness.simulation.workload import gsm8k
 
 
@@ -87,51 +91,66 @@ def _requests(spec: SequenceSpec) -> list[Request]:
     return requests
 
 
-def _scheduler(spec: SequenceSpec) -> Scheduler:
-    kv_spec = FullAttentionSpec(spec.block_size, 1, 1, torch.float16, False)
-    kv_cache_config = KVCacheConfig(
-        num_blocks=spec.num_blocks,
-        tensors={"layer": KVCacheTensor(kv_spec.page_size_bytes * spec.num_blocks)},
-        kv_cache_groups=[KVCacheGroupSpec(["layer"], kv_spec)],
-    )
-    limits = SchedulerConfig(
-        max_num_seqs=spec.max_num_seqs,
-        max_num_batched_tokens=spec.max_num_batched_tokens,
-        max_model_len=spec.max_request_len,
-    )
-    return Scheduler(limits, kv_cache_config)
+class _SamplingRunner:
+    """The engine's runner for generating a sequence: no model, one token sampled for each
+    request whose prompt is complete after the step (what a model runner returns)."""
+
+    def __init__(self, spec: SequenceSpec) -> None:
+        kv_spec = FullAttentionSpec(spec.block_size, 1, 1, torch.float16, False)
+        self.kv_cache_config = KVCacheConfig(
+            num_blocks=spec.num_blocks,
+            tensors={"layer": KVCacheTensor(kv_spec.page_size_bytes * spec.num_blocks)},
+            kv_cache_groups=[KVCacheGroupSpec(["layer"], kv_spec)],
+        )
+        limits = SchedulerConfig(
+            max_num_seqs=spec.max_num_seqs,
+            max_num_batched_tokens=spec.max_num_batched_tokens,
+            max_model_len=spec.max_request_len,
+        )
+        self.vllm_config = SimpleNamespace(scheduler_config=limits)
+        self.num_tokens: dict[str, int] = {}
+        """Request -> prompt and sampled tokens the runner knows."""
+
+    def execute_model(self, output: SchedulerOutput, trace: bool = False) -> ModelRunnerOutput:
+        del trace
+        for req_id in output.finished_req_ids:
+            self.num_tokens.pop(req_id, None)
+        computed: dict[str, int] = {}
+        for new in output.scheduled_new_reqs:
+            self.num_tokens[new.req_id] = len(new.prompt_token_ids)
+            computed[new.req_id] = new.num_computed_tokens
+        for cached in output.scheduled_cached_reqs:
+            computed[cached.req_id] = cached.num_computed_tokens
+        req_ids = list(output.num_scheduled_tokens)
+        sampled: list[list[int]] = []
+        for req_id in req_ids:
+            done = computed[req_id] + output.num_scheduled_tokens[req_id]
+            if done >= self.num_tokens[req_id]:
+                sampled.append([(self.num_tokens[req_id] * 31) % 1000 + 1])
+                self.num_tokens[req_id] += 1
+            else:
+                sampled.append([])
+        return ModelRunnerOutput(
+            req_ids=req_ids,
+            req_id_to_index={r: i for i, r in enumerate(req_ids)},
+            sampled_token_ids=sampled,
+        )
 
 
 def generate_sequence(spec: SequenceSpec) -> ServingSequence:
-    """The scheduler outputs of ``spec.num_steps`` steps (module docstring)."""
+    """The scheduler outputs of ``spec.num_steps`` steps (module docstring), stepped by the
+    reference's one engine loop (:class:`~harness.reference.engine.Engine`)."""
     rng = random.Random(spec.seed)
     pending = _requests(spec)
-    scheduler = _scheduler(spec)
-    for _ in range(4):
-        scheduler.add_request(pending.pop(0))
+    engine = Engine(cast("ModelRunner", _SamplingRunner(spec)))
+    engine.add_requests(pending.pop(0) for _ in range(4))
     steps: list[SchedulerOutput] = []
     num_finished = 0
-    while len(steps) < spec.num_steps and (pending or scheduler.has_unfinished_requests()):
+    while len(steps) < spec.num_steps and (pending or engine.has_unfinished_requests()):
         if pending and rng.random() < spec.arrival_rate:
-            scheduler.add_request(pending.pop(0))
-        output = scheduler.schedule()
-        if output.total_num_scheduled_tokens == 0:
-            continue
-        steps.append(copy.deepcopy(output))
-        num_finished += len(scheduler.update_from_output(output, _sampled(scheduler, output)))
-    return ServingSequence(spec, tuple(steps), scheduler.num_preemptions, num_finished)
-
-
-def _sampled(scheduler: Scheduler, output: SchedulerOutput) -> ModelRunnerOutput:
-    """One token for each request whose prompt is complete after this step (as a runner does)."""
-    req_ids = list(output.num_scheduled_tokens)
-    sampled: list[list[int]] = []
-    for req_id in req_ids:
-        request = scheduler.requests[req_id]
-        done = request.num_computed_tokens >= request.num_tokens
-        sampled.append([(request.num_tokens * 31) % 1000 + 1] if done else [])
-    return ModelRunnerOutput(
-        req_ids=req_ids,
-        req_id_to_index={r: i for i, r in enumerate(req_ids)},
-        sampled_token_ids=sampled,
-    )
+            engine.add_requests([pending.pop(0)])
+        step = engine.step()
+        num_finished += len(step.scheduler_output.finished_req_ids)
+        if step.scheduler_output.total_num_scheduled_tokens:
+            steps.append(copy.deepcopy(step.scheduler_output))
+    return ServingSequence(spec, tuple(steps), engine.scheduler.num_preemptions, num_finished)

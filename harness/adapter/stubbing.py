@@ -70,8 +70,9 @@ class _StubMeta(abc.ABCMeta):
     def __getitem__(cls, item: object) -> Any:
         return cls  # Generic-style subscripts in annotations and base classes
 
+    # ABCMeta's own register would hide the stub attribute of that name (CustomOp.register).
     @property
-    def register(cls) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]  # ABCMeta's would hide the stub's attribute
+    def register(cls) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]  # harness: ignore[HO109]
         return _StubMeta.__getattr__(cls, "register")
 
     def __call__(cls, *args: object, **kwargs: object) -> Any:
