@@ -148,12 +148,9 @@ def _kw_call(
     if extra and any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
         # Only what some __init__ up the class's MRO names (vLLM 0.9's MLA impls take no
         # ``indexer``; 0.34's do).
-        named = {
-            name
-            for cls in getattr(function, "__mro__", ())
-            if "__init__" in vars(cls)
-            for name in inspect.signature(vars(cls)["__init__"]).parameters
-        }
+        classes: tuple[type[Any], ...] = getattr(function, "__mro__", ())
+        inits: list[Any] = [vars(c)["__init__"] for c in classes if "__init__" in vars(c)]
+        named = {name for init in inits for name in inspect.signature(init).parameters}
         kwargs.update({k: v for k, v in extra.items() if k in named})
     for name, p in parameters.items():
         if name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
