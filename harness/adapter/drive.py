@@ -207,6 +207,19 @@ class BackendDriver:
             raise BackendUnavailable(
                 entry.name, "get_builder_cls()/get_impl_cls()", raised_at(session.tree, exc)
             ) from exc
+        returned: tuple[tuple[str, object], ...] = (
+            ("builder", self.builder_cls),
+            ("impl", self.impl_cls),
+        )
+        for role, cls in returned:
+            if not isinstance(cls, type) or cls.__dict__.get("_is_stub", False):
+                stub = cls.__qualname__ if isinstance(cls, type) else type(cls).__qualname__
+                raise BackendUnavailable(
+                    entry.name,
+                    f"get_{role}_cls()",
+                    f"it is the stub {stub}: {entry.module} is outside the attention path the "
+                    "engine adapter loads from the tree (harness.adapter.loader.REAL_PREFIXES)",
+                )
         self.era = builder_era(self.builder_cls)
         use_mla = _is_mla(entry, self.backend_cls)
         shape = options.shape

@@ -20,7 +20,7 @@ from harness.adapter.backends import BackendEntry, discover_backends, select_bac
 from harness.adapter.drive import BackendDriver, BackendRun, DriveOptions
 from harness.adapter.platform import PlatformOptions
 from harness.adapter.sequence import SequenceSpec, generate_sequence
-from harness.adapter.session import BackendUnavailable, TreeSession, open_tree
+from harness.adapter.session import BackendUnavailable, TreeSession, open_tree, raised_at
 from harness.adapter.tree import VllmTree, locate_tree
 from harness.errors import HarnessError
 
@@ -87,6 +87,9 @@ def list_job(
                 row.update(status="stops", stage=exc.stage, cause=_cause(exc.cause))
             except HarnessError as exc:
                 row.update(status="stops", stage="setting it up", cause=str(exc))
+            except Exception as exc:  # a tree the adapter does not model: say so, go on
+                cause = raised_at(tree, exc).describe()
+                row.update(status="stops", stage="setting it up", cause=cause)
             else:
                 row.update(run_summary(run))
                 row["status"] = "runs" if run.error is None else "stops"
