@@ -179,6 +179,19 @@ def fill_dataclass(cls: type[Any], values: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
+def _real_class(entry: BackendEntry, role: str, value: object) -> type[Any]:
+    """``value`` (what ``get_<role>_cls()`` returned) when it is a class of the tree."""
+    if isinstance(value, type) and not value.__dict__.get("_is_stub", False):
+        return value
+    stub = value.__qualname__ if isinstance(value, type) else type(value).__qualname__
+    raise BackendUnavailable(
+        entry.name,
+        f"get_{role}_cls()",
+        f"it is the stub {stub}: {entry.module} is outside the attention path the engine "
+        "adapter loads from the tree (harness.adapter.loader.REAL_PREFIXES)",
+    )
+
+
 @dataclass
 class DriveOptions:
     """The run's sizes: the KV cache block count vLLM sized and the model's shape."""
@@ -201,25 +214,14 @@ class BackendDriver:
         self.options = options
         self.backend_cls = session.backend_class(entry)
         try:
-            self.builder_cls: type[Any] = self.backend_cls.get_builder_cls()
-            self.impl_cls: type[Any] = self.backend_cls.get_impl_cls()
+            builder: object = self.backend_cls.get_builder_cls()
+            impl: object = self.backend_cls.get_impl_cls()
         except Exception as exc:
             raise BackendUnavailable(
                 entry.name, "get_builder_cls()/get_impl_cls()", raised_at(session.tree, exc)
             ) from exc
-        returned: tuple[tuple[str, object], ...] = (
-            ("builder", self.builder_cls),
-            ("impl", self.impl_cls),
-        )
-        for role, cls in returned:
-            if not isinstance(cls, type) or cls.__dict__.get("_is_stub", False):
-                stub = cls.__qualname__ if isinstance(cls, type) else type(cls).__qualname__
-                raise BackendUnavailable(
-                    entry.name,
-                    f"get_{role}_cls()",
-                    f"it is the stub {stub}: {entry.module} is outside the attention path the "
-                    "engine adapter loads from the tree (harness.adapter.loader.REAL_PREFIXES)",
-                )
+        self.builder_cls = _real_class(entry, "builder", builder)
+        self.impl_cls = _real_class(entry, "impl", impl)
         self.era = builder_era(self.builder_cls)
         use_mla = _is_mla(entry, self.backend_cls)
         shape = options.shape
