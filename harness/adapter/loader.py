@@ -24,7 +24,7 @@ import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from harness.adapter.stubbing import LEDGER, StubModule
+from harness.adapter.stubbing import StubModule
 from harness.cpython_compat import getframe
 
 REAL_PREFIXES = (
@@ -188,9 +188,3 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if not self._installed:
             raise RuntimeError("TreeLoader.load before install")
         return importlib.import_module(name)
-
-    def stubs_handed_out(self) -> list[str]:
-        """Every automatic stub created so far, third-party packages included."""
-        return sorted(
-            LEDGER.handed_out | {f"{m} (not installed)" for m in self.stubbed_third_party}
-        )

@@ -4,8 +4,7 @@ A stub module hands out a stub class for any attribute. While a tree is being im
 be subclassed, decorated with, called and indexed (import-time code does that to things it never
 uses afterwards); once the tree is driven (:meth:`StubLedger.strict`), *using* a stub (calling it,
 reading its attributes, testing its truth) raises :class:`StubUsed`, which names the stubbed
-module and attribute. Every stub that was handed out is recorded, so a report can say what was
-not run.
+module and attribute (and is recorded in :attr:`StubLedger.used`).
 """
 
 from __future__ import annotations
@@ -28,10 +27,8 @@ class StubUsed(RuntimeError):
 
 @dataclass
 class StubLedger:
-    """Which stubs were handed out, and whether using one is still allowed (import time)."""
+    """Whether using a stub is still allowed (import time), and which ones were refused."""
 
-    handed_out: set[str] = field(default_factory=set[str])
-    """Qualified names (``module.attr``) of every stub class created."""
     used: set[str] = field(default_factory=set[str])
     """Stubs that vLLM code tried to use while strict (each raised :class:`StubUsed`)."""
     is_strict: bool = False
@@ -121,8 +118,7 @@ class _Stub(metaclass=_StubMeta):
 
 
 def make_stub_class(qualname: str) -> type[Any]:
-    """A fresh stub class called ``qualname`` (recorded in :data:`LEDGER`)."""
-    LEDGER.handed_out.add(qualname)
+    """A fresh stub class called ``qualname``."""
     name = qualname.rsplit(".", 1)[-1]
     namespace: dict[str, Any] = {
         "_stub_attributes": {},
