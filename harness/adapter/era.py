@@ -69,5 +69,6 @@ def builder_era(builder_cls: type[Any]) -> Era:
         f"{builder_cls.__module__}.{builder_cls.__qualname__} has __init__({', '.join(init)}) "
         f"and build({', '.join(build)}), which match neither supported era "
         f"(vLLM 0.9: __init__({', '.join(_SIGNATURES[Era.RUNNER][0])}); vLLM 0.10-0.34: "
-        f"__init__({', '.join(_SIGNATURES[Era.SPEC][0])})); the engine adapter cannot drive it"
+        f"__init__({', '.join(_SIGNATURES[Era.SPEC][0])})); the engine adapter cannot drive it: "
+        "use a tree of a supported era, or teach harness/adapter/era.py and drive.py the new one"
     )

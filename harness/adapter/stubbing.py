@@ -21,7 +21,10 @@ class StubUsed(RuntimeError):
     """vLLM code used something the adapter stubs out while it was being driven."""
 
     def __init__(self, qualname: str, how: str) -> None:
-        super().__init__(f"vLLM code {how} {qualname}, which the engine adapter stubs out")
+        super().__init__(
+            f"vLLM code {how} {qualname}, which the engine adapter stubs out (a kernel or "
+            "device-only code; to run this path, give it a CPU stand-in in harness/adapter/stubs.py)"
+        )
         self.qualname = qualname
 
 
