@@ -44,3 +44,15 @@ def test_each_backend_is_a_scaling_row_beside_the_overrides_row(
     assert "vllm/x.py:3: aten.zeros.default grows 4 bytes/block" in rows[2].detail
     assert "not covered" in rows[3].detail and "boom" in rows[3].detail
     assert said[0].startswith("overrides ")
+
+
+@pytest.mark.integration
+def test_hunt_with_a_tree_puts_its_rows_in_the_same_report(era034: VllmTree) -> None:
+    from harness.hunt.job import hunt
+
+    report = hunt(entries=[], devices=(), quick=True, vllm_src=era034.root)
+    names = [(r.section, r.name, r.verdict) for r in report.rows]
+    assert ("overrides", str(era034.root / "vllm"), "pass") in names
+    assert ("scaling", "vLLM 0.34.0+fixture FLASH_ATTN", "pass") in names
+    assert ("scaling", "vLLM 0.34.0+fixture FLASHMLA", "n/a") in names
+    assert report.ok
