@@ -150,3 +150,18 @@ def test_platform_capability_is_parsed_and_checked() -> None:
         parse_capability("sm90")
     with pytest.raises(ValueError, match="is not 2, 3 or 4"):
         PlatformOptions(flash_attn_version=5)
+
+
+def test_a_builder_of_neither_era_stops_with_both_signatures_named(tmp_path: Path) -> None:
+    tree = copy_tree(ERA034, tmp_path)
+    toy = tree.root / "vllm/v1/attention/backends/toy.py"
+    toy.write_text(
+        toy.read_text().replace(
+            "    def __init__(self, kv_cache_spec, layer_names, vllm_config: VllmConfig, device):",
+            "    def __init__(self, spec, names, vllm_config: VllmConfig, device):",
+        )
+    )
+    [row] = list_job(tree, PlatformOptions(), ["FLASH_ATTN"], 2, 0)
+    assert row["status"] == "stops"
+    assert "__init__(spec, names, vllm_config, device)" in row["cause"]
+    assert "match neither supported era" in row["cause"]
