@@ -6,7 +6,7 @@ PYTHON ?= python3
 PYTHON_ENV ?= venv
 VENV := .venv
 CONSTRAINTS ?= constraints.txt
-EXTRAS ?= engine,eval,dev
+EXTRAS ?= engine,eval,dev,triton
 WITH ?=
 PYTEST_WORKERS ?= auto
 REPORTS := reports
@@ -29,7 +29,7 @@ HARNESS := $(PY) -m harness.cli
 GPU_GATE_ARGS := '--require-gpu=$(REQUIRE_GPU)'
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-integration test-gpu test-compat overrides lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
+.PHONY: help install run test test-integration test-adapter test-gpu test-compat overrides lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -47,7 +47,7 @@ $(VENV)/.installed-%: pyproject.toml $(CONSTRAINTS)
 	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' $(WITH)
 	@touch $@
 
-install: $(STAMP) ## Install the project with EXTRAS (engine,eval,dev) pinned by CONSTRAINTS (constraints.txt) into .venv; PYTHON_ENV=system: nothing
+install: $(STAMP) ## Install the project with EXTRAS (engine,eval,dev,triton) pinned by CONSTRAINTS (constraints.txt) into .venv; PYTHON_ENV=system: nothing
 
 run: $(STAMP) ## Run the main job on built-in defaults (harness hunt; reports in reports/)
 	$(HARNESS) hunt
@@ -56,7 +56,10 @@ test: $(STAMP) ## The fast, hermetic tier: CPU suites in parallel, no network, n
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not gpu and not integration" suites
 
 test-integration: $(STAMP) ## The slow tier: resolution, pre-commit, lm-eval CLI runs, full-scale runs
-	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "integration and not gpu" suites
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "integration and not gpu and not vllm_trees" suites
+
+test-adapter: $(STAMP) ## The engine adapter on vLLM 0.9.0's and 0.34.0's own builders (pip-fetches both wheels once into ~/.cache/harness)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "vllm_trees" suites/adapter
 
 test-gpu: $(STAMP) ## GPU tests: reports/junit-gpu.xml, reports/memory-gpu.json; "0 GPU tests ran" without CUDA; REQUIRE_GPU=1 (true, yes, on) fails then
 	@mkdir -p $(REPORTS)

@@ -30,6 +30,7 @@ def _registrars() -> list[_Register]:
     Registration imports no torch (areas import it when a command runs).
     """
     from harness import demo
+    from harness.adapter import cli as adapter_cli
     from harness.bisect import cli as bisect_cli
     from harness.eval import cli as eval_cli
     from harness.eval import lm_eval_cli
@@ -49,6 +50,7 @@ def _registrars() -> list[_Register]:
         bisect_cli.register,
         hunt_cli.register,
         fidelity_cli.register,
+        adapter_cli.register,
     ]
 
 

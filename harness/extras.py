@@ -17,6 +17,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "engine": ("torch", "numpy", "rich", "matplotlib"),
     "eval": ("lm_eval",),
     "gpu": ("flashinfer", "pynvml"),
+    "triton": ("triton",),
 }
 """Extra name (``pyproject.toml``'s ``optional-dependencies``) -> top-level modules it installs."""
 

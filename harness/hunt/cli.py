@@ -47,6 +47,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="accept a PATH with no Python file left to check (default: a usage error)",
     )
     parser.add_argument(
+        "--vllm-src",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also hunt in this vLLM tree (a checkout or a wheel's .py files): the override "
+        "checker on it and the scaling detector on its own attention builders",
+    )
+    parser.add_argument(
         "--out",
         default="reports",
         metavar="DIR",
@@ -106,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
     out = out_dir(args.out)
     if args.path is not None and not args.path.exists():
         raise HarnessError(f"{args.path}: no such file or directory")
+    if args.vllm_src is not None:
+        from harness.adapter.tree import locate_tree
+
+        locate_tree(args.vllm_src)  # a bad tree is a usage error before any work
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -141,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
             quick=args.quick,
             allow_empty=args.allow_empty,
             progress=show,
+            vllm_src=args.vllm_src,
         )
     console.print(summary_table(report))
     written = write_reports(report, out)

@@ -109,6 +109,7 @@ def hunt(
     quick: bool = False,
     allow_empty: bool = False,
     progress: Progress | None = None,
+    vllm_src: Path | None = None,
 ) -> HuntReport:
     """Run every section (see the module docstring) and return the report.
 
@@ -117,6 +118,8 @@ def hunt(
     its first step (where ``flashinfer-oom`` dies). ``path`` is checked with its own
     ``[tool.harness.overrides]`` configuration, as ``harness overrides PATH`` does; with no
     Python file in it to check, the overrides row is an error unless ``allow_empty``.
+    ``vllm_src`` (a vLLM tree) adds its rows: the override checker on it and the scaling
+    detector on its own builders (:mod:`harness.adapter.hunt_rows`).
     """
     import harness.reference
     from harness.memory.devices import get_device_profile
@@ -159,6 +162,20 @@ def hunt(
             add(_gsm8k(report, device, "flashinfer-oom", gsm8k_steps))
             say(f"budget on {device}", len(report.rows), plan)
             add(_budget(report, device))
+        if vllm_src is not None:
+            from harness.adapter.hunt_rows import tree_rows
+            from harness.adapter.tree import locate_tree
+
+            tree = locate_tree(vllm_src)
+            package = tree.root / "vllm"
+            report.rows.extend(
+                tree_rows(
+                    tree,
+                    quick=quick,
+                    overrides_row=lambda: _overrides(package, configured=True, allow_empty=False),
+                    say=lambda what: say(what, len(report.rows), plan),
+                )
+            )
     say("done", plan, plan)
     report.seconds = time.perf_counter() - started
     return report

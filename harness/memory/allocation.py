@@ -27,6 +27,19 @@ SKIPPED_DIRS: tuple[str, ...] = (
 _skipped_code: dict[CodeType, bool] = {}
 
 
+_skipped_paths: list[str] = list(SKIPPED_DIRS)
+""":data:`SKIPPED_DIRS` and the files added by :func:`skip_frames_in`."""
+
+
+def skip_frames_in(path: str) -> None:
+    """Never attribute an allocation to a frame of the file ``path``: for code that only
+    forwards ops, such as a ``TorchFunctionMode``."""
+    path = os.path.abspath(path)
+    if path not in _skipped_paths:
+        _skipped_paths.append(path)
+        _skipped_code.clear()
+
+
 @dataclass(frozen=True, slots=True)
 class SourceLine:
     """A Python source position: ``path:line`` plus the text of that line (read lazily)."""
@@ -98,7 +111,9 @@ def caller_source(depth: int = 1) -> SourceLine | None:
         code = frame.f_code
         skip = skipped.get(code)
         if skip is None:
-            skip = skipped[code] = os.path.abspath(code.co_filename).startswith(SKIPPED_DIRS)
+            skip = skipped[code] = os.path.abspath(code.co_filename).startswith(
+                tuple(_skipped_paths)
+            )
         if not skip:
             return SourceLine(code.co_filename, frame.f_lineno)
         frame = frame.f_back

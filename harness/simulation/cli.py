@@ -103,6 +103,9 @@ def register(
     )
     scaling.add_argument("--max-steps", type=int, default=None, help="compare the first N steps")
     scaling.add_argument("--json", action="store_true", help="print one JSON object")
+    from harness.adapter.cli import add_scaling_arguments
+
+    add_scaling_arguments(scaling)  # --vllm-src: the engine adapter (harness.adapter)
     scaling.set_defaults(func=_scaling)
 
     devices = sub.add_parser("devices", help="list the simulated device profiles")
@@ -184,6 +187,12 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _scaling(args: argparse.Namespace) -> int:
+    if args.vllm_src is not None:
+        from harness.adapter.cli import scaling_command
+
+        return scaling_command(args)
+    if args.backend or args.list_backends:
+        raise HarnessError("--backend and --list-backends need --vllm-src PATH")
     workload, name, backend = _run_inputs(args)
     import torch
 

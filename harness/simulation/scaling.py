@@ -170,11 +170,14 @@ def _recorded(
     into[region] = [e.allocation for e in recording.events if e.allocation is not None]
 
 
-def _scaling_pairs(a: _Run, b: _Run) -> Iterator[tuple[str, Allocation, Allocation | None]]:
-    """Pairs whose sizes differ (or that exist in one run only), region by region."""
-    for region in sorted(set(a.allocations) | set(b.allocations)):
-        left = a.allocations.get(region, [])
-        right = b.allocations.get(region, [])
+def scaling_pairs(
+    a: dict[str, list[Allocation]], b: dict[str, list[Allocation]]
+) -> Iterator[tuple[str, Allocation, Allocation | None]]:
+    """Pairs of two runs' allocations (region -> allocations in order) whose sizes differ, or
+    that exist in one run only, region by region."""
+    for region in sorted(set(a) | set(b)):
+        left = a.get(region, [])
+        right = b.get(region, [])
         if [x.site for x in left] == [y.site for y in right]:
             for x, y in zip(left, right, strict=True):
                 if x.nbytes != y.nbytes:
@@ -236,7 +239,7 @@ def detect_scaling(
         num_steps=len(run_a.schedule),
     )
     sites: dict[tuple[str, str, str | None], ScalingAllocation] = {}
-    for region, x, y in _scaling_pairs(run_a, run_b):
+    for region, x, y in scaling_pairs(run_a.allocations, run_b.allocations):
         y_bytes = 0 if y is None else y.nbytes
         per_block = (y_bytes - x.nbytes) / (b_blocks - a_blocks)
         is_kv_cache = (

@@ -1,0 +1,227 @@
+"""What a child process runs on one tree (:mod:`harness.adapter.child`); each result is JSON.
+
+* ``list``: every backend of the tree (or those named) set up and driven over a short
+  sequence: whether it runs, else the import or call that stops it.
+* ``trace``: one backend under the memory tracker (every thread) at one ``num_gpu_blocks``:
+  every allocation, by region (``layers``, ``initialize_kv_cache``, ``construct``, ``step N``).
+* ``record``: one backend's run with each step's metadata snapshot (for ``harness diff``).
+
+The functions run in this process too (the fast tests call them on fixture trees).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Generator
+from dataclasses import asdict
+from typing import Any
+
+from harness.adapter.backends import BackendEntry, discover_backends, select_backends
+from harness.adapter.drive import BackendDriver, BackendRun, DriveOptions
+from harness.adapter.platform import PlatformOptions
+from harness.adapter.sequence import SequenceSpec, generate_sequence
+from harness.adapter.session import BackendUnavailable, TreeSession, open_tree, raised_at
+from harness.adapter.tree import VllmTree, locate_tree
+from harness.errors import HarnessError
+
+LIST_STEPS = 48
+"""Steps each backend is driven for ``--list-backends`` (prefills, decodes, finished requests)."""
+
+
+def _nothing(name: str) -> contextlib.AbstractContextManager[object]:
+    del name
+    return contextlib.nullcontext()
+
+
+def _driven(
+    session: TreeSession,
+    entry: BackendEntry,
+    steps: int,
+    seed: int,
+    *,
+    blocks_factor: int = 1,
+    record: bool = True,
+    region: Any = _nothing,
+) -> tuple[BackendRun, int]:
+    """Set up and run ``entry``; returns the run and the ``num_gpu_blocks`` it had."""
+    probe = BackendDriver(session, entry, DriveOptions())
+    sequence = generate_sequence(
+        SequenceSpec(seed=seed, num_steps=steps, block_size=probe.block_size)
+    )
+    num_gpu_blocks = sequence.spec.num_blocks * blocks_factor
+    driver = BackendDriver(
+        session, entry, DriveOptions(num_gpu_blocks=num_gpu_blocks, record_metadata=record)
+    )
+    driver.setup(sequence, region)
+    return driver.run(sequence, region), num_gpu_blocks
+
+
+def run_summary(run: BackendRun) -> dict[str, Any]:
+    """The run without its per-step metadata."""
+    return {
+        "backend": run.backend,
+        "era": run.era.name,
+        "builder": run.builder,
+        "block_size": run.block_size,
+        "reorder": run.reorder,
+        "steps_run": len(run.steps),
+        "error": None if run.error is None else asdict(run.error),
+        "error_step": len(run.steps) - 1 if run.error is not None else None,
+        "stubs_used": run.stubs_used,
+        "notes": run.notes,
+    }
+
+
+def list_job(
+    tree: VllmTree, options: PlatformOptions, names: list[str] | None, steps: int, seed: int
+) -> list[dict[str, Any]]:
+    entries = discover_backends(tree)
+    chosen = entries if names is None else select_backends(entries, names)
+    out: list[dict[str, Any]] = []
+    with open_tree(tree, options) as session:
+        for entry in chosen:
+            row: dict[str, Any] = {"backend": entry.name, "class_path": entry.class_path}
+            try:
+                run, _ = _driven(session, entry, steps, seed, record=False)
+            except BackendUnavailable as exc:
+                row.update(status="stops", stage=exc.stage, cause=_cause(exc.cause))
+            except HarnessError as exc:
+                row.update(status="stops", stage="setting it up", cause=str(exc))
+            except Exception as exc:  # a tree the adapter does not model: say so, go on
+                cause = raised_at(tree, exc).describe()
+                row.update(status="stops", stage="setting it up", cause=cause)
+            else:
+                row.update(run_summary(run))
+                row["status"] = "runs" if run.error is None else "stops"
+                if run.error is not None:
+                    row.update(stage=f"build at step {len(run.steps) - 1}", cause=_cause(run.error))
+            out.append(row)
+    return out
+
+
+def _cause(cause: Any) -> str:
+    return cause if isinstance(cause, str) else cause.describe()
+
+
+def trace_job(
+    tree: VllmTree,
+    options: PlatformOptions,
+    name: str,
+    steps: int,
+    seed: int,
+    blocks_factor: int,
+) -> dict[str, Any]:
+    from harness.memory.allocation import Allocation
+    from harness.memory.ledger import Ledger
+    from harness.reference.engine import memory_tracker, tracking
+
+    entry = select_backends(discover_backends(tree), [name])[0]
+    ledger = Ledger()
+    regions: dict[str, list[Allocation]] = {}
+
+    @contextlib.contextmanager
+    def region(label: str) -> Generator[None]:
+        with ledger.region(label), ledger.recording() as recording:
+            yield
+        regions[label] = [e.allocation for e in recording.events if e.allocation is not None]
+
+    with open_tree(tree, options) as session:
+        try:
+            with tracking(memory_tracker(ledger, "cpu")):
+                run, num_gpu_blocks = _driven(
+                    session,
+                    entry,
+                    steps,
+                    seed,
+                    blocks_factor=blocks_factor,
+                    record=False,
+                    region=region,
+                )
+        except BackendUnavailable as exc:
+            raise HarnessError(str(exc)) from exc
+    return {
+        "run": run_summary(run),
+        "num_gpu_blocks": num_gpu_blocks,
+        "regions": {
+            label: [_allocation(a, tree) for a in allocations]
+            for label, allocations in regions.items()
+        },
+    }
+
+
+def _allocation(allocation: Any, tree: VllmTree) -> dict[str, Any]:
+    source = allocation.source
+    return {
+        "op": allocation.op,
+        "nbytes": allocation.nbytes,
+        "shape": list(allocation.shape),
+        "source": None if source is None else f"{tree.relative(source.path)}:{source.line}",
+        "line_text": "" if source is None else source.text,
+    }
+
+
+def record_job(
+    tree: VllmTree, options: PlatformOptions, name: str, steps: int, seed: int
+) -> dict[str, Any]:
+    entry = select_backends(discover_backends(tree), [name])[0]
+    with open_tree(tree, options) as session:
+        try:
+            run, _ = _driven(session, entry, steps, seed)
+        except BackendUnavailable as exc:
+            return {"unavailable": str(exc)}
+    return {
+        "run": run_summary(run),
+        "steps": [
+            {
+                "index": s.index,
+                "req_ids": s.req_ids,
+                "swaps": [list(p) for p in s.swaps],
+                "metadata": s.metadata,
+                "error": None if s.error is None else asdict(s.error),
+            }
+            for s in run.steps
+        ],
+    }
+
+
+def platform_options(values: dict[str, Any]) -> PlatformOptions:
+    return PlatformOptions(
+        device_capability=(
+            int(values["device_capability"][0]),
+            int(values["device_capability"][1]),
+        ),
+        flash_attn_version=values["flash_attn_version"],
+        num_sms=values["num_sms"],
+        flashinfer_trtllm=values["flashinfer_trtllm"],
+    )
+
+
+def run_job(job: dict[str, Any]) -> Any:
+    """Dispatch one job (see the module docstring)."""
+    tree = locate_tree(job["tree"])
+    options = platform_options(job["platform"])
+    kind = job["kind"]
+    if kind == "list":
+        return list_job(tree, options, job.get("backends"), job["steps"], job["seed"])
+    if kind == "trace":
+        return trace_job(
+            tree, options, job["backend"], job["steps"], job["seed"], job["blocks_factor"]
+        )
+    if kind == "record":
+        return record_job(tree, options, job["backend"], job["steps"], job["seed"])
+    raise HarnessError(f"unknown adapter job {kind!r}")
+
+
+def job(kind: str, tree: VllmTree, options: PlatformOptions, **fields: Any) -> dict[str, Any]:
+    """A job for :func:`run_job` (JSON-ready)."""
+    return {
+        "kind": kind,
+        "tree": str(tree.root),
+        "platform": {
+            "device_capability": list(options.device_capability),
+            "flash_attn_version": options.flash_attn_version,
+            "num_sms": options.num_sms,
+            "flashinfer_trtllm": options.flashinfer_trtllm,
+        },
+        **fields,
+    }
