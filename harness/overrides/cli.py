@@ -184,7 +184,7 @@ def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
         baseline=None if args.write_baseline else (args.baseline or config.baseline),
         excluder=excluder,
         ignore=_codes([*config.ignore, *args.ignore]),
-        python=args.python or config.python,
+        python=config.python if args.python is None else args.python,
     )
     return options, args.fail_on or config.fail_on or "error"
 

@@ -354,3 +354,22 @@ class _Blobs:
 
     def add(self, key: str, blob: bytes) -> None:
         self.blobs[key] = blob
+
+
+@pytest.mark.parametrize("how", ["flag", "flag-blank", "config"])
+def test_an_empty_environment_is_a_usage_error_not_the_standard_library(
+    tree: Path, how: str
+) -> None:
+    """What an unset CI variable gives (``--python "$VENV"``, ``python = ""``) must not drop
+    the installed bases silently: the proven crash through ``trap.engine`` would be lost."""
+    _site(tree)
+    args = ["--python", "" if how == "flag" else "  "] if how.startswith("flag") else []
+    if how == "config":
+        (tree / "pyproject.toml").write_text('[tool.harness.overrides]\npython = ""\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.overrides", "--no-cache", *args, "app"],
+        cwd=tree, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout
+    (line,) = done.stderr.strip().splitlines()
+    assert "empty" in line and "Traceback" not in done.stderr
