@@ -401,6 +401,39 @@ def _summarize_all(
             yield i, _summarize_one(data)
 
 
+_PARENT_POLL = 0.2
+"""Seconds between a worker's checks that the process that started it is still there."""
+
+
+def _exit_with_parent(run: int) -> None:
+    """A pool worker's initializer: end this worker once the run (pid ``run``) or the process
+    that started the worker is gone. SIGKILL or SIGTERM to a run, as ``timeout`` and CI
+    cancellation send, ends it without shutting the pool down, and a worker waiting on the
+    pool's queue would wait forever."""
+    import threading
+    import time
+
+    parent = os.getppid()  # the run (fork, spawn) or a fork server that ends with it
+
+    def gone() -> bool:
+        if os.getppid() != parent:
+            return True
+        try:
+            os.kill(run, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            pass
+        return False
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(_PARENT_POLL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="harness-parent-watch", daemon=True).start()
+
+
 def _in_pool(
     blobs: list[bytes], workers: int, meanwhile: Callable[[], object] | None, done: set[int]
 ) -> Iterator[tuple[int, bytes]]:
@@ -415,7 +448,9 @@ def _in_pool(
     order = sorted(range(len(blobs)), key=lambda i: -len(blobs[i]))  # big files first: short tail
     pool = None
     try:
-        pool = ProcessPoolExecutor(max_workers=workers)
+        pool = ProcessPoolExecutor(
+            max_workers=workers, initializer=_exit_with_parent, initargs=(os.getpid(),)
+        )
         chunk = max(1, len(blobs) // (workers * 8))
         results = pool.map(_summarize_one, [blobs[i] for i in order], chunksize=chunk)
     except (OSError, RuntimeError):

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -380,3 +384,54 @@ def test_the_user_cache_follows_xdg_and_ignores_a_relative_value(
     assert user_cache_directory() == str(tmp_path / "home" / ".cache" / "harness")
     monkeypatch.setenv("HOME", "not-absolute")
     assert user_cache_directory("installed") is None
+
+
+def _children(pid: int) -> set[int]:
+    """Processes whose parent is ``pid`` (read from /proc)."""
+    found: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+@pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGTERM], ids=["KILL", "TERM"])
+def test_a_killed_cold_run_leaves_no_pool_worker_behind(tmp_path: Path, signal_number: int) -> None:
+    """Issue 27, bug 8: ``timeout`` or a cancelled CI job kills the run, not its workers."""
+    body = "".join(
+        f"    def m{j}(self, a, b=1):\n        return self.m{j}(a, b=b)\n" for j in range(150)
+    )
+    for i in range(50):
+        (tmp_path / f"m{i}.py").write_text(f"class C{i}:\n{body}")
+    command = [sys.executable, "-m", "harness.overrides", "--no-cache", "--jobs", "2", "."]
+    run = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL)
+    workers: set[int] = set()
+    for _ in range(2000):  # until the pool has started (each pass reads /proc once)
+        workers = _children(run.pid)
+        if workers or run.poll() is not None:
+            break
+    assert workers, "the run ended before its pool started: give it more to parse"
+    os.kill(run.pid, signal_number)
+    run.wait()
+    for _ in range(200):  # a worker checks for its parent every 0.2 s
+        if not any(_alive(w) for w in workers):
+            break
+        time.sleep(0.05)
+    left = [w for w in workers if _alive(w)]
+    for w in left:
+        os.kill(w, signal.SIGKILL)
+    assert not left, f"pool workers {left} outlived the killed run"
