@@ -462,6 +462,20 @@ def test_non_utf8_and_odd_file_names_in_every_format(project: Path, overrides: A
         assert b"bad\xff.py" in out and "café.py".encode() in out
 
 
+def test_a_path_cannot_forge_a_line_of_the_text_format(project: Path, overrides: Any) -> None:
+    """Issue 27, bug 9: a directory named with a newline and ``::error ...`` printed raw
+    makes GitHub read an annotation the checker never wrote (github and sarif escape it)."""
+    forged = "pkg\n::error file=forged.py,line=1::forged\x1b[2K"
+    _write(project, {f"{forged}/repro.py": REPRO.format(ignore="")})
+    for fmt in ("text", "github"):
+        out = overrides("--format", fmt, ".").out
+        lines = out.splitlines()
+        assert not any(line.startswith("::error file=forged") for line in lines), out
+    text = overrides("--format", "text", ".").out
+    assert "\x1b" not in text
+    assert text.startswith("pkg\\n::error file=forged.py,line=1::forged\\x1b[2K/repro.py:")
+
+
 # Nothing to check, and no working directory
 
 
