@@ -329,6 +329,30 @@ def test_pre_commit_hook_takes_args(
         assert run.out.startswith("::")
 
 
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_a_blocked_hook_shows_what_blocks_and_counts_the_rest(
+    project: Path, overrides: Any, fmt: str
+) -> None:
+    """Issue 28, item 4: one error, one screen; ``--show warnings`` lists the rest after it."""
+    _write(project, {"repro.py": REPRO.format(ignore=""), "swapped.py": WARNING_ONLY})
+    files = ["--changed", "repro.py", "swapped.py"]
+    run = overrides("--format", fmt, *files)
+    assert run.exit_code == 1
+    lines = run.out.splitlines()
+    assert "HO101" in lines[0] and "Swapped" not in run.out
+    assert lines[-1] == (
+        "harness overrides: 1 more finding(s) below --fail-on error not shown "
+        "(--show warnings lists them)"
+    )
+    listed = overrides("--format", fmt, "--show", "warnings", *files)
+    assert listed.exit_code == 1 and "more finding(s)" not in listed.out
+    assert listed.out.index("HO101") < listed.out.index("Swapped")
+    # A passing hook, a whole-tree run and the machine formats list everything, as before.
+    assert "Swapped" in overrides("--format", fmt, "--changed", "swapped.py").out
+    assert "Swapped" in overrides("--format", fmt, ".").out
+    assert len(json.loads(overrides("--format", "json", *files).out)) == 2
+
+
 def test_pre_commit_hook_takes_a_baseline_arg(
     project: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -175,3 +175,18 @@ def test_a_moved_file_level_finding_is_not_new(
     assert cli.main(["overrides", "--fail-on", "warning", "--since", "ref2", "pkg"]) == 0
     out, err = capsys.readouterr()
     assert "still_broken.py" not in out and "0 finding(s) added" in err
+
+
+def test_a_blocked_since_run_shows_the_error_and_counts_the_warnings(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28, item 4: the added error first, the added warning as a one-line count."""
+    (repo / "pkg" / "repro.py").write_text(
+        "class A:\n    def f(self, a, b):\n        return a\n\n"
+        "    def g(self):\n        return self.f(1, b=2)\n\n\n"
+        "class B(A):\n    def f(self, a, bb):\n        return a\n"
+    )
+    assert cli.main(["overrides", "--since", "ref", "pkg"]) == 1
+    out = capsys.readouterr().out
+    assert "repro.py" in out and "TritonMetadataBuilder" not in out
+    assert out.splitlines()[-1].startswith("harness overrides: 1 more finding(s) below")
