@@ -126,6 +126,8 @@ class EvidenceIndex:
         self._markers = Markers(project, tree)
         self._raisers = Raisers(project, tree)
         self._replacing = Replacing(project, tree)
+        self._picked: dict[int, list[ClassInfo]] = {}
+        """Class id -> the classes of its MRO with a base bound to different classes."""
 
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach reference cycle, so that
@@ -134,6 +136,7 @@ class EvidenceIndex:
         self._by_method.clear()
         self._forwarded.clear()
         self._files.clear()
+        self._picked.clear()
         self.reach.release()
 
     def calls(self, name: str) -> list[CallEntry]:
@@ -289,7 +292,10 @@ class EvidenceIndex:
         of ``x``'s MRO to the class the checker read: ``owner`` is reached through a base
         whose name is bound to different classes above its ``class`` statement."""
         project = self.project
-        for cls in project.mro(x):
+        picked = self._picked.get(id(x))
+        if picked is None:  # once per class: a chain of n classes is not walked n times
+            picked = self._picked[id(x)] = [c for c in project.mro(x) if c.alternatives]
+        for cls in picked:
             for base, written, lines in cls.alternatives:
                 if project.in_mro(owner, base):
                     shown = ", ".join(str(n) for n in lines[:6]) + (
