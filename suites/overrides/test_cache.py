@@ -135,7 +135,7 @@ def test_a_pool_that_breaks_leaves_no_file_unsummarised(
     expected, _ = load(sources, Cache(None), jobs=1)
 
     class Broken:
-        def __init__(self, max_workers: int) -> None:
+        def __init__(self, max_workers: int, **options: object) -> None:
             pass
 
         def shutdown(self, cancel_futures: bool = False) -> None:
@@ -165,6 +165,7 @@ def _cache_files(cache: Path) -> list[Path]:
     return sorted(p for p in (cache / "overrides").iterdir() if p.suffix == ".bin")
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 def test_byte_flips_never_lose_the_finding(tmp_path: Path) -> None:
     root = project(tmp_path / "p", STALE)
     cache = tmp_path / "cache"
@@ -307,6 +308,7 @@ def test_xdg_cache_home_and_cache_dir_are_honoured(
 # Cached == uncached
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 def test_random_edits_with_restored_mtimes(tmp_path: Path) -> None:
     """Whatever is edited, however the times look, a cached run equals ``--no-cache``."""
     rng = random.Random(7)
@@ -340,8 +342,8 @@ def test_parser_processes_are_capped_at_the_cpu_count(monkeypatch: pytest.Monkey
     asked: list[int] = []
 
     class Pool(concurrent.futures.ThreadPoolExecutor):
-        def __init__(self, max_workers: int) -> None:
-            asked.append(max_workers)
+        def __init__(self, max_workers: int, **options: object) -> None:
+            asked.append(max_workers)  # not its initializer: it would watch this process
             super().__init__(max_workers)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)

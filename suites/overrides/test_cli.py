@@ -469,6 +469,7 @@ def test_full_disk_is_one_line_and_exit_2(project: Path) -> None:
     assert "No space left on device" in line
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 def test_non_utf8_and_odd_file_names_in_every_format(project: Path, overrides: Any) -> None:
     names = ["with space.py", "100%.py", "issue#12.py", "café.py"]
     _write(project, {name: REPRO.format(ignore="") for name in names})

@@ -245,6 +245,7 @@ def _cli(tree: Path, *args: str, path: str | None = None) -> tuple[str, str]:
     return done.stdout, done.stderr
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 def test_a_light_and_a_full_install_give_the_same_findings(tree: Path) -> None:
     site = str(_site(tree))
     light, said = _cli(tree)

@@ -197,6 +197,7 @@ def _site_packages_dir(package: str) -> Path:
     return Path(spec.origin).parent
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 @pytest.mark.parametrize("package", ["_pytest", "rich", "hypothesis"])
 def test_never_crashes_on_installed_packages(package: str, overrides: Any) -> None:
     run = overrides("--format", "json", _site_packages_dir(package))
@@ -204,6 +205,7 @@ def test_never_crashes_on_installed_packages(package: str, overrides: Any) -> No
     assert isinstance(run.json(), list)
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 def test_own_source_is_clean(overrides: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO_ROOT)
     run = overrides("--fail-on", "warning", "harness")
@@ -278,7 +280,8 @@ def test_pathological_input_grows_linearly(
         (folder / "drift.py").write_text(make(scale), encoding="utf-8")
     _proven(small, operations)  # lazy imports and compiled patterns: the first run's alone
     ratio = _proven(large, operations) / _proven(small, operations)
-    assert ratio < 2.6, f"twice the input took {ratio:.2f}x the operations (quadratic: ~4x)"
+    # Linear inputs measure 1.0-2.0x; the quadratic walk fixed in evidence measured 2.64x here.
+    assert ratio < 2.3, f"twice the input took {ratio:.2f}x the operations (quadratic: ~4x)"
 
 
 @pytest.mark.integration
