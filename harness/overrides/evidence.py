@@ -27,6 +27,7 @@ from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions, necessary
 from harness.overrides.configs import Configs, needed
+from harness.overrides.constants import fixed_false
 from harness.overrides.decide import UNSET, Decider, constant_tests
 from harness.overrides.markers import Markers, mark_tests
 from harness.overrides.nones import NoneLocals, not_none
@@ -341,6 +342,7 @@ class EvidenceIndex:
     ) -> Iterator[str | None]:
         """Why ``test`` (of a call at ``line``) cannot be ``value`` for an ``x``, by each
         decider in turn, computed only as far as the first that decides it."""
+        yield fixed_false(module, test, value)
         for attr in _self_attributes(test, value):
             yield self._decider.empty_for(x, attr)
         for attr, holds in constant_tests(test, value):
