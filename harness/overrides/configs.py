@@ -4,7 +4,7 @@
 class ``X`` when the function passes that same ``config`` (no rebinding between) to a method
 ``X`` runs whose parameter is annotated with a class ``C`` (or annotates its own parameter so),
 and no class of ``C``'s hierarchy (its MRO, every subclass of it in the tree, and theirs) can
-supply ``x``: each is read, fully resolved, with no ``x`` in its body (field, attribute,
+supply ``x`` (an annotation names ``C`` or any subclass of it): each is read, fully resolved, with no ``x`` in its body (field, attribute,
 method, property), no ``self.x =`` in a method, no ``__getattr__``/``__getattribute__``/
 ``__slots__``/``__dict__``/``setattr``, no metaclass, no decorator but ``dataclass``; and no
 file of the tree writes ``.x`` or ``setattr(..., "x", ...)``. Anything else is undecided.
@@ -167,6 +167,7 @@ class Configs:
         """The parsed file at a path (``None`` when unreadable)."""
         self._written: dict[str, bool] = {}
         self._lacks: dict[tuple[int, str], bool] = {}
+        self._may_have: dict[tuple[int, str], bool] = {}
 
     def absent(
         self, x: ClassInfo, module: ModuleInfo, line: int, name: str, attr: str
@@ -189,8 +190,8 @@ class Configs:
         ``module``) has ``attr`` when that function runs for an ``x``: no class is named for
         it, or the named one lacks it. ``None`` when ``name`` is the method's ``self``/``cls``
         (a test of state, as ``self.n > 0`` is, not of type), when the function stores
-        ``name.attr`` before ``line``, or when a read class of a named class's MRO may supply
-        ``attr``."""
+        ``name.attr`` before ``line``, or when a class the object may be may supply ``attr``:
+        an annotation names the class or any subclass of it in the tree."""
         func, me = self._scope_at(module, line)
         if name == me or (func is not None and _stores_before(func, name, attr, line)):
             return None
@@ -304,9 +305,16 @@ class Configs:
         return None if name is None else self.project.resolve_class(module, name)
 
     def _provides(self, cls: ClassInfo, attr: str) -> bool:
-        """Whether the code shows that an instance of ``cls`` itself may have ``attr``: a class
-        of its MRO that was read may supply it (an unread base is no such evidence)."""
-        return any(not self._plain(c, attr) for c in self.project.mro(cls))
+        """Whether the code shows that an object it annotates with ``cls`` may have ``attr``:
+        a read class of the MRO of ``cls`` or of a subclass of it in the tree may supply it
+        (an unread base is no such evidence)."""
+        key = (id(cls), attr)
+        known = self._may_have.get(key)
+        if known is None:
+            project = self.project
+            family = {id(c): c for m in (cls, *project.descendants(cls)) for c in project.mro(m)}
+            known = self._may_have[key] = any(not self._plain(c, attr) for c in family.values())
+        return known
 
     def _no_attr(self, cls: ClassInfo, attr: str) -> bool:
         """Whether no class of ``cls``'s hierarchy can supply ``attr``."""
