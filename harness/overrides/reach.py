@@ -9,8 +9,9 @@ reached**: the class overrides it without ``super()`` on the way, and every call
 paths that do not hold the class. A method also runs when it is a dunder, when it is taken as a
 bound method (``self.f``, ``getattr(self, ...)``) where that runs and the value may be called
 (:mod:`harness.overrides.bound`), or when nothing in its hierarchy calls it (a public entry
-point; a private one called only on untyped objects is :data:`UNTYPED`). A public method of a
-class with an unread base, called by the tree only where the class never runs, is
+point; a private one called only on untyped objects is :data:`UNTYPED`), or when it is public
+and the tree calls it on an object of unknown type (that object may be an instance). A public
+method of a class with an unread base, called by the tree only where the class never runs, is
 :data:`UNTYPED`, unless it is that base's hook (``forward`` under ``nn.Module``).
 """
 
@@ -300,10 +301,11 @@ class Reach:
         A method that the tree never calls on an object of ``owner``'s hierarchy is an entry
         point (its callers are the project's users); one that the tree does call there is
         taken to be reached only through those calls: :data:`YES` when one of them is on
-        ``self``/``cls`` along a path that runs, or on an object known to be an ``x``;
-        :data:`UNTYPED` when only calls on objects of unknown type (or typed as a base of
-        ``x``) may hold one. A private method called only on objects of unknown type is
-        :data:`UNTYPED` too; a public one is an entry point all the same."""
+        ``self``/``cls`` along a path that runs, or on an object known to be an ``x`` or
+        annotated with a class of ``x``'s MRO (an annotation names its class or any subclass);
+        for a private method, :data:`UNTYPED` when only calls on objects of unknown type may
+        hold one. A public method called on an object of unknown type is reachable: that
+        object may be an ``x``."""
         project = self.project
         named, wildcard = self._escapes(method, x)
         if _is_dunder(method) or YES in (named, wildcard):
@@ -312,18 +314,19 @@ class Reach:
         internal = 0 if named is None else 1  # it escapes only where an x may not run
         best = UNTYPED if wildcard == UNTYPED else NO
         untyped = named == UNTYPED
+        unknown = False  # a call on an object of unknown type names the method
         for other, module in self.foreign.get(method, ()):
             if other.receiver_class is None:
                 if self._rejects(other.rejected, module, x):
                     internal += 1
                 else:
-                    untyped = True
+                    unknown = True
                 continue
             target = project.resolve_class(module, other.receiver_class)
             if target is x:
                 return YES
             if target is None:
-                untyped = True
+                unknown = True
             else:
                 internal += self._related(target, owner)
         for call, site, module in self.calls(method):
@@ -341,11 +344,18 @@ class Reach:
                 )
                 if target is x:
                     return YES
-                exact = call.receiver is Receiver.CONSTRUCTED
-                if target is None or (not exact and project.in_mro(target, x)):
-                    untyped = True
-                if target is not None:
+                annotated = call.receiver is Receiver.ANNOTATED
+                if annotated and target is not None and project.in_mro(target, x):
+                    return YES  # an annotation names its class or any subclass of it
+                if target is None:
+                    unknown = True
+                else:
                     internal += self._related(target, owner)
+        if unknown and not method.startswith("_"):
+            # A call on an object of unknown type may hold an x: the public method it names is
+            # reachable by it, whatever calls of the same name other classes receive.
+            return YES
+        untyped = untyped or unknown
         if internal == 0:
             # No call in the class's own hierarchy: a public method is an entry point for the
             # project's users; a private one is reached only by the calls the tree makes.
