@@ -186,9 +186,9 @@ class InstalledModules:
 
     def _source_of_project(self, name: str) -> tuple[str, bool] | None:
         """A module of the project's own packages that the scanned paths left out
-        (``sglang.srt.base`` when only ``pipelines/`` was scanned), read beside the tree
-        when the environment has no such module (a stdlib ``unittest`` is never shadowed by
-        ``twisted/trial/unittest.py``). Never from an installation directory: ``sympy``
+        (``pkg.sub.base`` when only ``pipelines/`` was scanned), read beside the tree when
+        the environment has no such module (a stdlib ``unittest`` is never shadowed by a
+        project's ``pkg/trial/unittest.py``). Never from an installation directory: a package
         beside a scanned ``site-packages/torch`` is installed, not the project's."""
         return self._beside_tree(name, project_only=True)
 

@@ -1,8 +1,7 @@
 """Marks decorators put on methods, and the tests that read them.
 
-keras 3.15.1's ``Layer._maybe_build`` calls ``self.build(first_shape)`` only after ``if not
-utils.is_default(self.build): ...; return``: only for a ``build`` carrying the mark
-``@utils.default`` sets (``method._is_default = True``).
+``if not utils.is_default(self.build): return`` then ``self.build(shape)`` calls ``build``
+only when it carries the mark ``@utils.default`` sets (``method._is_default = True``).
 
 A **tester** is ``getattr(self.m, "flag", <falsy>)``, ``hasattr(self.m, "flag")``, or
 ``f(self.m)`` of a module-level function of the tree that returns one of those on its

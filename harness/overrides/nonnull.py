@@ -1,9 +1,7 @@
 """Locals that cannot be ``None`` at a test, for one subclass: every value reaching it is not.
 
-torchrl 0.14.1's ``WeightUpdaterBase.push_weights`` does ``if isinstance(worker_ids, int):
-worker_ids = [worker_ids]`` / ``elif worker_ids is None: worker_ids = self.all_worker_ids()``,
-then ``if worker_ids is None: ...``: never, for a subclass whose ``all_worker_ids`` returns a
-``list(...)``.
+``if ids is None: ids = self.all_ids()`` then ``if ids is None: ...``: never true for a
+subclass whose ``all_ids`` returns a ``list(...)``.
 
 The statements before the test in its method (each enclosing block's earlier ones, in order)
 are read with one fact, whether the local may be ``None``: a parameter may; an assignment

@@ -1,9 +1,9 @@
 """Calls that never run for one subclass because a ``self`` method called before them always
 raises for it.
 
-statsmodels' ``MLEModel.fit_constrained`` calls ``self.fit(...)`` inside ``with
-self.fix_params(constraints):``, a ``@contextmanager`` generator that first calls
-``self._validate_can_fix_params(...)``, which ``RecursiveLS`` overrides to ``raise``.
+``with self.fixed(p): self.fit(...)`` never reaches ``fit`` for a subclass whose
+``_validate(...)``, called first by the ``@contextmanager`` generator ``fixed``, always
+raises.
 
 A call is unreached for a class ``X`` when a statement that runs before it on every path (an
 earlier statement of each enclosing block) is ``self.m(...)`` (alone, assigned, returned or

@@ -1,10 +1,8 @@
 """Decorators of the tree whose body shows they put something else in place of the method.
 
-prefect 3.9.1's ``@db_injector`` is ``def db_injector(func): return DBInjector(func)``: the
-name binds a descriptor that passes a database handle as the first argument, so
-``self._build_flow_run_graph_v2_query()`` is right for ``def
-_build_flow_run_graph_v2_query(self, db)``. A call that the ``def`` rejects proves nothing
-then.
+``def inject(func): return Injector(func)`` binds the name to a descriptor that may pass an
+argument of its own (``self.query()`` is right for ``@inject def query(self, db)``): a call
+that the ``def`` rejects proves nothing then.
 
 A decorator counts when, written without a call (``@name``), it resolves to a module-level
 ``def`` of the tree that :mod:`harness.overrides.decorators` does not already read (a wrapper

@@ -1,6 +1,6 @@
 """The call signatures of the callables a decorated method returns (a property's value).
 
-``@cached_property def convert_value(self): return self._noop`` (Django's expressions) makes
+``@cached_property def convert_value(self): return self._noop`` makes
 ``self.convert_value(value, expression, connection)`` call what the property returns; a
 subclass may define the same name as a plain method taking those arguments. Read from the
 function's own ``return`` statements: a ``lambda``, ``self.<method of the class>`` or a
