@@ -1,5 +1,5 @@
 """Statement blocks: the bodies a compound statement holds, what a scope holds, a class's
-functions, and a class's statement in its parsed file.
+functions, and whether a body always exits.
 
 The walks are iterative, so deeply nested input cannot overflow the stack.
 """
@@ -7,13 +7,7 @@ The walks are iterative, so deeply nested input cannot overflow the stack.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from harness.overrides.resolve import Project
-    from harness.overrides.tree import ClassInfo
-
+from collections.abc import Iterator
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 """The nodes that open a scope of their own."""
@@ -73,44 +67,6 @@ def class_functions(node: ast.ClassDef) -> Iterator[ast.FunctionDef | ast.AsyncF
                 stack.extend(reversed(block))
 
 
-def class_node(cls: ClassInfo, tree_of: Callable[[str], ast.Module | None]) -> ast.ClassDef | None:
-    """The ``class`` statement of ``cls`` in its parsed file; ``None`` when not found."""
-    tree = tree_of(cls.module.file.path)
-    if tree is None:
-        return None
-    line = cls.summary.line
-    name = cls.qualname.rpartition(".")[2]
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.ClassDef)
-            and node.name == name
-            and (node.lineno == line or any(d.lineno == line for d in node.decorator_list))
-        ):
-            return node
-    return None
-
-
-def class_defs(
-    cls: ClassInfo, tree_of: Callable[[str], ast.Module | None]
-) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """The ``def`` statements of ``cls``'s body by name, in source order (the last is the one
-    the class binds); empty when the class statement is not found."""
-    out: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    node = class_node(cls, tree_of)
-    for func in class_functions(node) if node is not None else ():
-        out.setdefault(func.name, []).append(func)
-    return out
-
-
-def single_def(
-    cls: ClassInfo, name: str, tree_of: Callable[[str], ast.Module | None]
-) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The one ``def`` of ``name`` in ``cls``'s body; ``None`` when there is none or several
-    (a property's setter, conditional definitions)."""
-    found = class_defs(cls, tree_of).get(name, [])
-    return found[0] if len(found) == 1 else None
-
-
 def always_exits(body: list[ast.stmt]) -> bool:
     """Whether ``body`` ends in ``return`` or ``raise`` on every path through its end (an
     ``if`` whose branches all do)."""
@@ -118,13 +74,3 @@ def always_exits(body: list[ast.stmt]) -> bool:
     if isinstance(last, ast.If):
         return always_exits(last.body) and always_exits(last.orelse)
     return isinstance(last, (ast.Return, ast.Raise))
-
-
-def read_def(
-    project: Project, x: ClassInfo, name: str, tree_of: Callable[[str], ast.Module | None]
-) -> tuple[ClassInfo, ast.FunctionDef | ast.AsyncFunctionDef] | None:
-    """The class whose method ``name`` an ``x`` runs (no unread base before it in the MRO)
-    and that method's one ``def``; ``None`` when either is not known."""
-    definer = project.read_definer(x, name)
-    func = None if definer is None else single_def(definer, name, tree_of)
-    return None if definer is None or func is None else (definer, func)

@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.overrides.blocks import class_defs
 from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.classdefs import class_defs
 from harness.overrides.decide import texts_naming
 from harness.overrides.reach import NO, UNTYPED, YES
 from harness.overrides.resolve import ClassInfo

@@ -15,7 +15,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.blocks import class_node, inner_blocks
+from harness.overrides.blocks import inner_blocks
+from harness.overrides.classdefs import class_node
 from harness.overrides.conditions import necessary
 from harness.overrides.decide import texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project

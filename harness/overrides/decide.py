@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.overrides.blocks import class_node
+from harness.overrides.classdefs import class_node
 from harness.overrides.conditions import necessary
 from harness.overrides.reach import NO, Reach
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project

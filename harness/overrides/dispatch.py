@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from harness.overrides.blocks import class_functions
+from harness.overrides.callsites import CallSite
 from harness.overrides.facts import (
     ANY_NAME,
     DESCRIPTOR_METHOD,
@@ -35,7 +36,7 @@ from harness.overrides.facts import (
     Wrapper,
 )
 from harness.overrides.guards import call_guards
-from harness.overrides.signature import MethodKind
+from harness.overrides.signature import MethodKind, Signature
 from harness.overrides.textscan import (
     Locator,
     blank_comments,
@@ -45,8 +46,19 @@ from harness.overrides.textscan import (
 )
 from harness.overrides.wrappers import descriptor_kind, unknown_decorators, wrapper_of
 
-if TYPE_CHECKING:
-    from harness.overrides.summary import ClassSummary
+
+class ClassStatement(Protocol):
+    """What the dispatch facts read of a class's summary (:class:`.summary.ClassSummary`)."""
+
+    @property
+    def qualname(self) -> str: ...
+
+    @property
+    def methods(self) -> Sequence[Signature]: ...
+
+    @property
+    def calls(self) -> Sequence[CallSite]: ...
+
 
 __all__ = [
     "ANY_NAME",
@@ -73,7 +85,7 @@ _GUARD_WORDS = ("isinstance(", "signature(", "type(", "__class__.")
 def extract(
     text: str,
     tree: ast.Module,
-    classes: Sequence[tuple[ast.ClassDef, ClassSummary]],
+    classes: Sequence[tuple[ast.ClassDef, ClassStatement]],
     aliases: dict[str, str],
 ) -> DispatchSummary:
     """The dispatch facts of one parsed file, given its class statements and summaries."""

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
-from harness.overrides.blocks import class_defs
+from harness.overrides.bound import Bound
 from harness.overrides.callsites import CallSite, Receiver
+from harness.overrides.classdefs import class_defs
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions, necessary
 from harness.overrides.configs import Configs, needed
@@ -119,7 +120,7 @@ class EvidenceIndex:
         self._forwarded: dict[str, list[Forwarded]] = {}
         self._files = _Files()
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
-        self.reach = Reach(project, self.calls, tree)
+        self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree))
         self._decider = Decider(project, self.reach, tree)
         self._configs = Configs(project, tree)
         self._nones = NoneLocals(project, tree)

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from harness.overrides.blocks import blocks
 from harness.overrides.facts import GUARD_IDENTITY, GUARD_ISINSTANCE, GUARD_PARAM, Atom, Guard
 from harness.overrides.signature import dotted_name
-
-if TYPE_CHECKING:
-    from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
@@ -236,25 +232,3 @@ def rejected_classes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str,
             kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
             out.extend(n for n in (dotted_name(k) for k in kinds) if n is not None)
     return tuple(dict.fromkeys(out))
-
-
-def atom_holds(project: Project, x: ClassInfo, module: ModuleInfo, atom: Atom) -> bool | None:
-    """Whether an ``isinstance``/identity ``atom`` (written in ``module``) holds for an ``x``;
-    ``None`` when the code does not decide it (a class not found, or a base of ``x`` not read
-    that may be one of them)."""
-    if atom.kind == GUARD_ISINSTANCE:
-        targets = [project.resolve_class(module, n) for n in atom.names]
-        if any(t is None for t in targets):
-            return None
-        holds = any(t is not None and project.in_mro(t, x) for t in targets)
-        if not holds and not project.fully_resolved(x):
-            return None  # an unresolved base might be one of them
-        return holds != atom.negated
-    if atom.kind == GUARD_IDENTITY:
-        method, name = atom.names
-        target = project.resolve_class(module, name)
-        if target is None or not project.fully_resolved(x):
-            return None
-        same = project.definer(x, method) is project.definer(target, method)
-        return same != atom.negated
-    return None

@@ -19,7 +19,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from harness.overrides.blocks import read_def
+from harness.overrides.classdefs import read_def
 from harness.overrides.conditions import necessary
 from harness.overrides.decide import texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project

@@ -15,10 +15,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.blocks import holds, single_def
+from harness.overrides.blocks import holds
+from harness.overrides.classdefs import single_def
 from harness.overrides.conditions import necessary
 from harness.overrides.configs import enclosing
-from harness.overrides.guards import atom_holds, test_atoms
+from harness.overrides.guards import test_atoms
+from harness.overrides.reach import atom_holds
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef

@@ -18,7 +18,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.blocks import SCOPES, always_exits, inner_blocks, read_def
+from harness.overrides.blocks import SCOPES, always_exits, inner_blocks
+from harness.overrides.classdefs import read_def
 from harness.overrides.conditions import necessary
 from harness.overrides.configs import enclosing
 from harness.overrides.nones import none_comparison

@@ -18,7 +18,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.blocks import SCOPES, holds, inner_blocks, read_def
+from harness.overrides.blocks import SCOPES, holds, inner_blocks
+from harness.overrides.classdefs import read_def
 from harness.overrides.configs import enclosing
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import dotted_name

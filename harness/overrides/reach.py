@@ -17,19 +17,19 @@ method of a class with an unread base, called by the tree only where the class n
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.dispatch import (
     ANY_NAME,
     GUARD_IDENTITY,
     GUARD_ISINSTANCE,
+    Atom,
     ForeignCall,
     Guard,
 )
-from harness.overrides.guards import atom_holds
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 
 _MAX_DEPTH = 60
@@ -48,6 +48,46 @@ CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
 """``calls(name)``: every call of a method of that name, with its class and module."""
 
 
+class Follower(Protocol):
+    """What reachability asks of the code that follows bound methods
+    (:class:`harness.overrides.bound.Bound`)."""
+
+    def taken(
+        self,
+        x: ClassInfo,
+        cls: ClassInfo,
+        where: str,
+        method: str,
+        lookup: bool,
+        trail: frozenset[str],
+    ) -> int:
+        """The level at which the bound method ``cls.where`` takes may be called for an
+        ``x``."""
+        ...
+
+    def release(self) -> None:
+        """Drop what was gathered."""
+        ...
+
+
+class _Unfollowed:
+    """Follows nothing: every bound method taken may be called."""
+
+    def taken(
+        self,
+        x: ClassInfo,
+        cls: ClassInfo,
+        where: str,
+        method: str,
+        lookup: bool,
+        trail: frozenset[str],
+    ) -> int:
+        return YES
+
+    def release(self) -> None:
+        pass
+
+
 def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
     raise RuntimeError("the reachability index was released")
 
@@ -63,14 +103,13 @@ class Reach:
         self,
         project: Project,
         calls: CallIndex,
-        tree_of: Callable[[str], ast.Module | None] | None = None,
+        follow: Callable[[Reach], Follower] | None = None,
     ) -> None:
         self.project = project
         self.calls = calls
-        from harness.overrides.bound import Bound  # it uses this module's levels
-
-        self.bound = Bound(self, tree_of)
-        """Where bound methods go (nothing is followed without ``tree_of``)."""
+        self.bound: Follower = _Unfollowed() if follow is None else follow(self)
+        """Where bound methods go (:class:`harness.overrides.bound.Bound`; without
+        ``follow``, nothing is followed: a bound method taken may be called)."""
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
         self._children: dict[str, list[ClassInfo]] | None = None
@@ -647,3 +686,25 @@ class Reach:
         more = "" if len(callers) <= 3 else f" and {len(callers) - 3} more"
         tail = "; other callers check the object is not one" if rejected else ""
         return f"{target} runs only from {'; '.join(shown)}{more}{tail}"
+
+
+def atom_holds(project: Project, x: ClassInfo, module: ModuleInfo, atom: Atom) -> bool | None:
+    """Whether an ``isinstance``/identity ``atom`` (written in ``module``) holds for an ``x``;
+    ``None`` when the code does not decide it (a class not found, or a base of ``x`` not read
+    that may be one of them)."""
+    if atom.kind == GUARD_ISINSTANCE:
+        targets = [project.resolve_class(module, n) for n in atom.names]
+        if any(t is None for t in targets):
+            return None
+        holds = any(t is not None and project.in_mro(t, x) for t in targets)
+        if not holds and not project.fully_resolved(x):
+            return None  # an unresolved base might be one of them
+        return holds != atom.negated
+    if atom.kind == GUARD_IDENTITY:
+        method, name = atom.names
+        target = project.resolve_class(module, name)
+        if target is None or not project.fully_resolved(x):
+            return None
+        same = project.definer(x, method) is project.definer(target, method)
+        return same != atom.negated
+    return None

@@ -18,7 +18,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.blocks import SCOPES, always_exits, class_defs
+from harness.overrides.blocks import SCOPES, always_exits
+from harness.overrides.classdefs import class_defs
 from harness.overrides.markers import tree_function
 from harness.overrides.resolve import ClassInfo, Project
 from harness.overrides.signature import dotted_name
