@@ -197,10 +197,18 @@ class Configs:
         if name == me or (func is not None and _stores_before(func, name, attr, line)):
             return None
         named = self._classes(x, module, func, me, name, line)
-        if any(self._provides(cls, attr) for cls, _ in named):
+        in_mro = self.project.in_mro
+        # The object is an instance of every class named for it: of the narrowest ones.
+        narrowest = [
+            cls
+            for cls, _ in named
+            if not any(other is not cls and in_mro(cls, other) for other, _ in named)
+        ]
+        if narrowest and all(self._provides(cls, attr) for cls in narrowest):
             return None
         if named:
-            return f"the class the code names for {name}, {named[0][0].qualname}, lacks it"
+            shown = (narrowest or [named[0][0]])[0].qualname
+            return f"the class the code names for {name}, {shown}, lacks it"
         return f"the code does not name the class of {name} for {x.qualname}"
 
     def _scope_at(self, module: ModuleInfo, line: int) -> tuple[Function | None, str | None]:
@@ -307,15 +315,41 @@ class Configs:
 
     def _provides(self, cls: ClassInfo, attr: str) -> bool:
         """Whether the code shows that an object it annotates with ``cls`` may have ``attr``:
-        a read class of the MRO of ``cls`` or of a subclass of it in the tree may supply it
-        (an unread base is no such evidence)."""
+        a read class of the MRO of ``cls`` may supply it (an unread base is no such evidence),
+        or a subclass of ``cls`` in the tree, or a class of its MRO below ``cls``, binds it in
+        its body (an annotation names its class or any subclass of it)."""
         key = (id(cls), attr)
         known = self._may_have.get(key)
         if known is None:
             project = self.project
-            family = {id(c): c for m in (cls, *project.descendants(cls)) for c in project.mro(m)}
-            known = self._may_have[key] = any(not self._plain(c, attr) for c in family.values())
+            above = {id(c) for c in project.mro(cls)}
+            below = {
+                id(c): c
+                for member in project.descendants(cls)
+                for c in project.mro(member)
+                if id(c) not in above
+            }
+            known = any(not self._plain(c, attr) for c in project.mro(cls)) or any(
+                self._binds(c, attr) for c in below.values()
+            )
+            self._may_have[key] = known
         return known
+
+    def _binds(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether ``cls``'s body binds ``attr``: a field, class attribute, method, property
+        or nested class of that name, or a ``self.<attr>`` store in one of its methods."""
+        node = self._class_node(cls)
+        if node is None:
+            return False
+        for child in ast.walk(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if child is not node and child.name == attr:
+                    return True
+            elif isinstance(child, (ast.Name, ast.Attribute)):
+                bound = child.id if isinstance(child, ast.Name) else child.attr
+                if bound == attr and not isinstance(child.ctx, ast.Load):
+                    return True
+        return False
 
     def _no_attr(self, cls: ClassInfo, attr: str) -> bool:
         """Whether no class of ``cls``'s hierarchy can supply ``attr``."""

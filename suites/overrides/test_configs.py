@@ -229,3 +229,26 @@ def test_a_feature_test_on_self_is_a_state_test_and_keeps_the_error(tmp_path: Pa
     finding = _one(tmp_path, tuners=tuners)
     assert finding.severity is Severity.ERROR and finding.evidence is not None
     assert finding.evidence.guards == ('hasattr(self, "hooks")',)
+
+
+def test_a_base_class_whose_subclass_has_the_field_keeps_the_error(tmp_path: Path) -> None:
+    """Issue 29: ``Base._prepare(config: Config)`` names ``Config`` or any subclass, and
+    ``LoraConfig(Config)`` has the field: the test may hold, so the error stands."""
+    tuners = TUNERS.replace("    def _prepare(self, config: IA3Config): ...\n\n", "")
+    _error(_one(tmp_path, tuners=tuners))
+
+
+def test_the_narrowest_class_named_decides(tmp_path: Path) -> None:
+    """The override names ``IA3Config``, the base ``Config``: the object is an ``IA3Config``,
+    whose hierarchy lacks the field, whatever ``Config``'s other subclasses have."""
+    configs = CONFIGS.replace("class IA3Config(Config):", "class IA3Config(Config):\n    x = 1")
+    tuners = TUNERS.replace(
+        "self._prepare(config)", "self._prepare(config)\n        self._use(config)"
+    )
+    tuners = tuners.replace(
+        "    def _prepare(self, config: Config): ...",
+        "    def _prepare(self, config: Config): ...\n\n    def _use(self, config: Config): ...",
+    )
+    finding = _one(tmp_path, configs=configs, tuners=tuners)
+    assert finding.severity is Severity.WARNING and finding.evidence is not None
+    assert "an instance of IA3Config" in str(finding.evidence.unreached)
