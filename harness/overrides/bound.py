@@ -14,13 +14,12 @@ holds), and one longer than :data:`_MAX_TRAIL` counts as a call.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from harness.overrides.attributes import modules_naming
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.classdefs import class_defs
-from harness.overrides.decide import texts_naming
 from harness.overrides.reach import NO, UNTYPED, YES
 from harness.overrides.resolve import ClassInfo
 from harness.overrides.uses import RETURNED, STORED, Flow
@@ -200,7 +199,6 @@ class Bound:
         ``self``/``cls`` (the stored method may be read and called there)."""
         known = self._elsewhere.get(attr)
         if known is None:
-            pattern = re.compile(r"(?<!\bself)(?<!\bcls)\.[ \t]*" + re.escape(attr) + r"\b")
-            texts = texts_naming(self.reach.project, attr)
-            known = self._elsewhere[attr] = any(pattern.search(text) for _, text in texts)
+            found = modules_naming(self.reach.project, attr, foreign=True)
+            known = self._elsewhere[attr] = next(found, None) is not None
         return known

@@ -16,7 +16,14 @@ from harness.overrides.callsites import CallSite
 from harness.overrides.dispatch import DispatchSummary
 from harness.overrides.positional import compile_codec
 from harness.overrides.signature import Signature
-from harness.overrides.summary import ClassSummary, Deferred, FileSummary, Import, ParseFailure
+from harness.overrides.summary import (
+    AttributeNames,
+    ClassSummary,
+    Deferred,
+    FileSummary,
+    Import,
+    ParseFailure,
+)
 
 EMPTY_DISPATCH = DispatchSummary((), (), (), (), ())
 
@@ -57,6 +64,7 @@ def encode(summary: FileSummary) -> tuple[Any, ...]:
         _enc_failures(summary.parse_failures),
         tuple(sorted(summary.called)),
         _enc_dispatch(summary.dispatch),
+        tuple(tuple(sorted(names)) for names in summary.names),
     )
 
 
@@ -85,7 +93,7 @@ def _calls(blob: bytes) -> tuple[CallSite, ...]:
 
 def decode(raw: Any) -> FileSummary:
     """Rebuild a summary from :func:`encode`'s output (signatures and calls deferred)."""
-    classes, imports, stars, aliases, ignores, calls, failures, called, dispatch = raw
+    classes, imports, stars, aliases, ignores, calls, failures, called, dispatch, names = raw
     return FileSummary(
         tuple(
             [
@@ -111,6 +119,7 @@ def decode(raw: Any) -> FileSummary:
         _dec_failures(failures),
         frozenset(called),
         EMPTY_DISPATCH if not any(dispatch) else _dec_dispatch(dispatch),
+        AttributeNames(*(frozenset(n) for n in names)),
     )
 
 

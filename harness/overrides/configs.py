@@ -15,10 +15,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from harness.overrides.attributes import modules_naming
 from harness.overrides.blocks import inner_blocks
 from harness.overrides.classdefs import class_node
 from harness.overrides.conditions import necessary
-from harness.overrides.decide import texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, dotted_name
 
@@ -406,7 +406,7 @@ class Configs:
         if known is not None:
             return known
         found = False
-        for module, _ in texts_naming(self.project, attr):
+        for module in modules_naming(self.project, attr, by_name=True):
             tree = self.tree_of(module.file.path)
             if tree is None or self._writes(tree, attr):
                 found = True

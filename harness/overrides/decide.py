@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
+from harness.overrides.attributes import modules_naming
 from harness.overrides.classdefs import class_node
 from harness.overrides.conditions import necessary
 from harness.overrides.reach import NO, Reach
-from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
+from harness.overrides.resolve import ClassInfo, Project
 from harness.overrides.uses import inert, parents_of
 
 _EMPTY_CALLS = frozenset({"list", "dict", "set", "tuple", "frozenset", "str", "bytes"})
@@ -252,18 +253,6 @@ def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
     return [(attr, holds)]
 
 
-def texts_naming(project: Project, needle: str) -> Iterator[tuple[ModuleInfo, str]]:
-    """Every readable file of ``project`` whose text holds ``needle``, with that text."""
-    for module in project.all_files():
-        try:
-            with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
-            continue
-        if needle in text:
-            yield module, text
-
-
 class Decider:
     """Decides ``self.<attr>`` tests for a class, reading the MRO's class bodies on demand."""
 
@@ -389,31 +378,14 @@ class Decider:
         known = self._foreign.get((attr, stores))
         if known is not None:
             return known
-        needle = f".{attr}"
         found = False
-        for module, text in texts_naming(self.project, needle):
-            if not _foreign_use(text, needle):
-                continue
+        for module in modules_naming(self.project, attr, foreign=True):
             tree = self.tree_of(module.file.path)
             if tree is None or not tree.body or _changes_elsewhere(tree, attr, stores):
                 found = True
                 break
         self._foreign[(attr, stores)] = found
         return found
-
-
-def _foreign_use(text: str, needle: str) -> bool:
-    """Whether ``text`` names ``needle`` (``.attr``) after something else than ``self``/``cls``."""
-    start = text.find(needle)
-    while start != -1:
-        end = start + len(needle)
-        after = text[end : end + 1]
-        if not (after.isalnum() or after == "_"):
-            head = text[max(0, start - 4) : start]
-            if not (head.endswith("self") or head.endswith("cls")):
-                return True
-        start = text.find(needle, end)
-    return False
 
 
 def _changes_elsewhere(tree: ast.Module, attr: str, stores: bool) -> bool:

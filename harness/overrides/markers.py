@@ -19,9 +19,9 @@ import ast
 import re
 from collections.abc import Callable
 
+from harness.overrides.attributes import modules_naming
 from harness.overrides.classdefs import read_def
 from harness.overrides.conditions import necessary
-from harness.overrides.decide import texts_naming
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import dotted_name
 
@@ -200,7 +200,12 @@ class Markers:
             rf"""\.{re.escape(flag)}\s*=(?!=)|setattr\(.*["']{re.escape(flag)}["']"""
         )
         found = False
-        for module, text in texts_naming(self.project, flag):
+        for module in modules_naming(self.project, flag, by_name=True):
+            try:
+                with open(module.file.path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
             lines = [n for n, line in enumerate(text.splitlines(), 1) if setting.search(line)]
             if not lines:
                 continue
