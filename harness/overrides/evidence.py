@@ -18,7 +18,6 @@ nothing.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from typing import NamedTuple
 
 from harness.overrides.binding import CallShape, bind_method
@@ -26,13 +25,9 @@ from harness.overrides.bound import Bound
 from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.classdefs import class_defs
 from harness.overrides.compare import is_catch_all
-from harness.overrides.conditions import Conditions, necessary
+from harness.overrides.conditions import Conditions
 from harness.overrides.configs import Configs, needed
-from harness.overrides.constants import fixed_false
-from harness.overrides.decide import UNSET, Decider, constant_tests
-from harness.overrides.markers import Markers, mark_tests
-from harness.overrides.nones import NoneLocals, not_none
-from harness.overrides.nonnull import NonNull, is_none
+from harness.overrides.deciders import deciders
 from harness.overrides.raises import Raisers
 from harness.overrides.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.replacing import Replacing
@@ -121,11 +116,9 @@ class EvidenceIndex:
         self._files = _Files()
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
         self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree))
-        self._decider = Decider(project, self.reach, tree)
         self._configs = Configs(project, tree)
-        self._nones = NoneLocals(project, tree)
-        self._nonnull = NonNull(project, tree)
-        self._markers = Markers(project, tree)
+        self._deciders = deciders(project, self.reach, self._configs, tree)
+        """Each decides conditions of one kind, asked in turn (:mod:`.deciders`)."""
         self._raisers = Raisers(project, tree)
         self._replacing = Replacing(project, tree)
         self._picked: dict[int, list[ClassInfo]] = {}
@@ -333,76 +326,17 @@ class EvidenceIndex:
         """Why ``call`` cannot run for an ``x``: a condition of it decided false, said."""
         where = f"{module.file.display}:{call.line}"
         for text, test, value in self._file(module.file.path).tests(call.line, call.col):
-            why = next((w for w in self._false_for(x, module, call.line, test, value) if w), None)
+            why = next(
+                (
+                    w
+                    for d in self._deciders
+                    if (w := d.false_for(x, module, call.line, test, value))
+                ),
+                None,
+            )
             if why is not None:
                 return f"it runs only if {text} (at {where}), but {why}"
         return self._raisers.before(x, module, call.line)
-
-    def _false_for(
-        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
-    ) -> Iterator[str | None]:
-        """Why ``test`` (of a call at ``line``) cannot be ``value`` for an ``x``, by each
-        decider in turn, computed only as far as the first that decides it."""
-        yield fixed_false(module, test, value)
-        for attr in _self_attributes(test, value):
-            yield self._decider.empty_for(x, attr)
-        for attr, holds in constant_tests(test, value):
-            constant = self._decider.constant_for(x, attr)
-            if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
-                yield constant[1]
-        for name, wanted in needed(test, value):
-            yield self._configs.absent(x, module, line, name, wanted)
-        for name in is_none(test, value):
-            yield self._nonnull.never_none(x, module, line, name)
-        for name in not_none(test, value):
-            yield self._nones.none_for(x, module, line, name)
-        for mark in mark_tests(test, value):
-            yield self._markers.decided(x, module, mark)
-
-
-def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
-    """The ``x`` of each ``self.x`` that the condition needs truthy when ``test`` must be
-    ``value``: ``self.x`` true, ``not self.x`` false, ``len(self.x)`` non-zero (``len(self.x)
-    == 0`` false, ``!= 0``/``> 0``/``>= 1`` true, ...), and through ``and`` (true) and ``or``
-    (false), where every operand holds."""
-    return necessary(test, value, _truthy_attribute)
-
-
-def _truthy_attribute(test: ast.expr, value: bool) -> list[str]:
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_len(test.left):
-        bound = test.comparators[0]
-        if isinstance(bound, ast.Constant) and isinstance(bound.value, int):
-            op, n = type(test.ops[0]), bound.value
-            nonzero = (
-                (op is ast.Eq and n == 0 and not value)
-                or (op is ast.NotEq and n == 0 and value)
-                or (op is ast.Gt and n >= 0 and value)
-                or (op is ast.GtE and n >= 1 and value)
-                or (op is ast.Lt and n == 1 and not value)
-                or (op is ast.LtE and n == 0 and not value)
-            )
-            if nonzero:
-                test, value = test.left, True
-    if isinstance(test, ast.Call) and _is_len(test):
-        test = test.args[0]
-    if (
-        value
-        and isinstance(test, ast.Attribute)
-        and isinstance(test.value, ast.Name)
-        and test.value.id == "self"
-    ):
-        return [test.attr]
-    return []
-
-
-def _is_len(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "len"
-        and len(node.args) == 1
-        and not node.keywords
-    )
 
 
 def _rank(proof: Proof) -> tuple[bool, bool, bool, str, int]:
