@@ -23,13 +23,14 @@ from typing import NamedTuple
 from harness.overrides.binding import CallShape, bind_method
 from harness.overrides.bound import Bound
 from harness.overrides.callsites import CallSite, Receiver
-from harness.overrides.classdefs import class_defs
+from harness.overrides.classdefs import class_defs, single_def
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions
 from harness.overrides.configs import Configs, needed
 from harness.overrides.deciders import deciders
+from harness.overrides.defaults import left_at_none
 from harness.overrides.raises import Raisers
-from harness.overrides.reach import NO, UNTYPED, YES, Reach
+from harness.overrides.reach import NO, UNTYPED, YES, Hop, Reach
 from harness.overrides.replacing import Replacing
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import MethodKind, Signature
@@ -271,6 +272,24 @@ class EvidenceIndex:
                     return proof._replace(
                         certain=False, unreached=blocked, guards=self._texts(call, module)
                     )
+        banned: set[int] = set()  # entering calls that leave a needed parameter at None
+        first: str | None = None
+        while hops:
+            why = self._left_at_none(owner, call, module, hops[-1])
+            if why is None:
+                break
+            first = first or why
+            banned.add(id(hops[-1][0]))
+            hops = reach.path(
+                x,
+                owner,
+                call.caller,
+                lambda c, _, m: id(c) in banned or self._decided(x, c, m) is not None,
+            )
+            if hops is None and not reach.cut:
+                return proof._replace(
+                    certain=False, unreached=first, guards=self._texts(call, module)
+                )
         texts = [t for c, _, m in hops or () for t in self._texts(c, m)]
         texts.extend(self._texts(call, module))
         guards = tuple(dict.fromkeys(texts))
@@ -281,6 +300,28 @@ class EvidenceIndex:
         if feature is not None:
             return proof._replace(certain=False, untyped=feature, guards=guards)
         return proof._replace(guards=guards)
+
+    def _left_at_none(
+        self, owner: ClassInfo, call: CallSite, module: ModuleInfo, entry: Hop
+    ) -> str | None:
+        """Why ``call`` does not run when ``owner.<call.caller>`` is entered by ``entry``: a
+        condition of it needs a parameter that ``entry`` leaves at its default ``None``."""
+        func = single_def(owner, call.caller, self._files.tree)
+        sig = owner.methods.get(call.caller)
+        if func is None or sig is None:
+            return None
+        tests = self._file(module.file.path).tests(call.line, call.col)
+        bound_self = sig.kind is not MethodKind.STATIC
+        found = left_at_none(func, bound_self, tests, entry[0])
+        if found is None:
+            return None
+        text, name = found
+        where = f"{entry[2].file.display}:{entry[0].line}"
+        return (
+            f"it runs only if {text} (at {module.file.display}:{call.line}), but the call "
+            f"entering {owner.qualname}.{call.caller}() (at {where}) leaves {name} at its "
+            "default None"
+        )
 
     def _picked_base(self, x: ClassInfo, owner: ClassInfo) -> str | None:
         """Why ``owner``'s method runs for an ``x`` only if the branch that ran bound a base
