@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import Protocol
 
 from harness.overrides.conditions import necessary
-from harness.overrides.configs import Configs, needed
 from harness.overrides.constants import fixed_false
 from harness.overrides.decide import UNSET, Decider, constant_tests
 from harness.overrides.markers import Markers, mark_tests
+from harness.overrides.named_classes import Configs, needed
 from harness.overrides.nones import NoneLocals, not_none
 from harness.overrides.nonnull import NonNull, is_none
 from harness.overrides.reach import Reach
@@ -83,7 +83,7 @@ class ClassConstants:
 
 class NamedClasses:
     """``if getattr(config, "x", []):`` against the classes an annotation names for
-    ``config`` (:meth:`.configs.Configs.absent`)."""
+    ``config`` (:meth:`.named_classes.Configs.absent`)."""
 
     def __init__(self, configs: Configs) -> None:
         self.configs = configs

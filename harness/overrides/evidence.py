@@ -6,7 +6,7 @@ a method the subclass runs (:mod:`.reach`), ``super().m(...)`` landing on the ov
 A ``self`` call is a warning, with the reason, when it cannot run for any class inheriting
 the override, when only an object of unknown type (or an unread base) leads to its method,
 when a condition is decided false for the class on every path there (``self.<attr>``:
-:mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.configs`; a local ``None`` for it:
+:mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.named_classes`; a local ``None`` for it:
 :mod:`.nones`; a mark: :mod:`.markers`), when a ``self`` method that always raises for it
 runs first (:mod:`.raises`), when a decorator replaces the override (:mod:`.replacing`) or
 the override always raises, or when its ``TypeError`` is handled around it. An error lists
@@ -26,9 +26,9 @@ from harness.overrides.callsites import CallSite, Receiver
 from harness.overrides.classdefs import class_defs, single_def
 from harness.overrides.compare import is_catch_all
 from harness.overrides.conditions import Conditions
-from harness.overrides.configs import Configs, needed
 from harness.overrides.deciders import deciders
 from harness.overrides.defaults import left_at_none
+from harness.overrides.named_classes import Configs, needed
 from harness.overrides.raises import Raisers
 from harness.overrides.reach import NO, UNTYPED, YES, Hop, Reach
 from harness.overrides.replacing import Replacing

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from harness.overrides.blocks import holds
 from harness.overrides.classdefs import single_def
 from harness.overrides.conditions import necessary
-from harness.overrides.configs import enclosing
 from harness.overrides.guards import test_atoms
+from harness.overrides.named_classes import enclosing
 from harness.overrides.reach import atom_holds
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 

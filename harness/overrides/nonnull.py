@@ -21,7 +21,7 @@ from collections.abc import Callable
 from harness.overrides.blocks import SCOPES, always_exits, inner_blocks
 from harness.overrides.classdefs import read_def
 from harness.overrides.conditions import necessary
-from harness.overrides.configs import enclosing
+from harness.overrides.named_classes import enclosing
 from harness.overrides.nones import none_comparison
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 
 from harness.overrides.blocks import SCOPES, holds, inner_blocks
 from harness.overrides.classdefs import read_def
-from harness.overrides.configs import enclosing
+from harness.overrides.named_classes import enclosing
 from harness.overrides.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.signature import dotted_name
 

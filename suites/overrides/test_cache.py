@@ -213,7 +213,7 @@ def test_well_formed_cache_of_the_wrong_shape_is_empty(
 
 
 def test_stored_results_of_the_wrong_shape_are_a_miss(tmp_path: Path) -> None:
-    from harness.overrides.results import SCHEMA, ResultStore
+    from harness.overrides.result_cache import SCHEMA, ResultStore
 
     root = project(tmp_path / "p", STALE)
     cache = tmp_path / "cache"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.overrides.findings import Evidence, Finding, Severity
-from harness.overrides.results import ResultStore, fingerprint, run_key
+from harness.overrides.result_cache import ResultStore, fingerprint, run_key
 
 FINDINGS = [
     Finding("a.py", 3, 5, "HO101", "renamed-parameter", Severity.ERROR, "m", class_name="a.B",
