@@ -55,7 +55,7 @@ def code_version() -> str:
     """
     package = os.path.dirname(os.path.realpath(__file__))
     parts: list[str] = []
-    for directory in (package, os.path.join(package, "rules")):
+    for directory in (package, *(os.path.join(package, d) for d in _SUBPACKAGES)):
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
@@ -63,8 +63,13 @@ def code_version() -> str:
         for entry in entries:
             if entry.name.endswith(".py"):
                 st = entry.stat()
-                parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+                name = os.path.relpath(entry.path, package)
+                parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
     return digest("\n".join(parts).encode())
+
+
+_SUBPACKAGES = ("evidence", "facts", "model", "rules")
+"""The checker's packages below this one (``suites/overrides/test_cache.py`` checks the list)."""
 
 
 def digest(data: bytes) -> str:

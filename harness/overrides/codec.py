@@ -1,6 +1,6 @@
 """Compact, fast serialisation of :class:`FileSummary` for the cache and worker processes.
 
-Summaries are flattened to nested tuples of builtins (:mod:`harness.overrides.tuple_codec`,
+Summaries are flattened to nested tuples of builtins (:mod:`harness.overrides.facts.tuple_codec`,
 in each NamedTuple's ``_fields`` order) and written with :mod:`marshal` (several times faster
 to load than pickling named tuples and enums). A class's signatures and calls, and a module's
 calls, are marshalled separately and kept as bytes when a summary is loaded: they are decoded
@@ -12,9 +12,10 @@ from __future__ import annotations
 import marshal
 from typing import Any
 
-from harness.overrides.callsites import CallSite
-from harness.overrides.dispatch import DispatchSummary
-from harness.overrides.signature import Signature
+from harness.overrides.facts.callsites import CallSite
+from harness.overrides.facts.dispatch import DispatchSummary
+from harness.overrides.facts.signature import Signature
+from harness.overrides.facts.tuple_codec import compile_codec
 from harness.overrides.summary import (
     AttributeNames,
     ClassSummary,
@@ -23,7 +24,6 @@ from harness.overrides.summary import (
     Import,
     ParseFailure,
 )
-from harness.overrides.tuple_codec import compile_codec
 
 EMPTY_DISPATCH = DispatchSummary((), (), (), (), ())
 

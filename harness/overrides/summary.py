@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterator, Mapping
 from io import StringIO
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from harness.overrides import callsites, grammar
-from harness.overrides import dispatch as dispatch_facts
-from harness.overrides.callsites import CallSite, FileHits
-from harness.overrides.dispatch import DispatchSummary
-from harness.overrides.returned import returned_callables
-from harness.overrides.signature import (
+from harness.overrides.facts import callsites, grammar
+from harness.overrides.facts import dispatch as dispatch_facts
+from harness.overrides.facts.callsites import CallSite, FileHits
+from harness.overrides.facts.dispatch import DispatchSummary
+from harness.overrides.facts.returned import returned_callables
+from harness.overrides.facts.signature import (
     MethodKind,
     Param,
     Signature,
@@ -233,7 +233,7 @@ class FileSummary:
         self.called = called
         """Every method name called in the file (to find proofs without decoding calls)."""
         self.dispatch = dispatch
-        """Guards, foreign calls, escapes, decorators: see :mod:`harness.overrides.dispatch`."""
+        """Guards, foreign calls, escapes, decorators: see :mod:`harness.overrides.facts.dispatch`."""
         self.names = names
         """Where attributes may be read or changed: see :class:`AttributeNames`."""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.overrides import codec
-from harness.overrides.attributes import modules_naming
 from harness.overrides.discover import discover
-from harness.overrides.resolve import Project
+from harness.overrides.evidence.attributes import modules_naming
+from harness.overrides.model.resolve import Project
 from harness.overrides.summary import attribute_names, summarize
 
 

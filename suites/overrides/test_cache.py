@@ -437,3 +437,12 @@ def test_a_killed_cold_run_leaves_no_pool_worker_behind(tmp_path: Path, signal_n
     for w in left:
         os.kill(w, signal.SIGKILL)
     assert not left, f"pool workers {left} outlived the killed run"
+
+
+def test_the_code_version_covers_every_package_of_the_checker() -> None:
+    """Editing any module of the checker must never reuse stale summaries."""
+    from harness.overrides import cache as cache_mod
+
+    package = Path(cache_mod.__file__).parent
+    found = {p.parent.name for p in package.glob("*/__init__.py")}
+    assert set(cache_mod._SUBPACKAGES) == found  # pyright: ignore[reportPrivateUsage]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.checker import CheckOptions, check
-from harness.overrides.constants import names_needed
+from harness.overrides.evidence.constants import names_needed
 from harness.overrides.findings import Finding, Severity
 
 MODULE = """\

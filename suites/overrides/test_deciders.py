@@ -6,8 +6,8 @@ import ast
 import inspect
 from types import SimpleNamespace
 
-from harness.overrides import deciders as module
-from harness.overrides.deciders import ConditionDecider, deciders
+from harness.overrides.evidence import deciders as module
+from harness.overrides.evidence.deciders import ConditionDecider, deciders
 
 
 def test_every_decider_class_is_in_the_list_once() -> None:

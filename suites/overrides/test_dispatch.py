@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
-from harness.overrides.dispatch import (
+from harness.overrides.facts.dispatch import (
     ANY_NAME,
     DESCRIPTOR_METHOD,
     DESCRIPTOR_VALUE,

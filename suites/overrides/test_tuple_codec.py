@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import pytest
 
-from harness.overrides.tuple_codec import compile_codec
+from harness.overrides.facts.tuple_codec import compile_codec
 
 
 class Colour(enum.IntEnum):

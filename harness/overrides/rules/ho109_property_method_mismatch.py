@@ -46,9 +46,9 @@ by an object of a non-descriptor class (its calls are not the ``def``'s).
 
 from __future__ import annotations
 
-from harness.overrides.returned import accepts
+from harness.overrides.facts.returned import accepts
+from harness.overrides.facts.signature import Signature
 from harness.overrides.rules._facts import Issue, Pair
-from harness.overrides.signature import Signature
 
 CODE = "HO109"
 SYMBOL = "property-method-mismatch"

@@ -33,8 +33,8 @@ another ``Transform`` later: ``IsEmpty(Mixin, Transform)`` above it uses the imp
 
 from __future__ import annotations
 
+from harness.overrides.model.tree import NoLinearization
 from harness.overrides.rules._facts import Issue
-from harness.overrides.tree import NoLinearization
 
 CODE = "HO403"
 SYMBOL = "inconsistent-mro"
