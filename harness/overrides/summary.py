@@ -12,7 +12,6 @@ import ast
 import gc
 import re
 import tokenize
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from io import StringIO
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -155,34 +154,28 @@ class ParseFailure(NamedTuple):
 class AttributeNames(NamedTuple):
     """The attribute names a file's text writes after a dot, and those it passes to
     ``setattr``/``delattr``: the files where an attribute may be read or changed, found without
-    reading them again (strings and comments count, so it is a superset of what the code
-    does; a decider reads the few files it names to be sure)."""
+    reading every file again (strings and comments count, so it is a superset of what the
+    code does; a decider reads the few files it names to be sure)."""
 
     dotted: frozenset[str]
     """Every ``name`` written as ``.name`` (``.`` then spaces or tabs allowed)."""
-    foreign: frozenset[str]
-    """Those written after something else than a bare ``self``/``cls``."""
     by_name: frozenset[str]
     """Quoted identifiers within a ``setattr(``/``delattr(`` call's first 300 characters."""
 
 
-NO_NAMES = AttributeNames(frozenset(), frozenset(), frozenset())
+NO_NAMES = AttributeNames(frozenset(), frozenset())
 _DOTTED = re.compile(r"\.[ \t]*([^\W\d]\w*)")
-_ON_SELF = re.compile(r"\b(?:self|cls)\.[ \t]*([^\W\d]\w*)")
 _BY_NAME_CALL = re.compile(r"\b(?:set|del)attr\s*\(")
 _QUOTED = re.compile(r"[\"']([^\W\d]\w*)[\"']")
 
 
 def attribute_names(text: str) -> AttributeNames:
     """The :class:`AttributeNames` of ``text``."""
-    dotted = Counter(_DOTTED.findall(text))
-    on_self = Counter(_ON_SELF.findall(text))  # counting is faster than a look-behind
-    foreign = [name for name, count in dotted.items() if count > on_self[name]]
     by_name: set[str] = set()
     if "attr" in text:
         for match in _BY_NAME_CALL.finditer(text):
             by_name.update(_QUOTED.findall(text, match.end(), match.end() + 300))
-    return AttributeNames(frozenset(dotted), frozenset(foreign), frozenset(by_name))
+    return AttributeNames(frozenset(_DOTTED.findall(text)), frozenset(by_name))
 
 
 class FileSummary:

@@ -17,7 +17,11 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from harness.overrides.evidence.attributes import modules_naming
+from harness.overrides.evidence.attributes import (
+    modules_naming,
+    named_on_other_objects,
+    text_of,
+)
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.reach import NO, Reach
 from harness.overrides.facts.uses import inert, parents_of
@@ -379,7 +383,10 @@ class Decider:
         if known is not None:
             return known
         found = False
-        for module in modules_naming(self.project, attr, foreign=True):
+        for module in modules_naming(self.project, attr):
+            text = text_of(module)
+            if text is None or not named_on_other_objects(text, attr):
+                continue
             tree = self.tree_of(module.file.path)
             if tree is None or not tree.body or _changes_elsewhere(tree, attr, stores):
                 found = True
