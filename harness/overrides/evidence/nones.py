@@ -16,8 +16,8 @@ import ast
 from collections.abc import Callable
 
 from harness.overrides.evidence.conditions import necessary
+from harness.overrides.evidence.guard_atoms import atom_holds
 from harness.overrides.evidence.named_classes import enclosing
-from harness.overrides.evidence.reach import atom_holds
 from harness.overrides.facts.blocks import holds
 from harness.overrides.facts.guards import test_atoms
 from harness.overrides.model.classdefs import single_def

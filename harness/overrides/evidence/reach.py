@@ -21,12 +21,12 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
+from harness.overrides.evidence.guard_atoms import atom_holds
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.dispatch import (
     ANY_NAME,
     GUARD_IDENTITY,
     GUARD_ISINSTANCE,
-    Atom,
     ForeignCall,
     Guard,
 )
@@ -686,25 +686,3 @@ class Reach:
         more = "" if len(callers) <= 3 else f" and {len(callers) - 3} more"
         tail = "; other callers check the object is not one" if rejected else ""
         return f"{target} runs only from {'; '.join(shown)}{more}{tail}"
-
-
-def atom_holds(project: Project, x: ClassInfo, module: ModuleInfo, atom: Atom) -> bool | None:
-    """Whether an ``isinstance``/identity ``atom`` (written in ``module``) holds for an ``x``;
-    ``None`` when the code does not decide it (a class not found, or a base of ``x`` not read
-    that may be one of them)."""
-    if atom.kind == GUARD_ISINSTANCE:
-        targets = [project.resolve_class(module, n) for n in atom.names]
-        if any(t is None for t in targets):
-            return None
-        holds = any(t is not None and project.in_mro(t, x) for t in targets)
-        if not holds and not project.fully_resolved(x):
-            return None  # an unresolved base might be one of them
-        return holds != atom.negated
-    if atom.kind == GUARD_IDENTITY:
-        method, name = atom.names
-        target = project.resolve_class(module, name)
-        if target is None or not project.fully_resolved(x):
-            return None
-        same = project.definer(x, method) is project.definer(target, method)
-        return same != atom.negated
-    return None
