@@ -14,7 +14,12 @@ in turn: the baseline (a fresh interpreter finding the files as the checker does
 - warm: the same caches again, the tree unchanged;
 - ``--changed``: one file (``--changed-file``) edited just before, caches warm;
 - the codec alone (unless ``--skip-codec``): every file summarised once, then
-  ``codec.loads(codec.dumps(s))`` with every deferred part decoded, three times.
+  ``codec.loads(codec.dumps(s))`` with every deferred part decoded, three times;
+- other checkers named with ``--tool NAME=COMMAND`` (``--tool "ty=ty check --exit-zero"``,
+  ``--tool "pyrefly=pyrefly check"``), each run once per round on its own copy of the tree,
+  the tree's path appended; their exit status is not read.
+
+Each command's peak resident memory (its largest process, workers included) is reported too.
 
 Every checker (and entry point) works on its own copy of the tree. Cold runs are timed as wall
 time and as CPU time (user + system of the checker and its workers): on a shared machine the
@@ -23,13 +28,14 @@ ratios and ratios to the serial parse of the same run; it never asserts. Usage::
 
     .venv/bin/python scripts/bench_side_by_side.py [--before REF] [--after REF] [--tree DIR]
         [--changed-file PATH] [--repeat N] [--jobs N] [--skip-codec] [--keep-installed]
+        [--tool NAME=COMMAND ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -149,17 +155,25 @@ def changed_file(tree: Path, option: str | None) -> str:
     return str(largest.relative_to(tree))
 
 
-def timed(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds (user + system, the command and its workers), stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    if result.returncode not in (0, 1):
-        sys.exit(f"bench: {' '.join(cmd)} failed ({result.returncode}):\n{result.stderr[-2000:]}")
-    return seconds, cpu, result.stdout
+def timed(
+    cmd: Sequence[str], cwd: Path, env: dict[str, str], *, check: bool = True
+) -> tuple[float, float, str, int]:
+    """Wall seconds, CPU seconds (user + system, the command and its workers), stdout, and
+    peak resident memory in KiB (the largest of the command and its workers)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+    cpu = usage.ru_utime + usage.ru_stime
+    if check and process.returncode not in (0, 1):
+        sys.exit(f"bench: {' '.join(cmd)} failed ({process.returncode}):\n{stderr[-2000:]}")
+    return seconds, cpu, stdout, usage.ru_maxrss
 
 
 class Best:
@@ -168,12 +182,16 @@ class Best:
     def __init__(self) -> None:
         self.seconds: dict[tuple[str, str], float] = {}
         self.outputs: dict[tuple[str, str], set[str]] = {}
+        self.peak_kib: dict[str, int] = {}
 
     def add(self, label: str, row: str, seconds: float, output: str | None = None) -> None:
         key = (label, row)
         self.seconds[key] = min(seconds, self.seconds.get(key, seconds))
         if output is not None:
             self.outputs.setdefault(key, set()).add(output)
+
+    def peak(self, label: str, kib: int) -> None:
+        self.peak_kib[label] = max(kib, self.peak_kib.get(label, 0))
 
 
 def one_round(
@@ -185,13 +203,19 @@ def one_round(
     args: argparse.Namespace,
     edited: str,
     best: Best,
+    tools: dict[str, list[str]],
 ) -> None:
-    """Baseline, then every row of before and after, in turns."""
+    """Baseline and the other checkers, then every row of before and after, in turns."""
     parse_env = {**base, "PYTHONPATH": str(roots["after"])}
     any_tree = next(iter(trees.values()))
-    seconds, cpu, _ = timed([sys.executable, "-c", PARSE_SERIALLY], any_tree, parse_env)
+    seconds, cpu, _, _ = timed([sys.executable, "-c", PARSE_SERIALLY], any_tree, parse_env)
     best.add("parse", "parse", seconds)
     best.add("parse", "parse cpu", cpu)
+    for name, command in tools.items():
+        seconds, cpu, _, kib = timed([*command, "."], trees[name, "tool"], base, check=False)
+        best.add(name, "tool", seconds)
+        best.add(name, "tool cpu", cpu)
+        best.peak(name, kib)
     for label, root in roots.items():
         for entry, command in ENTRY_POINTS.items():
             tree = trees[label, entry]
@@ -202,19 +226,20 @@ def one_round(
             shutil.rmtree(cache, ignore_errors=True)
             cmd = [*command, "--format", "json", "--cache-dir", str(cache)]
             cold = [*cmd, "--jobs", str(args.jobs), "."]
-            seconds, cpu, out = timed(cold, tree, env)
+            seconds, cpu, out, kib = timed(cold, tree, env)
             best.add(label, f"cold {entry}", seconds, out)
             best.add(label, f"cold cpu {entry}", cpu)
-            seconds, _, out = timed([*cmd, "."], tree, env)
+            best.peak(label, kib)
+            seconds, _, out, _ = timed([*cmd, "."], tree, env)
             best.add(label, f"warm {entry}", seconds, out)
             path = tree / edited
             text = path.read_text(encoding="utf-8")
             path.write_text(f"{text.rstrip()}\n# bench edit {i}\n", encoding="utf-8")
-            seconds, _, out = timed([*cmd, ".", "--changed", edited], tree, env)
+            seconds, _, out, _ = timed([*cmd, ".", "--changed", edited], tree, env)
             best.add(label, f"changed {entry}", seconds, out)
         if not args.skip_codec:
             env = {**base, "PYTHONPATH": str(root)}
-            _, _, out = timed([sys.executable, "-c", CODEC_ONLY, "."], trees[label, "-m"], env)
+            _, _, out, _ = timed([sys.executable, "-c", CODEC_ONLY, "."], trees[label, "-m"], env)
             best.add(label, "codec", float(out.strip()))
 
 
@@ -243,6 +268,16 @@ def report(best: Best, args: argparse.Namespace, files: int, edited: str) -> Non
             unit = parse_cpu if "cpu" in row else parse
             line += f" {before / unit:>14.3f}x {after / unit:>13.3f}x"
         print(line)
+    for name in args.tools:
+        wall, cpu = best.seconds[name, "tool"], best.seconds[name, "tool cpu"]
+        cold = best.seconds["after", "cold -m"]
+        line = f"{name + ', cold, wall':<44} {wall:>9.3f} {'':>9} {'':>13} {wall / parse:>14.3f}x"
+        print(f"{line}   after / {name}: {cold / wall:.3f}x")
+        print(
+            f"{name + ', cold, CPU (user+sys)':<44} {cpu:>9.3f} {'':>9} {'':>13} {cpu / parse_cpu:>14.3f}x"
+        )
+    peaks = ", ".join(f"{label} {kib / 1024:.0f} MiB" for label, kib in best.peak_kib.items())
+    print(f"peak resident memory of a cold run (largest process): {peaks}")
     for row, _ in ROWS:
         outputs = {label: best.outputs.get((label, row), set()) for label in ("before", "after")}
         if outputs["before"] and outputs["before"] != outputs["after"]:
@@ -263,7 +298,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="cold runs keep the machine-wide cache of installed and standard-library summaries",
     )
+    parser.add_argument(
+        "--tool",
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="another checker to time on the same tree, once per round (repeatable)",
+    )
     args = parser.parse_args(argv)
+    tools: dict[str, list[str]] = {}
+    for spec in args.tool:
+        name, sep, command = spec.partition("=")
+        if not sep or not name or not command.strip():
+            parser.error(f"--tool {spec!r}: write NAME=COMMAND")
+        tools[name] = shlex.split(command)
+    args.tools = list(tools)
     with tempfile.TemporaryDirectory(prefix="harness-side-by-side-") as name:
         scratch = Path(name)
         source = args.tree.expanduser().resolve() if args.tree else default_tree(scratch)
@@ -275,6 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for label in roots
             for entry in ENTRY_POINTS
         }
+        for name in tools:
+            trees[name, "tool"] = copy_tree(source, scratch / f"tree-{name}")
         base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         for label, root in roots.items():  # compile each checker's bytecode once
             env = {**base, "PYTHONPATH": str(root), "XDG_CACHE_HOME": str(scratch / "xdg-w")}
@@ -282,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 timed([*command, "--no-cache", edited], trees[label, "-m"], env)
         best = Best()
         for i in range(args.repeat):
-            one_round(i, roots, trees, scratch, base, args, edited, best)
+            one_round(i, roots, trees, scratch, base, args, edited, best, tools)
             print(f"round {i + 1}/{args.repeat} done", file=sys.stderr, flush=True)
         files = sum(1 for _ in source.rglob("*.py"))
         report(best, args, files, edited)

@@ -1,8 +1,9 @@
 """The package stays in rooms a reader can hold: short module docstrings, no very long files.
 
 A module docstring says what the module is for in at most 15 lines (design reasoning lives in
-``docs/modules.md``). A rule module's docstring is exempt: it is that rule's documentation,
-printed by ``harness overrides --explain`` in fixed sections, as ruff documents its rules.
+the area docs under ``docs/``). A rule module's docstring is exempt: it is that rule's
+documentation, printed by ``harness overrides --explain`` in fixed sections, as ruff documents
+its rules.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ It counts tokens the way Llama 3 does for gsm8k text: Llama 3's pre-tokenising s
 (:data:`LLAMA3_SPLIT_PATTERN`, ``meta-llama/llama3``'s ``pat_str`` for the standard ``re``), then a
 vocabulary of whole pre-tokens learnt from a corpus; anything else becomes its UTF-8 bytes, so
 ``decode(encode(s)) == s``. Ids: 0-255 bytes, 256 BOS, 257 EOS, then two- and three-digit runs,
-then the learnt pre-tokens, most frequent first (ties by text). ``docs/modules.md`` says why.
+then the learnt pre-tokens, most frequent first (ties by text). ``docs/architecture.md`` says why.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 - A peak higher than the last green run's (``config.cache``) is reported, and fails the test with
   ``--memory-fail-on-increase``. Each option has an ini twin (:func:`value_or_ini`).
 
-Only pytest and the standard library are imported at startup; details in ``docs/modules.md``.
+Only pytest and the standard library are imported at startup; details in ``docs/simulation.md``.
 """
 
 from __future__ import annotations

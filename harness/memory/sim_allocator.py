@@ -6,7 +6,7 @@ allocation in torch's block sizes (512-byte rounding, 2 MiB / 20 MiB segments, a
 ``c10/cuda/CUDACachingAllocator.cpp``) and refuses one that does not fit with
 :class:`SimulatedOutOfMemoryError`, whose first line is exactly torch 2.7's message (the torch
 vLLM 0.9.0 pins). Segments are returned as soon as they are empty, so ``reserved_bytes`` is a
-lower bound of the real allocator's; ``docs/modules.md`` has the rounding rules.
+lower bound of the real allocator's; ``docs/simulation.md`` has the rounding rules.
 """
 
 from __future__ import annotations

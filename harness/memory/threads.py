@@ -5,7 +5,7 @@ threads started while it is active (a one-shot ``threading.setprofile`` hook) an
 that already exist (a profile hook set in every thread, through
 :mod:`harness.cpython_compat` before Python 3.12), and pops it again at exit.
 Not covered: threads that run no Python code, threads started with ``_thread`` while a tracker is
-active, and memory a kernel allocates internally (``docs/modules.md``).
+active, and memory a kernel allocates internally (``docs/simulation.md``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 :class:`~harness.memory.allocation.Allocation`, and its death as a free. Views allocate nothing;
 a storage is freed when it dies, also after the block. With ``all_threads=True`` (the default)
 every Python thread is covered (:mod:`harness.memory.threads`).
-What it cannot see (a kernel's internal workspace) and its cost: ``docs/modules.md``.
+What it cannot see (a kernel's internal workspace) and its cost: ``docs/simulation.md``.
 """
 
 from __future__ import annotations

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from harness.overrides import suppress
-from harness.overrides.callsites import Receiver
 from harness.overrides.compare import align, is_exempt_method
 from harness.overrides.discover import SourceFile, Unreadable
-from harness.overrides.evidence import EvidenceIndex, Proof
+from harness.overrides.evidence.proofs import EvidenceIndex, Proof
+from harness.overrides.facts.callsites import Receiver
+from harness.overrides.facts.signature import Signature
 from harness.overrides.findings import Difference, Evidence, Finding, Severity
-from harness.overrides.resolve import ClassInfo, ExternalModules, Project
+from harness.overrides.model.resolve import ClassInfo, ExternalModules, Project
 from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet, Sibling
-from harness.overrides.signature import Signature
 from harness.overrides.summary import FileSummary
 
 # `cls` in a class method is reported as "self": the implicit first argument either way.

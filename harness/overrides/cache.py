@@ -25,7 +25,7 @@ from harness.overrides.discover import SourceFile, Unreadable, project_root
 if TYPE_CHECKING:
     from harness.overrides.summary import FileSummary
 
-SCHEMA = 7
+SCHEMA = 9
 """Bump when the summary format or extraction changes."""
 DIRECTORY_NAME = ".harness_cache"
 _SUBDIR = "overrides"
@@ -55,7 +55,7 @@ def code_version() -> str:
     """
     package = os.path.dirname(os.path.realpath(__file__))
     parts: list[str] = []
-    for directory in (package, os.path.join(package, "rules")):
+    for directory in (package, *(os.path.join(package, d) for d in _SUBPACKAGES)):
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
@@ -63,8 +63,13 @@ def code_version() -> str:
         for entry in entries:
             if entry.name.endswith(".py"):
                 st = entry.stat()
-                parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+                name = os.path.relpath(entry.path, package)
+                parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
     return digest("\n".join(parts).encode())
+
+
+_SUBPACKAGES = ("evidence", "facts", "model", "rules")
+"""The checker's packages below this one (``suites/overrides/test_cache.py`` checks the list)."""
 
 
 def digest(data: bytes) -> str:
@@ -401,6 +406,39 @@ def _summarize_all(
             yield i, _summarize_one(data)
 
 
+_PARENT_POLL = 0.2
+"""Seconds between a worker's checks that the process that started it is still there."""
+
+
+def _exit_with_parent(run: int) -> None:
+    """A pool worker's initializer: end this worker once the run (pid ``run``) or the process
+    that started the worker is gone. SIGKILL or SIGTERM to a run, as ``timeout`` and CI
+    cancellation send, ends it without shutting the pool down, and a worker waiting on the
+    pool's queue would wait forever."""
+    import threading
+    import time
+
+    parent = os.getppid()  # the run (fork, spawn) or a fork server that ends with it
+
+    def gone() -> bool:
+        if os.getppid() != parent:
+            return True
+        try:
+            os.kill(run, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            pass
+        return False
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(_PARENT_POLL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="harness-parent-watch", daemon=True).start()
+
+
 def _in_pool(
     blobs: list[bytes], workers: int, meanwhile: Callable[[], object] | None, done: set[int]
 ) -> Iterator[tuple[int, bytes]]:
@@ -415,7 +453,9 @@ def _in_pool(
     order = sorted(range(len(blobs)), key=lambda i: -len(blobs[i]))  # big files first: short tail
     pool = None
     try:
-        pool = ProcessPoolExecutor(max_workers=workers)
+        pool = ProcessPoolExecutor(
+            max_workers=workers, initializer=_exit_with_parent, initargs=(os.getpid(),)
+        )
         chunk = max(1, len(blobs) // (workers * 8))
         results = pool.map(_summarize_one, [blobs[i] for i in order], chunksize=chunk)
     except (OSError, RuntimeError):

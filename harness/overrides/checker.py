@@ -27,7 +27,7 @@ from harness.overrides.discover import (
     module_names,
 )
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.results import ResultStore, fingerprint, run_key
+from harness.overrides.result_cache import ResultStore, fingerprint, run_key
 
 if TYPE_CHECKING:
     from harness.overrides.baseline import StaleEntry

@@ -122,6 +122,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="report only the findings added since the git revision REF (its tree is checked "
         "in a temporary directory, cached by tree hash; the checkout is not touched)",
     )
+    parser.add_argument(
+        "--show",
+        choices=("blocking", "warnings"),
+        default="blocking",
+        help="when a --changed or --since run blocks: list only the findings that block, the "
+        "rest as a one-line count (blocking, the default), or the rest after them (warnings)",
+    )
     parser.add_argument("--explain", metavar="CODE", help="print a rule's documentation and exit")
     parser.add_argument("--list-rules", action="store_true", help="list all rules and exit")
     parser.add_argument(
@@ -184,7 +191,7 @@ def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
         baseline=None if args.write_baseline else (args.baseline or config.baseline),
         excluder=excluder,
         ignore=_codes([*config.ignore, *args.ignore]),
-        python=args.python or config.python,
+        python=config.python if args.python is None else args.python,
     )
     return options, args.fail_on or config.fail_on or "error"
 
@@ -230,7 +237,23 @@ def run(args: argparse.Namespace) -> int:
         from harness.overrides.since import added_since
 
         result = added_since(result, args.since, paths, options, args)
-    written = _emit(report.render(result.findings, args.format))
+    fail_on = Severity(fail_on_name)
+    shown, rest = list(result.findings), 0
+    focused = changed is not None or args.since is not None
+    if focused and args.format in ("text", "github") and result.failed(fail_on):
+        shown = [f for f in result.findings if f.severity.rank >= fail_on.rank]
+        others = [f for f in result.findings if f.severity.rank < fail_on.rank]
+        if args.show == "warnings":
+            shown += others
+        else:
+            rest = len(others)
+    out = report.render(shown, args.format)
+    if rest:
+        out += (
+            f"harness overrides: {rest} more finding(s) below --fail-on {fail_on_name} not "
+            "shown (--show warnings lists them)\n"
+        )
+    written = _emit(out)
     if written != EXIT_OK:
         return written
     if args.statistics:
@@ -248,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
     if result.stats.missing:
         missing = ", ".join(result.stats.missing)
         print(f"harness overrides: not found; treated as deleted: {missing}", file=sys.stderr)
-    return EXIT_FINDINGS if result.failed(Severity(fail_on_name)) else EXIT_OK
+    return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK
 
 
 def nothing_to_check(paths: Sequence[str]) -> str:

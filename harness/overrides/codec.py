@@ -1,6 +1,6 @@
 """Compact, fast serialisation of :class:`FileSummary` for the cache and worker processes.
 
-Summaries are flattened to nested tuples of builtins (:mod:`harness.overrides.positional`,
+Summaries are flattened to nested tuples of builtins (:mod:`harness.overrides.facts.tuple_codec`,
 in each NamedTuple's ``_fields`` order) and written with :mod:`marshal` (several times faster
 to load than pickling named tuples and enums). A class's signatures and calls, and a module's
 calls, are marshalled separately and kept as bytes when a summary is loaded: they are decoded
@@ -12,11 +12,18 @@ from __future__ import annotations
 import marshal
 from typing import Any
 
-from harness.overrides.callsites import CallSite
-from harness.overrides.dispatch import DispatchSummary
-from harness.overrides.positional import compile_codec
-from harness.overrides.signature import Signature
-from harness.overrides.summary import ClassSummary, Deferred, FileSummary, Import, ParseFailure
+from harness.overrides.facts.callsites import CallSite
+from harness.overrides.facts.dispatch import DispatchSummary
+from harness.overrides.facts.signature import Signature
+from harness.overrides.facts.tuple_codec import compile_codec
+from harness.overrides.summary import (
+    AttributeNames,
+    ClassSummary,
+    Deferred,
+    FileSummary,
+    Import,
+    ParseFailure,
+)
 
 EMPTY_DISPATCH = DispatchSummary((), (), (), (), ())
 
@@ -57,6 +64,7 @@ def encode(summary: FileSummary) -> tuple[Any, ...]:
         _enc_failures(summary.parse_failures),
         tuple(sorted(summary.called)),
         _enc_dispatch(summary.dispatch),
+        tuple(tuple(sorted(names)) for names in summary.names),
     )
 
 
@@ -85,7 +93,7 @@ def _calls(blob: bytes) -> tuple[CallSite, ...]:
 
 def decode(raw: Any) -> FileSummary:
     """Rebuild a summary from :func:`encode`'s output (signatures and calls deferred)."""
-    classes, imports, stars, aliases, ignores, calls, failures, called, dispatch = raw
+    classes, imports, stars, aliases, ignores, calls, failures, called, dispatch, names = raw
     return FileSummary(
         tuple(
             [
@@ -111,6 +119,7 @@ def decode(raw: Any) -> FileSummary:
         _dec_failures(failures),
         frozenset(called),
         EMPTY_DISPATCH if not any(dispatch) else _dec_dispatch(dispatch),
+        AttributeNames(*(frozenset(n) for n in names)),
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from harness.overrides.signature import MethodKind, Param, ParamKind, Signature
+from harness.overrides.facts.signature import MethodKind, Param, ParamKind, Signature
 
 CONSTRUCTOR_HOOKS = frozenset({"__init__", "__new__", "__init_subclass__", "__post_init__"})
 

@@ -134,6 +134,8 @@ def load(path: str | Path | None) -> Config:
     python = table.get("python")
     if python is not None and not isinstance(python, str):
         raise HarnessError(f"{file}: python must be a string (an interpreter or environment)")
+    if python is not None and not python.strip():
+        raise HarnessError(f"{file}: python is empty: name an interpreter or environment")
     return Config(
         path=str(file),
         root=root,

@@ -167,9 +167,9 @@ class _Walker:
         """The import root of the project's regular packages nearest ``directory``: from
         ``directory`` up to the project root (without one, up to the filesystem root), the
         folder holding the outermost regular package around it (a folder without
-        ``__init__.py`` inside ``sglang/`` is a namespace portion of it:
-        ``sglang/srt/layers/`` is ``sglang.srt.layers``), else the first folder that is no
-        package and holds one (``python/`` beside ``python/sglang/`` for ``python/tools/``)."""
+        ``__init__.py`` inside ``pkg/`` is a namespace portion of it: ``pkg/sub/layers/`` is
+        ``pkg.sub.layers``), else the first folder that is no package and holds one
+        (``python/`` beside ``python/pkg/`` for ``python/tools/``)."""
         top = self.outermost_package(directory)
         if top is not None:
             return os.path.dirname(top)

@@ -79,9 +79,16 @@ def environment(python: str | None, base: str | None = None) -> Environment:
     standard library included), a virtual environment's directory (its interpreter), or a
     directory of packages (searched after the running interpreter's standard library).
     ``base``: the directory a relative ``python`` is relative to. ``ValueError`` with a
-    one-line reason when it names nothing usable."""
+    one-line reason when it names nothing usable, an empty ``python`` included (what an unset
+    CI variable gives: reading the standard library alone instead would drop installed bases).
+    """
     if python is None:
         return Environment(tuple(_stdlib()), platform.python_version(), None)
+    if not python.strip():
+        raise ValueError(
+            "--python is empty: name an interpreter, a virtual environment or a directory "
+            "(is a CI variable unset?)"
+        )
     path = os.path.abspath(os.path.join(base or os.getcwd(), os.path.expanduser(python)))
     executable = path if os.path.isfile(path) else None
     if executable is None and os.path.isdir(path):
@@ -179,9 +186,9 @@ class InstalledModules:
 
     def _source_of_project(self, name: str) -> tuple[str, bool] | None:
         """A module of the project's own packages that the scanned paths left out
-        (``sglang.srt.base`` when only ``pipelines/`` was scanned), read beside the tree
-        when the environment has no such module (a stdlib ``unittest`` is never shadowed by
-        ``twisted/trial/unittest.py``). Never from an installation directory: ``sympy``
+        (``pkg.sub.base`` when only ``pipelines/`` was scanned), read beside the tree when
+        the environment has no such module (a stdlib ``unittest`` is never shadowed by a
+        project's ``pkg/trial/unittest.py``). Never from an installation directory: a package
         beside a scanned ``site-packages/torch`` is installed, not the project's."""
         return self._beside_tree(name, project_only=True)
 

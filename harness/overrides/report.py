@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
@@ -24,8 +25,20 @@ def render(findings: Sequence[Finding], fmt: str) -> str:
     return "".join(text(f) + "\n" for f in findings)
 
 
+def one_line(value: str) -> str:
+    """``value`` with every control character and line or paragraph separator written as its
+    escape (``\\n``, ``\\x1b``, ``\\u2028``): a path or source text from the scanned tree
+    cannot start a line of its own (a forged ``::error`` annotation) nor steer a terminal."""
+    if value.isprintable():
+        return value
+    return "".join(
+        ascii(c)[1:-1] if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in value
+    )
+
+
 def text(finding: Finding) -> str:
-    """``path:line:col: CODE symbol message`` plus both signatures and the evidence."""
+    """``path:line:col: CODE symbol message`` plus both signatures and the evidence, each
+    line written with :func:`one_line`."""
     head = f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.symbol} {finding.message}"
     lines = [head, f"    severity: {finding.severity.value}"]
     if finding.signature is not None:
@@ -39,7 +52,7 @@ def text(finding: Finding) -> str:
         lines += [f"    call:     {ev.path}:{ev.line}: {ev.text}", f"    raises:   {ev.error}"]
         if ev.guards:
             lines.append(f"    reached only if {' and '.join(ev.guards)}")
-    return "\n".join(lines)
+    return "\n".join(one_line(line) for line in lines)
 
 
 def _escape_data(value: str) -> str:

@@ -5,7 +5,9 @@ user's checkout, index and worktrees are never touched), checked with the same o
 cached by tree hash under ``$XDG_CACHE_HOME/harness/since`` (``~/.cache`` when unset). Findings
 are matched as baselines match them (:func:`harness.overrides.baseline.key`: rule, severity, class,
 method, parameters; never a line), so moved code is not new, like reviewdog's
-``-filter-mode=added`` and the diff mypy_primer prints.
+``-filter-mode=added`` and the diff mypy_primer prints. A file git sees renamed since REF
+(``git mv``, or a move git's rename detection pairs) keeps REF's findings: their module and
+path are read as the new file's before matching.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from harness.overrides.baseline import filter_new, key
 from harness.overrides.cache import code_version, digest, user_cache_directory
 from harness.overrides.checker import CheckOptions, CheckResult, check
 from harness.overrides.config import Excluder, discover_config
+from harness.overrides.findings import Finding
 
 
 def _git(root: str, *argv: str, failure: str | None = None) -> bytes:
@@ -79,6 +82,66 @@ def export(root: str, commit: str, target: str) -> None:
             archive.extractall(target)
 
 
+def renames(root: str, commit: str) -> dict[str, str]:
+    """Old path -> new path (relative to ``root``) of the files git finds renamed between
+    ``commit`` and the working tree (staged or committed moves; git's rename detection)."""
+    said = _git(root, "diff", "--no-ext-diff", "--find-renames", "--name-status", "-z", commit)
+    fields = os.fsdecode(said).split("\0")
+    moved: dict[str, str] = {}
+    i = 0
+    while i < len(fields) - 1:
+        status = fields[i]
+        if status[:1] in ("R", "C"):
+            if status[:1] == "R":
+                moved[fields[i + 1]] = fields[i + 2]
+            i += 3
+        else:
+            i += 2
+    return moved
+
+
+def _module_of(path: str, class_name: str) -> str | None:
+    """The module part of ``class_name`` for a class written in ``path``: the longest tail of
+    the path's folders and stem that prefixes the name (``pkg.fi`` for ``src/pkg/fi.py``)."""
+    parts = os.path.splitext(path)[0].replace(os.sep, "/").split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    for start in range(len(parts)):
+        module = ".".join(parts[start:])
+        if class_name.startswith(f"{module}."):
+            return module
+    return None
+
+
+def _moved_keys(
+    ref: list[tuple[str, str, str | None]],
+    moved: dict[str, str],
+    head: Sequence[Finding],
+    here: str,
+) -> Counter[str]:
+    """REF's keys, those of findings in renamed files read as the new file's: the module
+    prefix of the class HEAD's findings in that file give, or the path of a file-level one."""
+    modules: dict[str, str] = {}
+    for finding in head:
+        path = os.path.normpath(os.path.join(here, finding.path))
+        module = None if finding.class_name is None else _module_of(path, finding.class_name)
+        if module is not None:
+            modules[path] = module
+    keys: Counter[str] = Counter()
+    for entry, path, class_name in ref:
+        new = moved.get(path)
+        if new is not None and class_name is not None:
+            old_module, new_module = _module_of(path, class_name), modules.get(new)
+            if old_module is not None and new_module is not None:
+                renamed = new_module + class_name[len(old_module) :]
+                entry = entry.replace(f":{class_name}", f":{renamed}", 1)
+        elif new is not None:
+            shown, now = os.path.relpath(path, here), os.path.relpath(new, here)
+            entry = entry.replace(f":{shown}:", f":{now}:", 1)
+        keys[entry] += 1
+    return keys
+
+
 def _ref_options(
     options: CheckOptions, args: argparse.Namespace, ref_paths: list[str], ref_cwd: str
 ) -> CheckOptions:
@@ -93,9 +156,15 @@ def _ref_options(
 
 
 def ref_keys(
-    ref: str, paths: Sequence[str], options: CheckOptions, args: argparse.Namespace, cwd: str
+    ref: str,
+    paths: Sequence[str],
+    options: CheckOptions,
+    args: argparse.Namespace,
+    cwd: str,
+    head: Sequence[Finding] = (),
 ) -> tuple[Counter[str], str]:
-    """The finding keys of REF's tree for ``paths`` and REF's short commit hash."""
+    """The finding keys of REF's tree for ``paths`` (those of files renamed since REF read as
+    the new files', by ``head``'s findings) and REF's short commit hash."""
     root = repository_root(cwd)
     commit, tree = resolve(root, ref)
     here = os.path.relpath(os.path.realpath(cwd), os.path.realpath(root))
@@ -114,10 +183,12 @@ def ref_keys(
     directory = None if options.cache_dir is None else cache_directory()
     name = f"{tree}-{digest(fingerprint.encode())[:16]}.json"
     entry = None if directory is None else os.path.join(directory, name)
+    moved = renames(root, commit)
     if entry is not None and os.path.isfile(entry):
         damaged = (OSError, ValueError, KeyError, TypeError)  # then compute it again
         with contextlib.suppress(*damaged), open(entry, encoding="utf-8") as handle:
-            return Counter(json.load(handle)["keys"]), commit[:12]
+            cached = [(str(k), str(p), c) for k, p, c in json.load(handle)["findings"]]
+            return _moved_keys(cached, moved, head, here), commit[:12]
     with tempfile.TemporaryDirectory(prefix="harness-since-") as tmp:
         export(root, commit, tmp)
         ref_cwd = os.path.normpath(os.path.join(tmp, here))
@@ -132,15 +203,15 @@ def ref_keys(
             if ref_paths
             else []
         )
-    keys = Counter(key(f) for f in found)
+    rows = [(key(f), os.path.normpath(os.path.join(here, f.path)), f.class_name) for f in found]
     if entry is not None:
         with contextlib.suppress(OSError):  # the cache is an optimisation
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             partial = f"{entry}.{os.getpid()}.tmp"
             with open(partial, "w", encoding="utf-8") as handle:
-                json.dump({"ref": commit, "keys": sorted(keys.elements())}, handle)
+                json.dump({"ref": commit, "findings": sorted(rows, key=str)}, handle)
             os.replace(partial, entry)
-    return keys, commit[:12]
+    return _moved_keys(rows, moved, head, here), commit[:12]
 
 
 def added_since(
@@ -152,7 +223,7 @@ def added_since(
 ) -> CheckResult:
     """``result`` less the findings REF's tree already had; says how many on standard error."""
     cwd = options.cwd or os.getcwd()
-    keys, short = ref_keys(ref, paths, options, args, cwd)
+    keys, short = ref_keys(ref, paths, options, args, cwd, result.findings)
     added = filter_new(result.findings, keys)
     hidden = len(result.findings) - len(added)
     print(

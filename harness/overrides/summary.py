@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import ast
 import gc
+import re
 import tokenize
 from collections.abc import Callable, Iterator, Mapping
 from io import StringIO
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from harness.overrides import callsites, grammar
-from harness.overrides import dispatch as dispatch_facts
-from harness.overrides.callsites import CallSite, FileHits
-from harness.overrides.dispatch import DispatchSummary
-from harness.overrides.returned import returned_callables
-from harness.overrides.signature import (
+from harness.overrides.facts import callsites, grammar
+from harness.overrides.facts import dispatch as dispatch_facts
+from harness.overrides.facts.callsites import CallSite, FileHits
+from harness.overrides.facts.dispatch import DispatchSummary
+from harness.overrides.facts.returned import returned_callables
+from harness.overrides.facts.signature import (
     MethodKind,
     Param,
     Signature,
@@ -150,6 +151,33 @@ class ParseFailure(NamedTuple):
     reason: str
 
 
+class AttributeNames(NamedTuple):
+    """The attribute names a file's text writes after a dot, and those it passes to
+    ``setattr``/``delattr``: the files where an attribute may be read or changed, found without
+    reading every file again (strings and comments count, so it is a superset of what the
+    code does; a decider reads the few files it names to be sure)."""
+
+    dotted: frozenset[str]
+    """Every ``name`` written as ``.name`` (``.`` then spaces or tabs allowed)."""
+    by_name: frozenset[str]
+    """Quoted identifiers within a ``setattr(``/``delattr(`` call's first 300 characters."""
+
+
+NO_NAMES = AttributeNames(frozenset(), frozenset())
+_DOTTED = re.compile(r"\.[ \t]*([^\W\d]\w*)")
+_BY_NAME_CALL = re.compile(r"\b(?:set|del)attr\s*\(")
+_QUOTED = re.compile(r"[\"']([^\W\d]\w*)[\"']")
+
+
+def attribute_names(text: str) -> AttributeNames:
+    """The :class:`AttributeNames` of ``text``."""
+    by_name: set[str] = set()
+    if "attr" in text:
+        for match in _BY_NAME_CALL.finditer(text):
+            by_name.update(_QUOTED.findall(text, match.end(), match.end() + 300))
+    return AttributeNames(frozenset(_DOTTED.findall(text)), frozenset(by_name))
+
+
 class FileSummary:
     """Everything the checker knows about one file (module-level calls may stay encoded)."""
 
@@ -161,6 +189,7 @@ class FileSummary:
         "dispatch",
         "ignores",
         "imports",
+        "names",
         "parse_failures",
         "star_imports",
     )
@@ -176,6 +205,7 @@ class FileSummary:
         parse_failures: tuple[ParseFailure, ...],
         called: frozenset[str] | None = None,
         dispatch: DispatchSummary = dispatch_facts.EMPTY,
+        names: AttributeNames = NO_NAMES,
     ) -> None:
         self.classes = classes
         self.imports = imports
@@ -196,7 +226,9 @@ class FileSummary:
         self.called = called
         """Every method name called in the file (to find proofs without decoding calls)."""
         self.dispatch = dispatch
-        """Guards, foreign calls, escapes, decorators: see :mod:`harness.overrides.dispatch`."""
+        """Guards, foreign calls, escapes, decorators: see :mod:`harness.overrides.facts.dispatch`."""
+        self.names = names
+        """Where attributes may be read or changed: see :class:`AttributeNames`."""
 
     @property
     def calls(self) -> tuple[CallSite, ...]:
@@ -230,8 +262,8 @@ class FileSummary:
 _PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 
 
-def _empty(failure: ParseFailure | None = None) -> FileSummary:
-    return FileSummary((), (), (), (), (), (), (failure,) if failure else ())
+def _empty(failure: ParseFailure | None = None, names: AttributeNames = NO_NAMES) -> FileSummary:
+    return FileSummary((), (), (), (), (), (), (failure,) if failure else (), names=names)
 
 
 def decode(data: bytes) -> str | ParseFailure:
@@ -496,13 +528,13 @@ def summarize(data: bytes) -> FileSummary:
     """Summarise one file's bytes. Never raises for bad input: records a parse failure."""
     text = decode(data)
     if isinstance(text, ParseFailure):
-        return _empty(text)
+        return _empty(text, attribute_names(data.decode("utf-8", "replace")))
     enabled = gc.isenabled()
     gc.disable()  # ast.parse allocates many objects; collection only costs time here
     try:
         return _summarize_text(text)
     except _PARSE_FAILURES as exc:
-        return _empty(_parse_failure(exc, text))
+        return _empty(_parse_failure(exc, text), attribute_names(text))
     finally:
         if enabled:
             gc.enable()
@@ -568,4 +600,5 @@ def _summarize_text(text: str) -> FileSummary:
         calls=tuple(calls),
         parse_failures=(),
         dispatch=dispatch_facts.extract(text, tree, statements, aliases),
+        names=attribute_names(text),
     )

@@ -22,7 +22,7 @@ import json
 import re
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,30 @@ class Expected:
     line: int
     code: str
     severity: str
+
+
+def count_operations(run: Callable[[], object]) -> int:
+    """How many Python and C functions ``run`` calls (``sys.setprofile``): a measure of work
+    that, unlike a wall-clock time, does not depend on what else the machine runs."""
+    count = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+@pytest.fixture
+def operations() -> Callable[[Callable[[], object]], int]:
+    """:func:`count_operations`, for tests that bound how work grows with the input."""
+    return count_operations
 
 
 def fixture_names() -> list[str]:

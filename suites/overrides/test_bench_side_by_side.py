@@ -43,32 +43,39 @@ def test_a_round_times_the_parse_then_each_checker_cold_warm_and_changed(
 ) -> None:
     ran: list[tuple[list[str], Path, dict[str, str]]] = []
 
-    def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    def timed(
+        cmd: list[str], cwd: Path, env: dict[str, str], *, check: bool = True
+    ) -> tuple[float, float, str, int]:
         ran.append((list(cmd), cwd, env))
-        return 1.0 + len(ran), 0.5, "0.25\n" if "-c" in cmd else "[]"
+        return 1.0 + len(ran), 0.5, "0.25\n" if "-c" in cmd else "[]", 1024 * len(ran)
 
     monkeypatch.setattr(bench, "timed", timed)
     roots = {"before": tmp_path / "before", "after": tmp_path / "after"}
     trees = {(label, e): tmp_path / f"t-{label}-{e}" for label in roots for e in bench.ENTRY_POINTS}
+    trees["ty", "tool"] = tmp_path / "t-ty"
     for tree in trees.values():
         (tree / "pkg").mkdir(parents=True)
         (tree / "pkg" / "m.py").write_text("x = 1\n")
     args = argparse.Namespace(jobs=2, skip_codec=False, keep_installed=False)
     best = bench.Best()
-    bench.one_round(0, roots, trees, tmp_path, {}, args, "pkg/m.py", best)
+    bench.one_round(0, roots, trees, tmp_path, {}, args, "pkg/m.py", best, {"ty": ["ty", "check"]})
     commands = [cmd for cmd, _, _ in ran]
     assert commands[0][1] == "-c"  # the serial parse first
-    checker = [c for c in commands[1:] if "-c" not in c]
+    assert commands[1] == ["ty", "check", "."] and ran[1][1] == trees["ty", "tool"]
+    checker = [c for c in commands[2:] if "-c" not in c]
     assert len(checker) == 2 * 2 * 3  # before/after x -m/CLI x cold/warm/--changed
     for cold, warm, changed in zip(checker[::3], checker[1::3], checker[2::3], strict=True):
         assert "--jobs" in cold and cold[-1] == "." and warm[-1] == "."
         assert changed[-3:] == [".", "--changed", "pkg/m.py"]  # the path is no changed file
     assert all(
-        t.joinpath("pkg/m.py").read_text().endswith("# bench edit 0\n") for t in trees.values()
+        t.joinpath("pkg/m.py").read_text().endswith("# bench edit 0\n")
+        for key, t in trees.items()
+        if key[1] != "tool"
     )
-    envs = [env for cmd, _, env in ran[1:] if "-c" not in cmd]
+    envs = [env for cmd, _, env in ran[2:] if "-c" not in cmd]
     assert {env["PYTHONPATH"] for env in envs} == {str(roots["before"]), str(roots["after"])}
     assert ("before", "codec") in best.seconds and ("parse", "parse cpu") in best.seconds
+    assert ("ty", "tool") in best.seconds and set(best.peak_kib) == {"ty", "before", "after"}
 
 
 def test_the_table_gives_after_over_before_and_both_over_the_serial_parse(
@@ -81,8 +88,12 @@ def test_the_table_gives_after_over_before_and_both_over_the_serial_parse(
     best.add("after", "cold -m", 2.4, "[2]")
     best.add("before", "cold cpu -m", 4.0)
     best.add("after", "cold cpu -m", 3.0)
+    best.add("ty", "tool", 3.0)
+    best.add("ty", "tool cpu", 2.0)
+    best.peak("ty", 2048)
+    best.peak("after", 1024)
     args = argparse.Namespace(
-        before="3b5bad4", after=None, tree=None, repeat=3, keep_installed=True
+        before="3b5bad4", after=None, tree=None, repeat=3, keep_installed=True, tools=["ty"]
     )
     bench.report(best, args, 802, "pkg/m.py")
     out = capsys.readouterr().out
@@ -93,3 +104,6 @@ def test_the_table_gives_after_over_before_and_both_over_the_serial_parse(
     assert "note: cold -m: before and after printed different findings" in out
     assert "summaries: kept warm" in out
     assert "warm (" not in out and "codec" not in out  # rows not measured are left out
+    (ty,) = [line for line in out.splitlines() if line.startswith("ty, cold, wall")]
+    assert ty.split()[-6:] == ["3.000", "1.500x", "after", "/", "ty:", "0.800x"]
+    assert "ty 2 MiB" in out and "after 1 MiB" in out

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from harness.overrides.binding import CallShape, bind, bind_method
-from harness.overrides.signature import from_function
+from harness.overrides.evidence.binding import CallShape, bind, bind_method
+from harness.overrides.facts.signature import from_function
 
 SIGNATURES = [
     "def f(self, a, b)",

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -131,7 +135,7 @@ def test_a_pool_that_breaks_leaves_no_file_unsummarised(
     expected, _ = load(sources, Cache(None), jobs=1)
 
     class Broken:
-        def __init__(self, max_workers: int) -> None:
+        def __init__(self, max_workers: int, **options: object) -> None:
             pass
 
         def shutdown(self, cancel_futures: bool = False) -> None:
@@ -161,6 +165,7 @@ def _cache_files(cache: Path) -> list[Path]:
     return sorted(p for p in (cache / "overrides").iterdir() if p.suffix == ".bin")
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 def test_byte_flips_never_lose_the_finding(tmp_path: Path) -> None:
     root = project(tmp_path / "p", STALE)
     cache = tmp_path / "cache"
@@ -208,7 +213,7 @@ def test_well_formed_cache_of_the_wrong_shape_is_empty(
 
 
 def test_stored_results_of_the_wrong_shape_are_a_miss(tmp_path: Path) -> None:
-    from harness.overrides.results import SCHEMA, ResultStore
+    from harness.overrides.result_cache import SCHEMA, ResultStore
 
     root = project(tmp_path / "p", STALE)
     cache = tmp_path / "cache"
@@ -303,6 +308,7 @@ def test_xdg_cache_home_and_cache_dir_are_honoured(
 # Cached == uncached
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 def test_random_edits_with_restored_mtimes(tmp_path: Path) -> None:
     """Whatever is edited, however the times look, a cached run equals ``--no-cache``."""
     rng = random.Random(7)
@@ -336,8 +342,8 @@ def test_parser_processes_are_capped_at_the_cpu_count(monkeypatch: pytest.Monkey
     asked: list[int] = []
 
     class Pool(concurrent.futures.ThreadPoolExecutor):
-        def __init__(self, max_workers: int) -> None:
-            asked.append(max_workers)
+        def __init__(self, max_workers: int, **options: object) -> None:
+            asked.append(max_workers)  # not its initializer: it would watch this process
             super().__init__(max_workers)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
@@ -380,3 +386,63 @@ def test_the_user_cache_follows_xdg_and_ignores_a_relative_value(
     assert user_cache_directory() == str(tmp_path / "home" / ".cache" / "harness")
     monkeypatch.setenv("HOME", "not-absolute")
     assert user_cache_directory("installed") is None
+
+
+def _children(pid: int) -> set[int]:
+    """Processes whose parent is ``pid`` (read from /proc)."""
+    found: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+@pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGTERM], ids=["KILL", "TERM"])
+def test_a_killed_cold_run_leaves_no_pool_worker_behind(tmp_path: Path, signal_number: int) -> None:
+    """Issue 27, bug 8: ``timeout`` or a cancelled CI job kills the run, not its workers."""
+    body = "".join(
+        f"    def m{j}(self, a, b=1):\n        return self.m{j}(a, b=b)\n" for j in range(150)
+    )
+    for i in range(50):
+        (tmp_path / f"m{i}.py").write_text(f"class C{i}:\n{body}")
+    command = [sys.executable, "-m", "harness.overrides", "--no-cache", "--jobs", "2", "."]
+    run = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL)
+    workers: set[int] = set()
+    for _ in range(2000):  # until the pool has started (each pass reads /proc once)
+        workers = _children(run.pid)
+        if workers or run.poll() is not None:
+            break
+    assert workers, "the run ended before its pool started: give it more to parse"
+    os.kill(run.pid, signal_number)
+    run.wait()
+    for _ in range(200):  # a worker checks for its parent every 0.2 s
+        if not any(_alive(w) for w in workers):
+            break
+        time.sleep(0.05)
+    left = [w for w in workers if _alive(w)]
+    for w in left:
+        os.kill(w, signal.SIGKILL)
+    assert not left, f"pool workers {left} outlived the killed run"
+
+
+def test_the_code_version_covers_every_package_of_the_checker() -> None:
+    """Editing any module of the checker must never reuse stale summaries."""
+    from harness.overrides import cache as cache_mod
+
+    package = Path(cache_mod.__file__).parent
+    found = {p.parent.name for p in package.glob("*/__init__.py")}
+    assert set(cache_mod._SUBPACKAGES) == found  # pyright: ignore[reportPrivateUsage]

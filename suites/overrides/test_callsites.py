@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from harness.overrides.callsites import CallSite, FileHits, Receiver, collect
+from harness.overrides.facts.callsites import CallSite, FileHits, Receiver, collect
 
 
 def calls(source: str, *, self_name: str | None = "self") -> list[CallSite]:

@@ -329,6 +329,30 @@ def test_pre_commit_hook_takes_args(
         assert run.out.startswith("::")
 
 
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_a_blocked_hook_shows_what_blocks_and_counts_the_rest(
+    project: Path, overrides: Any, fmt: str
+) -> None:
+    """Issue 28, item 4: one error, one screen; ``--show warnings`` lists the rest after it."""
+    _write(project, {"repro.py": REPRO.format(ignore=""), "swapped.py": WARNING_ONLY})
+    files = ["--changed", "repro.py", "swapped.py"]
+    run = overrides("--format", fmt, *files)
+    assert run.exit_code == 1
+    lines = run.out.splitlines()
+    assert "HO101" in lines[0] and "Swapped" not in run.out
+    assert lines[-1] == (
+        "harness overrides: 1 more finding(s) below --fail-on error not shown "
+        "(--show warnings lists them)"
+    )
+    listed = overrides("--format", fmt, "--show", "warnings", *files)
+    assert listed.exit_code == 1 and "more finding(s)" not in listed.out
+    assert listed.out.index("HO101") < listed.out.index("Swapped")
+    # A passing hook, a whole-tree run and the machine formats list everything, as before.
+    assert "Swapped" in overrides("--format", fmt, "--changed", "swapped.py").out
+    assert "Swapped" in overrides("--format", fmt, ".").out
+    assert len(json.loads(overrides("--format", "json", *files).out)) == 2
+
+
 def test_pre_commit_hook_takes_a_baseline_arg(
     project: Path, overrides: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -445,6 +469,7 @@ def test_full_disk_is_one_line_and_exit_2(project: Path) -> None:
     assert "No space left on device" in line
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 def test_non_utf8_and_odd_file_names_in_every_format(project: Path, overrides: Any) -> None:
     names = ["with space.py", "100%.py", "issue#12.py", "café.py"]
     _write(project, {name: REPRO.format(ignore="") for name in names})
@@ -460,6 +485,20 @@ def test_non_utf8_and_odd_file_names_in_every_format(project: Path, overrides: A
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 1 and b"Traceback" not in err, err
         assert b"bad\xff.py" in out and "café.py".encode() in out
+
+
+def test_a_path_cannot_forge_a_line_of_the_text_format(project: Path, overrides: Any) -> None:
+    """Issue 27, bug 9: a directory named with a newline and ``::error ...`` printed raw
+    makes GitHub read an annotation the checker never wrote (github and sarif escape it)."""
+    forged = "pkg\n::error file=forged.py,line=1::forged\x1b[2K"
+    _write(project, {f"{forged}/repro.py": REPRO.format(ignore="")})
+    for fmt in ("text", "github"):
+        out = overrides("--format", fmt, ".").out
+        lines = out.splitlines()
+        assert not any(line.startswith("::error file=forged") for line in lines), out
+    text = overrides("--format", "text", ".").out
+    assert "\x1b" not in text
+    assert text.startswith("pkg\\n::error file=forged.py,line=1::forged\\x1b[2K/repro.py:")
 
 
 # Nothing to check, and no working directory

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from harness.overrides import codec
-from harness.overrides.callsites import Receiver
-from harness.overrides.signature import ParamKind
+from harness.overrides.facts.callsites import Receiver
+from harness.overrides.facts.signature import ParamKind
 from harness.overrides.summary import summarize
 
 HERE = Path(__file__).resolve().parent
@@ -16,8 +16,8 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.mark.parametrize(
     "path",
-    sorted((HERE.parent.parent / "harness" / "overrides").glob("*.py")),
-    ids=lambda p: p.name,
+    sorted((HERE.parent.parent / "harness" / "overrides").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(HERE.parent.parent / "harness" / "overrides")),
 )
 def test_round_trip_is_exact(path: Path) -> None:
     summary = summarize(path.read_bytes())

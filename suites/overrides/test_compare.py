@@ -22,8 +22,8 @@ from harness.overrides.compare import (
     moved_parameters,
     narrows,
 )
+from harness.overrides.facts.signature import ParamKind, Signature, from_function
 from harness.overrides.rules import Pair, RuleSet
-from harness.overrides.signature import ParamKind, Signature, from_function
 
 
 def sig(source: str) -> Signature:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.overrides.checker import CheckOptions, check
-from harness.overrides.conditions import conditions
+from harness.overrides.evidence.conditions import conditions
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.report import text
 

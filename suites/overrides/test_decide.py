@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.checker import CheckOptions, check
-from harness.overrides.decide import KEYWORDS, QUIET, WRITES, touches
+from harness.overrides.evidence.decide import KEYWORDS, QUIET, WRITES, touches
 from harness.overrides.findings import Finding, Severity
 
 

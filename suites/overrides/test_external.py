@@ -245,6 +245,7 @@ def _cli(tree: Path, *args: str, path: str | None = None) -> tuple[str, str]:
     return done.stdout, done.stderr
 
 
+@pytest.mark.integration  # over ~2 s: the slow tier
 def test_a_light_and_a_full_install_give_the_same_findings(tree: Path) -> None:
     site = str(_site(tree))
     light, said = _cli(tree)
@@ -354,3 +355,22 @@ class _Blobs:
 
     def add(self, key: str, blob: bytes) -> None:
         self.blobs[key] = blob
+
+
+@pytest.mark.parametrize("how", ["flag", "flag-blank", "config"])
+def test_an_empty_environment_is_a_usage_error_not_the_standard_library(
+    tree: Path, how: str
+) -> None:
+    """What an unset CI variable gives (``--python "$VENV"``, ``python = ""``) must not drop
+    the installed bases silently: the proven crash through ``trap.engine`` would be lost."""
+    _site(tree)
+    args = ["--python", "" if how == "flag" else "  "] if how.startswith("flag") else []
+    if how == "config":
+        (tree / "pyproject.toml").write_text('[tool.harness.overrides]\npython = ""\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.overrides", "--no-cache", *args, "app"],
+        cwd=tree, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout
+    (line,) = done.stderr.strip().splitlines()
+    assert "empty" in line and "Traceback" not in done.stderr

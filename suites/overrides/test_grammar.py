@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.overrides.grammar import newer_syntax, scan
+from harness.overrides.facts.grammar import newer_syntax, scan
 
 CASES = [
     ("def first[T](items: list[T]) -> T: ...\n", (3, 12), "PEP 695 type parameter list"),

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.checker import CheckOptions, check
+from harness.overrides.evidence.markers import flag_tested, marker_flags
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.markers import flag_tested, marker_flags
 
 UTILS = """\
 def default(method):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.checker import CheckOptions, check
+from harness.overrides.evidence.nones import not_none
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.nones import not_none
 
 
 @pytest.mark.parametrize(

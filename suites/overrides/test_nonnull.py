@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.checker import CheckOptions, check
+from harness.overrides.evidence.nonnull import is_none
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.nonnull import is_none
 
 UPDATERS = """\
 class WeightUpdaterBase:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.checker import CheckOptions, check
+from harness.overrides.evidence.raises import self_call
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.raises import self_call
 
 MODELS = """\
 import contextlib

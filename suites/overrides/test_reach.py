@@ -84,16 +84,24 @@ def drive(other):
 """
 
 
-def test_a_method_reached_only_through_an_untyped_receiver_is_a_warning_saying_so(
+def test_a_private_method_reached_only_through_an_untyped_receiver_is_a_warning_saying_so(
     tmp_path: Path,
 ) -> None:
-    (finding,) = _findings(tmp_path, UNTYPED)
+    (finding,) = _findings(tmp_path, UNTYPED.replace("load_batch", "_load_batch"))
     assert finding.severity is Severity.WARNING
     assert finding.evidence is not None and finding.evidence.untyped is not None
-    assert "Base.load_batch() is called only on objects whose class is unknown" in (
+    assert "Base._load_batch() is called only on objects whose class is unknown" in (
         finding.evidence.untyped
     )
     assert "the code does not show that one gets there (latent)" in finding.message
+
+
+def test_a_public_method_called_on_an_untyped_receiver_is_reachable(tmp_path: Path) -> None:
+    """Issue 29: ``other.runner.load_batch()`` may hold a ``Sub``; a call of the same name
+    on another object (``Base.execute``'s, which ``Sub`` overrides) does not hide it."""
+    (finding,) = _findings(tmp_path, UNTYPED)
+    assert finding.severity is Severity.ERROR and finding.evidence is not None
+    assert finding.evidence.untyped is None
 
 
 def test_the_same_method_called_on_the_subclass_itself_is_an_error(tmp_path: Path) -> None:

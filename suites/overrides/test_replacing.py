@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.checker import CheckOptions, check
+from harness.overrides.evidence.replacing import replacement
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.replacing import replacement
 
 DEPENDENCIES = """\
 from typing import overload

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.discover import discover
-from harness.overrides.resolve import Project
+from harness.overrides.model.resolve import Project
 from harness.overrides.summary import summarize
 
 

@@ -6,8 +6,8 @@ import ast
 
 import pytest
 
-from harness.overrides.returned import accepts, returned_callables
-from harness.overrides.signature import Param, ParamKind, from_function, parameters
+from harness.overrides.facts.returned import accepts, returned_callables
+from harness.overrides.facts.signature import Param, ParamKind, from_function, parameters
 
 _POS = ParamKind.POSITIONAL_OR_KEYWORD
 

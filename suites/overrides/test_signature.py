@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from harness.overrides.signature import (
+from harness.overrides.facts.signature import (
     MethodKind,
     Param,
     ParamKind,

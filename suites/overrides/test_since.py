@@ -145,3 +145,48 @@ def test_outside_a_repository_is_a_clear_error(
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     assert cli.main(["overrides", "--since", "main", "."]) == 2
     assert "--since needs a git repository" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("commit", [False, True], ids=["staged", "committed"])
+def test_a_file_moved_with_git_mv_keeps_its_findings_at_ref(
+    repo: Path, capsys: pytest.CaptureFixture[str], commit: bool
+) -> None:
+    """README: moved code is not new (issue 27, bug 5: a `git mv` made it "added")."""
+    _git(repo, "mv", "pkg/flashinfer.py", "pkg/fi.py")
+    if commit:
+        _git(repo, "commit", "-qm", "move")
+    assert cli.main(["overrides", "--fail-on", "warning", "--since", "ref", "pkg"]) == 1
+    out, err = capsys.readouterr()
+    assert "TritonMetadataBuilder" in out and "FlashInferMetadataBuilder" not in out
+    assert "1 finding(s) added, 1 already at ref not shown" in err
+    _git(repo, "rm", "-q", "pkg/triton.py")  # the only new finding gone: nothing is added
+    assert cli.main(["overrides", "--fail-on", "warning", "--since", "ref", "pkg"]) == 0
+    assert "FlashInferMetadataBuilder" not in capsys.readouterr().out
+
+
+def test_a_moved_file_level_finding_is_not_new(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "pkg" / "broken.py").write_text("def broken(:\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "broken")
+    _git(repo, "tag", "ref2")
+    _git(repo, "mv", "pkg/broken.py", "pkg/still_broken.py")
+    assert cli.main(["overrides", "--fail-on", "warning", "--since", "ref2", "pkg"]) == 0
+    out, err = capsys.readouterr()
+    assert "still_broken.py" not in out and "0 finding(s) added" in err
+
+
+def test_a_blocked_since_run_shows_the_error_and_counts_the_warnings(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28, item 4: the added error first, the added warning as a one-line count."""
+    (repo / "pkg" / "repro.py").write_text(
+        "class A:\n    def f(self, a, b):\n        return a\n\n"
+        "    def g(self):\n        return self.f(1, b=2)\n\n\n"
+        "class B(A):\n    def f(self, a, bb):\n        return a\n"
+    )
+    assert cli.main(["overrides", "--since", "ref", "pkg"]) == 1
+    out = capsys.readouterr().out
+    assert "repro.py" in out and "TritonMetadataBuilder" not in out
+    assert out.splitlines()[-1].startswith("harness overrides: 1 more finding(s) below")

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from harness.overrides.signature import Param
+from harness.overrides.facts.signature import Param
 from harness.overrides.summary import decode, summarize
 
 

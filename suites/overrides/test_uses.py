@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from harness.overrides.uses import (
+from harness.overrides.facts.uses import (
     COLLECTED,
     INERT,
     RETURNED,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from harness.overrides.compare import Alignment
-from harness.overrides.signature import Signature
+from harness.overrides.facts.signature import Signature
 
 
 class Issue(NamedTuple):

@@ -36,8 +36,8 @@ warning with the reason): see ``harness overrides --explain renamed-parameter``.
 
 from __future__ import annotations
 
+from harness.overrides.facts.signature import ParamKind
 from harness.overrides.rules._facts import Issue, Pair
-from harness.overrides.signature import ParamKind
 
 CODE = "HO105"
 SYMBOL = "narrowed-parameter-kind"

@@ -43,8 +43,8 @@ warning with the reason): see ``harness overrides --explain renamed-parameter``.
 from __future__ import annotations
 
 from harness.overrides.compare import kind_breaks_callers
+from harness.overrides.facts.signature import MethodKind
 from harness.overrides.rules._facts import Issue, Pair
-from harness.overrides.signature import MethodKind
 
 CODE = "HO108"
 SYMBOL = "method-kind-mismatch"

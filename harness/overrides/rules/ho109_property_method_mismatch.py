@@ -2,15 +2,15 @@
 
 ## What it does
 Reports a property (``@property``, ``@functools.cached_property``, or a project descriptor
-class whose ``__get__`` returns what the function computes, like SQLAlchemy's
-``memoized_property`` or Django's ``cached_property``) overridden by a plain method, or a
-method overridden by a property. A descriptor whose ``__get__`` binds the function
-(``fn.__get__(obj)``, like SQLAlchemy's ``hybridmethod``) reads as a method.
+class whose ``__get__`` returns what the function computes, a ``memoized_property`` or
+``cached_property`` of its own) overridden by a plain method, or a method overridden by a
+property. A descriptor whose ``__get__`` binds the function (``fn.__get__(obj)``, a
+``hybridmethod``) reads as a method.
 
 A property whose every returned value is a callable with the method's call signature (a
 ``lambda``, ``self.<method>`` or a module function, read from its ``return`` statements) is no
-mismatch: Django's ``@cached_property def convert_value(self)`` returns converters called as
-``(value, expression, connection)``, and subclasses define ``def convert_value(self, value,
+mismatch: ``@cached_property def convert_value(self)`` returning converters called as
+``(value, expression, connection)``, overridden by ``def convert_value(self, value,
 expression, connection)``.
 
 ## Why it matters
@@ -46,9 +46,9 @@ by an object of a non-descriptor class (its calls are not the ``def``'s).
 
 from __future__ import annotations
 
-from harness.overrides.returned import accepts
+from harness.overrides.facts.returned import accepts
+from harness.overrides.facts.signature import Signature
 from harness.overrides.rules._facts import Issue, Pair
-from harness.overrides.signature import Signature
 
 CODE = "HO109"
 SYMBOL = "property-method-mismatch"

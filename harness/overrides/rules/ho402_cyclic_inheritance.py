@@ -26,8 +26,8 @@ Only cycles through classes the checker can resolve are found.
 
 from __future__ import annotations
 
+from harness.overrides.model.tree import InheritanceCycle
 from harness.overrides.rules._facts import Issue
-from harness.overrides.tree import InheritanceCycle
 
 CODE = "HO402"
 SYMBOL = "cyclic-inheritance"

@@ -24,9 +24,8 @@ class C(B): ...
 ## Limitations
 Only classes the checker can resolve take part in the linearisation. A base is resolved as
 Python does when the ``class`` statement runs: the import in force at that line, not a class
-of the same name defined further down (Django's gis ``functions.py`` imports ``Transform``
-and defines another ``Transform`` later; ``IsEmpty(GeoFuncMixin, Transform)`` uses the
-imported one).
+of the same name defined further down (a module that imports ``Transform`` and defines
+another ``Transform`` later: ``IsEmpty(Mixin, Transform)`` above it uses the imported one).
 
 ## References
 - "The Python 2.3 Method Resolution Order" (C3)
@@ -34,8 +33,8 @@ imported one).
 
 from __future__ import annotations
 
+from harness.overrides.model.tree import NoLinearization
 from harness.overrides.rules._facts import Issue
-from harness.overrides.tree import NoLinearization
 
 CODE = "HO403"
 SYMBOL = "inconsistent-mro"

@@ -39,8 +39,8 @@ unresolved without a warning, as do bases from packages that are not installed.
 
 from __future__ import annotations
 
+from harness.overrides.model.tree import MisrootedBase
 from harness.overrides.rules._facts import Issue
-from harness.overrides.tree import MisrootedBase
 
 CODE = "HO405"
 SYMBOL = "misrooted-import"

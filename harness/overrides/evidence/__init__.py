@@ -1,0 +1,1 @@
+"""Evidence: which calls reach an override and crash, for which class, under which conditions; the deciders and reachability."""

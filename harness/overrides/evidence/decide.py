@@ -1,0 +1,421 @@
+"""Conditions whose value the code decides for one subclass: an attribute only filled where
+that subclass never runs.
+
+``if not self._hooks: return`` before a call (or ``if self._hooks:`` around it) is false for
+a class ``X`` when every method of ``X``'s MRO that touches ``self._hooks``, other than to
+read it inertly (a test, ``len(self._hooks) == 0``, an iteration) or to set it to an empty
+value (``[]``, ``{}``, ``None``, ``False``, ``0``, ``""``, ``()``, ``set()``), is a method
+that cannot run for ``X`` (:mod:`harness.overrides.evidence.reach`), no class of the MRO defines
+``_hooks`` otherwise, and no file of the tree writes ``._hooks`` on another object. Anything
+else leaves the condition undecided.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from harness.overrides.evidence.attributes import (
+    modules_naming,
+    named_on_other_objects,
+    text_of,
+)
+from harness.overrides.evidence.conditions import necessary
+from harness.overrides.evidence.reach import NO, Reach
+from harness.overrides.facts.uses import inert, parents_of
+from harness.overrides.model.classdefs import class_node
+from harness.overrides.model.resolve import ClassInfo, Project
+
+_EMPTY_CALLS = frozenset({"list", "dict", "set", "tuple", "frozenset", "str", "bytes"})
+
+
+def _is_empty(node: ast.expr | None) -> bool:
+    if node is None:
+        return True
+    if isinstance(node, ast.Constant):
+        return not node.value
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return not node.elts
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _EMPTY_CALLS
+        and not node.args
+        and not node.keywords
+    )
+
+
+def _class_binding(stmt: ast.stmt, attr: str) -> ast.expr | None:
+    """The value a class-body statement binds ``attr`` to (``attr = 2``), if it does; a
+    negative number literal as a constant."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    else:
+        return None
+    if not any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+        return None
+    value = stmt.value
+    if (
+        isinstance(value, ast.UnaryOp)
+        and isinstance(value.op, ast.USub)
+        and isinstance(value.operand, ast.Constant)
+        and isinstance(value.operand.value, (int, float))
+    ):
+        return ast.Constant(-value.operand.value)
+    return value
+
+
+def _self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+    )
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
+"""The value of an attribute nothing sets: reading it raises ``AttributeError``."""
+_LOOKUP_HOOKS = ("__getattr__", "__getattribute__")
+
+QUIET = 0
+"""The function never makes the attribute truthy."""
+WRITES = 1
+"""It may."""
+KEYWORDS = 2
+"""It sets attributes named by the keywords its callers pass (``for k, v in kwargs.items():
+setattr(self, k, v)``): it writes the attribute only if a call passes that keyword."""
+
+
+def touches(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str, any_value: bool = False
+) -> int:
+    """Whether ``func`` may make ``self.<attr>`` truthy (with ``any_value``: may change it)
+    (:data:`WRITES`, :data:`KEYWORDS` or :data:`QUIET`): any use other than an empty
+    assignment or an inert read (a test,
+    ``len(self.<attr>) == 0``, an iteration: see :mod:`harness.overrides.facts.uses`);
+    ``setattr(self, <that or a computed name>, ...)`` (bar the name a ``__setattr__`` is
+    given), ``vars(self)`` and a change of ``self.__dict__`` count too."""
+    args = [*func.args.posonlyargs, *func.args.args]
+    if not args:
+        return QUIET
+    me = args[0].arg
+    given: set[str] = {args[1].arg} if func.name == "__setattr__" and len(args) > 1 else set()
+    # with ``any_value``, an empty assignment or a ``del`` counts too: it changes the value
+    keyed = _keyword_names(func)
+    parents = parents_of(func)
+    found = QUIET
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call):
+            for name in _names_set(node, me):
+                if isinstance(name, ast.Name) and name.id in keyed:
+                    found = KEYWORDS
+                elif not (isinstance(name, ast.Name) and name.id in given) and (
+                    not isinstance(name, ast.Constant) or name.value == attr
+                ):
+                    return WRITES
+        if _self_attr(node, me, "__dict__") and not inert(node, parents, changes=True):
+            return WRITES
+        if not _self_attr(node, me, attr):
+            continue
+        holder = parents.get(id(node))
+        if isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value:
+            if any_value or not _is_empty(holder.value):
+                return WRITES
+        elif isinstance(holder, ast.Delete):
+            if any_value:
+                return WRITES
+        elif not inert(node, parents, changes=True):
+            return WRITES
+    return found
+
+
+def _names_set(call: ast.Call, me: str) -> list[ast.expr]:
+    """The name arguments with which ``call`` may set attributes of ``<me>``:
+    ``setattr(<me>, name, ...)``, ``object.__setattr__(<me>, name, ...)``,
+    ``super().__setattr__(name, ...)``, ``<me>.__setattr__(name, ...)``; for ``vars(<me>)``
+    (whose result may be changed), a computed name stands for any."""
+    func, args = call.func, call.args
+    if isinstance(func, ast.Name) and func.id == "vars":
+        return [ast.Name(id="?", ctx=ast.Load())] if args and _is_name(args[0], me) else []
+    if isinstance(func, ast.Name) and func.id == "setattr":
+        return args[1:2] if args and _is_name(args[0], me) else []
+    if not (isinstance(func, ast.Attribute) and func.attr == "__setattr__"):
+        return []
+    owner = func.value
+    on_super = (
+        isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name)
+        and owner.func.id == "super"
+    )  # fmt: skip
+    if _is_name(owner, me) or on_super:
+        return args[:1]
+    return args[1:2] if args and _is_name(args[0], me) else []
+
+
+def _keyword_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Local names that only ever hold a key of the ``**`` parameter: the targets of ``for k
+    in kwargs``, ``for k in kwargs.keys()``, ``for k, v in kwargs.items()``."""
+    kwarg = func.args.kwarg
+    if kwarg is None or func.name.startswith("__"):
+        return set()  # a dunder's callers (constructors, operators) are not recorded calls
+    loops: list[str] = []
+    stores: dict[str, int] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        if not isinstance(node, ast.For):
+            continue
+        source = node.iter
+        method = None
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute):
+            method, source = source.func.attr, source.func.value
+        if not _is_name(source, kwarg.arg) or method not in (None, "keys", "items"):
+            continue
+        target = node.target
+        if method == "items" and isinstance(target, ast.Tuple) and target.elts:
+            target = target.elts[0]
+        if isinstance(target, ast.Name):
+            loops.append(target.id)
+    return {name for name in loops if stores.get(name) == 1}
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+Holds = Callable[[object], "bool | None"]
+"""Whether a test holds for a value of the attribute it reads (``None``: not decidable)."""
+
+
+def constant_tests(test: ast.expr | None, value: bool) -> list[tuple[str, Holds]]:
+    """The ``self.x`` tests that must be ``value`` for ``test`` to be: ``self.x`` itself, and
+    ``self.x <op> <literal>`` (either side; ``in`` a tuple, list or set of literals), each
+    with a function saying whether it holds for a given value of ``self.x``."""
+    return necessary(test, value, _constant_test)
+
+
+def _literal(node: ast.expr) -> tuple[bool, object]:
+    if isinstance(node, ast.Constant):
+        return True, node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(
+        isinstance(e, ast.Constant) for e in node.elts
+    ):
+        return True, tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
+    return False, None
+
+
+def _self_attr_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "self" else None
+    return None
+
+
+def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
+    attr = _self_attr_name(test)
+    if attr is not None:
+        return [(attr, lambda c: bool(c) == value)]
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return []
+    op = _COMPARE.get(type(test.ops[0]))
+    left, right = test.left, test.comparators[0]
+    attr, flipped = _self_attr_name(left), False
+    if attr is None and not isinstance(test.ops[0], (ast.In, ast.NotIn)):
+        attr, left, right, flipped = _self_attr_name(right), right, left, True
+    known, literal = _literal(right)
+    if attr is None or op is None or not known:
+        return []
+
+    def holds(c: object) -> bool | None:
+        try:
+            return bool(op(literal, c) if flipped else op(c, literal)) == value
+        except Exception:  # an ill-typed comparison: not decided here
+            return None
+
+    return [(attr, holds)]
+
+
+class Decider:
+    """Decides ``self.<attr>`` tests for a class, reading the MRO's class bodies on demand."""
+
+    def __init__(
+        self, project: Project, reach: Reach, tree_of: Callable[[str], ast.Module | None]
+    ) -> None:
+        self.project = project
+        self.reach = reach
+        self.tree_of = tree_of
+        """The parsed file at a path (``None`` when unreadable)."""
+        self._foreign: dict[tuple[str, bool], bool] = {}
+
+    def empty_for(self, x: ClassInfo, attr: str) -> str | None:
+        """Why ``self.<attr>`` is always empty for an ``x``, or ``None`` when it may not be.
+
+        The first class of the MRO whose body binds ``attr`` gives its class-level value
+        (``_USE_BASE_FACTOR = False`` in a subclass hides the base's ``True``); it must be
+        empty, or no class may bind it."""
+        project = self.project
+        if not project.fully_resolved(x) or self._written_elsewhere(attr):
+            return None
+        writers: list[str] = []
+        shown: str | None = None  # the class-level binding in force, when there is one
+        for cls in project.mro(x):
+            node = self._class_node(cls)
+            if node is None:
+                return None
+            if shown is None and attr in cls.methods:
+                return None  # a method or property of that name
+            for stmt in node.body:
+                if shown is None and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                        if not _is_empty(stmt.value):
+                            return None  # a class attribute with a value
+                        value = "None" if stmt.value is None else ast.unparse(stmt.value)
+                        shown = f"{cls.qualname} sets {attr} = {value} in its class body"
+                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                touch = touches(stmt, attr)
+                if touch == QUIET:
+                    continue
+                if touch == KEYWORDS and self._no_call_names(stmt.name, attr):
+                    continue
+                if self.reach.runs(x, cls, stmt.name) != NO:
+                    return None
+                writers.append(f"{cls.qualname}.{stmt.name}()")
+        head = "" if shown is None else f"{shown}, and "
+        if not writers:
+            return f"{head}nothing in {x.qualname}'s classes sets self.{attr}"
+        if len(writers) == 1:
+            return f"{head}only {writers[0]} sets self.{attr}, and it does not run for {x.qualname}"
+        listed = ", ".join(writers[:3]) + ("" if len(writers) <= 3 else ", ...")
+        return f"{head}only {listed} set self.{attr}, and none of them runs for {x.qualname}"
+
+    def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
+        """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it
+        raises ``AttributeError``), with why, when the code decides it: the literal the first
+        class of the MRO binding ``attr`` in its body gives it (``NUM_EDGES = 2``), or, for an
+        upper-case name (a class constant by convention, which instances are rarely given
+        from outside by a computed ``setattr``), no class binding it and none able to supply
+        it (a class decorator, a metaclass, ``__getattr__``); either way no method that may run for an ``x`` changes
+        ``self.<attr>`` and no file assigns it on another object."""
+        project = self.project
+        if not project.fully_resolved(x) or self._written_elsewhere(attr, stores=True):
+            return None
+        found: tuple[object, str] | None = None
+        open_ended = False  # a class of the MRO may supply attributes its body does not bind
+        for cls in project.mro(x):
+            node = self._class_node(cls)
+            if node is None:
+                return None
+            if found is None and cls.defines(attr):
+                value: ast.expr | None = None
+                for stmt in node.body:
+                    value = _class_binding(stmt, attr) or value  # the last binding wins
+                if attr in cls.methods or not isinstance(value, ast.Constant):
+                    return None  # a method, or bound to something else than a literal
+                found = (
+                    value.value,
+                    (
+                        f"{cls.qualname} sets {attr} = {value.value!r} in its class body, and no "
+                        f"method of {x.qualname}'s classes changes self.{attr}"
+                    ),
+                )
+            open_ended = open_ended or bool(node.decorator_list or node.keywords)
+            open_ended = open_ended or any(n in cls.methods for n in _LOOKUP_HOOKS)
+            for stmt in node.body:
+                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                touch = touches(stmt, attr, any_value=True)
+                if touch == QUIET or (touch == KEYWORDS and self._no_call_names(stmt.name, attr)):
+                    continue
+                if self.reach.runs(x, cls, stmt.name) != NO:
+                    return None
+        if found is None and not open_ended and attr.isupper():
+            return UNSET, (
+                f"nothing in {x.qualname}'s classes sets {attr}: reading self.{attr} raises "
+                "AttributeError"
+            )
+        return found
+
+    def _no_call_names(self, method: str, attr: str) -> bool:
+        """Whether no call of ``method`` can pass a keyword ``attr``: it is private (the
+        project's users pass no such keyword) and every call of that name in the tree spells
+        its keywords out, none of them ``attr``."""
+        if not attr.startswith("_"):
+            return False
+        return all(
+            not call.starstar and attr not in call.keywords
+            for call, _, _ in self.reach.calls(method)
+        )
+
+    def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
+        return class_node(cls, self.tree_of)
+
+    def _written_elsewhere(self, attr: str, stores: bool = False) -> bool:
+        """Whether some file of the project may change ``<obj>.<attr>`` on another object than
+        ``self``/``cls``: a use of it that is not an inert read (``rule.NUM_EDGES == 0`` is
+        one; ``obj.attr = 1``, ``obj.attr.append(x)`` are not), or ``setattr(obj, "attr",
+        ...)``; with ``stores`` (an immutable value), only an assignment, ``del`` or
+        ``setattr``. A file that does not parse counts as writing it."""
+        known = self._foreign.get((attr, stores))
+        if known is not None:
+            return known
+        found = False
+        for module in modules_naming(self.project, attr):
+            text = text_of(module)
+            if text is None or not named_on_other_objects(text, attr):
+                continue
+            tree = self.tree_of(module.file.path)
+            if tree is None or not tree.body or _changes_elsewhere(tree, attr, stores):
+                found = True
+                break
+        self._foreign[(attr, stores)] = found
+        return found
+
+
+def _changes_elsewhere(tree: ast.Module, attr: str, stores: bool) -> bool:
+    """Whether ``tree`` changes ``<obj>.<attr>`` on an object other than a bare ``self``/``cls``
+    (assigns, deletes, ``setattr(obj, "attr", ...)``; unless ``stores``, any use but an inert
+    read, such as a call of a method of it)."""
+    parents = {} if stores else parents_of(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == attr:
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                return True
+            if not stores and not inert(node, parents, changes=True):
+                return True
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value == attr
+        ):
+            return True
+    return False

@@ -1,0 +1,210 @@
+"""The deciders: each says why a condition of one kind cannot hold when a call runs for a
+class, behind one protocol, asked in the order of :func:`deciders`.
+
+A new decider is a class with :meth:`ConditionDecider.false_for` added to that list: it reads
+what the test needs (``necessary`` walks ``not``/``and``/``or`` to the leaves) and answers from
+the project's index (the resolved classes, their MROs and subclasses, the summaries), saying
+why in one clause, or ``None`` when it cannot tell (then the error stands, with its guard).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Protocol
+
+from harness.overrides.evidence.conditions import necessary
+from harness.overrides.evidence.constants import fixed_false
+from harness.overrides.evidence.decide import UNSET, Decider, constant_tests
+from harness.overrides.evidence.markers import Markers, mark_tests
+from harness.overrides.evidence.named_classes import Configs, needed
+from harness.overrides.evidence.nones import NoneLocals, not_none
+from harness.overrides.evidence.nonnull import NonNull, is_none
+from harness.overrides.evidence.reach import Reach
+from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
+
+TreeOf = Callable[[str], ast.Module | None]
+"""The parsed file at a path (``None`` when unreadable)."""
+
+
+class ConditionDecider(Protocol):
+    """Decides conditions of one kind for one class at a time."""
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        """Why ``test`` (a condition of a call at ``line`` of ``module``) cannot be ``value``
+        when the call runs for an ``x``; ``None`` when this decider cannot tell."""
+        ...
+
+
+class RunTimeConstants:
+    """``if TYPE_CHECKING:``, ``if torch.jit.is_scripting():`` (:mod:`.constants`)."""
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        return fixed_false(module, test, value)
+
+
+class EmptyAttributes:
+    """``if self._hooks:`` where only methods that never run for the class fill it
+    (:meth:`.decide.Decider.empty_for`)."""
+
+    def __init__(self, decider: Decider) -> None:
+        self.decider = decider
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        for attr in _self_attributes(test, value):
+            why = self.decider.empty_for(x, attr)
+            if why is not None:
+                return why
+        return None
+
+
+class ClassConstants:
+    """``if self.NUM_EDGES == 2:`` from the class constant the MRO binds first
+    (:meth:`.decide.Decider.constant_for`)."""
+
+    def __init__(self, decider: Decider) -> None:
+        self.decider = decider
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        for attr, holds in constant_tests(test, value):
+            constant = self.decider.constant_for(x, attr)
+            if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
+                return constant[1]
+        return None
+
+
+class NamedClasses:
+    """``if getattr(config, "x", []):`` against the classes an annotation names for
+    ``config`` (:meth:`.named_classes.Configs.absent`)."""
+
+    def __init__(self, configs: Configs) -> None:
+        self.configs = configs
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        for name, wanted in needed(test, value):
+            why = self.configs.absent(x, module, line, name, wanted)
+            if why is not None:
+                return why
+        return None
+
+
+class NeverNone:
+    """``if ids is None:`` where every value reaching the local is not ``None``
+    (:mod:`.nonnull`)."""
+
+    def __init__(self, nonnull: NonNull) -> None:
+        self.nonnull = nonnull
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        for name in is_none(test, value):
+            why = self.nonnull.never_none(x, module, line, name)
+            if why is not None:
+                return why
+        return None
+
+
+class AlwaysNone:
+    """``if stream is not None:`` where the helper that gave ``stream`` returns ``None`` for
+    the class (:mod:`.nones`)."""
+
+    def __init__(self, nones: NoneLocals) -> None:
+        self.nones = nones
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        for name in not_none(test, value):
+            why = self.nones.none_for(x, module, line, name)
+            if why is not None:
+                return why
+        return None
+
+
+class Marks:
+    """``if not is_default(self.build):`` from the decorators of the method the class runs
+    (:mod:`.markers`)."""
+
+    def __init__(self, markers: Markers) -> None:
+        self.markers = markers
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        for mark in mark_tests(test, value):
+            why = self.markers.decided(x, module, mark)
+            if why is not None:
+                return why
+        return None
+
+
+def deciders(
+    project: Project, reach: Reach, configs: Configs, tree_of: TreeOf
+) -> list[ConditionDecider]:
+    """Every decider, in the order they are asked (the cheapest first)."""
+    decider = Decider(project, reach, tree_of)
+    return [
+        RunTimeConstants(),
+        EmptyAttributes(decider),
+        ClassConstants(decider),
+        NamedClasses(configs),
+        NeverNone(NonNull(project, tree_of)),
+        AlwaysNone(NoneLocals(project, tree_of)),
+        Marks(Markers(project, tree_of)),
+    ]
+
+
+def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
+    """The ``x`` of each ``self.x`` that the condition needs truthy when ``test`` must be
+    ``value``: ``self.x`` true, ``not self.x`` false, ``len(self.x)`` non-zero (``len(self.x)
+    == 0`` false, ``!= 0``/``> 0``/``>= 1`` true, ...), and through ``and`` (true) and ``or``
+    (false), where every operand holds."""
+    return necessary(test, value, _truthy_attribute)
+
+
+def _truthy_attribute(test: ast.expr, value: bool) -> list[str]:
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_len(test.left):
+        bound = test.comparators[0]
+        if isinstance(bound, ast.Constant) and isinstance(bound.value, int):
+            op, n = type(test.ops[0]), bound.value
+            nonzero = (
+                (op is ast.Eq and n == 0 and not value)
+                or (op is ast.NotEq and n == 0 and value)
+                or (op is ast.Gt and n >= 0 and value)
+                or (op is ast.GtE and n >= 1 and value)
+                or (op is ast.Lt and n == 1 and not value)
+                or (op is ast.LtE and n == 0 and not value)
+            )
+            if nonzero:
+                test, value = test.left, True
+    if isinstance(test, ast.Call) and _is_len(test):
+        test = test.args[0]
+    if (
+        value
+        and isinstance(test, ast.Attribute)
+        and isinstance(test.value, ast.Name)
+        and test.value.id == "self"
+    ):
+        return [test.attr]
+    return []
+
+
+def _is_len(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "len"
+        and len(node.args) == 1
+        and not node.keywords
+    )

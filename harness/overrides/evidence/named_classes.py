@@ -1,0 +1,432 @@
+"""Conditions on an attribute of an object whose class the code names for one subclass.
+
+``if getattr(config, "x", []):`` (a falsy default), ``if hasattr(config, "x"):`` is false for a
+class ``X`` when the function passes that same ``config`` (no rebinding between) to a method
+``X`` runs whose parameter is annotated with a class ``C`` (or annotates its own parameter so),
+and no class of ``C``'s hierarchy (its MRO, every subclass of it in the tree, and theirs) can
+supply ``x`` (an annotation names ``C`` or any subclass of it): each is read, fully resolved, with no ``x`` in its body (field, attribute,
+method, property), no ``self.x =`` in a method, no ``__getattr__``/``__getattribute__``/
+``__slots__``/``__dict__``/``setattr``, no metaclass, no decorator but ``dataclass``; and no
+file of the tree writes ``.x`` or ``setattr(..., "x", ...)``. Anything else is undecided.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from harness.overrides.evidence.attributes import modules_naming
+from harness.overrides.evidence.conditions import necessary
+from harness.overrides.facts.blocks import inner_blocks
+from harness.overrides.facts.signature import MethodKind, dotted_name
+from harness.overrides.model.classdefs import class_node
+from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
+
+_EMPTY = (None, False, 0, "", b"")
+_DYNAMIC = frozenset({"__getattr__", "__getattribute__", "__slots__", "__dict__"})
+_WRITERS = frozenset({"setattr", "vars", "delattr", "exec", "eval"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _falsy(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in _EMPTY and not isinstance(node.value, float)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return not node.elts
+    return isinstance(node, ast.Dict) and not node.keys
+
+
+def _lookup(node: ast.expr) -> tuple[str, str, bool] | None:
+    """``(name, attr, falsy)`` for ``getattr(name, "attr", default)``/``hasattr(name,
+    "attr")``; ``falsy``: the value without the attribute is falsy."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords):
+        return None
+    args = node.args
+    if len(args) < 2 or not isinstance(args[0], ast.Name):
+        return None
+    if not (isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)):
+        return None
+    if node.func.id == "hasattr" and len(args) == 2:
+        return args[0].id, args[1].value, True
+    if node.func.id == "getattr" and len(args) == 3:
+        return args[0].id, args[1].value, _falsy(args[2])
+    return None
+
+
+def needed(test: ast.expr | None, value: bool) -> list[tuple[str, str]]:
+    """``(name, attr)`` pairs: ``test`` can have ``value`` only if ``name`` has ``attr``."""
+    return necessary(test, value, _needed)
+
+
+def _needed(test: ast.expr, value: bool) -> list[tuple[str, str]]:
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        found = _lookup(test.left)
+        holds = value == isinstance(test.ops[0], ast.IsNot)  # the value is not None
+        if found is not None and holds and isinstance(test.left, ast.Call):
+            default = test.left.args[2] if len(test.left.args) == 3 else None
+            if isinstance(default, ast.Constant) and default.value is None:
+                return [found[:2]]
+        return []
+    found = _lookup(test)
+    return [found[:2]] if found is not None and found[2] and value else []
+
+
+def _scope(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``node``'s own scope (not those of nested functions and classes)."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        child = stack.pop()
+        yield child
+        if not isinstance(child, (*_SCOPES, ast.comprehension)):
+            stack.extend(ast.iter_child_nodes(child))
+
+
+def enclosing(tree: ast.Module, line: int) -> list[tuple[Function, bool]]:
+    """The functions holding ``line``, outermost first, each with whether it is a method (a
+    ``def`` directly in a class body)."""
+    out: list[tuple[Function, bool]] = []
+    body: list[ast.stmt] = tree.body
+    in_class = False
+    while True:
+        for stmt in body:
+            if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+                break
+        else:
+            return out
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append((stmt, in_class))
+        in_class = isinstance(stmt, ast.ClassDef)
+        inner = [b for b in inner_blocks(stmt) if b and b[0].lineno <= line]
+        if not inner:
+            return out
+        body = [s for b in inner for s in b]
+
+
+def _same_value(func: Function, name: str, first: int, last: int) -> bool:
+    """Whether ``name`` holds one value from line ``first`` to ``last`` in ``func``."""
+    first, last = min(first, last), max(first, last)
+    stores: list[int] = []
+    for node in _scope(func):
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return False
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            stores.append(node.lineno)
+    if any(first <= s <= last for s in stores):
+        return False
+    for node in _scope(func):
+        if not isinstance(node, _LOOPS):
+            continue
+        start, end = node.lineno, node.end_lineno or node.lineno
+        if (start <= first <= end or start <= last <= end) and any(
+            start <= s <= end for s in stores
+        ):
+            return False
+    return True
+
+
+def _stores_before(func: Function, name: str, attr: str, line: int) -> bool:
+    """Whether ``func`` stores ``name.attr`` before ``line``."""
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == name
+        and not isinstance(node.ctx, ast.Load)
+        and node.lineno < line
+        for node in _scope(func)
+    )
+
+
+def _annotation(arg: ast.arg) -> str | None:
+    node = arg.annotation
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    return None if node is None else dotted_name(node)
+
+
+def _params(func: Function) -> list[ast.arg]:
+    return [*func.args.posonlyargs, *func.args.args]
+
+
+class Configs:
+    """Decides attribute conditions on objects of a named class (see the module docstring)."""
+
+    def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
+        self.project = project
+        self.tree_of = tree_of
+        """The parsed file at a path (``None`` when unreadable)."""
+        self._written: dict[str, bool] = {}
+        self._lacks: dict[tuple[int, str], bool] = {}
+        self._may_have: dict[tuple[int, str], bool] = {}
+
+    def absent(
+        self, x: ClassInfo, module: ModuleInfo, line: int, name: str, attr: str
+    ) -> str | None:
+        """Why ``name`` (in the function holding ``line`` of ``module``) has no ``attr`` when
+        that function runs for an ``x``; ``None`` when it may have one."""
+        func, me = self._scope_at(module, line)
+        for cls, said in self._classes(x, module, func, me, name, line):
+            if self._no_attr(cls, attr) and not self._written_anywhere(attr):
+                return (
+                    f"for {x.qualname}, {name} is an instance of {cls.qualname} ({said}), and "
+                    f"no class of its hierarchy defines {attr}"
+                )
+        return None
+
+    def unstated(
+        self, x: ClassInfo, module: ModuleInfo, line: int, name: str, attr: str
+    ) -> str | None:
+        """Why the code does not say that ``name`` (in the function holding ``line`` of
+        ``module``) has ``attr`` when that function runs for an ``x``: no class is named for
+        it, or the named one lacks it. ``None`` when ``name`` is the method's ``self``/``cls``
+        (a test of state, as ``self.n > 0`` is, not of type), when the function stores
+        ``name.attr`` before ``line``, or when a class the object may be may supply ``attr``:
+        an annotation names the class or any subclass of it in the tree."""
+        func, me = self._scope_at(module, line)
+        if name == me or (func is not None and _stores_before(func, name, attr, line)):
+            return None
+        named = self._classes(x, module, func, me, name, line)
+        in_mro = self.project.in_mro
+        # The object is an instance of every class named for it: of the narrowest ones.
+        narrowest = [
+            cls
+            for cls, _ in named
+            if not any(other is not cls and in_mro(cls, other) for other, _ in named)
+        ]
+        if narrowest and all(self._provides(cls, attr) for cls in narrowest):
+            return None
+        if named:
+            shown = (narrowest or [named[0][0]])[0].qualname
+            return f"the class the code names for {name}, {shown}, lacks it"
+        return f"the code does not name the class of {name} for {x.qualname}"
+
+    def _scope_at(self, module: ModuleInfo, line: int) -> tuple[Function | None, str | None]:
+        """The innermost function holding ``line`` of ``module``, and the ``self``/``cls``
+        name of the innermost method holding it (each ``None`` when there is none)."""
+        tree = self.tree_of(module.file.path)
+        chain = enclosing(tree, line) if tree is not None else []
+        methods = [f for f, is_method in chain if is_method]
+        receiver = _params(methods[-1])[:1] if methods else []
+        return (chain[-1][0] if chain else None), (receiver[0].arg if receiver else None)
+
+    def _classes(
+        self,
+        x: ClassInfo,
+        module: ModuleInfo,
+        func: Function | None,
+        me: str | None,
+        name: str,
+        line: int,
+    ) -> list[tuple[ClassInfo, str]]:
+        """The classes the code names for ``name`` in ``func`` (a method's receiver ``me``)
+        when it runs for an ``x``, each with where it says so."""
+        if func is None or me is None or not self._bound_in(func, name):
+            return []
+        return list(self._named(x, module, func, me, name, line))
+
+    def _bound_in(self, func: Function, name: str) -> bool:
+        if any(a.arg == name for a in (*_params(func), *func.args.kwonlyargs)):
+            return True
+        return any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+            for n in _scope(func)
+        )
+
+    def _named(
+        self, x: ClassInfo, module: ModuleInfo, func: Function, me: str, name: str, line: int
+    ) -> Iterator[tuple[ClassInfo, str]]:
+        """Classes the code says ``name`` is an instance of at ``line``, each with where."""
+        project = self.project
+        for arg in (*_params(func), *func.args.kwonlyargs):
+            if arg.arg == name and _same_value(func, name, func.lineno, line):
+                cls = self._resolve(module, _annotation(arg))
+                if cls is not None:
+                    yield cls, f"{func.name}() annotates it"
+        for node in _scope(func):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == me
+            ):
+                continue
+            method = node.func.attr
+            at = self._argument(node, name)
+            if at is None or not _same_value(func, name, node.lineno, line):
+                continue
+            definer = project.definer(x, method)
+            if definer is None or method not in definer.methods:
+                continue
+            target = self._parameter(definer, method, at)
+            if target is not None:
+                cls = self._resolve(definer.module, _annotation(target))
+                if cls is not None:
+                    yield cls, f"{definer.qualname}.{method}() annotates it"
+
+    @staticmethod
+    def _argument(call: ast.Call, name: str) -> int | str | None:
+        """Where ``call`` passes the name: its position, or its keyword."""
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if isinstance(arg, ast.Name) and arg.id == name:
+                return i
+        for keyword in call.keywords:
+            value = keyword.value
+            if keyword.arg is not None and isinstance(value, ast.Name) and value.id == name:
+                return keyword.arg
+        return None
+
+    def _parameter(self, definer: ClassInfo, method: str, at: int | str) -> ast.arg | None:
+        sig = definer.methods[method]
+        node = self._class_node(definer)
+        if node is None:
+            return None
+        func = next(
+            (
+                s
+                for s in node.body
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and s.name == method
+                and (s.lineno == sig.line or any(d.lineno == sig.line for d in s.decorator_list))
+            ),
+            None,
+        )
+        if func is None:
+            return None
+        if isinstance(at, str):
+            return next((a for a in (*func.args.args, *func.args.kwonlyargs) if a.arg == at), None)
+        positional = _params(func)[0 if sig.kind is MethodKind.STATIC else 1 :]
+        return positional[at] if at < len(positional) else None
+
+    def _resolve(self, module: ModuleInfo, name: str | None) -> ClassInfo | None:
+        return None if name is None else self.project.resolve_class(module, name)
+
+    def _provides(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether the code shows that an object it annotates with ``cls`` may have ``attr``:
+        a read class of the MRO of ``cls`` may supply it (an unread base is no such evidence),
+        or a subclass of ``cls`` in the tree, or a class of its MRO below ``cls``, binds it in
+        its body (an annotation names its class or any subclass of it)."""
+        key = (id(cls), attr)
+        known = self._may_have.get(key)
+        if known is None:
+            project = self.project
+            above = {id(c) for c in project.mro(cls)}
+            below = {
+                id(c): c
+                for member in project.descendants(cls)
+                for c in project.mro(member)
+                if id(c) not in above
+            }
+            known = any(not self._plain(c, attr) for c in project.mro(cls)) or any(
+                self._binds(c, attr) for c in below.values()
+            )
+            self._may_have[key] = known
+        return known
+
+    def _binds(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether ``cls``'s body binds ``attr``: a field, class attribute, method, property
+        or nested class of that name, or a ``self.<attr>`` store in one of its methods."""
+        node = self._class_node(cls)
+        if node is None:
+            return False
+        for child in ast.walk(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if child is not node and child.name == attr:
+                    return True
+            elif isinstance(child, (ast.Name, ast.Attribute)):
+                bound = child.id if isinstance(child, ast.Name) else child.attr
+                if bound == attr and not isinstance(child.ctx, ast.Load):
+                    return True
+        return False
+
+    def _no_attr(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether no class of ``cls``'s hierarchy can supply ``attr``."""
+        key = (id(cls), attr)
+        known = self._lacks.get(key)
+        if known is None:
+            project = self.project
+            family: dict[int, ClassInfo] = {}
+            for member in (cls, *project.descendants(cls)):
+                if not project.fully_resolved(member):
+                    self._lacks[key] = False
+                    return False
+                family.update((id(c), c) for c in project.mro(member))
+            known = all(self._plain(c, attr) for c in family.values())
+            self._lacks[key] = known
+        return known
+
+    def _plain(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether ``cls``'s body provably does not supply ``attr``."""
+        node = self._class_node(cls)
+        if node is None or node.keywords:
+            return False
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if (dotted_name(target) or "").rpartition(".")[2] != "dataclass":
+                return False
+        for child in ast.walk(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if child is not node and child.name in (attr, *_DYNAMIC):
+                    return False
+            elif isinstance(child, ast.Name):
+                if child.id in _WRITERS or (
+                    child.id in (attr, *_DYNAMIC) and not isinstance(child.ctx, ast.Load)
+                ):
+                    return False
+            elif isinstance(child, ast.Attribute):
+                if child.attr in _DYNAMIC:
+                    return False
+                if child.attr == attr and not isinstance(child.ctx, ast.Load):
+                    return False
+            elif isinstance(child, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name) == attr for a in child.names
+            ):
+                return False
+        return True
+
+    def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
+        return class_node(cls, self.tree_of)
+
+    def _written_anywhere(self, attr: str) -> bool:
+        """Whether a file of the project writes ``<obj>.<attr>`` or calls ``setattr``/
+        ``delattr`` with the name ``attr`` (files naming neither are not parsed)."""
+        known = self._written.get(attr)
+        if known is not None:
+            return known
+        found = False
+        for module in modules_naming(self.project, attr, by_name=True):
+            tree = self.tree_of(module.file.path)
+            if tree is None or self._writes(tree, attr):
+                found = True
+                break
+        self._written[attr] = found
+        return found
+
+    @staticmethod
+    def _writes(tree: ast.Module, attr: str) -> bool:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == attr:
+                if not isinstance(node.ctx, ast.Load):
+                    return True
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("setattr", "delattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value == attr
+            ):
+                return True
+        return False

@@ -1,0 +1,169 @@
+"""Calls that never run for one subclass because a ``self`` method called before them always
+raises for it.
+
+``with self.fixed(p): self.fit(...)`` never reaches ``fit`` for a subclass whose
+``_validate(...)``, called first by the ``@contextmanager`` generator ``fixed``, always
+raises.
+
+A call is unreached for a class ``X`` when a statement that runs before it on every path (an
+earlier statement of each enclosing block) is ``self.m(...)`` (alone, assigned, returned or
+awaited), or a ``with`` around it enters one, and ``X``'s ``m`` always raises: its body reaches
+a top-level ``raise``, or such a call, before any ``return`` or ``yield`` (for a
+``@contextmanager`` generator entered: before its first ``yield``). ``m`` must be one plain
+``def``, not a generator, and no unread base may come before it in ``X``'s MRO.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from harness.overrides.evidence.named_classes import enclosing
+from harness.overrides.facts.blocks import SCOPES, holds, inner_blocks
+from harness.overrides.facts.signature import dotted_name
+from harness.overrides.model.classdefs import read_def
+from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_LEAVES = (ast.Return, ast.Yield, ast.YieldFrom)
+_DEPTH = 4
+"""How many always-raising calls deep a method is followed."""
+_MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
+
+
+def self_call(stmt: ast.stmt | ast.expr, me: str) -> str | None:
+    """The ``m`` of a statement (or expression) that is ``<me>.m(...)``, alone, assigned,
+    returned or awaited."""
+    value: ast.AST | None = stmt
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+        value = stmt.value
+    if isinstance(value, ast.Await):
+        value = value.value
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == me
+    ):
+        return value.func.attr
+    return None
+
+
+def _first_param(func: Function) -> str | None:
+    params = [*func.args.posonlyargs, *func.args.args]
+    return params[0].arg if params else None
+
+
+def _before(body: list[ast.stmt], line: int) -> Iterator[ast.stmt | ast.expr]:
+    """What runs before ``line`` on every path through ``body``: the earlier statements of
+    each block on the way to it, and the context expressions of the ``with`` statements
+    holding it; nothing past a nested ``def`` or ``class``."""
+    while True:
+        holder = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+        if holder is None:
+            return
+        yield from body[: body.index(holder)]
+        if isinstance(holder, (ast.With, ast.AsyncWith)) and holder.body[0].lineno <= line:
+            yield from (item.context_expr for item in holder.items)
+        if isinstance(holder, SCOPES):
+            return
+        none: list[ast.stmt] = []
+        body = next(
+            (
+                b
+                for b in inner_blocks(holder)
+                if b and b[0].lineno <= line <= (b[-1].end_lineno or b[-1].lineno)
+            ),
+            none,
+        )
+
+
+class Raisers:
+    """Decides, for a class, which calls come after a ``self`` method that always raises."""
+
+    def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
+        self.project = project
+        self.tree_of = tree_of
+        self._memo: dict[tuple[int, str, bool], tuple[str, str] | None] = {}
+
+    def before(self, x: ClassInfo, module: ModuleInfo, line: int) -> str | None:
+        """Why the call at ``line`` of ``module`` never runs for an ``x``: what raises before
+        it, said; ``None`` when the code does not show it."""
+        tree = self.tree_of(module.file.path)
+        chain = enclosing(tree, line) if tree is not None else []
+        if not chain or not chain[-1][1]:
+            return None  # not directly in a method
+        func = chain[-1][0]
+        me = _first_param(func)
+        if me is None:
+            return None
+        for earlier in _before(func.body, line):
+            method = self_call(earlier, me)
+            if method is None:
+                continue
+            entered = isinstance(earlier, ast.expr)
+            why = self.raises(x, method, entered, 0)
+            if why is not None:
+                where = f"{module.file.display}:{earlier.lineno}"
+                shown = f"with self.{method}(...)" if entered else f"self.{method}(...)"
+                return f"{shown} (at {where}) comes before it, and {why}"
+        return None
+
+    def raises(self, x: ClassInfo, method: str, entered: bool, depth: int) -> str | None:
+        """How ``x``'s ``method`` always raises when called (``entered``: or, for a
+        ``@contextmanager`` generator, when entered), said; ``None`` when it may not."""
+        found = self.raised(x, method, entered, depth)
+        return None if found is None else found[1]
+
+    def raised(
+        self, x: ClassInfo, method: str, entered: bool = False, depth: int = 0
+    ) -> tuple[str, str] | None:
+        """What :meth:`raises` says, with the last name of the exception class raised
+        (``""`` when not written as a name)."""
+        key = (id(x), method, entered)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # a recursion through itself proves nothing
+        found = self._raises(x, method, entered, depth)
+        self._memo[key] = found
+        return found
+
+    def _raises(
+        self, x: ClassInfo, method: str, entered: bool, depth: int
+    ) -> tuple[str, str] | None:
+        if depth > _DEPTH:
+            return None
+        found = read_def(self.project, x, method, self.tree_of)
+        if found is None:
+            return None
+        definer, func = found
+        decorators = {(dotted_name(d) or "?").rpartition(".")[2] for d in func.decorator_list}
+        manager = entered and bool(decorators) and decorators <= _MANAGERS
+        if not manager and (
+            not decorators <= {"abstractmethod"}
+            or isinstance(func, ast.AsyncFunctionDef)
+            or holds(func, (ast.Yield, ast.YieldFrom))
+        ):
+            return None  # a coroutine or generator function runs nothing when called
+        me = _first_param(func)
+        if me is None:
+            return None
+        name = f"{definer.qualname}.{method}()"
+        where = definer.module.file.display
+        for stmt in func.body:
+            if isinstance(stmt, ast.Raise):
+                raised = None
+                if stmt.exc is not None:
+                    target = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+                    raised = dotted_name(target)
+                when = "before its first yield" if manager else "whenever it is called"
+                said = f"{name} raises {raised or 'an exception'} {when} ({where}:{stmt.lineno})"
+                return (raised or "").rpartition(".")[2], said
+            called = self_call(stmt, me)
+            if called is not None:
+                inner = self.raised(x, called, False, depth + 1)
+                if inner is not None:
+                    return inner[0], f"{name} calls self.{called}(...) first, and {inner[1]}"
+            if holds(stmt, _LEAVES):
+                return None
+        return None

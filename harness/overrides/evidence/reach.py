@@ -1,0 +1,688 @@
+"""Whether a call inside a method can run for an instance of a given class.
+
+:meth:`Reach.verdict` answers :data:`YES` (a path of calls on ``self``/``cls`` or on objects
+known to be of that class leads there, or the method is an entry point), :data:`UNTYPED` (only
+calls on objects of unknown type, or typed as a base, lead there) or :data:`NO`, with a sentence
+saying why. A **guard** can exclude the class (``isinstance(self, C)``, ``"p" in
+inspect.signature(self.m).parameters``, ``type(self).m is C.m``), or the method is **not
+reached**: the class overrides it without ``super()`` on the way, and every call of it runs on
+paths that do not hold the class. A method also runs when it is a dunder, when it is taken as a
+bound method (``self.f``, ``getattr(self, ...)``) where that runs and the value may be called
+(:mod:`harness.overrides.evidence.bound`), or when nothing in its hierarchy calls it (a public entry
+point; a private one called only on untyped objects is :data:`UNTYPED`), or when it is public
+and the tree calls it on an object of unknown type (that object may be an instance). A public
+method of a class with an unread base, called by the tree only where the class never runs, is
+:data:`UNTYPED`, unless it is that base's hook (``forward`` under ``nn.Module``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from harness.overrides.evidence.guard_atoms import atom_holds
+from harness.overrides.facts.callsites import CallSite, Receiver
+from harness.overrides.facts.dispatch import (
+    ANY_NAME,
+    GUARD_IDENTITY,
+    GUARD_ISINSTANCE,
+    ForeignCall,
+    Guard,
+)
+from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
+
+_MAX_DEPTH = 60
+_QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
+NO = 0
+"""The method cannot run for the class."""
+UNTYPED = 1
+"""It runs only if a call on an object of unknown type (or typed as a base) holds one."""
+YES = 2
+"""It runs: an entry point, or a path of calls on ``self``/``cls``/the class itself."""
+Hop = tuple[CallSite, ClassInfo, ModuleInfo]
+"""A call on the way to a method: the call, the class it is written in, and its module."""
+Skip = Callable[[CallSite, ClassInfo, ModuleInfo], bool]
+"""Whether a path may not go through a call (a condition of it is decided false)."""
+CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
+"""``calls(name)``: every call of a method of that name, with its class and module."""
+
+
+class Follower(Protocol):
+    """What reachability asks of the code that follows bound methods
+    (:class:`harness.overrides.evidence.bound.Bound`)."""
+
+    def taken(
+        self,
+        x: ClassInfo,
+        cls: ClassInfo,
+        where: str,
+        method: str,
+        lookup: bool,
+        trail: frozenset[str],
+    ) -> int:
+        """The level at which the bound method ``cls.where`` takes may be called for an
+        ``x``."""
+        ...
+
+    def release(self) -> None:
+        """Drop what was gathered."""
+        ...
+
+
+class _Unfollowed:
+    """Follows nothing: every bound method taken may be called."""
+
+    def taken(
+        self,
+        x: ClassInfo,
+        cls: ClassInfo,
+        where: str,
+        method: str,
+        lookup: bool,
+        trail: frozenset[str],
+    ) -> int:
+        return YES
+
+    def release(self) -> None:
+        pass
+
+
+def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
+    raise RuntimeError("the reachability index was released")
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+class Reach:
+    """Reachability of methods for instances of a class, over the tree's call sites."""
+
+    def __init__(
+        self,
+        project: Project,
+        calls: CallIndex,
+        follow: Callable[[Reach], Follower] | None = None,
+    ) -> None:
+        self.project = project
+        self.calls = calls
+        self.bound: Follower = _Unfollowed() if follow is None else follow(self)
+        """Where bound methods go (:class:`harness.overrides.evidence.bound.Bound`; without
+        ``follow``, nothing is followed: a bound method taken may be called)."""
+        self._quoted: set[str] | None = None
+        self._interface: dict[tuple[str, str], bool] = {}
+        self._children: dict[str, list[ClassInfo]] | None = None
+        self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
+        self.guards: dict[tuple[int, int, int], Guard] = {}
+        prefixes: set[str] = set()
+        for module in project.all_files():
+            facts = module.summary.dispatch
+            for call in facts.foreign:
+                self.foreign.setdefault(call.method, []).append((call, module))
+            for guard in facts.guards:
+                self.guards[(id(module), guard.line, guard.col)] = guard
+            prefixes.update(facts.prefixes)
+        self.prefixes = tuple(sorted(prefixes))
+        self.escaping: dict[str, list[tuple[ClassInfo, str]]] = {}
+        """Method name -> ``(class, method)`` where ``self.<name>`` escapes (``""``: in the
+        class body)."""
+        self._dynamic: list[tuple[ClassInfo, tuple[tuple[str, str], ...]]] = []
+        for cls in project.all_classes():
+            if cls.facts is None:
+                continue
+            for name, where in cls.facts.escapes:
+                self.escaping.setdefault(name, []).append((cls, where))
+            if cls.facts.dynamic:
+                self._dynamic.append((cls, cls.facts.dynamic))
+        self._memo: dict[tuple[int, int, str], int] = {}
+        self._active: set[tuple[int, int, str]] = set()
+        self._tainted = False
+        self.cut = False
+        """Whether the last :meth:`path` search stopped at its depth limit."""
+
+    def release(self) -> None:
+        """Drop what was gathered, and the call index (a bound method of its owner: a
+        reference cycle); unusable afterwards."""
+        self.calls = _released
+        self.bound.release()
+        del self.bound  # it refers back to this reach
+        for table in (self.foreign, self.guards, self.escaping, self._memo, self._interface):
+            table.clear()
+        self._children = None
+        self._dynamic.clear()
+
+    # -- the question ----------------------------------------------------------------------
+
+    def verdict(
+        self, x: ClassInfo, call: CallSite, owner: ClassInfo, module: ModuleInfo
+    ) -> tuple[int, str | None]:
+        """Whether ``call`` (written in ``owner.<call.caller>``) runs with ``self`` an instance
+        of ``x`` (:data:`YES`, :data:`UNTYPED` or :data:`NO`), and why not when not YES."""
+        guarded = self.guard_excludes(x, call, module)
+        if guarded is not None:
+            return NO, guarded
+        level = self.runs(x, owner, call.caller)
+        if level == YES:
+            return YES, None
+        if level == UNTYPED:
+            return UNTYPED, self._untyped_reason(x, owner, call.caller)
+        return NO, self._unreached_reason(x, owner, call.caller)
+
+    def why_not(
+        self, x: ClassInfo, call: CallSite, owner: ClassInfo, module: ModuleInfo
+    ) -> str | None:
+        """Why ``call`` (written in ``owner.<call.caller>``) cannot run with ``self`` an
+        instance of ``x``; ``None`` when it can."""
+        level, why = self.verdict(x, call, owner, module)
+        return None if level != NO else why
+
+    def guard_excludes(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
+        """A guard around ``call`` that is false for instances of ``x``, described."""
+        guard = self.guards.get((id(module), call.line, call.col))
+        if guard is None:
+            return None
+        project = self.project
+        for atom in guard.atoms:
+            where = f"{module.file.display}:{atom.line}"
+            if atom.kind == GUARD_ISINSTANCE:
+                if atom_holds(project, x, module, atom) is False:
+                    names = ", ".join(atom.names)
+                    test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
+                    wanted = "false" if atom.negated else "true"
+                    return (
+                        f"it runs only when {test} is {wanted} (at {where}), "
+                        f"which it is not for {x.qualname}"
+                    )
+            elif atom.kind == GUARD_IDENTITY:
+                if atom_holds(project, x, module, atom) is False:
+                    method, name = atom.names
+                    test = f"type(self).{method} is {'not ' if atom.negated else ''}{name}.{method}"
+                    return (
+                        f"it runs only when {test} (tested at {where}), which it is not for "
+                        f"{x.qualname}"
+                    )
+            else:
+                method, param = atom.names
+                definer = project.definer(x, method)
+                if definer is None or method not in definer.methods:
+                    continue
+                sig = definer.methods[method]
+                has = any(p.name == param for p in sig.params)
+                if has == atom.negated:
+                    state = "lacks" if atom.negated else "has"
+                    actual = "has" if has else "lacks"
+                    return (
+                        f"it runs only when {method}() {state} a parameter '{param}' (tested at "
+                        f"{where}), and {definer.qualname}.{method}() {actual} one"
+                    )
+        return None
+
+    # -- reachability ----------------------------------------------------------------------
+
+    def runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> int:
+        """Whether ``owner.method`` can run with ``self`` an instance of ``x``: :data:`YES`,
+        :data:`UNTYPED` (only through receivers whose type is not known to be ``x``) or
+        :data:`NO`."""
+        if not method:
+            return YES  # a module-level function: anyone may call it
+        key = (id(x), id(owner), method)
+        known = self._memo.get(key)
+        if known is not None:
+            return known
+        if key in self._active or len(self._active) > _MAX_DEPTH:
+            self._tainted = True  # no new reach along a cycle; do not memoise what used this
+            return YES if len(self._active) > _MAX_DEPTH else NO
+        outer_taint = self._tainted
+        self._tainted = False
+        self._active.add(key)
+        try:
+            result = self._runs(x, owner, method)
+        finally:
+            self._active.discard(key)
+        if result == YES or not self._tainted:
+            self._memo[key] = result
+        self._tainted = self._tainted or outer_taint
+        return result
+
+    def _runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> int:
+        project = self.project
+        if not project.in_mro(owner, x):
+            return NO
+        best = NO
+        if project.definer(x, method) is owner:
+            best = self._dispatched(x, owner, method)
+            if best == YES:
+                return YES
+        # super().method() in a class before `owner` in x's MRO that lands on owner's method.
+        for call, site, module in self._super_landings(x, owner, method):
+            best = max(best, self.call_runs(x, call, site, module))
+            if best == YES:
+                return YES
+        return best
+
+    # -- a witness path ----------------------------------------------------------------------
+
+    def path(
+        self, x: ClassInfo, owner: ClassInfo, method: str, skip: Skip | None = None
+    ) -> list[Hop] | None:
+        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's
+        call first (``[]`` when ``owner.method`` is an entry point itself), over calls that
+        ``skip`` does not exclude; ``None`` when no such path is found. :attr:`cut` tells
+        whether the search stopped at its depth limit (``None`` then proves nothing)."""
+        self.cut = False
+        return self._path(x, owner, method, skip, set(), 0)
+
+    def _path(
+        self,
+        x: ClassInfo,
+        owner: ClassInfo,
+        method: str,
+        skip: Skip | None,
+        seen: set[tuple[int, str]],
+        depth: int,
+    ) -> list[Hop] | None:
+        project = self.project
+        if not method:
+            return []
+        key = (id(owner), method)
+        if key in seen:
+            return None  # on the way already, or known to lead nowhere
+        if depth > _MAX_DEPTH:
+            self.cut = True
+            return None
+        seen.add(key)
+        if not project.in_mro(owner, x):
+            return None
+        candidates: list[tuple[CallSite, ClassInfo, ModuleInfo]] = []
+        if project.definer(x, method) is owner:
+            if self._entry(x, owner, method):
+                return []
+            own = (Receiver.SELF, Receiver.CLS)
+            candidates.extend(
+                (call, site, module)
+                for call, site, module in self.calls(method)
+                if call.receiver in own and site is not None and project.in_mro(site, x)
+            )
+        candidates.extend(self._super_landings(x, owner, method))
+        for call, site, module in candidates:
+            if self.call_runs(x, call, site, module) != YES:
+                continue
+            if skip is not None and skip(call, site, module):
+                continue
+            before = self._path(x, site, call.caller, skip, seen, depth + 1)
+            if before is not None:
+                return [*before, (call, site, module)]
+        return None
+
+    def _super_landings(
+        self, x: ClassInfo, owner: ClassInfo, method: str
+    ) -> Iterator[tuple[CallSite, ClassInfo, ModuleInfo]]:
+        """``super().method()`` calls in classes of ``x``'s MRO that land on ``owner``'s."""
+        project = self.project
+        for call, site, module in self.calls(method):
+            if call.receiver is not Receiver.SUPER or site is None or not project.in_mro(site, x):
+                continue
+            start = site
+            if call.receiver_class is not None:
+                start = project.resolve_class(module, call.receiver_class) or site
+            if project.definer(x, method, after=start) is owner:
+                yield call, site, module
+
+    def _entry(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
+        """Whether ``x_instance.method(...)`` runs with no call of the tree on ``self``/``cls``
+        leading there (see :meth:`_dispatched`)."""
+        return self._dispatched(x, owner, method, hops=False) == YES
+
+    def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str, hops: bool = True) -> int:
+        """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
+
+        A method that the tree never calls on an object of ``owner``'s hierarchy is an entry
+        point (its callers are the project's users); one that the tree does call there is
+        taken to be reached only through those calls: :data:`YES` when one of them is on
+        ``self``/``cls`` along a path that runs, or on an object known to be an ``x`` or
+        annotated with a class of ``x``'s MRO (an annotation names its class or any subclass);
+        for a private method, :data:`UNTYPED` when only calls on objects of unknown type may
+        hold one. A public method called on an object of unknown type is reachable: that
+        object may be an ``x``."""
+        project = self.project
+        named, wildcard = self._escapes(method, x)
+        if _is_dunder(method) or YES in (named, wildcard):
+            return YES
+        resolved = project.fully_resolved(x)
+        internal = 0 if named is None else 1  # it escapes only where an x may not run
+        best = UNTYPED if wildcard == UNTYPED else NO
+        untyped = named == UNTYPED
+        unknown = False  # a call on an object of unknown type names the method
+        for other, module in self.foreign.get(method, ()):
+            if other.receiver_class is None:
+                if self._rejects(other.rejected, module, x):
+                    internal += 1
+                else:
+                    unknown = True
+                continue
+            target = project.resolve_class(module, other.receiver_class)
+            if target is x:
+                return YES
+            if target is None:
+                unknown = True
+            else:
+                internal += self._related(target, owner)
+        for call, site, module in self.calls(method):
+            if call.receiver in (Receiver.SELF, Receiver.CLS) and site is not None:
+                if hops and project.in_mro(site, x):
+                    best = max(best, self.call_runs(x, call, site, module))
+                    if best == YES:
+                        return YES
+                internal += self._related(site, owner)
+            elif call.receiver in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
+                target = (
+                    None
+                    if call.receiver_class is None
+                    else project.resolve_class(module, call.receiver_class)
+                )
+                if target is x:
+                    return YES
+                annotated = call.receiver is Receiver.ANNOTATED
+                if annotated and target is not None and project.in_mro(target, x):
+                    return YES  # an annotation names its class or any subclass of it
+                if target is None:
+                    unknown = True
+                else:
+                    internal += self._related(target, owner)
+        if unknown and not method.startswith("_"):
+            # A call on an object of unknown type may hold an x: the public method it names is
+            # reachable by it, whatever calls of the same name other classes receive.
+            return YES
+        untyped = untyped or unknown
+        if internal == 0:
+            # No call in the class's own hierarchy: a public method is an entry point for the
+            # project's users; a private one is reached only by the calls the tree makes.
+            return UNTYPED if untyped and resolved and method.startswith("_") else YES
+        if self._unread_may_call(x, method) and self._unread_interface(x, method):
+            return YES
+        if untyped or self._unread_may_call(x, method):
+            return max(best, UNTYPED)
+        return best
+
+    def _unread_may_call(self, x: ClassInfo, method: str) -> bool:
+        """Whether a base the checker did not read may call ``method`` on an ``x``: it is
+        public and ``x``'s MRO has such a base (a hook of that base, for all the tree says)."""
+        return not method.startswith("_") and not self.project.fully_resolved(x)
+
+    def _unread_interface(self, x: ClassInfo, method: str) -> bool:
+        """Whether ``method`` is, by the tree's own evidence, part of the interface of a base of
+        ``x`` that the checker did not read: most classes of the tree that derive from that
+        base directly (as written, last name: ``nn.Module`` and ``torch.nn.Module`` alike),
+        and two at least, define it themselves, as ``forward`` under ``nn.Module``. Such a
+        base calls the method it expects every subclass to define (``nn.Module.__call__``
+        calls ``forward``); a name few of them define (``forward_cpu``) is the tree's own."""
+        for base in {b.rpartition(".")[2] for c in self.project.mro(x) for b in c.unresolved}:
+            key = (base, method)
+            known = self._interface.get(key)
+            if known is None:
+                children = self._unread_children(base)
+                definers = sum(1 for c in children if method in c.methods)
+                known = self._interface[key] = definers > 1 and 2 * definers > len(children)
+            if known:
+                return True
+        return False
+
+    def _unread_children(self, base: str) -> list[ClassInfo]:
+        """The tree's classes with an unresolved base whose last name is ``base``."""
+        if self._children is None:
+            self._children = {}
+            for cls in self.project.classes:
+                for written in dict.fromkeys(b.rpartition(".")[2] for b in cls.unresolved):
+                    self._children.setdefault(written, []).append(cls)
+        return self._children.get(base, [])
+
+    def _related(self, a: ClassInfo, b: ClassInfo) -> bool:
+        return self.project.in_mro(b, a) or self.project.in_mro(a, b)
+
+    def call_runs(self, x: ClassInfo, call: CallSite, site: ClassInfo, module: ModuleInfo) -> int:
+        if self.guard_excludes(x, call, module) is not None:
+            return NO
+        return self.runs(x, site, call.caller)
+
+    def _escapes(self, method: str, x: ClassInfo) -> tuple[int | None, int | None]:
+        """Whether ``method`` can be called from outside the call graph for an ``x``, as two
+        levels: through places that name it (``self.<method>`` uncalled, ``getattr(self,
+        "<method>")``, a matching ``getattr(self, "prefix" + ...)``), and through lookups of
+        any name (``getattr(self, name)``). Each is :data:`YES` when such a place is in a
+        class body or in a method that runs for an ``x`` (or a ``getattr(obj, "prefix" +
+        ...)`` on another object matches), :data:`UNTYPED` when the best such method runs
+        only through objects of unknown type, :data:`NO` when none of them can run for an
+        ``x``, and ``None`` when there is no such place in ``x``'s classes. A lookup of any
+        name names ``method`` when the tree writes that name as a string (``_PLATFORM_METHODS
+        = {"cpu": ("forward_cpu",)}``): the lookup is then how the method is reached."""
+        if any(method.startswith(prefix) for prefix in self.prefixes):
+            return YES, None
+        in_mro = self.project.in_mro
+        named = [
+            (cls, where, False) for cls, where in self.escaping.get(method, ()) if in_mro(cls, x)
+        ]
+        wildcard: list[tuple[ClassInfo, str, bool]] = []
+        for cls, lookups in self._dynamic:
+            if in_mro(cls, x):
+                for prefix, where in lookups:
+                    if prefix == ANY_NAME:
+                        wildcard.append((cls, where, True))
+                    elif method.startswith(prefix):
+                        named.append((cls, where, True))
+        if wildcard and method in self._quoted_names():
+            named.extend(wildcard)  # the tree names it for a lookup: how it is reached
+            wildcard = []
+        return self.best(x, method, named), self.best(x, method, wildcard)
+
+    def _quoted_names(self) -> set[str]:
+        """Every identifier the tree's files write as a string literal (``"forward_cpu"``),
+        read once, on first need."""
+        if self._quoted is None:
+            self._quoted = set()
+            for module in self.project.files:
+                try:
+                    with open(module.file.path, encoding="utf-8", errors="replace") as handle:
+                        self._quoted.update(_QUOTED_NAME.findall(handle.read()))
+                except OSError:
+                    continue
+        return self._quoted
+
+    def best(
+        self,
+        x: ClassInfo,
+        method: str,
+        places: list[tuple[ClassInfo, str, bool]],
+        trail: frozenset[str] = frozenset(),
+    ) -> int | None:
+        """The best level at which one of ``places`` (a class, its method or ``""`` for the
+        class body, and whether the place is a ``getattr(self, ...)`` rather than
+        ``self.<method>``) lets ``method`` be called for an ``x``; ``None`` for no places."""
+        level: int | None = None
+        for cls, where, lookup in places:
+            if not where:
+                return YES
+            if where == method:
+                continue  # a method taking itself is not how it is reached
+            runs = self.runs(x, cls, where)
+            if runs != NO:
+                runs = min(runs, self.bound.taken(x, cls, where, method, lookup, trail))
+            if runs == YES:
+                return YES
+            level = max(runs, NO if level is None else level)
+        return level
+
+    def _rejects(self, rejected: tuple[str, ...], module: ModuleInfo, x: ClassInfo) -> bool:
+        for name in rejected:
+            target = self.project.resolve_class(module, name)
+            if target is not None and self.project.in_mro(target, x):
+                return True
+        return False
+
+    # -- explanation -------------------------------------------------------------------------
+
+    def _untyped_reason(self, x: ClassInfo, owner: ClassInfo, method: str) -> str:
+        """Name where ``owner.method`` is called on objects not known to be an ``x``."""
+        chain: list[str] = []
+        seen: set[tuple[int, str]] = set()
+        while True:
+            places = self._untyped_places(x, method)
+            target = f"{owner.qualname}.{method}()"
+            if places:
+                shown = ", ".join(places[:3]) + ("" if len(places) <= 3 else ", ...")
+                head = f"{target} is called only on objects whose class is unknown ({shown})"
+                return head + "".join(f", which {c}" for c in reversed(chain))
+            nxt = self._untyped_caller(x, owner, method)
+            end = self._untyped_end(x, owner, method) if nxt is None else None
+            if end is not None:
+                return end + "".join(f", which {c}" for c in reversed(chain))
+            if nxt is None or (id(nxt[0]), nxt[1]) in seen or len(chain) > 8:
+                return f"{target} is reached only through objects whose class is unknown"
+            seen.add((id(nxt[0]), nxt[1]))
+            chain.append(f"calls {target}")
+            owner, method = nxt
+
+    def _untyped_end(self, x: ClassInfo, owner: ClassInfo, method: str) -> str | None:
+        """Why ``owner.method``, which no untyped call names, is reached only untyped: taken as
+        a bound method that goes only there, or called by an unread base, or found by a
+        lookup of any name; ``None`` when none of these says it."""
+        target = f"{owner.qualname}.{method}()"
+        taking = self._taking_places(x, method)
+        if taking:
+            return (
+                f"{target} is taken as a bound method (self.{method} or getattr(self, ...)) "
+                f"in {', '.join(taking[:2])}, and where it goes it is called only through "
+                "objects whose class is unknown"
+            )
+        if self._unread_may_call(x, method):
+            return (
+                f"{target} runs only if {self._unread_bases(x)}, which the checker did not read, "
+                f"calls it ({self._unreached_reason(x, owner, method)})"
+            )
+        lookups = self._untyped_lookups(x)
+        if lookups:
+            return (
+                f"{target} runs only if a getattr(self, <any name>) in {', '.join(lookups[:2])}, "
+                "reached only through objects whose class is unknown, finds it"
+            )
+        return None
+
+    def _taking_places(self, x: ClassInfo, method: str) -> list[str]:
+        """The methods of ``x``'s classes that take ``method`` as a bound method
+        (``self.<method>`` uncalled, a ``getattr(self, ...)`` naming it), running for an
+        ``x``."""
+        in_mro = self.project.in_mro
+        quoted = method in self._quoted_names()
+        places = [(cls, where) for cls, where in self.escaping.get(method, ())]
+        places.extend(
+            (cls, where)
+            for cls, lookups in self._dynamic
+            for prefix, where in lookups
+            if (prefix == ANY_NAME and quoted) or (prefix and method.startswith(prefix))
+        )
+        return list(
+            dict.fromkeys(
+                f"{cls.qualname}.{where}()"
+                for cls, where in places
+                if where and where != method and in_mro(cls, x) and self.runs(x, cls, where) != NO
+            )
+        )
+
+    def _untyped_lookups(self, x: ClassInfo) -> list[str]:
+        """The methods of ``x``'s classes holding a lookup of any name that run only through
+        objects of unknown type."""
+        return [
+            f"{cls.qualname}.{where}()"
+            for cls, lookups in self._dynamic
+            if self.project.in_mro(cls, x)
+            for prefix, where in lookups
+            if prefix == ANY_NAME and where and self.runs(x, cls, where) == UNTYPED
+        ]
+
+    def _unread_bases(self, x: ClassInfo) -> str:
+        """The bases of ``x``'s MRO that resolve to no class, as written (``nn.Module``)."""
+        names = dict.fromkeys(b for c in self.project.mro(x) for b in c.unresolved)
+        shown = ", ".join(list(names)[:2]) + ("" if len(names) <= 2 else ", ...")
+        return f"a base ({shown})" if len(names) == 1 else f"one of its bases ({shown})"
+
+    def _untyped_places(self, x: ClassInfo, method: str) -> list[str]:
+        project = self.project
+        places: dict[str, None] = {}
+        for other, module in self.foreign.get(method, ()):
+            if other.receiver_class is None and not self._rejects(other.rejected, module, x):
+                places[f"obj.{method}() in {module.file.display}"] = None
+            elif other.receiver_class is not None and (
+                project.resolve_class(module, other.receiver_class) is None
+            ):
+                places[f"self.<attr>.{method}() in {module.file.display}"] = None
+        for call, _, module in self.calls(method):
+            if call.receiver not in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
+                continue
+            target = (
+                None
+                if call.receiver_class is None
+                else project.resolve_class(module, call.receiver_class)
+            )
+            if target is None or (
+                call.receiver is Receiver.ANNOTATED
+                and target is not x
+                and project.in_mro(target, x)
+            ):
+                places[f"{module.file.display}:{call.line}"] = None
+        return list(places)
+
+    def _untyped_caller(
+        self, x: ClassInfo, owner: ClassInfo, method: str
+    ) -> tuple[ClassInfo, str] | None:
+        """A ``self`` call of ``owner.method`` whose own method is reached only untyped."""
+        for call, site, module in self.calls(method):
+            if call.receiver not in (Receiver.SELF, Receiver.CLS, Receiver.SUPER) or site is None:
+                continue
+            if not self.project.in_mro(site, x) or not call.caller:
+                continue
+            if self.call_runs(x, call, site, module) == UNTYPED:
+                return site, call.caller
+        return None
+
+    def _unreached_reason(self, x: ClassInfo, owner: ClassInfo, method: str) -> str:
+        """Name the callers of ``owner.method`` and why each does not run for ``x``."""
+        project = self.project
+        callers: dict[str, str] = {}
+        own = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
+        for call, site, module in self.calls(method):
+            if site is None or call.receiver not in own or not project.in_mro(site, x):
+                continue
+            name = f"{site.qualname}.{call.caller}()"
+            if name in callers:
+                continue
+            definer = project.definer(x, call.caller)
+            if self.guard_excludes(x, call, module) is not None:
+                callers[name] = f"{name} (only under a guard that excludes it)"
+            elif definer is not None and definer is not site:
+                callers[name] = (
+                    f"{name}, which {definer.qualname} overrides without calling super()"
+                )
+            else:
+                callers[name] = f"{name}, which is itself not reached"
+        for cls, where in self.escaping.get(method, ()):
+            if not where or not project.in_mro(cls, x):
+                continue
+            name = f"{cls.qualname}.{where}()"
+            definer = project.definer(x, where)
+            callers.setdefault(
+                name,
+                f"{name} (as self.{method}), which {definer.qualname} overrides without "
+                "calling super()"
+                if definer is not None and definer is not cls
+                else f"{name} (as self.{method}), which is itself not reached",
+            )
+        rejected = any(other.rejected for other, _ in self.foreign.get(method, ()))
+        target = f"{owner.qualname}.{method}()"
+        if not callers:
+            if rejected:
+                return f"{target} is called only on objects checked not to be a {x.qualname}"
+            return f"{target} is not called for a {x.qualname}"
+        shown = sorted(callers.values())[:3]
+        more = "" if len(callers) <= 3 else f" and {len(callers) - 3} more"
+        tail = "; other callers check the object is not one" if rejected else ""
+        return f"{target} runs only from {'; '.join(shown)}{more}{tail}"

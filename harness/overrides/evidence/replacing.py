@@ -1,0 +1,113 @@
+"""Decorators of the tree whose body shows they put something else in place of the method.
+
+``def inject(func): return Injector(func)`` binds the name to a descriptor that may pass an
+argument of its own (``self.query()`` is right for ``@inject def query(self, db)``): a call
+that the ``def`` rejects proves nothing then.
+
+A decorator counts when, written without a call (``@name``), it resolves to a module-level
+``def`` of the tree that :mod:`harness.overrides.model.decorators` does not already read (a wrapper
+returning an inner function of its own signature) and that returns something other than its
+parameter on some path (``return DBInjector(func)``, ``return other(func)``, no ``return``).
+A decorator that returns its parameter (a registration or a mark) leaves the method as it is.
+``unittest.mock``'s ``@patch(target)``, ``@patch.object(target, name)`` (no ``new``) and
+``@patch.multiple`` pass the mocks they make as arguments: they count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from harness.overrides.evidence.markers import tree_function
+from harness.overrides.facts.blocks import SCOPES, always_exits
+from harness.overrides.facts.signature import dotted_name
+from harness.overrides.model.classdefs import class_defs
+from harness.overrides.model.resolve import ClassInfo, Project
+from harness.overrides.model.tree import FunctionInfo
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def replacement(func: Function) -> str | None:
+    """What a one-argument decorator ``func`` returns instead of its argument (the source of
+    the first other ``return``, or ``"None"`` when it may fall off its end); ``None`` when
+    it always returns the argument itself."""
+    params = [*func.args.posonlyargs, *func.args.args]
+    if not params:
+        return None
+    param = params[0].arg
+    stack: list[ast.AST] = list(func.body)
+    returns: list[ast.Return] = []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        elif not isinstance(node, SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+    if not always_exits(func.body):
+        return "None"  # it may fall off its end
+    for found in sorted(returns, key=lambda r: (r.lineno, r.col_offset)):
+        value = found.value
+        if not (isinstance(value, ast.Name) and value.id == param):
+            return "None" if value is None else ast.unparse(value)
+    return None
+
+
+class Replacing:
+    """Finds, for a method, a decorator that puts something else in its place."""
+
+    def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
+        self.project = project
+        self.tree_of = tree_of
+
+    def replaced(self, cls: ClassInfo, method: str) -> str | None:
+        """Why calls of ``cls.method`` may not reach its ``def``: a decorator replacing it,
+        said; ``None`` when none does."""
+        defs = class_defs(cls, self.tree_of).get(method, [])
+        if not defs:
+            return None
+        module = cls.module
+        for decorator in defs[-1].decorator_list:
+            if isinstance(decorator, ast.Call) and self._patches(cls, decorator):
+                shown = ast.unparse(decorator.func)
+                return (
+                    f"{cls.qualname}.{method}() is decorated with @{shown}(...), which passes "
+                    "the mock it makes as an extra argument"
+                )
+            written = dotted_name(decorator)
+            if written is None or isinstance(self.project.resolve(module, written), FunctionInfo):
+                continue  # a call (a factory's product), or a wrapper read as such
+            func = tree_function(self.project, self.tree_of, module, written)
+            if func is None:
+                continue
+            instead = replacement(func)
+            if instead is not None:
+                return (
+                    f"{cls.qualname}.{method}() is decorated with @{written}, which returns "
+                    f"{instead} in its place: calls reach that, which the checker does not read"
+                )
+        return None
+
+    def _patches(self, cls: ClassInfo, decorator: ast.Call) -> bool:
+        """Whether ``decorator`` is ``unittest.mock``'s ``patch(target)``,
+        ``patch.object(target, name)`` or ``patch.multiple(...)`` making its mocks (no
+        ``new`` given): each passes what it makes to the method as an argument."""
+        written = dotted_name(decorator.func)
+        if written is None:
+            return False
+        parts = written.split(".")
+        if "patch" not in parts:
+            return False
+        at = parts.index("patch")
+        kind = ".".join(parts[at:])
+        head = cls.module.imports.get(parts[0])
+        source = "" if head is None else ".".join(filter(None, (head.module, head.attr)))
+        if not (source.startswith("unittest") or source.partition(".")[0] == "mock"):
+            return False
+        positional = len(decorator.args)
+        given = {k.arg for k in decorator.keywords}
+        if kind == "patch":
+            return positional == 1 and "new" not in given
+        if kind == "patch.object":
+            return positional == 2 and "new" not in given
+        return kind == "patch.multiple"

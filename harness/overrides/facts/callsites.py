@@ -1,0 +1,596 @@
+"""Method call sites that can prove a crash: ``self.m(...)``, ``super().m(...)``, ``C(...).m(...)``.
+
+Walking every expression of a large tree costs more than parsing it, so the walk is guided:
+regular expressions find the lines that can hold an interesting call, and only the
+statements spanning those lines are visited. Local receivers are recognised when the
+function binds them exactly once to a constructor call (``x = C(...)``) or annotates a
+parameter with a class (``x: Base``); anything that might rebind the name disqualifies it.
+
+Every scan of the source text is linear in its length: the patterns cannot backtrack over
+more than the run they match, and what must be looked up around a match (the start of its
+line, the nearest parenthesis) is found from bounded or monotonically advancing positions.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from enum import IntEnum
+from itertools import accumulate
+from typing import Any, NamedTuple
+
+from harness.overrides.facts.signature import dotted_name
+
+
+class Receiver(IntEnum):
+    """What the object a method is called on is known to be."""
+
+    SELF = 0
+    """``self.m(...)`` / ``cls.m(...)``: dispatches on the runtime class of the instance."""
+    SUPER = 1
+    """``super().m(...)``: dispatches to the next class in the MRO."""
+    CONSTRUCTED = 2
+    """``C(...).m(...)`` or ``x = C(...); x.m(...)``: the exact class is ``C``."""
+    ANNOTATED = 3
+    """``x: Base`` then ``x.m(...)``: any subclass of ``Base``."""
+    CLS = 4
+    """``cls.m(...)`` in a class method: dispatches on the class, not an instance."""
+
+
+class CallSite(NamedTuple):
+    """The shape of one method call: enough to simulate Python's argument binding."""
+
+    receiver: Receiver
+    receiver_class: str | None
+    """Dotted class expression for CONSTRUCTED/ANNOTATED receivers, and for
+    ``super(C, self)``; ``None`` otherwise."""
+    method: str
+    caller: str
+    """Name of the enclosing method (``""`` at module level or in a plain function)."""
+    n_positional: int
+    keywords: tuple[str, ...]
+    star: bool
+    starstar: bool
+    line: int
+    col: int
+    text: str
+
+
+_SELF_CALL = re.compile(r"self[ \t]*\.[ \t]*\w+[ \t]*\(")
+_CLS_CALL = re.compile(r"cls[ \t]*\.[ \t]*\w+[ \t]*\(")  # apart: a literal prefix is fast
+_PAREN_CALL = re.compile(r"\)[ \t]*\.[ \t]*\w+[ \t]*\(")
+_RECEIVER_WINDOW = 80
+"""How far before ``).m(`` the receiver call ``C(...)`` / ``super(...)`` may start."""
+_WORD = re.compile(r"\w+")
+_CTOR_ASSIGN = re.compile(r"=[ \t]*([A-Za-z_][\w.]*)[ \t]*\(")
+_ASSIGN_TARGET = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?$")
+_NAME_CALL = re.compile(r"(?<![\w.])(\w+)\.(?=[ \t]*\w+[ \t]*\()")
+_SCAN_BUDGET = 4
+"""Once per-name scans of one file have read this many times its length, every ``name.m(``
+of the file is indexed in one pass instead."""
+_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+_ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
+_AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody"})
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "kind", "type_comment", "n", "s", "op"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Node class -> fields that can hold nested calls (empty for leaves and non-nodes)."""
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    if not issubclass(cls, ast.AST) or cls is ast.Constant:
+        return ()
+    fields: tuple[str, ...] = cls._fields
+    return tuple(f for f in fields if f not in _LEAF_FIELDS)
+
+
+_TEXT_LIMIT = 200
+EXTERNAL = frozenset(
+    {
+        "torch",
+        "numpy",
+        "np",
+        "typing",
+        "typing_extensions",
+        "collections",
+        "transformers",
+        "jax",
+        "tensorflow",
+        "triton",
+        "PIL",
+        "pydantic",
+        "msgspec",
+        "fastapi",
+        "starlette",
+        "ray",
+        "zmq",
+        "asyncio",
+        "enum",
+        "dataclasses",
+        "abc",
+        "builtins",
+        "os",
+        "pathlib",
+        "re",
+        "io",
+        "logging",
+        "json",
+        "argparse",
+        "functools",
+        "itertools",
+        "concurrent",
+    }
+)
+"""Top-level packages that cannot hold project classes: annotated receivers typed with
+their classes (``x: torch.Tensor``) are not worth walking for."""
+
+
+class LineIndex:
+    """The source split into lines, to slice lines and count them cheaply."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.split("\n")
+        self._starts: list[int] | None = None
+
+    def start(self, lineno: int) -> int:
+        """Offset of the first character of line ``lineno`` (``len(text)`` past the end)."""
+        if self._starts is None:
+            self._starts = [0, *accumulate(map(len, self.lines))]  # without the newlines
+        starts = self._starts
+        return starts[lineno - 1] + lineno - 1 if lineno <= len(starts) else len(self.text)
+
+    def line(self, lineno: int) -> str:
+        """One source line without its line ending."""
+        return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
+
+    def _line_numbers(self, pattern: re.Pattern[str], check_before: bool) -> list[int]:
+        """Sorted distinct lines where ``pattern`` matches (not preceded by ``[\\w.]``)."""
+        text = self.text
+        out: list[int] = []
+        line = 1
+        pos = 0
+        count = text.count
+        for match in pattern.finditer(text):
+            start = match.start()
+            if check_before and start and text[start - 1] in _ID_CHARS_DOT:
+                continue
+            line += count("\n", pos, start)
+            pos = start
+            if not out or out[-1] != line:
+                out.append(line)
+        return out
+
+    def self_lines(self) -> list[int]:
+        """Lines of ``self.m(``/``cls.m(``/``super().m(``/``C(...).m(`` calls."""
+        lines = set(self._line_numbers(_SELF_CALL, True))
+        if "cls" in self.text:
+            lines.update(self._line_numbers(_CLS_CALL, True))
+        text = self.text
+        line = 1
+        pos = 0
+        count = text.count
+        for match in _PAREN_CALL.finditer(text):
+            start = match.start()
+            if _closes_receiver_call(text, start):
+                line += count("\n", pos, start)
+                pos = start
+                lines.add(line)
+        return sorted(lines)
+
+    def name_lines(self, name: str, first: int = 1, last: int | None = None) -> list[int]:
+        """Lines ``first..last`` holding ``name.m(`` calls (``str.find``: no per-name regex)."""
+        text = self.text
+        needle = name + "."
+        out: list[int] = []
+        line = first
+        pos = self.start(first) if first > 1 else 0
+        end = len(text) if last is None else self.start(last + 1)
+        count = text.count
+        start = text.find(needle, pos, end)
+        while start != -1:
+            if (not start or text[start - 1] not in _ID_CHARS_DOT) and _AFTER_DOT.match(
+                text, start + len(needle)
+            ):
+                line += count("\n", pos, start)
+                pos = start
+                if not out or out[-1] != line:
+                    out.append(line)
+            start = text.find(needle, start + 1, end)
+        return out
+
+    def all_name_lines(self) -> dict[str, list[int]]:
+        """:meth:`name_lines` of every name at once, in one pass over the text."""
+        text = self.text
+        out: dict[str, list[int]] = {}
+        line = 1
+        pos = 0
+        count = text.count
+        for match in _NAME_CALL.finditer(text):
+            start = match.start()
+            line += count("\n", pos, start)
+            pos = start
+            lines = out.setdefault(match.group(1), [])
+            if not lines or lines[-1] != line:
+                lines.append(line)
+        return out
+
+    def assigns(self) -> list[tuple[int, str, str]]:
+        """``(line, name, Class)`` of each ``name = Class(`` (one per line).
+
+        Only the first ``=`` of a line can follow a plain assignment target, so the target
+        is matched at most once per line.
+        """
+        text = self.text
+        out: list[tuple[int, str, str]] = []
+        line = 1
+        pos = 0
+        line_start = 0
+        first_eq = -1
+        count = text.count
+        for match in _CTOR_ASSIGN.finditer(text):
+            callee = match.group(1)
+            if not _is_class_like(callee):
+                continue
+            start = match.start()
+            newline = text.rfind("\n", pos, start)
+            line += count("\n", pos, start)
+            pos = start
+            if newline != -1 or first_eq == -1:
+                line_start = newline + 1 if newline != -1 else line_start
+                first_eq = text.find("=", line_start)
+            if start != first_eq:
+                continue
+            target = _ASSIGN_TARGET.match(text, line_start, start)
+            if target is not None:
+                out.append((line, target.group(1), callee))
+        return out
+
+
+def _closes_receiver_call(text: str, close: int) -> bool:
+    """Whether the ``)`` at ``close`` ends ``C(...)`` or ``super(...)`` (a capitalised or
+    ``super`` name, then arguments without parentheses or newlines) starting at most
+    ``_RECEIVER_WINDOW`` characters before it. Constant work per call."""
+    low = max(0, close - _RECEIVER_WINDOW)
+    open_ = text.rfind("(", low, close)
+    if open_ == -1 or text.find(")", open_ + 1, close) != -1:
+        return False
+    if text.find("\n", open_ + 1, close) != -1:
+        return False
+    head = text[low:open_].rstrip(" \t")
+    word = _WORD.match(head[::-1])  # the name right before the parenthesis, reversed
+    if word is None:
+        return False
+    name = word.group()
+    return name.startswith("repus") or any("A" <= c <= "Z" for c in name)
+
+
+def _spans(lines: Sequence[int], first: int, last: int) -> bool:
+    i = bisect_left(lines, first)
+    return i < len(lines) and lines[i] <= last
+
+
+def _is_class_like(name: str) -> bool:
+    return name.rpartition(".")[2][:1].isupper()
+
+
+def _annotation_class(node: ast.expr | None) -> str | None:
+    """``Base`` for ``Base``, ``Base[T]``, ``Optional[Base]``, ``Base | None`` or ``"Base"``."""
+    while node is not None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            value = node.value.strip()
+            return value if value.replace(".", "").isidentifier() else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            right = node.right
+            none = isinstance(right, ast.Constant) and right.value is None
+            node = node.left if none else None
+            continue
+        if isinstance(node, ast.Subscript):
+            outer = dotted_name(node.value)
+            if outer is not None and outer.rpartition(".")[2] == "Optional":
+                node = node.slice
+                continue
+            node = node.value
+            continue
+        name = dotted_name(node)
+        return name if name is not None and _is_class_like(name) else None
+    return None
+
+
+def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
+    """How often each name is bound in ``func``; parameters, imports, ``global``,
+    ``nonlocal``, ``except ... as``, and an assignment of anything but a plain ``C(...)`` call
+    (``C(...) & D(...)``, ``C(...).build()``) count twice (never trusted as one constructor
+    call)."""
+    counts: dict[str, int] = {}
+    stack: list[Any] = [func]
+    children = _CHILD_FIELDS
+    while stack:
+        node = stack.pop()
+        cls = node.__class__
+        if cls is list:
+            stack.extend(node)
+            continue
+        if cls is ast.Name:
+            if not isinstance(node.ctx, ast.Load):
+                counts[node.id] = counts.get(node.id, 0) + 1
+            continue
+        named: list[str] = []
+        if cls is ast.arg:
+            named = [node.arg]
+        elif cls is ast.alias:
+            named = [node.asname or node.name.partition(".")[0]]
+        elif cls is ast.Global or cls is ast.Nonlocal:
+            named = node.names
+        elif cls is ast.ExceptHandler and node.name:
+            named = [node.name]
+        elif (cls is ast.Assign or cls is ast.AnnAssign) and not (
+            isinstance(node.value, ast.Call) and dotted_name(node.value.func) is not None
+        ):
+            targets = node.targets if cls is ast.Assign else [node.target]
+            named = [t.id for t in targets if isinstance(t, ast.Name)]
+        for name in named:
+            counts[name] = counts.get(name, 0) + 2
+        fields = children.get(cls)
+        if fields is None:
+            fields = children[cls] = _child_fields(cls)
+        stack.extend(getattr(node, f, None) for f in fields)
+    return counts
+
+
+class _Collector:
+    """Collects call sites of one function, walking only statements on hit lines."""
+
+    def __init__(self, lines: LineIndex, caller: str) -> None:
+        self.lines = lines
+        self.caller = caller
+        self.self_name: str | None = None
+        self.on_class = False
+        """True in a class method: ``self_name`` is the class."""
+        self.locals: dict[str, tuple[Receiver, str]] = {}
+        self.out: list[CallSite] = []
+
+    def visit_body(self, body: Sequence[ast.stmt], hits: Sequence[int]) -> None:
+        """Walk the statements of ``body`` that span one of the ``hits`` lines."""
+        stack: list[ast.stmt] = list(reversed(body))
+        while stack:
+            stmt = stack.pop()
+            end = stmt.end_lineno or stmt.lineno
+            if not _spans(hits, stmt.lineno, end):
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                continue  # a nested class has its own `self`
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and self._rebinds_self(
+                stmt.args
+            ):
+                continue  # `def helper(self): ...` inside a method: another object
+            blocks: list[list[ast.stmt]] = []
+            for name in stmt._fields:
+                value: Any = getattr(stmt, name)
+                if name in _BLOCK_FIELDS:
+                    blocks.append(value)
+                elif name == "handlers":
+                    blocks.extend(handler.body for handler in value)
+                elif name == "cases":
+                    blocks.extend(case.body for case in value)
+                else:
+                    self._walk_expr(value)
+            for block in reversed(blocks):
+                stack.extend(reversed(block))
+
+    def _walk_expr(self, root: object) -> None:
+        stack: list[object] = [root]
+        pop = stack.pop
+        push = stack.append
+        extend = stack.extend
+        children = _CHILD_FIELDS
+        while stack:
+            node = pop()
+            cls = node.__class__
+            if cls is list:
+                extend(node)  # type: ignore[arg-type]  # pyright: ignore[reportUnknownArgumentType]
+                continue
+            fields = children.get(cls)
+            if fields is None:
+                fields = children[cls] = _child_fields(cls)
+            if not fields:
+                continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                self._record(node, node.func)
+            elif isinstance(node, ast.Lambda) and self._rebinds_self(node.args):
+                continue
+            for name in fields:
+                push(getattr(node, name, None))
+
+    def _rebinds_self(self, args: ast.arguments) -> bool:
+        if self.self_name is None:
+            return False
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        return any(a is not None and a.arg == self.self_name for a in every)
+
+    def _receiver(self, value: ast.expr) -> tuple[Receiver, str | None] | None:
+        if isinstance(value, ast.Name):
+            if value.id == self.self_name:
+                return (Receiver.CLS if self.on_class else Receiver.SELF), None
+            known = self.locals.get(value.id)
+            return (known[0], known[1]) if known is not None else None
+        if isinstance(value, ast.Call):
+            func = value.func
+            if isinstance(func, ast.Name) and func.id == "super":
+                if not value.args:
+                    return Receiver.SUPER, None
+                return Receiver.SUPER, dotted_name(value.args[0])
+            name = dotted_name(func)
+            if name is not None and _is_class_like(name):
+                return Receiver.CONSTRUCTED, name
+        return None
+
+    def _record(self, call: ast.Call, func: ast.Attribute) -> None:
+        receiver = self._receiver(func.value)
+        if receiver is None:
+            return
+        star = any(isinstance(a, ast.Starred) for a in call.args)
+        n_positional = sum(1 for a in call.args if not isinstance(a, ast.Starred))
+        keywords = tuple(k.arg for k in call.keywords if k.arg is not None)
+        starstar = any(k.arg is None for k in call.keywords)
+        text = self.lines.line(call.lineno).strip()[:_TEXT_LIMIT]
+        self.out.append(
+            CallSite(
+                receiver=receiver[0],
+                receiver_class=receiver[1],
+                method=func.attr,
+                caller=self.caller,
+                n_positional=n_positional,
+                keywords=keywords,
+                star=star,
+                starstar=starstar,
+                line=call.lineno,
+                col=call.col_offset + 1,
+                text=text,
+            )
+        )
+
+
+class FileHits:
+    """Where in a file interesting calls can be, found by regex (receiver names on demand)."""
+
+    def __init__(self, text: str, external: frozenset[str] = frozenset()) -> None:
+        self.lines = LineIndex(text)
+        self.self_lines = self.lines.self_lines()
+        """Lines with ``self.m(``, ``cls.m(``, ``super().m(`` or ``C(...).m(``."""
+        self.assigns = self.lines.assigns() if "=" in text else []
+        """``(line, name, Class)`` of each ``name = Class(...)``, by line."""
+        self.external = external | EXTERNAL
+        """Names that cannot be project classes (``torch``, ``Tensor`` from torch)."""
+        self._index: dict[str, list[int]] | None = None
+        self._scanned = 0
+        self._self_assigned: list[tuple[int, str]] | None = None
+
+    def name_lines(self, name: str, first: int, last: int) -> list[int]:
+        """Lines ``first..last`` with ``name.m(`` calls: the span is searched for the name
+        until the searches have read a few times the file, then one pass indexes all names."""
+        if self._index is None:
+            text = self.lines
+            self._scanned += text.start(last + 1) - text.start(first)
+            if self._scanned <= _SCAN_BUDGET * len(text.text):
+                return text.name_lines(name, first, last)
+            self._index = text.all_name_lines()
+        return _lines_in(self._index.get(name, []), first, last)
+
+    def self_assigned(self, first: int, last: int) -> frozenset[str]:
+        """Names assigned as ``self.x = ...`` (or ``self.x: T = ...``) on lines
+        ``first..last`` (textual: cheap and conservative; one scan of the file)."""
+        if self._self_assigned is None:
+            self._self_assigned = _self_assignments(self.lines.text)
+        found = self._self_assigned
+        i = bisect_left(found, (first,))
+        j = bisect_left(found, (last + 1,), i)
+        return frozenset(name for _, name in found[i:j])
+
+
+_SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*)[=:])")
+
+
+def _self_assignments(text: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of each ``self.name = `` / ``self.name: T =`` (not ``==``), in order.
+
+    The next ``=`` and newline are tracked as the scan advances, so an annotation is never
+    re-read: linear in the text.
+    """
+    out: list[tuple[int, str]] = []
+    line, pos = 1, 0
+    resume = 0
+    next_eq = next_nl = -1
+    size = len(text)
+    for match in _SELF_DOT.finditer(text):
+        if match.start() < resume:
+            continue  # inside the annotation of the previous assignment
+        end = match.end(2)
+        mark = text[end : end + 1]
+        eq = -1
+        if mark == "=":
+            eq = end
+        elif mark == ":":
+            if next_eq < end:
+                next_eq = text.find("=", end)
+                next_eq = size if next_eq == -1 else next_eq
+            if next_nl < end:
+                next_nl = text.find("\n", end)
+                next_nl = size if next_nl == -1 else next_nl
+            eq = next_eq if next_eq < next_nl else -1
+        if eq == -1 or text[eq + 1 : eq + 2] == "=":
+            continue
+        line += text.count("\n", pos, match.start())
+        pos = match.start()
+        out.append((line, match.group(1)))
+        resume = eq + 1
+    return out
+
+
+def _lines_in(lines: Sequence[int], first: int, last: int) -> list[int]:
+    i = bisect_left(lines, first)
+    j = bisect_right(lines, last, i)
+    return list(lines[i:j])
+
+
+def _assigns_in(
+    assigns: list[tuple[int, str, str]], first: int, last: int
+) -> list[tuple[int, str, str]]:
+    i = bisect_left(assigns, (first,))
+    j = bisect_left(assigns, (last + 1,), i)
+    return assigns[i:j]
+
+
+def collect(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    hits: FileHits,
+    *,
+    caller: str,
+    self_name: str | None,
+    on_class: bool = False,
+) -> list[CallSite]:
+    """Call sites in ``func`` (including nested functions, excluding nested classes).
+
+    ``self_name`` is the name of the implicit first parameter (``None`` for functions and
+    static methods); ``on_class`` says it is a class (``cls`` of a class method).
+    """
+    if not func.body:
+        return []
+    first = func.body[0].lineno
+    last = func.end_lineno or func.lineno
+    own = _lines_in(hits.self_lines, first, last)
+    local_receivers: dict[str, tuple[Receiver, str]] = {}
+    for arg in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs):
+        if arg.annotation is None or arg.arg == self_name:
+            continue
+        cls = _annotation_class(arg.annotation)
+        if cls is None or cls.partition(".")[0] in hits.external:
+            continue
+        lines = hits.name_lines(arg.arg, first, last)
+        if lines:
+            local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
+            own.extend(lines)
+    assigns = _assigns_in(hits.assigns, first, last)
+    bound: dict[str, int] | None = None
+    for _, name, callee in assigns:
+        if name == self_name or name in local_receivers:
+            continue
+        lines = hits.name_lines(name, first, last)
+        if not lines:
+            continue
+        if bound is None:
+            bound = _bindings(func)
+        if bound.get(name) != 1:
+            continue
+        local_receivers[name] = (Receiver.CONSTRUCTED, callee)
+        own.extend(lines)
+    if not own:
+        return []
+    collector = _Collector(hits.lines, caller)
+    collector.self_name = self_name
+    collector.on_class = on_class
+    collector.locals = local_receivers
+    collector.visit_body(func.body, sorted(set(own)))
+    return sorted(collector.out, key=lambda c: (c.line, c.col))

@@ -1,0 +1,176 @@
+"""Per-file facts that decide whether a call can run for a given subclass, and what a
+decorated ``def`` really binds: :func:`extract` gathers them with the summary (they depend
+only on the file's bytes) for :mod:`harness.overrides.evidence.reach` and :mod:`harness.overrides.model.resolve`.
+
+* **guards** around ``self.m(...)`` calls (:mod:`harness.overrides.facts.guards`);
+* **foreign calls**, **escapes** and **dynamic dispatch**, found in the text
+  (:mod:`harness.overrides.facts.textscan`);
+* **descriptors**, unknown **decorators** of methods, and module-level functions that return
+  an inner function (:mod:`harness.overrides.facts.wrappers`).
+
+The records are in :mod:`harness.overrides.facts.records`. Extraction is guided by plain-text checks
+so that files without these shapes cost almost nothing; nothing recurses on the syntax tree.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import Protocol
+
+from harness.overrides.facts.blocks import class_functions
+from harness.overrides.facts.callsites import CallSite
+from harness.overrides.facts.guards import call_guards
+from harness.overrides.facts.records import (
+    ANY_NAME,
+    DESCRIPTOR_METHOD,
+    DESCRIPTOR_NONE,
+    DESCRIPTOR_VALUE,
+    GUARD_IDENTITY,
+    GUARD_ISINSTANCE,
+    GUARD_PARAM,
+    Atom,
+    ClassFacts,
+    DispatchSummary,
+    ForeignCall,
+    Guard,
+    Wrapper,
+)
+from harness.overrides.facts.signature import MethodKind, Signature
+from harness.overrides.facts.textscan import (
+    Locator,
+    blank_comments,
+    foreign_calls,
+    global_prefixes,
+    text_facts,
+)
+from harness.overrides.facts.wrappers import descriptor_kind, unknown_decorators, wrapper_of
+
+
+class ClassStatement(Protocol):
+    """What the dispatch facts read of a class's summary (:class:`.summary.ClassSummary`)."""
+
+    @property
+    def qualname(self) -> str: ...
+
+    @property
+    def methods(self) -> Sequence[Signature]: ...
+
+    @property
+    def calls(self) -> Sequence[CallSite]: ...
+
+
+__all__ = [
+    "ANY_NAME",
+    "DESCRIPTOR_METHOD",
+    "DESCRIPTOR_NONE",
+    "DESCRIPTOR_VALUE",
+    "EMPTY",
+    "GUARD_IDENTITY",
+    "GUARD_ISINSTANCE",
+    "GUARD_PARAM",
+    "Atom",
+    "ClassFacts",
+    "DispatchSummary",
+    "ForeignCall",
+    "Guard",
+    "Wrapper",
+    "extract",
+]
+
+EMPTY = DispatchSummary((), (), (), (), ())
+_GUARD_WORDS = ("isinstance(", "signature(", "type(", "__class__.")
+
+
+def extract(
+    text: str,
+    tree: ast.Module,
+    classes: Sequence[tuple[ast.ClassDef, ClassStatement]],
+    aliases: dict[str, str],
+) -> DispatchSummary:
+    """The dispatch facts of one parsed file, given its class statements and summaries."""
+    class_nodes = [(node, summary.qualname) for node, summary in classes]
+    lines = text.split("\n")
+    code = blank_comments(text)
+    code_lines = lines if code is text else code.split("\n")
+    functions = [
+        stmt
+        for stmt in [*(s for node, _ in class_nodes for s in node.body), *tree.body]
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    functions_at = Locator(code, [(f.lineno, f.end_lineno or f.lineno) for f in functions])
+    typed, escapes, dynamic = text_facts(code, code_lines, class_nodes)
+    prefixes = global_prefixes(code)
+    foreign = foreign_calls(code, code_lines, class_nodes, typed, functions, functions_at)
+
+    # Guards of recorded self calls, decorators the checker does not know, descriptors.
+    guards: list[Guard] = []
+    decorated: list[list[tuple[int, tuple[str, ...]]]] = [[] for _ in class_nodes]
+    descriptor = [DESCRIPTOR_NONE for _ in class_nodes]
+    for i, (node, summary) in enumerate(classes):
+        effective = {(m.line, m.name): m for m in summary.methods}
+        first, last = node.lineno, node.end_lineno or node.lineno
+        class_text = "\n".join(lines[first - 1 : last])
+        if "__get__" in class_text:
+            descriptor[i] = descriptor_kind(node)
+        has_guards = any(w in class_text for w in _GUARD_WORDS)
+        for stmt in class_functions(node):
+            sig = effective.get((stmt.lineno, stmt.name))
+            if sig is None:
+                continue
+            if stmt.decorator_list:
+                unknown = unknown_decorators(stmt, aliases)
+                if unknown:
+                    decorated[i].append((stmt.lineno, unknown))
+            if not has_guards or sig.kind is MethodKind.STATIC:
+                continue
+            positional = [*stmt.args.posonlyargs, *stmt.args.args]
+            f_last = stmt.end_lineno or stmt.lineno
+            calls = [
+                (c.line, c.col)
+                for c in summary.calls
+                if c.caller == stmt.name and stmt.lineno <= c.line <= f_last
+            ]
+            if not positional or not calls:
+                continue
+            f_text = "\n".join(lines[stmt.lineno - 1 : f_last])
+            self_name = positional[0].arg
+            if (
+                f"isinstance({self_name}" in f_text
+                or "signature(" in f_text
+                or f"type({self_name})." in f_text
+                or f"{self_name}.__class__." in f_text
+            ):
+                guards.extend(call_guards(stmt, self_name, calls))
+    facts = tuple(
+        ClassFacts(
+            qualname=qualname,
+            escapes=tuple(sorted(escapes[i])),
+            dynamic=tuple(dict.fromkeys(dynamic[i])),
+            attr_types=tuple(sorted(typed[i].items())),
+            descriptor=descriptor[i],
+            decorators=tuple(decorated[i]),
+        )
+        for i, (_, qualname) in enumerate(class_nodes)
+    )
+    wrappers = tuple(
+        w
+        for w in (
+            wrapper_of(stmt)
+            for stmt in tree.body
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
+        if w is not None
+    )
+    facts = tuple(
+        c for c in facts if c.escapes or c.dynamic or c.attr_types or c.descriptor or c.decorators
+    )
+    return DispatchSummary(
+        classes=facts,
+        wrappers=wrappers,
+        foreign=tuple(
+            sorted(foreign, key=lambda f: (f.method, f.receiver_class or "", f.rejected))
+        ),
+        guards=tuple(guards),
+        prefixes=tuple(sorted(set(prefixes))),
+    )

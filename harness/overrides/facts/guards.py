@@ -1,0 +1,240 @@
+"""Guards around ``self.m(...)`` calls, and the classes a function raises for.
+
+A guard is what must hold for a call to run: ``isinstance(self, C)`` tests, ``"p" in
+inspect.signature(self.m).parameters`` tests and ``type(self).m is C.m`` identity tests, in ``if``/``else`` blocks or as an early exit
+(``if test: return``) before the call, directly or through a local name bound once to the test.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+from harness.overrides.facts.blocks import blocks
+from harness.overrides.facts.records import (
+    GUARD_IDENTITY,
+    GUARD_ISINSTANCE,
+    GUARD_PARAM,
+    Atom,
+    Guard,
+)
+from harness.overrides.facts.signature import dotted_name
+
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def test_atoms(
+    test: ast.expr, truth: bool, self_name: str, bound: dict[str, ast.expr], depth: int = 0
+) -> list[Atom]:
+    """Atoms that hold when ``test`` evaluates to ``truth``; unknown tests give none."""
+    if depth > 8:
+        return []
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test_atoms(test.operand, not truth, self_name, bound, depth + 1)
+    if isinstance(test, ast.BoolOp):
+        # `a and b` true: both true; `a or b` false: both false. Otherwise unknown.
+        if isinstance(test.op, ast.And) == truth:
+            return [
+                a for v in test.values for a in test_atoms(v, truth, self_name, bound, depth + 1)
+            ]
+        return []
+    if isinstance(test, ast.Name) and test.id in bound:
+        return test_atoms(bound[test.id], truth, self_name, bound, depth + 1)
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+        and test.args[0].id == self_name
+    ):
+        kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        names = [dotted_name(k) for k in kinds]
+        if all(n is not None for n in names):
+            return [Atom(GUARD_ISINSTANCE, tuple(n for n in names if n), not truth, test.lineno)]
+        return []
+    identity = _identity_test(test, self_name)
+    if identity is not None:
+        name, owner, is_ = identity
+        return [Atom(GUARD_IDENTITY, (name, owner), is_ != truth, test.lineno)]
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.In, ast.NotIn))
+        and isinstance(test.left, ast.Constant)
+        and isinstance(test.left.value, str)
+    ):
+        method = _signature_of_self_method(test.comparators[0], self_name)
+        if method is not None:
+            holds = truth if isinstance(test.ops[0], ast.In) else not truth
+            return [Atom(GUARD_PARAM, (method, test.left.value), not holds, test.lineno)]
+    return []
+
+
+def _identity_test(test: ast.expr, self_name: str) -> tuple[str, str, bool] | None:
+    """``(m, C, True)`` for ``type(self).m is C.m`` (``self.__class__.m`` too; ``False`` for
+    ``is not``)."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Attribute)
+    ):
+        return None
+    holder = test.left.value
+    own = (
+        isinstance(holder, ast.Call)
+        and isinstance(holder.func, ast.Name)
+        and holder.func.id == "type"
+        and len(holder.args) == 1
+        and isinstance(holder.args[0], ast.Name)
+        and holder.args[0].id == self_name
+    ) or (
+        isinstance(holder, ast.Attribute)
+        and holder.attr == "__class__"
+        and isinstance(holder.value, ast.Name)
+        and holder.value.id == self_name
+    )
+    other = dotted_name(test.comparators[0])
+    if not own or other is None:
+        return None
+    owner, _, method = other.rpartition(".")
+    if method != test.left.attr or not owner:
+        return None
+    return method, owner, isinstance(test.ops[0], ast.Is)
+
+
+def _signature_of_self_method(node: ast.expr, self_name: str) -> str | None:
+    """``m`` for ``inspect.signature(self.m).parameters`` (or ``.parameters.keys()``)."""
+    if (
+        isinstance(node, ast.Call)
+        and not node.args
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "keys"
+    ):
+        node = node.func.value
+    if not (isinstance(node, ast.Attribute) and node.attr == "parameters"):
+        return None
+    call = node.value
+    if not (isinstance(call, ast.Call) and len(call.args) == 1):
+        return None
+    func = dotted_name(call.func)
+    if func is None or func.rpartition(".")[2] != "signature":
+        return None
+    target = call.args[0]
+    if (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == self_name
+    ):
+        return target.attr
+    return None
+
+
+def _bound_once(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    """Local names assigned exactly once in ``func`` (by a plain ``name = value``)."""
+    values: dict[str, ast.expr] = {}
+    counts: dict[str, int] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                values[target.id] = node.value
+    return {k: v for k, v in values.items() if counts.get(k) == 1}
+
+
+def _tests_a_name(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether some ``if`` in ``func`` tests a bare name (``if flag:``, ``if not flag:``)."""
+    stack: list[list[ast.stmt]] = [func.body]
+    while stack:
+        for stmt in stack.pop():
+            if isinstance(stmt, ast.If):
+                test = stmt.test
+                if isinstance(test, ast.UnaryOp):
+                    test = test.operand
+                if isinstance(test, (ast.Name, ast.BoolOp)):
+                    return True
+                stack.extend((stmt.body, stmt.orelse))
+            else:
+                stack.extend(blocks(stmt))
+    return False
+
+
+def _ends_in_exit(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], _EXITS)
+
+
+def call_guards(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str, calls: Sequence[tuple[int, int]]
+) -> list[Guard]:
+    """Guards of the recorded calls (``(line, col)``) inside ``func``."""
+    wanted = sorted(calls)
+    if not wanted:
+        return []
+    bound = _bound_once(func) if _tests_a_name(func) else {}
+    out: list[Guard] = []
+    # (statements, index, atoms in force for them)
+    stack: list[tuple[list[ast.stmt], int, tuple[Atom, ...]]] = [(func.body, 0, ())]
+    while stack:
+        body, index, atoms = stack.pop()
+        if index >= len(body):
+            continue
+        stmt = body[index]
+        after = atoms
+        yes: tuple[Atom, ...] = ()
+        no: tuple[Atom, ...] = ()
+        if isinstance(stmt, ast.If):
+            yes = tuple(test_atoms(stmt.test, True, self_name, bound))
+            no = tuple(test_atoms(stmt.test, False, self_name, bound))
+            if _ends_in_exit(stmt.body) and not _ends_in_exit(stmt.orelse):
+                after = atoms + no
+            elif _ends_in_exit(stmt.orelse) and not _ends_in_exit(stmt.body):
+                after = atoms + yes
+        stack.append((body, index + 1, after))
+        first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+        inside = [c for c in wanted if first <= c[0] <= last]
+        if not inside:
+            continue
+        if isinstance(stmt, ast.If):
+            test_last = stmt.test.end_lineno or stmt.test.lineno
+            for call in inside:
+                if call[0] <= test_last:
+                    out.append(Guard(call[0], call[1], atoms))
+            stack.append((stmt.body, 0, atoms + yes))
+            stack.append((stmt.orelse, 0, atoms + no))
+            continue
+        inner = blocks(stmt)
+        if not inner:
+            out.extend(Guard(line, col, atoms) for line, col in inside)
+            continue
+        covered: set[tuple[int, int]] = set()
+        for block in inner:
+            if block:
+                b_first = block[0].lineno
+                b_last = block[-1].end_lineno or block[-1].lineno
+                covered.update(c for c in inside if b_first <= c[0] <= b_last)
+                stack.append((block, 0, atoms))
+        out.extend(Guard(line, col, atoms) for line, col in inside if (line, col) not in covered)
+    return [g for g in out if g.atoms]
+
+
+def rejected_classes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    """Classes ``func`` raises for: ``if isinstance(x, C): ... raise``, any subject."""
+    out: list[str] = []
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.If) and _ends_in_exit(node.body)):
+            continue
+        if not isinstance(node.body[-1], ast.Raise):
+            continue
+        test = node.test
+        if (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+        ):
+            kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+            out.extend(n for n in (dotted_name(k) for k in kinds) if n is not None)
+    return tuple(dict.fromkeys(out))

@@ -1,0 +1,172 @@
+"""Decorators and descriptors as a file defines them: unknown method decorators, classes
+whose ``__get__`` reads as a value or binds a method, and functions that wrap another.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from harness.overrides.facts.blocks import class_functions
+from harness.overrides.facts.records import (
+    DESCRIPTOR_METHOD,
+    DESCRIPTOR_NONE,
+    DESCRIPTOR_VALUE,
+    Wrapper,
+)
+from harness.overrides.facts.signature import (
+    Param,
+    ParamKind,
+    canonical_decorator,
+    dotted_name,
+    from_function,
+)
+
+
+def unknown_decorators(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, aliases: dict[str, str]
+) -> tuple[str, ...]:
+    out: list[str] = []
+    for dec in func.decorator_list:
+        if canonical_decorator(dec, aliases) is not None:
+            continue
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = dotted_name(target)
+        if name is None:
+            out.append("?")
+            continue
+        out.append(f"{name}()" if isinstance(dec, ast.Call) else name)
+    return tuple(out)
+
+
+def descriptor_kind(node: ast.ClassDef) -> int:
+    """Whether the class body defines ``__get__`` (also under ``if``), and how it returns:
+    binding the function (``fn.__get__(obj)``, ``MethodType(fn, obj)``, ``partial(fn, obj)``)
+    reads as a method, anything else as a value."""
+    gets = [f for f in class_functions(node) if f.name == "__get__"]
+    if not gets:
+        return DESCRIPTOR_NONE
+    for get in gets:
+        for inner in ast.walk(get):
+            if not isinstance(inner, ast.Call):
+                continue
+            callee = dotted_name(inner.func) if not isinstance(inner.func, ast.Call) else None
+            if callee is None:
+                continue
+            last = callee.rpartition(".")[2]
+            if last in ("__get__", "MethodType", "partial"):
+                return DESCRIPTOR_METHOD
+            if isinstance(inner.func, ast.Attribute) and inner.func.attr == "__get__":
+                return DESCRIPTOR_METHOD
+    return DESCRIPTOR_VALUE
+
+
+def _returned_function(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The nested function ``func`` returns: ``return inner``, ``return
+    updatewrapper_of(inner, fn)`` or ``return wraps(fn)(inner)``."""
+    inner = {s.name: s for s in func.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not inner or not func.body or not isinstance(func.body[-1], ast.Return):
+        return None
+    value = func.body[-1].value
+    name: str | None = None
+    if isinstance(value, ast.Name):
+        name = value.id
+    elif isinstance(value, ast.Call):
+        callee = dotted_name(value.func) if not isinstance(value.func, ast.Call) else None
+        if callee is not None and callee.rpartition(".")[2] == "update_wrapper" and value.args:
+            first = value.args[0]
+            name = first.id if isinstance(first, ast.Name) else None
+        elif isinstance(value.func, ast.Call) and value.args:
+            outer = dotted_name(value.func.func)
+            first = value.args[0]
+            if (
+                outer is not None
+                and outer.rpartition(".")[2] == "wraps"
+                and isinstance(first, ast.Name)
+            ):
+                name = first.id
+    return inner.get(name) if name is not None else None
+
+
+def wrapper_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
+    """``func`` as a decorator that replaces a function by an inner one, if it is one: the
+    inner function it returns must use the decorated function (the parameter of the
+    function that receives it) without taking a parameter of that name itself."""
+    inner = _returned_function(func)
+    if inner is None:
+        return None
+    holder, factory = func, False
+    nested = _returned_function(inner)
+    if nested is not None:  # def deco(arg): def decorator(fn): def wrap(...)
+        holder, inner, factory = inner, nested, True
+    wrapped = _first_param(holder)
+    if wrapped is None or not _uses(inner, wrapped):
+        return None
+    params = from_function(inner, {}).params
+    kinds = {p.kind for p in params}
+    passthrough = ParamKind.VAR_POSITIONAL in kinds and ParamKind.VAR_KEYWORD in kinds
+    if passthrough and inner.args.kwarg is not None:
+        params = _with_popped(params, popped_keywords(inner, inner.args.kwarg.arg))
+    return Wrapper(func.name, func.lineno, params, factory, passthrough)
+
+
+def popped_keywords(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> dict[str, bool]:
+    """Keywords ``func`` takes out of its ``**kwargs`` (``kwargs.pop("k", ...)``), each
+    optional: the wrapped function never receives them."""
+    out: dict[str, bool] = {}
+    for stmt in func.body:
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "pop"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == kwargs
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and not node.keywords
+            ):
+                out[node.args[0].value] = True  # absent, it is a KeyError, not a TypeError
+    return out
+
+
+def _with_popped(params: tuple[Param, ...], popped: dict[str, bool]) -> tuple[Param, ...]:
+    """``params`` with the popped keywords as keyword-only parameters before ``**kwargs``."""
+    names = {p.name for p in params}
+    extra = [Param(n, ParamKind.KEYWORD_ONLY, d) for n, d in popped.items() if n not in names]
+    if not extra:
+        return params
+    last = [p for p in params if p.kind is ParamKind.VAR_KEYWORD]
+    return (*(p for p in params if p.kind is not ParamKind.VAR_KEYWORD), *extra, *last)
+
+
+def _first_param(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    positional = [*func.args.posonlyargs, *func.args.args]
+    return positional[0].arg if positional else None
+
+
+def _uses(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether ``func``'s body calls ``name`` or passes it to a call, ``name`` coming from an
+    enclosing scope (``fn(*args)``, ``_switch_db(db, conn, fn, ...)``)."""
+    args = func.args
+    own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    own.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    if name in own:
+        return False
+
+    def named(node: ast.expr) -> bool:
+        if isinstance(node, ast.Starred):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id == name
+
+    for stmt in func.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and (
+                named(node.func)
+                or any(named(a) for a in node.args)
+                or any(named(k.value) for k in node.keywords)
+            ):
+                return True
+    return False

@@ -1,0 +1,51 @@
+"""attributes: where the tree may read or change an attribute, from the cached summaries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.overrides import codec
+from harness.overrides.discover import discover
+from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects, text_of
+from harness.overrides.model.resolve import Project
+from harness.overrides.summary import attribute_names, summarize
+
+
+def test_other_objects_are_told_from_self_and_cls_in_the_text() -> None:
+    assert named_on_other_objects("obj.x = 1", "x") and named_on_other_objects("myself.x", "x")
+    assert not named_on_other_objects("self.x = 1\ncls.x\nobj.xy", "x")
+
+
+def test_the_names_a_file_writes_after_a_dot_or_passes_to_setattr() -> None:
+    names = attribute_names(
+        "self.a = x.b\nmyself.c\nsetattr(o,\n  'd', 1)\ncls.e\nobj . f()\n# g.h in a comment\n"
+    )
+    assert names.dotted == {"a", "b", "c", "e", "f", "h"}
+    assert names.by_name == {"d"}
+
+
+def test_the_names_survive_the_cache_and_a_file_that_does_not_parse() -> None:
+    summary = summarize(b"def f(:\n    obj.flag = 1\n")
+    assert summary.parse_failures and "flag" in summary.names.dotted
+    back = codec.loads(codec.dumps(summarize(b"x.y = 1\nsetattr(a, 'z', 2)\n")))
+    assert back.names.dotted == {"y"} and back.names.by_name == {"z"}
+
+
+def test_modules_naming_finds_only_the_files_that_name_it(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("class A:\n    def f(self):\n        self.x = 1\n")
+    (tmp_path / "b.py").write_text("def g(o):\n    o.x = 2\n")
+    (tmp_path / "c.py").write_text("def h(o):\n    setattr(o, 'x', 3)\n")
+    files, _ = discover([str(tmp_path)], cwd=str(tmp_path))
+    summaries = {f.display: summarize(Path(f.path).read_bytes()) for f in files}
+    project = Project([(f, summaries[f.display]) for f in files])
+    shown = {m.file.display for m in modules_naming(project, "x")}
+    assert shown == {"a.py", "b.py"}
+    on_others = [
+        m for m in modules_naming(project, "x") if named_on_other_objects(text_of(m) or "", "x")
+    ]
+    assert [m.file.display for m in on_others] == ["b.py"]
+    assert {m.file.display for m in modules_naming(project, "x", by_name=True)} == {
+        "a.py",
+        "b.py",
+        "c.py",
+    }
