@@ -9,12 +9,9 @@ cannot be started is judged as 126/127.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +23,7 @@ from typing import IO
 from harness.bisect.verdict import EXIT_GOOD, Verdict, verdict_of
 from harness.errors import HarnessError
 from harness.extras import missing_extra
+from harness.process import kill_group, spawn, wait_unreaped
 
 OUTPUT_TAIL = 6000
 """Characters of a check's output kept for the report."""
@@ -203,24 +201,16 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            process = subprocess.Popen(
-                check.argv,
-                cwd=tree,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,  # its own group: killed whole, spared the terminal's ^C
-            )
+            process = spawn(check.argv, cwd=tree, env=env, stdout=out, stderr=err)
         except OSError as exc:  # a command: judged as its 126/127 (the driver); else abort
             note = f"cannot run {check.argv[0]}: {exc.strerror or exc}"
             verdict = Verdict.BAD if check.cannot_run_codes else Verdict.ABORT
             seconds = time.perf_counter() - started
             return CheckRun(verdict, None, note, "", seconds, started=False)
         try:
-            exited = _wait_unreaped(process, timeout)
+            exited = wait_unreaped(process, timeout)
         finally:
-            _kill(process)  # the leader is not reaped yet: its group id cannot be reused
+            kill_group(process)  # the leader is not reaped yet: its group id cannot be reused
         stdout = _read(out, None if check.reads_output else OUTPUT_TAIL)
         stderr = _read(err, OUTPUT_TAIL)
     seconds = time.perf_counter() - started
@@ -232,26 +222,6 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
     return CheckRun(verdict, process.returncode, note, output, seconds)
 
 
-def _wait_unreaped(process: subprocess.Popen[bytes], timeout: float | None) -> bool:
-    """Wait until ``process`` exits (True) or ``timeout`` passes (False), leaving it a zombie
-    where the platform can (``waitid`` with ``WNOWAIT``), so that its process group id stays
-    its own until :func:`_kill` has signalled the group."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    if not hasattr(os, "waitid"):
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-    delay = 0.001
-    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-        time.sleep(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
-        delay = min(delay * 2, 0.05)
-    return True
-
-
 def _read(file: IO[bytes], tail: int | None) -> str:
     """What was written to ``file``: all of it, or about its last ``tail`` characters."""
     size = file.seek(0, os.SEEK_END)
@@ -261,9 +231,3 @@ def _read(file: IO[bytes], tail: int | None) -> str:
 
 def _tail(stdout: str, stderr: str) -> str:
     return (stdout + (f"\n[stderr]\n{stderr}" if stderr.strip() else ""))[-OUTPUT_TAIL:]
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()

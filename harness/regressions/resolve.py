@@ -91,7 +91,7 @@ def _import(module_part: str, spec: str) -> object:
             f"--regression {spec!r}: importing {module_part} failed: {type(exc).__name__}: {exc}"
         ) from exc
     except (Exception, SystemExit) as exc:  # the user's module raised (or exited) while importing
-        from harness.regressions.verify import describe_error
+        from harness.errors import describe_error
 
         raise HarnessError(
             f"--regression {spec!r}: importing {module_part} failed: {describe_error(exc)}"

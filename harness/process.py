@@ -1,0 +1,83 @@
+"""A child process in a session of its own: waited for without reaping, then killed whole.
+
+:func:`spawn` starts it as the leader of a new session (the terminal's Ctrl-C goes to us, not to
+it); :func:`wait_unreaped` waits for it to exit while leaving it a zombie where the platform can
+(``waitid`` with ``WNOWAIT``), so that its process group id stays its own until
+:func:`kill_group` has killed the group: what the child left running goes with it. The bisect
+driver runs its checks this way, and :mod:`harness.child` the user code it runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from typing import IO
+
+Tick = Callable[[], None]
+"""Called while waiting, about every 50 ms at most."""
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+    stdout: IO[bytes] | None = None,
+    stderr: IO[bytes] | int | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as the leader of a new session, its standard input closed."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+    )
+
+
+def wait_unreaped(
+    process: subprocess.Popen[bytes], timeout: float | None, tick: Tick | None = None
+) -> bool:
+    """Wait until ``process`` exits (True) or ``timeout`` passes (False), leaving it unreaped
+    where the platform can (see the module docstring); ``tick`` runs between polls."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    waitid = getattr(os, "waitid", None)
+
+    def exited() -> bool:
+        if waitid is None:
+            return process.poll() is not None
+        return waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+    delay = 0.001
+    while not exited():
+        if tick is not None:
+            tick()
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill ``process``'s whole process group, then reap ``process``."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def describe_status(status: int) -> str:
+    """``exited with status N`` or ``was killed by signal N (SIGNAME)``."""
+    if status >= 0:
+        return f"exited with status {status}"
+    try:
+        name = f" ({signal.Signals(-status).name})"
+    except ValueError:
+        name = ""
+    return f"was killed by signal {-status}{name}"
