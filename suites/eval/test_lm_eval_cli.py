@@ -164,6 +164,42 @@ def test_usage_errors_exit_2_with_one_line_before_any_work(
     assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("", "harness: error: --output_path is empty (name the directory to write into)"),
+        ("file/out", "harness: error: --output_path {tmp}/file/out: {tmp}/file is not a directory"),
+        ("file", "harness: error: --output_path {tmp}/file: {tmp}/file is not a directory"),
+        (
+            "file/out.json",
+            "harness: error: --output_path's directory {tmp}/file: {tmp}/file is not a directory",
+        ),
+        ("dir.json", "harness: error: --output_path {tmp}/dir.json: it is a directory"),
+        ("dangling/out", "harness: error: --output_path {tmp}/dangling/out: {tmp}/dangling is a "),
+    ],
+)
+def test_an_output_path_lm_eval_cannot_write_is_refused_before_any_work(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str, message: str
+) -> None:
+    """lm-eval logs a failed save at INFO and exits 0 having written nothing (issue 27, bug 6)."""
+    (tmp_path / "file").write_text("")
+    (tmp_path / "dir.json").mkdir()
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    output_path = str(tmp_path / where) if where else ""
+    argv = ["--model", "harness-ref", "--tasks", "gsm8k", "--limit", "1"]
+    code, out, err = run(capsys, *argv, "--output_path", output_path)
+    assert code == 2 and out == ""
+    assert err.startswith(message.format(tmp=tmp_path)) and err.count("\n") == 1, err
+
+
+def test_an_output_path_that_can_be_made_passes_and_nothing_is_made(tmp_path: Path) -> None:
+    from harness.eval.lm_eval_cli import check_output_path
+
+    for where in ("new/deeper", "new/out.json", "out.json", "."):
+        check_output_path(str(tmp_path / where))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_vllm_attention_backend_is_read_and_the_argument_wins(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
