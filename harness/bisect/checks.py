@@ -48,6 +48,9 @@ class BisectCheck:
     cannot_run_codes: tuple[int, ...] = ()
     """Exit statuses that may mean "the command cannot run" rather than bad (126, 127 for a
     command, as ``git bisect run`` treats them): confirmed on the good commit before trusted."""
+    cannot_run_text: str = ""
+    """Output that may mean the same (``python -m pytest`` without pytest exits 1 and says
+    ``No module named pytest``), confirmed on the good commit the same way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +183,8 @@ def named_check(spec: str) -> BisectCheck:
         expr = spec[len("pytest:") :].strip()
         select = [expr] if any(s in expr for s in ("::", "/", ".py")) else ["-k", expr]
         argv = (python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *select)
-        return BisectCheck(spec, argv, _pytest, python_path=True)
+        missing = "No module named pytest"
+        return BisectCheck(spec, argv, _pytest, python_path=True, cannot_run_text=missing)
     raise HarnessError(f"unknown check {spec!r}; available: {', '.join(NAMED_CHECKS)}")
 
 

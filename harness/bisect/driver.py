@@ -144,14 +144,14 @@ def _can_run(
     """``git bisect run``'s guard: a command that could not be executed, or exits with a status
     that may mean "cannot run" (126, 127), is bad only if it runs on the good commit."""
     last = report.steps[-1].runs[-1]
-    if report.good_run is not None or not _cannot_run(check, last):
+    if report.good_run is not None or _cannot_run(check, last) is None:
         return True
     git(["checkout", "--detach", "--quiet", report.good.sha], tree)
     report.good_run = run_check(check, tree, timeout)
     report.check_runs += 1
     good = report.good_run
-    if _cannot_run(check, good):
-        reason = good.note if not good.started else f"the check exits {good.returncode}"
+    reason = _cannot_run(check, good)
+    if reason is not None:
         report.abort_reason = (
             f"{reason} (at {report.steps[-1].commit.short} and at the good commit "
             f"{report.good.short})" + _cannot_run_hint(check, root, tree, good)
@@ -161,15 +161,22 @@ def _can_run(
     return report.abort_reason == ""
 
 
-def _cannot_run(check: BisectCheck, run: CheckRun) -> bool:
-    return bool(check.cannot_run_codes) and (
-        not run.started or run.returncode in check.cannot_run_codes
-    )
+def _cannot_run(check: BisectCheck, run: CheckRun) -> str | None:
+    """Why ``run`` may say that the check cannot run rather than that the commit is bad."""
+    if check.cannot_run_codes and not run.started:
+        return run.note
+    if run.returncode in check.cannot_run_codes:
+        return f"the check exits {run.returncode}"
+    if check.cannot_run_text and check.cannot_run_text in run.output:
+        return f"the check cannot be executed: {check.cannot_run_text}"
+    return None
 
 
 def _cannot_run_hint(check: BisectCheck, root: Path, tree: Path, run: CheckRun) -> str:
     """Why, where it can be told: a script of the user's that the commits do not hold."""
     program = check.argv[0]
+    if check.cannot_run_text:
+        return f"; install what is missing for {program}"
     if run.started:
         return ": it cannot run (command not found or not executable?)"
     if "/" not in program and (tree / program).is_file():

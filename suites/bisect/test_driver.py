@@ -181,6 +181,27 @@ def test_pytest_check_selects_by_expression(
     assert sys.executable in named_check("pytest:test_mod.py::test_value").argv
 
 
+def test_a_pytest_check_without_pytest_cannot_be_executed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a light install every step failed with "No module named pytest" and the first commit
+    was named the culprit; it is "cannot be executed", as a missing command is (issue 27, bug 7).
+    """
+    light = tmp_path / "python-without-site-packages"
+    light.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    light.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(light))
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 6, lambda i: {"test_mod.py": "def test_value():\n    pass\n"})
+    report = bisect(repo, shas[0], shas[-1], named_check("pytest:test_value"))
+    assert report.status == "aborted" and report.first_bad is None, report.format()
+    assert report.abort_reason.startswith(
+        "the check cannot be executed: No module named pytest (at "
+    ), report.abort_reason
+    assert f"; install what is missing for {light}" in report.abort_reason
+    assert len(report.steps) == 1 and report.check_runs == 2
+
+
 def test_a_merged_side_branch_is_bisected_too(tmp_path: Path) -> None:
     """Non-linear history: the rename lands on a side branch that is merged later."""
     repo = tmp_path / "repo"
