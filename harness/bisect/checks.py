@@ -25,6 +25,8 @@ from harness.errors import HarnessError
 from harness.extras import missing_extra
 from harness.process import kill_group, spawn, wait_unreaped
 
+UNPARSABLE = "HO401"
+"""The checker's finding for a file it cannot parse."""
 OUTPUT_TAIL = 6000
 """Characters of a check's output kept for the report."""
 
@@ -48,6 +50,9 @@ class BisectCheck:
     cannot_run_codes: tuple[int, ...] = ()
     """Exit statuses that may mean "the command cannot run" rather than bad (126, 127 for a
     command, as ``git bisect run`` treats them): confirmed on the good commit before trusted."""
+    doubts: Callable[[str], frozenset[str]] | None = None
+    """What a run could not judge, from its stdout (the overrides check: unparsable files); a skip
+    whose doubts all hold at both ends is judged good (``docs/bisect.md``)."""
     cannot_run_text: str = ""
     """Output that may mean the same (``python -m pytest`` without pytest exits 1 and says
     ``No module named pytest``), confirmed on the good commit the same way."""
@@ -66,6 +71,8 @@ class CheckRun:
     seconds: float
     started: bool = True
     """False when the command could not be executed at all (not found, not executable)."""
+    doubts: frozenset[str] = frozenset()
+    """What the check could not judge in this run (see :attr:`BisectCheck.doubts`)."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -98,10 +105,19 @@ def _overrides(returncode: int, output: str) -> tuple[Verdict, str]:
             f"{len(errors)} error finding(s); first: {first['path']}:{first['line']} "
             f"{first['code']} {first['message']}"
         )
-    unparsable = [f for f in findings if f.get("code") == "HO401"]
+    unparsable = [f for f in findings if f.get("code") == UNPARSABLE]
     if unparsable:
         return Verdict.SKIP, f"{len(unparsable)} unparsable file(s), e.g. {unparsable[0]['path']}"
     return Verdict.GOOD, f"no error finding ({len(findings)} warning(s))"
+
+
+def _unparsable(output: str) -> frozenset[str]:
+    """The files the checker could not parse (an error finding's own file may be among them)."""
+    try:
+        findings = json.loads(output)
+    except ValueError:
+        return frozenset()
+    return frozenset(str(f.get("path")) for f in findings if f.get("code") == UNPARSABLE)
 
 
 def _render_findings(output: str) -> str:
@@ -171,7 +187,9 @@ def named_check(spec: str) -> BisectCheck:
     argv: tuple[str, ...]
     if spec == "overrides":
         argv = (*isolated_module("harness.overrides"), "--format", "json", "--no-cache", ".")
-        return BisectCheck(spec, argv, _overrides, render=_render_findings, reads_output=True)
+        return BisectCheck(
+            spec, argv, _overrides, render=_render_findings, reads_output=True, doubts=_unparsable
+        )
     if spec == "regressions":
         for module in REGRESSIONS_NEED:
             if importlib.util.find_spec(module) is None:
@@ -223,7 +241,8 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
         return CheckRun(Verdict.SKIP, None, note, _tail(stdout, stderr), seconds)
     verdict, note = check.interpret(process.returncode, stdout)
     output = _tail(check.render(stdout) if check.render else stdout, stderr)
-    return CheckRun(verdict, process.returncode, note, output, seconds)
+    doubts = frozenset() if check.doubts is None else check.doubts(stdout)
+    return CheckRun(verdict, process.returncode, note, output, seconds, doubts=doubts)
 
 
 def _read(file: IO[bytes], tail: int | None) -> str:

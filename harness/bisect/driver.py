@@ -13,6 +13,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from harness.bisect.checks import BisectCheck, CheckRun, run_check
@@ -126,6 +127,7 @@ def _step(
     while runs[-1].verdict is Verdict.BAD and runs[-1].started and len(runs) <= retries:
         _clean(tree)
         runs.append(run_check(check, tree, timeout))
+    runs[-1] = _settle(check, tree, timeout, report, runs[-1], say)
     report.check_runs += len(runs)
     verdicts = [r.verdict for r in runs]
     flaky = len(set(verdicts)) > 1
@@ -136,6 +138,39 @@ def _step(
         f"step {number}: {verdict.value}{' (flaky)' if flaky else ''} in {step.seconds:.1f} s: {runs[-1].note}"
     )
     return step
+
+
+def _settle(
+    check: BisectCheck,
+    tree: Path,
+    timeout: float | None,
+    report: BisectReport,
+    run: CheckRun,
+    say: Progress,
+) -> CheckRun:
+    """A skip whose doubts all hold at both ends is good: what the check cannot judge at the good
+    and at the bad commit alike cannot hide the culprit (the overrides check: a file unparsable
+    at both ends, a parser's test fixture, say, is judged on the rest of the tree)."""
+    if run.verdict is not Verdict.SKIP or not run.doubts:
+        return run
+    if report.end_doubts is None:
+        say("reading what the check cannot judge at the good and the bad commit")
+        _clean(tree)
+        ends: list[CheckRun] = []
+        for end in (report.good, report.bad):
+            if end is report.good and report.good_run is not None:
+                ends.append(report.good_run)
+                continue
+            git(["checkout", "--detach", "--quiet", end.sha], tree)
+            ends.append(run_check(check, tree, timeout))
+            report.check_runs += 1
+            _clean(tree)
+        report.good_run = ends[0]
+        report.end_doubts = ends[0].doubts & ends[1].doubts
+    if not run.doubts <= report.end_doubts:
+        return run
+    note = f"{run.note}, as at both ends: judged on the rest, no error finding"
+    return replace(run, verdict=Verdict.GOOD, note=note)
 
 
 def _can_run(
@@ -226,5 +261,6 @@ def _confirm(
             git(["checkout", "--detach", "--quiet", target.sha], tree)
             run = run_check(check, tree, timeout)
             report.check_runs += 1
+            run = _settle(check, tree, timeout, report, run, say)
             _clean(tree)
         setattr(report, attr, run)

@@ -140,6 +140,36 @@ def test_the_real_overrides_check(tmp_path: Path) -> None:
     assert report.parent_run is not None and report.parent_run.verdict is Verdict.GOOD
 
 
+@pytest.mark.parametrize("broken_in", ["every commit", "the middle only"])
+def test_a_file_unparsable_at_both_ends_cannot_hide_the_culprit(
+    tmp_path: Path, broken_in: str
+) -> None:
+    """A parser's test fixture, unparsable in every commit, made every step a skip and the
+    bisection "ambiguous" (issue 27); judged on the rest of the tree, the rename is found. A
+    file unparsable in the middle only may hide it: those steps stay skips."""
+
+    def files(i: int) -> dict[str, str]:
+        kw = "block_table_tensor" if i >= 6 else "block_table"
+        broken = broken_in == "every commit" or 3 <= i <= 8
+        fixture = {"fixtures/broken.py": "def broken(:\n"} if broken else {}
+        return {"base.py": BASE.format(kw=kw), "sub.py": SUB, **fixture, "log.txt": f"{i}\n"}
+
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 10, files)
+    report = bisect(repo, shas[0], shas[-1], named_check("overrides"))
+    if broken_in == "every commit":
+        assert report.status == "found" and report.confirmed, report.format()
+        assert report.first_bad is not None and report.first_bad.sha == shas[5]
+        assert not report.skipped and report.parent_run is not None
+        assert "as at both ends: judged on the rest" in report.parent_run.note
+        assert report.check_runs <= len(report.steps) + 3  # the ends once, the parent if unrun
+    else:
+        assert report.skipped and report.status != "found", report.format()
+        assert all(
+            "unparsable" in s.runs[-1].note for s in report.steps if s.commit in report.skipped
+        )
+
+
 @pytest.mark.parametrize(
     ("good", "bad", "error"),
     [
