@@ -201,8 +201,8 @@ def named_check(spec: str) -> BisectCheck:
         expr = spec[len("pytest:") :].strip()
         select = [expr] if any(s in expr for s in ("::", "/", ".py")) else ["-k", expr]
         argv = (python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *select)
-        missing = "No module named pytest"
-        return BisectCheck(spec, argv, _pytest, python_path=True, cannot_run_text=missing)
+        without = "No module named pytest"  # what ``python -m pytest`` says without pytest
+        return BisectCheck(spec, argv, _pytest, python_path=True, cannot_run_text=without)
     raise HarnessError(f"unknown check {spec!r}; available: {', '.join(NAMED_CHECKS)}")
 
 
