@@ -241,7 +241,7 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
         return CheckRun(Verdict.SKIP, None, note, _tail(stdout, stderr), seconds)
     verdict, note = check.interpret(process.returncode, stdout)
     output = _tail(check.render(stdout) if check.render else stdout, stderr)
-    doubts = frozenset() if check.doubts is None else check.doubts(stdout)
+    doubts = frozenset[str]() if check.doubts is None else check.doubts(stdout)
     return CheckRun(verdict, process.returncode, note, output, seconds, doubts=doubts)
 
 
