@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, describe_error
-from harness.process import describe_status, kill_group, spawn, wait_unreaped
+from harness.process import describe_status, session, wait_unreaped
 
 LAST_LINES = 8
 """Lines of the child's output a :class:`ChildError` keeps."""
@@ -83,11 +83,8 @@ def run_in_child(function: str, /, *args: Any) -> Any:
         init = os.path.realpath(harness.__file__ or "")
         with open(box / _OUTPUT, "ab") as output, _Relay(box / _OUTPUT) as relay:
             argv = [sys.executable, "-c", _SERVE, init, scratch]
-            process = spawn(argv, stdout=output, stderr=subprocess.STDOUT)
-            try:
+            with session(argv, stdout=output, stderr=subprocess.STDOUT) as process:
                 wait_unreaped(process, None, relay.forward)
-            finally:
-                kill_group(process)  # what it left running too; the child itself on Ctrl-C
             relay.forward()
         outcome = _read_json(box / _RESULT)
         step_file = box / _STEP

@@ -1,10 +1,12 @@
 """A child process in a session of its own: waited for without reaping, then killed whole.
 
-:func:`spawn` starts it as the leader of a new session (the terminal's Ctrl-C goes to us, not to
-it); :func:`wait_unreaped` waits for it to exit while leaving it a zombie where the platform can
-(``waitid`` with ``WNOWAIT``), so that its process group id stays its own until
-:func:`kill_group` has killed the group: what the child left running goes with it. The bisect
-driver runs its checks this way, and :mod:`harness.child` the user code it runs.
+``with session(argv) as process:`` starts it as the leader of a new session (the terminal's
+Ctrl-C goes to us, not to it) and, however the block ends, kills its whole process group: what it
+left running goes with it. :func:`wait_unreaped` waits for it to exit while leaving it a zombie
+where the platform can (``waitid`` with ``WNOWAIT``), so that its group id stays its own until
+then. A Ctrl-C or SIGTERM that arrives while it starts is delivered once it runs, so that it is
+killed too (:func:`signals_held`). The bisect driver runs its checks this way, and
+:mod:`harness.child` the user code it runs.
 """
 
 from __future__ import annotations
@@ -13,32 +15,42 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import IO
 
 Tick = Callable[[], None]
 """Called while waiting, about every 50 ms at most."""
 
 
-def spawn(
+@contextlib.contextmanager
+def session(
     argv: Sequence[str],
     *,
     cwd: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
     stdout: IO[bytes] | None = None,
     stderr: IO[bytes] | int | None = None,
-) -> subprocess.Popen[bytes]:
-    """Start ``argv`` as the leader of a new session, its standard input closed."""
-    return subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=stderr,
-        start_new_session=True,
-    )
+) -> Generator[subprocess.Popen[bytes], None, None]:
+    """``argv`` running in a new session, its standard input closed (module docstring); an
+    ``OSError`` when it cannot be started."""
+    process: subprocess.Popen[bytes] | None = None
+    try:
+        with signals_held():
+            process = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+            )
+        yield process
+    finally:
+        if process is not None:
+            _kill_group(process)
 
 
 def wait_unreaped(
@@ -65,11 +77,32 @@ def wait_unreaped(
     return True
 
 
-def kill_group(process: subprocess.Popen[bytes]) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """Kill ``process``'s whole process group, then reap ``process``."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+
+
+@contextlib.contextmanager
+def signals_held() -> Generator[None, None, None]:
+    """SIGINT and SIGTERM that arrive inside the block are held (in the main thread; elsewhere
+    Python delivers no signal) and delivered to the previous handlers when it ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in dict.fromkeys(received):
+            signal.raise_signal(sig)
 
 
 def describe_status(status: int) -> str:

@@ -23,7 +23,7 @@ from typing import IO
 from harness.bisect.verdict import EXIT_GOOD, Verdict, verdict_of
 from harness.errors import HarnessError
 from harness.extras import missing_extra
-from harness.process import kill_group, spawn, wait_unreaped
+from harness.process import session, wait_unreaped
 
 UNPARSABLE = "HO401"
 """The checker's finding for a file it cannot parse."""
@@ -223,16 +223,13 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            process = spawn(check.argv, cwd=tree, env=env, stdout=out, stderr=err)
+            with session(check.argv, cwd=tree, env=env, stdout=out, stderr=err) as process:
+                exited = wait_unreaped(process, timeout)
         except OSError as exc:  # a command: judged as its 126/127 (the driver); else abort
             note = f"cannot run {check.argv[0]}: {exc.strerror or exc}"
             verdict = Verdict.BAD if check.cannot_run_codes else Verdict.ABORT
             seconds = time.perf_counter() - started
             return CheckRun(verdict, None, note, "", seconds, started=False)
-        try:
-            exited = wait_unreaped(process, timeout)
-        finally:
-            kill_group(process)  # the leader is not reaped yet: its group id cannot be reused
         stdout = _read(out, None if check.reads_output else OUTPUT_TAIL)
         stderr = _read(err, OUTPUT_TAIL)
     seconds = time.perf_counter() - started
