@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from harness.child import ChildError, mark, run_in_child, with_last_lines
+from harness.child import ChildError, mark, with_last_lines
 from harness.regressions.entry import CheckOutcome
 from harness.regressions.verify import CheckRun, Role, VerifyResult
 
 
 def verify_in_child(spec: str) -> VerifyResult:
     """Verify ``spec`` (user code) in a child process; see the module docstring."""
+    from harness.child import run_in_child
+
     try:
         (data,) = run_in_child("harness.regressions.isolated:verify_here", spec)
     except ChildError as exc:

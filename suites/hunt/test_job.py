@@ -166,12 +166,25 @@ REGRESSION = Regression(
 """
 
 
+@pytest.mark.parametrize(
+    "real_child", [False, pytest.param(True, marks=pytest.mark.integration, id="real-child")]
+)
 def test_an_installed_entry_that_calls_os_exit_is_an_error_row_and_the_hunt_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_child: bool
 ) -> None:
     """A user's entry (an entry point) runs its catalog checks in a child process: its
-    ``os._exit(0)`` is an error row, its in-process scaling row is not run, the hunt reports."""
+    ``os._exit(0)`` is an error row, its in-process scaling row is not run, the hunt reports.
+    The fast tier stands in for the children with their :class:`ChildError`."""
+    from harness import child
     from harness.regressions import registry
+
+    if not real_child:
+
+        def ended(function: str, *args: object) -> object:
+            how = "the process exited with status 0 before returning (os._exit(), or a crash"
+            raise child.ChildError(f"{how} in native code)", None, ["its last words"])
+
+        monkeypatch.setattr(child, "run_in_child", ended)
 
     site = tmp_path / "site"
     (site / "exit_entries-1.0.dist-info").mkdir(parents=True)

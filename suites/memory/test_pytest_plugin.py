@@ -256,6 +256,7 @@ def test_memory_tracker_fixture_measures_a_region_and_reports_on_failure(
     )
 
 
+@pytest.mark.integration  # a nested pytest -n 1 run; the in-process pytester tests cover the rest
 def test_works_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_x="""
