@@ -24,11 +24,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, describe_error
+from harness.errors import ChildError, HarnessError, describe_error
 from harness.process import describe_status, session, wait_unreaped
 
 LAST_LINES = 8
@@ -46,30 +46,6 @@ serve(sys.argv[1])
 """
 """``python -c`` this, our ``harness/__init__.py`` and the scratch directory: this harness serves
 the call, also where it is importable only through a path the parent added."""
-
-
-class ChildError(Exception):
-    """Code run by :func:`run_in_child` did not return: ``how`` it ended, during ``step``."""
-
-    def __init__(self, how: str, step: str | None, last_lines: Sequence[str]) -> None:
-        self.how = how
-        self.step = step
-        self.last_lines = tuple(last_lines)
-        super().__init__(how)
-
-    def summary(self) -> str:
-        """One line: how it ended, and during which step."""
-        return self.how if self.step is None else f"{self.how}, while {self.step} ran"
-
-    def __str__(self) -> str:
-        return with_last_lines(self.summary(), self.last_lines)
-
-
-def with_last_lines(text: str, last_lines: Sequence[str]) -> str:
-    """``text``, then the child's last lines, indented, if it printed any."""
-    if not last_lines:
-        return text
-    return "\n".join([f"{text}; its last lines:", *(f"  | {line}" for line in last_lines)])
 
 
 def run_in_child(function: str, /, *args: Any) -> Any:

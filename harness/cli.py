@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from harness import __version__
-from harness.errors import HarnessError
+from harness.errors import ChildError, HarnessError
 from harness.extras import missing_extra
 
 EXIT_USER_CODE = 1
-"""User code that a command ran in a child process ended it (:class:`harness.child.ChildError`)."""
+"""User code that a command ran in a child process ended it (:class:`harness.errors.ChildError`)."""
 EXIT_USAGE = 2
 
 
@@ -79,8 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help()
         return EXIT_USAGE
-    from harness.child import ChildError
-
     try:
         return run(args)
     except ChildError as exc:

@@ -101,8 +101,8 @@ def signals_held() -> Generator[None, None, None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        for sig in dict.fromkeys(received):
-            signal.raise_signal(sig)
+        for signum in dict.fromkeys(received):
+            signal.raise_signal(signum)
 
 
 def describe_status(status: int) -> str:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness import child
-from harness.child import ChildError, call, mark, run_in_child, thread_failures
-from harness.errors import HarnessError
+from harness.child import call, mark, run_in_child, thread_failures
+from harness.errors import ChildError, HarnessError
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPPORT = "suites.child_support"

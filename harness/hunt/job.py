@@ -275,7 +275,8 @@ def entry_scaling_row(entry_id: str, max_steps: int | None) -> dict[str, Any]:
 
 def _entry_scaling_in_child(entry: Regression, max_steps: int | None) -> Row:
     """:func:`_entry_scaling` of a user's entry in a child process (:mod:`harness.child`)."""
-    from harness.child import ChildError, run_in_child
+    from harness.child import run_in_child
+    from harness.errors import ChildError
 
     started = time.perf_counter()
     try:

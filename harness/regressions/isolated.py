@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from harness.child import ChildError, mark, with_last_lines
+from harness.child import mark
+from harness.errors import ChildError, with_last_lines
 from harness.regressions.entry import CheckOutcome
 from harness.regressions.verify import CheckRun, Role, VerifyResult
 

@@ -141,7 +141,8 @@ def run_command(args: argparse.Namespace, function: str) -> int:
     it runs in a child process (:func:`harness.child.run_in_child`): however that code ends, it
     is this command's error, exit 1 (``main`` prints the :class:`~harness.child.ChildError`).
     """
-    from harness.child import ChildError, call
+    from harness.child import call
+    from harness.errors import ChildError
     from harness.regressions.resolve import is_import_spec
 
     options = {k: v for k, v in vars(args).items() if k != "func"}

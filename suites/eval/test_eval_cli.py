@@ -121,12 +121,13 @@ def test_user_code_runs_in_a_child_and_its_end_is_exit_1(
     """``--regression MODULE:ATTR`` runs the eval in a child; however it ends is exit 1 with one
     error (issue 27, bug 1; end to end in the integration test below)."""
     import harness.child
+    import harness.errors
 
     calls: list[str] = []
 
     def ended(function: str, *args: object) -> object:
         calls.append(function)
-        raise harness.child.ChildError("SystemExit: sys.exit(0) called (b.py:3)", None, [])
+        raise harness.errors.ChildError("SystemExit: sys.exit(0) called (b.py:3)", None, [])
 
     monkeypatch.setattr(harness.child, "run_in_child", ended)
     code, out, err = run(capsys, "gsm8k", "--limit=1", "--regression", "b.py:Backend")

@@ -176,13 +176,14 @@ def test_an_installed_entry_that_calls_os_exit_is_an_error_row_and_the_hunt_goes
     ``os._exit(0)`` is an error row, its in-process scaling row is not run, the hunt reports.
     The fast tier stands in for the children with their :class:`ChildError`."""
     from harness import child
+    from harness.errors import ChildError
     from harness.regressions import registry
 
     if not real_child:
 
         def ended(function: str, *args: object) -> object:
             how = "the process exited with status 0 before returning (os._exit(), or a crash"
-            raise child.ChildError(f"{how} in native code)", None, ["its last words"])
+            raise ChildError(f"{how} in native code)", None, ["its last words"])
 
         monkeypatch.setattr(child, "run_in_child", ended)
 

@@ -202,12 +202,13 @@ def test_user_code_runs_in_a_child_and_its_end_is_exit_1(
 ) -> None:
     """Only ``MODULE:ATTR`` goes to a child; a catalog name runs here (the fast path)."""
     import harness.child
+    import harness.errors
 
     calls: list[str] = []
 
     def ended(function: str, *args: object) -> object:
         calls.append(function)
-        raise harness.child.ChildError("the process exited with status 0", "step 2", ["last"])
+        raise harness.errors.ChildError("the process exited with status 0", "step 2", ["last"])
 
     monkeypatch.setattr(harness.child, "run_in_child", ended)
     argv = [command, "--model", "tiny", "--workload", "tiny", "--max-steps", "1"]
