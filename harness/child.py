@@ -147,8 +147,8 @@ def serve(scratch: str) -> None:
             json.dumps(value)  # a value that cannot be sent back is an error here
         except HarnessError as exc:
             outcome = {"usage": str(exc)}
-        except (Exception, SystemExit) as exc:  # Ctrl-C is not the user code's end
-            outcome = {"error": describe_error(exc)}
+        except BaseException as exc:  # KeyboardInterrupt too: a terminal's Ctrl-C never gets
+            outcome = {"error": describe_error(exc)}  # here (a session of its own), only the code's
     if failures and "value" in outcome:
         outcome = {"error": failures[0]}
     text = json.dumps(outcome)

@@ -23,6 +23,10 @@ def raises(message: str) -> None:
     raise ValueError(message)
 
 
+def interrupts() -> None:
+    raise KeyboardInterrupt
+
+
 def exits(status: int) -> None:
     sys.exit(status)
 

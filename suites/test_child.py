@@ -66,6 +66,7 @@ def test_a_value_comes_back_and_what_the_child_printed_goes_to_stderr(
         ("exits", [0], "SystemExit: sys.exit(0) called ("),
         ("exits", [3], "SystemExit: sys.exit(3) called ("),
         ("thread_exits", [], "ended: SystemExit: sys.exit(0) called ("),
+        ("interrupts", [], "KeyboardInterrupt:  ("),  # raised by the code: no terminal reaches it
         ("not_json", [], "TypeError: Object of type object is not JSON serializable"),
     ],
 )
