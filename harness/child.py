@@ -152,8 +152,9 @@ def serve(scratch: str) -> None:
     if failures and "value" in outcome:
         outcome = {"error": failures[0]}
     text = json.dumps(outcome)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # the code may have closed or replaced them
+            stream.flush()
     (box / f"{_RESULT}.part").write_text(text, encoding="utf-8")
     (box / f"{_RESULT}.part").replace(box / _RESULT)
     os._exit(0)  # threads the user code left running do not hold the child open

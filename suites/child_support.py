@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -21,6 +22,16 @@ def echo(*args: object) -> list[object]:
 def raises(message: str) -> None:
     print("before the error")
     raise ValueError(message)
+
+
+class _BrokenPipe(io.StringIO):
+    def flush(self) -> None:
+        raise BrokenPipeError("the reader went away")
+
+
+def breaks_its_output() -> str:
+    sys.stdout = sys.stderr = _BrokenPipe()
+    return "returned"
 
 
 def interrupts() -> None:

@@ -109,6 +109,10 @@ def test_a_usage_error_in_the_child_stays_a_usage_error() -> None:
         run_in_child(f"{SUPPORT}:usage_error", "no such thing")
 
 
+def test_code_that_breaks_its_output_still_returns() -> None:
+    assert run_in_child(f"{SUPPORT}:breaks_its_output") == "returned"
+
+
 def test_an_out_of_memory_error_in_a_thread_is_a_finding_not_a_failure() -> None:
     assert run_in_child(f"{SUPPORT}:thread_out_of_memory") == "returned"
 
