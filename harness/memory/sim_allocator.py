@@ -155,7 +155,10 @@ class SimulatedDevice:
             )
         self.device_index = device_index
         self.peak_reserved_bytes = 0
-        self._small = self._medium = self._large_reserved = self._reserved_bytes = 0
+        self._small: int = 0
+        self._medium: int = 0
+        self._large_reserved: int = 0
+        self._reserved_bytes: int = 0
 
     @property
     def reserved_bytes(self) -> int:
