@@ -9,8 +9,9 @@ made) and the child's last lines of output: the function raised or called ``sys.
 exception or ``sys.exit()`` ended one of its threads (:func:`thread_failures`), or ``os._exit()``,
 a signal or a crash in native code ended the process. A :class:`~harness.errors.HarnessError`
 raised in the child is raised here as one (a usage error stays exit 2). The child runs in a
-session of its own (:mod:`harness.process`), killed with whatever it started when it ends or
-Ctrl-C interrupts us. How to run a command's user code this way: ``docs/modules.md``.
+session of its own (:mod:`harness.process`), killed with whatever it started when it ends, when
+Ctrl-C or SIGTERM interrupts us, and by itself when we die of SIGKILL. How to run a command's
+user code this way: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ import contextlib
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -139,6 +142,8 @@ def serve(scratch: str) -> None:
     box = Path(scratch)
     _step_file = box / _STEP
     request = json.loads((box / _CALL).read_text(encoding="utf-8"))
+    watch = threading.Thread(target=_end_with, args=(os.getppid(),), daemon=True)
+    watch.start()
     outcome: dict[str, Any]
     with thread_failures() as failures:
         try:
@@ -158,6 +163,14 @@ def serve(scratch: str) -> None:
     (box / f"{_RESULT}.part").write_text(text, encoding="utf-8")
     (box / f"{_RESULT}.part").replace(box / _RESULT)
     os._exit(0)  # threads the user code left running do not hold the child open
+
+
+def _end_with(parent: int) -> None:
+    """In the child: once ``parent`` is gone (even killed with SIGKILL, which it cannot pass on),
+    kill the child's whole session, so that nothing it runs is left behind."""
+    while os.getppid() == parent:
+        time.sleep(0.25)
+    os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 def _resolve(function: str) -> Callable[..., Any]:

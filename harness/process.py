@@ -5,8 +5,9 @@ Ctrl-C goes to us, not to it) and, however the block ends, kills its whole proce
 left running goes with it. :func:`wait_unreaped` waits for it to exit while leaving it a zombie
 where the platform can (``waitid`` with ``WNOWAIT``), so that its group id stays its own until
 then. A Ctrl-C or SIGTERM that arrives while it starts is delivered once it runs, so that it is
-killed too (:func:`signals_held`). The bisect driver runs its checks this way, and
-:mod:`harness.child` the user code it runs.
+killed too (:func:`signals_held`); while it runs, a SIGTERM or SIGHUP that would kill us at once
+raises ``KeyboardInterrupt`` instead, so that it is killed on the way out. The bisect driver
+runs its checks this way, and :mod:`harness.child` the user code it runs.
 """
 
 from __future__ import annotations
@@ -36,21 +37,48 @@ def session(
     """``argv`` running in a new session, its standard input closed (module docstring); an
     ``OSError`` when it cannot be started."""
     process: subprocess.Popen[bytes] | None = None
+    with _terminate_as_interrupt():
+        try:
+            with signals_held():
+                process = subprocess.Popen(
+                    list(argv),
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=stdout,
+                    stderr=stderr,
+                    start_new_session=True,
+                )
+            yield process
+        finally:
+            if process is not None:
+                with signals_held():  # a second Ctrl-C does not cut the kill short
+                    _kill_group(process)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Generator[None, None, None]:
+    """Inside the block (main thread), SIGTERM and SIGHUP whose handler is the default one (the
+    process would die at once, its child left running) raise ``KeyboardInterrupt`` instead, so
+    the session is killed on the way out: what ``timeout`` and CI cancellation send."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    replaced = [
+        sig for sig in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(sig) is signal.SIG_DFL
+    ]
+    for sig in replaced:
+        signal.signal(sig, _interrupt)
     try:
-        with signals_held():
-            process = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,
-            )
-        yield process
+        yield
     finally:
-        if process is not None:
-            _kill_group(process)
+        for sig in replaced:
+            signal.signal(sig, signal.SIG_DFL)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    del signum, frame
+    raise KeyboardInterrupt
 
 
 def wait_unreaped(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -136,6 +138,32 @@ def test_ctrl_c_kills_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(KeyboardInterrupt):
         run_in_child(f"{SUPPORT}:writes_pid_and_waits", str(pid_file))
     assert gone(int(pid_file.read_text())), "the child outlived Ctrl-C"
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_the_child_does_not_outlive_a_parent_that_is_terminated_or_killed(
+    tmp_path: Path, own_tmpdir: Path, how: signal.Signals
+) -> None:
+    """What ``timeout`` and CI cancellation send to ``harness memory simulate --regression ...``:
+    the child (user code that hangs) was left running forever."""
+    pid_file = tmp_path / "pid"
+    code = (
+        "from harness.child import run_in_child\n"
+        f"run_in_child({SUPPORT + ':writes_pid_and_waits'!r}, {str(pid_file)!r})\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        while parent.poll() is None and not (pid_file.exists() and pid_file.read_text()):
+            time.sleep(0.01)
+        os.kill(parent.pid, how)
+    finally:
+        parent.wait()
+    assert gone(int(pid_file.read_text())), f"the child outlived its parent's {how.name}"
+    if how is signal.SIGTERM:  # the parent ended as on Ctrl-C, its scratch directory removed
+        assert parent.returncode == -signal.SIGINT
+        assert not list(own_tmpdir.glob("harness-child-*"))
 
 
 def test_call_runs_here_or_in_a_child() -> None:
