@@ -45,10 +45,12 @@ def _mark(label: str, check: str, role: Role) -> None:
 
 
 def _died(spec: str, exc: ChildError) -> VerifyResult:
-    if exc.step is None:
-        label, check, role = spec, "(before any check)", "variant"
-    else:
-        label, check, role = [*exc.step.split("\t"), "", ""][:3]
+    parts = [] if exc.step is None else exc.step.split("\t")
+    if len(parts) == 3:  # a check's mark: id, check, role
+        label, check, role = parts
+    else:  # before any check (the import of the user's module, say)
+        label, role = spec, "variant"
+        check = "(before any check)" if exc.step is None else f"({exc.step})"
     error = with_last_lines(
         f"{exc.how}, while this check ran; the checks after it did not run", exc.last_lines
     )

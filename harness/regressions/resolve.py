@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import cast
 
+from harness.child import mark
 from harness.errors import HarnessError
 from harness.reference.backends.abstract import (
     AttentionBackend,
@@ -51,6 +52,7 @@ def load_object(spec: str) -> object:
 
 
 def _import(module_part: str, spec: str) -> object:
+    mark(f"the import of {module_part}")  # in a child (harness.child): named if it dies here
     path = Path(module_part)
     try:
         if module_part.endswith(".py") or os.sep in module_part:

@@ -243,3 +243,15 @@ def test_a_variant_that_calls_os_exit_is_a_check_error_never_the_runs_status(
         f"the process exited with status {status} before returning (os._exit(), or a crash in "
         "native code), while this check ran; the checks after it did not run"
     )
+
+
+def test_a_module_that_calls_os_exit_on_import_is_an_error_naming_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "dies_on_import.py").write_text("import os\nos._exit(0)\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["regressions", "verify", "dies_on_import:Backend", "--json"]) == 1
+    (obj,) = json.loads(capsys.readouterr().out)
+    (run,) = obj["checks"]
+    assert run["check"] == "(the import of dies_on_import)" and run["verdict"] == "error"
+    assert run["detail"].startswith("the process exited with status 0 before returning")
