@@ -67,7 +67,7 @@ def run_in_child(function: str, /, *args: Any) -> Any:
             relay.forward()
         outcome = _read_json(box / _RESULT)
         step_file = box / _STEP
-        step = step_file.read_text(encoding="utf-8") if step_file.exists() else None
+        step = (step_file.read_text(encoding="utf-8") if step_file.exists() else "") or None
     if outcome is None:
         status = process.returncode
         how = f"the process {describe_status(status)} before returning"
@@ -91,8 +91,8 @@ _step_file: Path | None = None
 
 
 def mark(step: str) -> None:
-    """In a child of :func:`run_in_child`: ``step`` runs now (named if the child dies in it).
-    Does nothing in any other process."""
+    """In a child of :func:`run_in_child`: ``step`` runs now (named if the child dies in it;
+    ``""``: none of ours). Does nothing in any other process."""
     if _step_file is not None:
         _step_file.write_text(step, encoding="utf-8")
 

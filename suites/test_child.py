@@ -99,6 +99,12 @@ def test_os_exit_names_the_step_and_the_last_lines(function: str) -> None:
         )
 
 
+def test_an_empty_mark_says_no_step_of_ours_runs() -> None:
+    with pytest.raises(ChildError) as caught:
+        run_in_child(f"{SUPPORT}:clears_its_mark_then_exits")
+    assert caught.value.step is None and ", while" not in str(caught.value)
+
+
 def test_a_signal_is_named() -> None:
     with pytest.raises(ChildError) as caught:
         run_in_child(f"{SUPPORT}:kills_itself")

@@ -40,6 +40,7 @@ def load_object(spec: str) -> object:
     if not module_part or not attr:
         raise HarnessError(f"--regression {spec!r}: expected NAME or MODULE:ATTR")
     module = _import(module_part, spec)
+    mark("")  # imported: no step of ours runs now
     obj: object = module
     for part in attr.split("."):
         try:
