@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from harness import __version__
-from harness.errors import HarnessError
+from harness.errors import ChildError, HarnessError
 from harness.extras import missing_extra
 
-if TYPE_CHECKING:
-    pass
-
+EXIT_USER_CODE = 1
+"""User code that a command ran in a child process ended it (:class:`harness.errors.ChildError`)."""
 EXIT_USAGE = 2
 
 
@@ -84,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return run(args)
+    except ChildError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_USER_CODE
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -131,6 +131,7 @@ def test_one_golden_file_belongs_to_one_test(
     assert not (root / "area/b.json").exists()  # test_b passed without checking it: unused
 
 
+@pytest.mark.integration  # a nested pytest -n 1 run; the in-process pytester tests cover the rest
 def test_works_under_xdist(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     root = with_goldens(pytester, monkeypatch)
     tests = (

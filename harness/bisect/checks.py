@@ -9,12 +9,9 @@ cannot be started is judged as 126/127.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +23,10 @@ from typing import IO
 from harness.bisect.verdict import EXIT_GOOD, Verdict, verdict_of
 from harness.errors import HarnessError
 from harness.extras import missing_extra
+from harness.process import session, wait_unreaped
 
+UNPARSABLE = "HO401"
+"""The checker's finding for a file it cannot parse."""
 OUTPUT_TAIL = 6000
 """Characters of a check's output kept for the report."""
 
@@ -50,6 +50,12 @@ class BisectCheck:
     cannot_run_codes: tuple[int, ...] = ()
     """Exit statuses that may mean "the command cannot run" rather than bad (126, 127 for a
     command, as ``git bisect run`` treats them): confirmed on the good commit before trusted."""
+    doubts: Callable[[str], frozenset[str]] | None = None
+    """What a run could not judge, from its stdout (the overrides check: unparsable files); a skip
+    whose doubts all hold at both ends is judged good (``docs/bisect.md``)."""
+    cannot_run_text: str = ""
+    """Output that may mean the same (``python -m pytest`` without pytest exits 1 and says
+    ``No module named pytest``), confirmed on the good commit the same way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +71,8 @@ class CheckRun:
     seconds: float
     started: bool = True
     """False when the command could not be executed at all (not found, not executable)."""
+    doubts: frozenset[str] = frozenset()
+    """What the check could not judge in this run (see :attr:`BisectCheck.doubts`)."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -97,10 +105,19 @@ def _overrides(returncode: int, output: str) -> tuple[Verdict, str]:
             f"{len(errors)} error finding(s); first: {first['path']}:{first['line']} "
             f"{first['code']} {first['message']}"
         )
-    unparsable = [f for f in findings if f.get("code") == "HO401"]
+    unparsable = [f for f in findings if f.get("code") == UNPARSABLE]
     if unparsable:
         return Verdict.SKIP, f"{len(unparsable)} unparsable file(s), e.g. {unparsable[0]['path']}"
     return Verdict.GOOD, f"no error finding ({len(findings)} warning(s))"
+
+
+def _unparsable(output: str) -> frozenset[str]:
+    """The files the checker could not parse (an error finding's own file may be among them)."""
+    try:
+        findings = json.loads(output)
+    except ValueError:
+        return frozenset()
+    return frozenset(str(f.get("path")) for f in findings if f.get("code") == UNPARSABLE)
 
 
 def _render_findings(output: str) -> str:
@@ -170,7 +187,9 @@ def named_check(spec: str) -> BisectCheck:
     argv: tuple[str, ...]
     if spec == "overrides":
         argv = (*isolated_module("harness.overrides"), "--format", "json", "--no-cache", ".")
-        return BisectCheck(spec, argv, _overrides, render=_render_findings, reads_output=True)
+        return BisectCheck(
+            spec, argv, _overrides, render=_render_findings, reads_output=True, doubts=_unparsable
+        )
     if spec == "regressions":
         for module in REGRESSIONS_NEED:
             if importlib.util.find_spec(module) is None:
@@ -182,7 +201,8 @@ def named_check(spec: str) -> BisectCheck:
         expr = spec[len("pytest:") :].strip()
         select = [expr] if any(s in expr for s in ("::", "/", ".py")) else ["-k", expr]
         argv = (python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *select)
-        return BisectCheck(spec, argv, _pytest, python_path=True)
+        without = "No module named pytest"  # what ``python -m pytest`` says without pytest
+        return BisectCheck(spec, argv, _pytest, python_path=True, cannot_run_text=without)
     raise HarnessError(f"unknown check {spec!r}; available: {', '.join(NAMED_CHECKS)}")
 
 
@@ -203,24 +223,13 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            process = subprocess.Popen(
-                check.argv,
-                cwd=tree,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,  # its own group: killed whole, spared the terminal's ^C
-            )
+            with session(check.argv, cwd=tree, env=env, stdout=out, stderr=err) as process:
+                exited = wait_unreaped(process, timeout)
         except OSError as exc:  # a command: judged as its 126/127 (the driver); else abort
             note = f"cannot run {check.argv[0]}: {exc.strerror or exc}"
             verdict = Verdict.BAD if check.cannot_run_codes else Verdict.ABORT
             seconds = time.perf_counter() - started
             return CheckRun(verdict, None, note, "", seconds, started=False)
-        try:
-            exited = _wait_unreaped(process, timeout)
-        finally:
-            _kill(process)  # the leader is not reaped yet: its group id cannot be reused
         stdout = _read(out, None if check.reads_output else OUTPUT_TAIL)
         stderr = _read(err, OUTPUT_TAIL)
     seconds = time.perf_counter() - started
@@ -229,27 +238,8 @@ def run_check(check: BisectCheck, tree: Path, timeout: float | None) -> CheckRun
         return CheckRun(Verdict.SKIP, None, note, _tail(stdout, stderr), seconds)
     verdict, note = check.interpret(process.returncode, stdout)
     output = _tail(check.render(stdout) if check.render else stdout, stderr)
-    return CheckRun(verdict, process.returncode, note, output, seconds)
-
-
-def _wait_unreaped(process: subprocess.Popen[bytes], timeout: float | None) -> bool:
-    """Wait until ``process`` exits (True) or ``timeout`` passes (False), leaving it a zombie
-    where the platform can (``waitid`` with ``WNOWAIT``), so that its process group id stays
-    its own until :func:`_kill` has signalled the group."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    if not hasattr(os, "waitid"):
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-    delay = 0.001
-    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-        time.sleep(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
-        delay = min(delay * 2, 0.05)
-    return True
+    doubts = frozenset[str]() if check.doubts is None else check.doubts(stdout)
+    return CheckRun(verdict, process.returncode, note, output, seconds, doubts=doubts)
 
 
 def _read(file: IO[bytes], tail: int | None) -> str:
@@ -261,9 +251,3 @@ def _read(file: IO[bytes], tail: int | None) -> str:
 
 def _tail(stdout: str, stderr: str) -> str:
     return (stdout + (f"\n[stderr]\n{stderr}" if stderr.strip() else ""))[-OUTPUT_TAIL:]
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()

@@ -13,6 +13,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from harness.bisect.checks import BisectCheck, CheckRun, run_check
@@ -126,6 +127,7 @@ def _step(
     while runs[-1].verdict is Verdict.BAD and runs[-1].started and len(runs) <= retries:
         _clean(tree)
         runs.append(run_check(check, tree, timeout))
+    runs[-1] = _settle(check, tree, timeout, report, runs[-1], say)
     report.check_runs += len(runs)
     verdicts = [r.verdict for r in runs]
     flaky = len(set(verdicts)) > 1
@@ -138,20 +140,53 @@ def _step(
     return step
 
 
+def _settle(
+    check: BisectCheck,
+    tree: Path,
+    timeout: float | None,
+    report: BisectReport,
+    run: CheckRun,
+    say: Progress,
+) -> CheckRun:
+    """A skip whose doubts all hold at both ends is good: what the check cannot judge at the good
+    and at the bad commit alike cannot hide the culprit (the overrides check: a file unparsable
+    at both ends, a parser's test fixture, say, is judged on the rest of the tree)."""
+    if run.verdict is not Verdict.SKIP or not run.doubts:
+        return run
+    if report.end_doubts is None:
+        say("reading what the check cannot judge at the good and the bad commit")
+        _clean(tree)
+        ends: list[CheckRun] = []
+        for end in (report.good, report.bad):
+            if end is report.good and report.good_run is not None:
+                ends.append(report.good_run)
+                continue
+            git(["checkout", "--detach", "--quiet", end.sha], tree)
+            ends.append(run_check(check, tree, timeout))
+            report.check_runs += 1
+            _clean(tree)
+        report.good_run = ends[0]
+        report.end_doubts = ends[0].doubts & ends[1].doubts
+    if not run.doubts <= report.end_doubts:
+        return run
+    note = f"{run.note}, as at both ends: judged on the rest, no error finding"
+    return replace(run, verdict=Verdict.GOOD, note=note)
+
+
 def _can_run(
     check: BisectCheck, root: Path, tree: Path, report: BisectReport, timeout: float | None
 ) -> bool:
     """``git bisect run``'s guard: a command that could not be executed, or exits with a status
     that may mean "cannot run" (126, 127), is bad only if it runs on the good commit."""
     last = report.steps[-1].runs[-1]
-    if report.good_run is not None or not _cannot_run(check, last):
+    if report.good_run is not None or _cannot_run(check, last) is None:
         return True
     git(["checkout", "--detach", "--quiet", report.good.sha], tree)
     report.good_run = run_check(check, tree, timeout)
     report.check_runs += 1
     good = report.good_run
-    if _cannot_run(check, good):
-        reason = good.note if not good.started else f"the check exits {good.returncode}"
+    reason = _cannot_run(check, good)
+    if reason is not None:
         report.abort_reason = (
             f"{reason} (at {report.steps[-1].commit.short} and at the good commit "
             f"{report.good.short})" + _cannot_run_hint(check, root, tree, good)
@@ -161,15 +196,22 @@ def _can_run(
     return report.abort_reason == ""
 
 
-def _cannot_run(check: BisectCheck, run: CheckRun) -> bool:
-    return bool(check.cannot_run_codes) and (
-        not run.started or run.returncode in check.cannot_run_codes
-    )
+def _cannot_run(check: BisectCheck, run: CheckRun) -> str | None:
+    """Why ``run`` may say that the check cannot run rather than that the commit is bad."""
+    if check.cannot_run_codes and not run.started:
+        return run.note
+    if run.returncode in check.cannot_run_codes:
+        return f"the check exits {run.returncode}"
+    if check.cannot_run_text and check.cannot_run_text in run.output:
+        return f"the check cannot be executed: {check.cannot_run_text}"
+    return None
 
 
 def _cannot_run_hint(check: BisectCheck, root: Path, tree: Path, run: CheckRun) -> str:
     """Why, where it can be told: a script of the user's that the commits do not hold."""
     program = check.argv[0]
+    if check.cannot_run_text:
+        return f"; install what is missing for {program}"
     if run.started:
         return ": it cannot run (command not found or not executable?)"
     if "/" not in program and (tree / program).is_file():
@@ -219,5 +261,6 @@ def _confirm(
             git(["checkout", "--detach", "--quiet", target.sha], tree)
             run = run_check(check, tree, timeout)
             report.check_runs += 1
+            run = _settle(check, tree, timeout, report, run, say)
             _clean(tree)
         setattr(report, attr, run)

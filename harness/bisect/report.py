@@ -66,7 +66,11 @@ class BisectReport:
     culprit_run: CheckRun | None = None
     parent_run: CheckRun | None = None
     good_run: CheckRun | None = None
-    """The check on the good commit, run only to tell "cannot run" (126, 127) from bad."""
+    """The check on the good commit, run only to tell "cannot run" (126, 127) from bad, or to
+    read its doubts (below)."""
+    end_doubts: frozenset[str] | None = None
+    """What the check could not judge at the good and at the bad commit alike; read (two runs)
+    only when a step skips for doubts of its own."""
     abort_reason: str = ""
     check_runs: int = 0
     """Every run of the check, retries and the report's runs at culprit and parent included."""

@@ -10,15 +10,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.process import signals_held
 
 NO_HOOKS = ("-c", f"core.hooksPath={os.devnull}")
 
@@ -115,7 +114,7 @@ def temporary_worktree(repo: Path, rev: str) -> Generator[Path, None, None]:
         git(["worktree", "add", "--detach", "--quiet", str(tree), rev], repo)
         yield tree
     finally:
-        with _uninterrupted():
+        with signals_held():
             _remove(repo, parent, tree)
 
 
@@ -148,23 +147,3 @@ def _admin_dir(repo: Path, tree: Path) -> Path | None:
         if Path(gitdir) == tree / ".git":
             return admin
     return None
-
-
-@contextlib.contextmanager
-def _uninterrupted() -> Generator[None, None, None]:
-    """Defer SIGINT/SIGTERM until the block is done (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = {
-        sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        if received:
-            raise KeyboardInterrupt

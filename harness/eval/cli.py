@@ -9,7 +9,8 @@ the memory report; ``--json`` prints one object instead (``results``, ``engine``
 ``harness lm-eval`` runs the same model through lm-eval's own command line and prints only
 lm-eval's table; this command is the gate (memory report, ``--memory-budget``, ``--json``).
 
-Exit 0: a clean run; 1: out of memory, or the peak exceeded ``--memory-budget``; 2: usage.
+Exit 0: a clean run; 1: out of memory, or the peak exceeded ``--memory-budget``, or user code
+(``--regression MODULE:ATTR``, run in a child process) ended the run; 2: usage.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.memory.sizes import parse_size
-from harness.simulation.cli import help_command
+from harness.simulation.cli import help_command, run_command
 
 
 def register(
@@ -113,17 +114,29 @@ def _batch_size(text: str) -> int | str:
 
 
 def _gsm8k(args: argparse.Namespace) -> int:
-    from harness.eval.gsm8k import EvalOptions, evaluate_gsm8k, require_lm_eval
+    from harness.eval.gsm8k import require_lm_eval
 
     require_lm_eval()
     if args.max_gen_toks is not None and args.max_gen_toks <= 0:
         raise HarnessError(f"--max-gen-toks must be positive, got {args.max_gen_toks}")
+    _batch_size(args.batch_size)
+    if args.memory_budget is not None:
+        parse_size(args.memory_budget)
+    return run_command(args, "harness.eval.cli:gsm8k_report")
+
+
+def gsm8k_report(options: dict[str, Any]) -> tuple[int, str]:
+    """``harness eval gsm8k``'s exit code and text (see
+    :func:`harness.simulation.cli.run_command`)."""
+    from harness.eval.gsm8k import EvalOptions, evaluate_gsm8k
+
+    args = argparse.Namespace(**options)
     regression, backend = None, None
     if args.regression is not None:
         from harness.regressions.resolve import resolve_labelled_backend
 
         regression, backend = resolve_labelled_backend(args.regression)
-    options = EvalOptions(
+    eval_options = EvalOptions(
         model=args.model,
         device=args.device,
         regression=regression,
@@ -141,13 +154,13 @@ def _gsm8k(args: argparse.Namespace) -> int:
         logging.getLogger(name).setLevel(logging.ERROR)
     quiet = contextlib.redirect_stderr(io.StringIO()) if args.json else contextlib.nullcontext()
     with quiet:  # lm-eval's own progress bars write to stderr
-        report = evaluate_gsm8k(options)
+        report = evaluate_gsm8k(eval_options)
     if args.json:
         import lm_eval.utils
 
         lm_utils: Any = lm_eval.utils  # lm-eval ships no type information
-        print(json.dumps(report.to_dict(), indent=2, default=lm_utils.handle_non_serializable))
+        text = json.dumps(report.to_dict(), indent=2, default=lm_utils.handle_non_serializable)
     else:
-        print(report.format())
+        text = report.format()
     exit_code: int = report.exit_code
-    return exit_code
+    return exit_code, text

@@ -7,8 +7,8 @@ the seed's command runs with only the model swapped: ``harness lm-eval --model h
 --num_fewshot 5 --batch_size auto``. Around lm-eval's run: ``harness-ref`` is registered with
 lm-eval's model registry; the Hub is offline; every task that reads gsm8k reads local splits
 (generated, or the real ones from ``data=DIR`` in ``--model_args`` or ``--metadata``).
-``harness-ref``'s ``model_args`` (:mod:`harness.eval.model_args`), ``--limit`` and
-``--batch_size`` are checked before any work.
+``harness-ref``'s ``model_args`` (:mod:`harness.eval.model_args`), ``--limit``, ``--batch_size``
+and ``--output_path`` (writable) are checked before any work.
 
 Exit 0: lm-eval's results table; 1: the simulated device ran out of memory (one line naming the
 allocation); 2: usage (one line).
@@ -23,6 +23,7 @@ import re
 import sys
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
@@ -124,6 +125,9 @@ def check_run_args(args: argparse.Namespace) -> None:
             f"--limit must be a fraction in (0, 1) or a count of at most {sys.maxsize}, "
             f"got {limit:g}"
         )
+    output_path: str | None = getattr(args, "output_path", None)
+    if output_path is not None:
+        check_output_path(output_path)
     if getattr(args, "model", None) != MODEL:
         return
     batch_size: str = getattr(args, "batch_size", "1")
@@ -138,6 +142,21 @@ def check_run_args(args: argparse.Namespace) -> None:
     # lm-eval hands the model its --device (default cuda:0) besides --model_args: one device.
     model_args.pop("device", None)
     args.model_args, args.device = model_args, choice.device
+
+
+def check_output_path(output_path: str) -> None:
+    """``--output_path`` names a place lm-eval can write: a ``.json`` file in a directory that
+    can be made and written, or such a directory (lm-eval writes a folder per model into it).
+    lm-eval itself only logs a failed save at INFO level, and exits 0 having written nothing."""
+    from harness.paths import writable_directory
+
+    path = Path(output_path)
+    if output_path.strip() and path.suffix == ".json":
+        if path.is_dir():
+            raise HarnessError(f"--output_path {output_path}: it is a directory")
+        writable_directory(str(path.parent), "--output_path's directory")
+    else:
+        writable_directory(output_path, "--output_path")
 
 
 def check_model_args(

@@ -6,11 +6,11 @@ Python file to check), found before any work."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.paths import writable_directory
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -88,30 +88,12 @@ def parse_devices(text: str | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-def out_dir(text: str) -> Path:
-    """``--out`` as a path that can be made and written: it, or the nearest part of it that
-    exists, is a writable directory. An empty value (an unset CI variable) is refused, never read
-    as the working directory (``Path("")`` is ".")."""
-    if not text.strip():
-        raise HarnessError("--out is empty (name the report directory)")
-    existing = out = Path(text)
-    while not os.path.lexists(existing) and existing != existing.parent:
-        existing = existing.parent
-    if existing.is_symlink() and not existing.exists():
-        raise HarnessError(f"--out {out}: {existing} is a symbolic link to nothing")
-    if not existing.is_dir():
-        raise HarnessError(f"--out {out}: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise HarnessError(f"--out {out}: {existing} is not writable")
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     from harness.overrides.config import working_directory
 
     working_directory()  # before torch: its import dies in a deleted directory
     devices = parse_devices(args.devices)
-    out = out_dir(args.out)
+    out = writable_directory(args.out, "--out")
     if args.path is not None and not args.path.exists():
         raise HarnessError(f"{args.path}: no such file or directory")
     if args.vllm_src is not None:

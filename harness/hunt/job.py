@@ -16,14 +16,10 @@ any row misbehaves or the scanned tree holds a proven crash):
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -185,14 +181,18 @@ def _timed(
     section: str, name: str, expected: Expect | None, run: Callable[[], tuple[str, str, bool]]
 ) -> Row:
     """A row from ``run() -> (verdict, detail, crash)``; an exception, or ``sys.exit()`` in
-    what the row runs, is an ``error`` row (only Ctrl-C ends the hunt)."""
-    from harness.regressions.verify import describe_error
+    what the row runs or in one of its threads, is an ``error`` row (only Ctrl-C ends the hunt)."""
+    from harness.child import thread_failures
+    from harness.errors import describe_error
 
     started = time.perf_counter()
-    try:
-        verdict, detail, crash = run()
-    except (Exception, SystemExit) as exc:
-        verdict, detail, crash = "error", describe_error(exc), False
+    with thread_failures() as failures:
+        try:
+            verdict, detail, crash = run()
+        except (Exception, SystemExit) as exc:
+            verdict, detail, crash = "error", describe_error(exc), False
+    if failures and verdict != "error":
+        verdict, detail, crash = "error", failures[0], False
     return Row(section, name, verdict, expected, detail, time.perf_counter() - started, crash)
 
 
@@ -282,37 +282,27 @@ def _scaling(name: str, variant: Variant, expected: Expect | None, max_steps: in
     return _timed("scaling", name, expected, run)
 
 
-_SCALING_CHILD = """
-import dataclasses, json, sys
-from harness.hunt.job import _entry_scaling
-from harness.regressions import get_regression
-steps = None if sys.argv[2] == "" else int(sys.argv[2])
-row = _entry_scaling(get_regression(sys.argv[1]), steps, in_child=True)
-open(sys.argv[3], "w", encoding="utf-8").write(json.dumps(dataclasses.asdict(row)))
-"""
+def entry_scaling_row(entry_id: str, max_steps: int | None) -> dict[str, Any]:
+    """The child's side of a user's entry's scaling row (:func:`_entry_scaling`)."""
+    from harness.regressions import get_regression
+
+    row = _entry_scaling(get_regression(entry_id), max_steps, in_child=True)
+    return asdict(row)
 
 
 def _entry_scaling_in_child(entry: Regression, max_steps: int | None) -> Row:
-    """:func:`_entry_scaling` of a user's entry in a child process; what the child printed is
-    passed on to standard error, as ``regressions verify`` does."""
+    """:func:`_entry_scaling` of a user's entry in a child process (:mod:`harness.child`)."""
+    from harness.child import run_in_child
+    from harness.errors import ChildError
+
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="harness-hunt-") as scratch:
-        result = Path(scratch, "row.json")
-        steps = "" if max_steps is None else str(max_steps)
-        argv = [sys.executable, "-c", _SCALING_CHILD, entry.id, steps, str(result)]
-        child = subprocess.run(argv, capture_output=True, text=True, check=False)
-        for line in (child.stdout + child.stderr).splitlines():
-            print(line, file=sys.stderr)
-        if result.exists():
-            return Row(**json.loads(result.read_text(encoding="utf-8")))
-    status = child.returncode
-    how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
-    last = [line for line in child.stderr.splitlines() if line.strip()][-1:]
-    why = f": {last[0].strip()}" if last else " (os._exit(), or a crash in native code)"
-    detail = f"the process running it {how}{why}"
-    return Row(
-        "scaling", f"{entry.id} (buggy)", "error", None, detail, time.perf_counter() - started
-    )
+    try:
+        return Row(**run_in_child("harness.hunt.job:entry_scaling_row", entry.id, max_steps))
+    except ChildError as exc:
+        last = f"; its last line: {exc.last_lines[-1]}" if exc.last_lines else ""
+        detail = f"{exc.summary()}{last}"
+        name = f"{entry.id} (buggy)"
+        return Row("scaling", name, "error", None, detail, time.perf_counter() - started)
 
 
 def _entry_scaling(entry: Regression, max_steps: int | None, *, in_child: bool = False) -> Row:

@@ -160,16 +160,19 @@ def require_torch(what: str) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
-    marker = pyfuncitem.get_closest_marker("memory_budget")
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Measure the call phase of every kind of test item: a function's body, and a
+    ``unittest.TestCase`` method with its ``setUp`` and ``tearDown`` (which pytest runs as one
+    call, outside ``pytest_pyfunc_call``)."""
+    marker = item.get_closest_marker("memory_budget")
     if marker is None:
         return (yield)
     try:
         budget_bytes, device = parse_budget(marker)
     except HarnessError as exc:
         pytest.fail(str(exc), pytrace=False)
-    pyfuncitem.stash[_BUDGET] = budget_bytes
-    top = int(value_or_ini(pyfuncitem.config, "memory_top"))
+    item.stash[_BUDGET] = budget_bytes
+    top = int(value_or_ini(item.config, "memory_top"))
     require_torch("memory_budget")
     import torch
 
@@ -194,7 +197,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
         with cuda_peak or contextlib.nullcontext(), tracker, default_device:
             return (yield)
     finally:  # also when the body failed (e.g. a simulated OOM): the report shows the peak
-        pyfuncitem.stash[_MEASUREMENT] = Measurement(
+        item.stash[_MEASUREMENT] = Measurement(
             device=device,
             peak_bytes=ledger.peak_bytes if cuda_peak is None else cuda_peak.peak_bytes,
             method="tracker (live storage bytes)"

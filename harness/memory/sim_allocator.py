@@ -44,7 +44,9 @@ TORCH_OOM_ADVICE = (
 
 def round_size(nbytes: int) -> int:
     """The block size torch's caching allocator uses for a request of ``nbytes``."""
-    return max(MIN_BLOCK_SIZE, -(-nbytes // MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE)
+    if nbytes < MIN_BLOCK_SIZE:  # every allocation passes here: no max() call
+        return MIN_BLOCK_SIZE
+    return -(-nbytes // MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE
 
 
 def allocation_size(block_bytes: int) -> int:
@@ -153,7 +155,10 @@ class SimulatedDevice:
             )
         self.device_index = device_index
         self.peak_reserved_bytes = 0
-        self._small = self._medium = self._large_reserved = self._reserved_bytes = 0
+        self._small: int = 0
+        self._medium: int = 0
+        self._large_reserved: int = 0
+        self._reserved_bytes: int = 0
 
     @property
     def reserved_bytes(self) -> int:
@@ -172,29 +177,33 @@ class SimulatedDevice:
     def allocate(self, allocation: Allocation, allocated_bytes: int) -> None:
         """Reserve a block for ``allocation`` or raise :class:`SimulatedOutOfMemoryError`."""
         __tracebackhide__ = True
+        # Every allocation of a simulation passes here: the pool arithmetic stays inline.
         block = round_size(allocation.nbytes)
-        pools = self._pools_with(block, 1)
-        reserved = self._reserved(*pools)
+        small, medium, large = self._small, self._medium, self._large_reserved
+        if block <= SMALL_SIZE:
+            small += block
+        elif block < MIN_LARGE_ALLOC:
+            medium += block
+        else:
+            large += allocation_size(block)
+        reserved = self._reserved(small, medium, large)
         if reserved > self.capacity_bytes - self.non_torch_bytes:  # needs more than is free
             raise self._oom(allocation, block, allocated_bytes)
-        self._small, self._medium, self._large_reserved = pools
+        self._small, self._medium, self._large_reserved = small, medium, large
         self._reserved_bytes = reserved
-        self.peak_reserved_bytes = max(self.peak_reserved_bytes, reserved)
+        if reserved > self.peak_reserved_bytes:
+            self.peak_reserved_bytes = reserved
 
     def free(self, allocation: Allocation) -> None:
         """Return the block of ``allocation``."""
-        pools = self._pools_with(round_size(allocation.nbytes), -1)
-        self._small, self._medium, self._large_reserved = pools
-        self._reserved_bytes = self._reserved(*pools)
-
-    def _pools_with(self, block: int, sign: int) -> tuple[int, int, int]:
-        """Bytes of the small, medium and large pools with ``block`` added (1) or returned (-1)."""
-        small, medium, large = self._small, self._medium, self._large_reserved
+        block = round_size(allocation.nbytes)
         if block <= SMALL_SIZE:
-            return small + sign * block, medium, large
-        if block < MIN_LARGE_ALLOC:
-            return small, medium + sign * block, large
-        return small, medium, large + sign * allocation_size(block)
+            self._small -= block
+        elif block < MIN_LARGE_ALLOC:
+            self._medium -= block
+        else:
+            self._large_reserved -= allocation_size(block)
+        self._reserved_bytes = self._reserved(self._small, self._medium, self._large_reserved)
 
     def _reserved(self, small: int, medium: int, large: int) -> int:
         return (

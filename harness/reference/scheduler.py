@@ -62,6 +62,17 @@ class Request:
     def is_finished(self) -> bool:
         return RequestStatus.is_finished(self.status)
 
+    def token_ids(self, start: int, stop: int) -> list[int]:
+        """Tokens ``start:stop`` of the prompt followed by the output, without joining the two
+        (a long prompt would be copied for every running request in every step)."""
+        prompt, output = self.prompt_token_ids, self.output_token_ids
+        num_prompt = len(prompt)
+        if stop <= num_prompt:
+            return prompt[start:stop]
+        if start >= num_prompt:
+            return output[start - num_prompt : stop - num_prompt]
+        return prompt[start:] + output[: stop - num_prompt]
+
 
 class Scheduler:
     """Decides each step's requests and token counts, and owns their KV cache blocks."""
@@ -166,13 +177,11 @@ class Scheduler:
         def cached(request: Request, resumed: bool) -> CachedRequestData:
             # As vLLM 0.9.0: the tokens scheduled now (the last sample, or a prompt chunk).
             start = request.num_computed_tokens
-            all_token_ids = request.prompt_token_ids + request.output_token_ids
+            stop = start + num_scheduled_tokens[request.request_id]
             return CachedRequestData(
                 req_id=request.request_id,
                 resumed_from_preemption=resumed,
-                new_token_ids=all_token_ids[
-                    start : start + num_scheduled_tokens[request.request_id]
-                ],
+                new_token_ids=request.token_ids(start, stop),
                 new_block_ids=new_block_ids[request.request_id],
                 num_computed_tokens=request.num_computed_tokens,
             )

@@ -72,7 +72,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run user code (MODULE:ATTR) in this process: one interpreter start faster per "
         "spec, but an os._exit() in it ends the whole run (default: a child process per spec)",
     )
-    verify.add_argument("--result-file", default=None, help=argparse.SUPPRESS)  # the child's
     verify.set_defaults(func=_verify)
 
 
@@ -143,12 +142,12 @@ def format_entry(r: Regression) -> str:
 
 def _verify(args: argparse.Namespace) -> int:
     from harness.regressions import REGRESSIONS, Variant
-    from harness.regressions.isolated import trace, verify_in_child
+    from harness.regressions.isolated import verify_in_child
     from harness.regressions.resolve import is_import_spec, resolve_target
     from harness.regressions.verify import verify
 
     specs: Sequence[str] = [*args.ids, *args.regression]
-    isolate = not args.in_process and args.result_file is None
+    isolate = not args.in_process
     plan: list[Regression | tuple[str, Variant] | str] = []
     for spec in specs:  # ids resolve now (usage errors before any work); user code in its child
         if isolate and is_import_spec(spec):
@@ -159,19 +158,15 @@ def _verify(args: argparse.Namespace) -> int:
     if not specs:
         plan = list(REGRESSIONS.values())
     progress = _progress() if sys.stderr.isatty() and not args.json else None
-    starting = trace if args.result_file is not None else None
     results: list[VerifyResult] = []
     for item in plan:
         if isinstance(item, str):
             results.append(verify_in_child(item))
         else:
-            results += verify([item], progress=progress, starting=starting)
+            results += verify([item], progress=progress)
     if progress is not None:
         sys.stderr.write("\r\033[K")
-    if args.result_file is not None:  # a child of verify_in_child: the parent prints
-        with open(args.result_file, "w", encoding="utf-8") as handle:
-            json.dump([r.to_dict() for r in results], handle)
-    elif args.json:
+    if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
         print(format_results(results))

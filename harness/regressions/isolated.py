@@ -1,67 +1,58 @@
 """Verification of a user's ``--regression MODULE:ATTR`` in a child process of its own.
 
-What the user wrote may end the interpreter: ``sys.exit()`` is caught in the process (a check
-error), ``os._exit()`` and a crash in native code are not. So ``harness regressions verify`` runs
-each user spec as ``harness regressions verify --in-process --result-file FILE SPEC`` in a child
-(about 3 s more per spec, the cost of one interpreter start and its imports) and reads the
-results back; a child that ends without them becomes an ``error`` run naming the check that was
-running and the child's exit status. A usage error of the child (exit 2) is raised here as the
-same one line.
+``harness regressions verify`` runs each user spec through :func:`harness.child.run_in_child`
+(about 3 s more per spec: one interpreter start and its imports). The child resolves the spec
+and verifies it, marking each check as it starts; a child that ends without its results (an
+``os._exit()``, a crash in native code) becomes an ``error`` run of the check that was running,
+with how the child ended and its last lines. A usage error in the child (no such attribute, an
+import that fails) is raised here as the same one line.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any, cast
 
-from harness.errors import HarnessError
+from harness.child import mark
+from harness.errors import ChildError, with_last_lines
 from harness.regressions.entry import CheckOutcome
 from harness.regressions.verify import CheckRun, Role, VerifyResult
-
-TRACE = "harness-verify-running: "
-"""Prefix of the child's progress lines on standard error: ``<id>\\t<check>\\t<role>``."""
-_CHILD = "import sys; from harness.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def verify_in_child(spec: str) -> VerifyResult:
     """Verify ``spec`` (user code) in a child process; see the module docstring."""
-    with tempfile.TemporaryDirectory(prefix="harness-verify-") as scratch:
-        result_file = Path(scratch, "result.json")
-        argv = [sys.executable, "-c", _CHILD, "regressions", "verify", "--in-process"]
-        argv += ["--result-file", str(result_file), "--", spec]
-        child = subprocess.run(argv, capture_output=True, text=True, check=False)
-        running: tuple[str, str, str] | None = None
-        for line in child.stderr.splitlines():
-            if line.startswith(TRACE):
-                label, check, role = [*line.removeprefix(TRACE).split("\t"), "", ""][:3]
-                running = (label, check, role)
-            else:
-                print(line, file=sys.stderr)
-        for line in child.stdout.splitlines():  # what the user's code printed
-            print(line, file=sys.stderr)
-        if child.returncode == 2 and not result_file.exists():
-            errors = [ln for ln in child.stderr.splitlines() if ln.startswith("harness: error: ")]
-            if errors:
-                raise HarnessError(errors[-1].removeprefix("harness: error: "))
-        if result_file.exists():
-            (data,) = json.loads(result_file.read_text(encoding="utf-8"))
-            return from_dict(cast("dict[str, Any]", data))
-    return _died(spec, child.returncode, running)
+    from harness.child import run_in_child
+
+    try:
+        (data,) = run_in_child("harness.regressions.isolated:verify_here", spec)
+    except ChildError as exc:
+        return _died(spec, exc)
+    return from_dict(cast("dict[str, Any]", data))
 
 
-def _died(spec: str, status: int, running: tuple[str, str, str] | None) -> VerifyResult:
-    how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
-    if running is None:
-        label, check, role = spec, "(before any check)", "variant"
-    else:
-        label, check, role = running
-    error = (
-        f"the process {how} while this check ran (os._exit(), or a crash in native code); "
-        "the checks after it did not run"
+def verify_here(spec: str) -> list[dict[str, Any]]:
+    """The child's side: resolve ``spec`` and verify it, marking each check as it starts."""
+    from harness.regressions.entry import Variant
+    from harness.regressions.resolve import resolve_target
+    from harness.regressions.verify import verify
+
+    resolved = resolve_target(spec)
+    target = (spec, resolved) if isinstance(resolved, Variant) else resolved
+    return [r.to_dict() for r in verify([target], starting=_mark)]
+
+
+def _mark(label: str, check: str, role: Role) -> None:
+    mark(f"{label}\t{check}\t{role}")
+
+
+def _died(spec: str, exc: ChildError) -> VerifyResult:
+    parts = [] if exc.step is None else exc.step.split("\t")
+    if len(parts) == 3:  # a check's mark: id, check, role
+        label, check, role = parts
+    else:  # before any check (the import of the user's module, say)
+        label, role = spec, "variant"
+        check = "(before any check)" if exc.step is None else f"({exc.step})"
+    error = with_last_lines(
+        f"{exc.how}, while this check ran; the checks after it did not run", exc.last_lines
     )
     result = VerifyResult(label, "variant" if role == "variant" else "entry")
     result.runs.append(CheckRun(check, cast("Role", role), None, error, 0.0))
@@ -81,8 +72,3 @@ def from_dict(data: dict[str, Any]) -> VerifyResult:
             CheckRun(str(run["check"]), run["variant"], outcome, error, float(run["seconds"]))
         )
     return result
-
-
-def trace(label: str, check: str, role: str) -> None:
-    """The child's progress line: which check of which target starts now."""
-    print(f"{TRACE}{label}\t{check}\t{role}", file=sys.stderr, flush=True)

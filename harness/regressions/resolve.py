@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import cast
 
+from harness.child import mark
 from harness.errors import HarnessError
 from harness.reference.backends.abstract import (
     AttentionBackend,
@@ -39,6 +40,7 @@ def load_object(spec: str) -> object:
     if not module_part or not attr:
         raise HarnessError(f"--regression {spec!r}: expected NAME or MODULE:ATTR")
     module = _import(module_part, spec)
+    mark("")  # imported: no step of ours runs now
     obj: object = module
     for part in attr.split("."):
         try:
@@ -51,6 +53,7 @@ def load_object(spec: str) -> object:
 
 
 def _import(module_part: str, spec: str) -> object:
+    mark(f"the import of {module_part}")  # in a child (harness.child): named if it dies here
     path = Path(module_part)
     try:
         if module_part.endswith(".py") or os.sep in module_part:
@@ -91,7 +94,7 @@ def _import(module_part: str, spec: str) -> object:
             f"--regression {spec!r}: importing {module_part} failed: {type(exc).__name__}: {exc}"
         ) from exc
     except (Exception, SystemExit) as exc:  # the user's module raised (or exited) while importing
-        from harness.regressions.verify import describe_error
+        from harness.errors import describe_error
 
         raise HarnessError(
             f"--regression {spec!r}: importing {module_part} failed: {describe_error(exc)}"

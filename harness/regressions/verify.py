@@ -10,11 +10,12 @@ checks (:func:`~harness.regressions.checks.generic_checks`) once and is *clean* 
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.child import thread_failures
+from harness.errors import describe_error
 from harness.regressions.entry import Check, CheckOutcome, Regression, Variant
 
 Role = Literal["buggy", "fixed", "variant"]
@@ -99,28 +100,21 @@ def run_check(check: Check, variant: Variant, role: Role) -> CheckRun:
     """Run one check, turning an exception into an ``error`` run.
 
     ``sys.exit()`` in a check or in the variant it runs is that check's error too (whatever
-    the status), so the run goes on and its report is written. Only Ctrl-C ends the run.
-    ``os._exit()`` cannot be caught in the process: it ends the run at once.
+    the status), and so is an exception or ``sys.exit()`` that ends one of its threads, so the
+    run goes on and its report is written. Only Ctrl-C ends the run. ``os._exit()`` cannot be
+    caught in the process: it ends the run at once (:mod:`harness.regressions.isolated`).
     """
     started = time.perf_counter()
-    try:
-        outcome: CheckOutcome | None = check.run(variant)
-        error = None
-    except (Exception, SystemExit) as exc:
-        outcome, error = None, describe_error(exc)
+    outcome: CheckOutcome | None = None
+    error: str | None = None
+    with thread_failures() as failures:
+        try:
+            outcome = check.run(variant)
+        except (Exception, SystemExit) as exc:
+            error = describe_error(exc)
+    if failures and error is None:
+        outcome, error = None, failures[0]
     return CheckRun(check.name, role, outcome, error, time.perf_counter() - started)
-
-
-def describe_error(exc: BaseException) -> str:
-    """``Type: message (file:line)``, where the line is the innermost frame that raised."""
-    # Frames of the import machinery say nothing; a SyntaxError names its file and line itself.
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
-    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    if isinstance(exc, SyntaxError):
-        where = ""
-    if isinstance(exc, SystemExit):
-        return f"SystemExit: sys.exit({exc.code!r}) called{where}"
-    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def verify(

@@ -10,7 +10,8 @@ Subcommands (thin: parse, call the library, print):
 - ``devices``: the simulated device profiles.
 
 ``--regression NAME|MODULE:ATTR`` runs a backend variant instead of the reference backend, found
-by the one resolver (:func:`harness.regressions.resolve.resolve_labelled_backend`).
+by the one resolver (:func:`harness.regressions.resolve.resolve_labelled_backend`); user code
+(``MODULE:ATTR``) runs in a child process, where however it ends is an error, exit 1.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.memory.devices import DEVICE_PROFILES
@@ -136,11 +137,31 @@ def _positive(value: int | None, flag: str) -> None:
         raise HarnessError(f"{flag} must be positive, got {value}")
 
 
+def run_command(args: argparse.Namespace, function: str) -> int:
+    """Print the text of ``function(options) -> (exit code, text)`` and return its exit code.
+
+    ``options`` are ``args`` as a dict. Where ``--regression`` names user code (``MODULE:ATTR``)
+    it runs in a child process (:func:`harness.child.run_in_child`): however that code ends, it
+    is this command's error, exit 1 (``main`` prints the :class:`~harness.child.ChildError`).
+    """
+    from harness.child import call
+    from harness.errors import ChildError
+    from harness.regressions.resolve import is_import_spec
+
+    options = {k: v for k, v in vars(args).items() if k != "func"}
+    spec: str | None = args.regression
+    try:
+        code, text = call(function, options, in_child=spec is not None and is_import_spec(spec))
+    except ChildError as exc:
+        raise ChildError(f"--regression {spec!r}: {exc.how}", exc.step, exc.last_lines) from None
+    print(text)
+    return int(code)
+
+
 def _run_inputs(
     args: argparse.Namespace,
 ) -> tuple[Workload, str | None, type[AttentionBackend] | None]:
     """The workload and the (label, backend) of ``--regression`` (``None, None``: the reference)."""
-    _positive(args.max_steps, "--max-steps")
     from harness.simulation.workload import get_workload
 
     workload = get_workload(args.workload)
@@ -153,10 +174,19 @@ def _run_inputs(
 
 def _simulate(args: argparse.Namespace) -> int:
     _positive(args.top, "--top")
+    _positive(args.max_steps, "--max-steps")
     if args.plot is not None:
         from harness.simulation.plot import check_plot_path
 
         check_plot_path(args.plot)
+    if args.non_torch is not None:
+        parse_size(args.non_torch)
+    return run_command(args, "harness.simulation.cli:simulate_report")
+
+
+def simulate_report(options: dict[str, Any]) -> tuple[int, str]:
+    """``harness memory simulate``'s exit code and text (see :func:`run_command`)."""
+    args = argparse.Namespace(**options)
     non_torch = None if args.non_torch is None else parse_size(args.non_torch)
     workload, name, backend = _run_inputs(args)
     from harness.simulation.simulate import simulate
@@ -178,12 +208,12 @@ def _simulate(args: argparse.Namespace) -> int:
 
         plot_simulation(result, args.plot)
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        text = json.dumps(result.to_dict(), indent=2)
     else:
-        print(result.format())
+        text = result.format()
         if args.plot is not None:
-            print(f"plot written to {args.plot}")
-    return EXIT_OK if result.completed else EXIT_FOUND
+            text += f"\nplot written to {args.plot}"
+    return (EXIT_OK if result.completed else EXIT_FOUND), text
 
 
 def _scaling(args: argparse.Namespace) -> int:
@@ -193,6 +223,13 @@ def _scaling(args: argparse.Namespace) -> int:
         return scaling_command(args)
     if args.backend or args.list_backends:
         raise HarnessError("--backend and --list-backends need --vllm-src PATH")
+    _positive(args.max_steps, "--max-steps")
+    return run_command(args, "harness.simulation.cli:scaling_report")
+
+
+def scaling_report(options: dict[str, Any]) -> tuple[int, str]:
+    """``harness memory scaling``'s exit code and text (see :func:`run_command`)."""
+    args = argparse.Namespace(**options)
     workload, name, backend = _run_inputs(args)
     import torch
 
@@ -208,8 +245,8 @@ def _scaling(args: argparse.Namespace) -> int:
         dtype=getattr(torch, args.dtype),
         max_steps=args.max_steps,
     )
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report.format())
-    return EXIT_OK if report.ok else EXIT_FOUND
+    text = json.dumps(report.to_dict(), indent=2) if args.json else report.format()
+    return (EXIT_OK if report.ok else EXIT_FOUND), text
 
 
 def _devices(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Generator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.child import mark
 from harness.errors import HarnessError
 from harness.memory.allocation import Allocation
 from harness.memory.devices import DeviceProfile, get_device_profile
@@ -215,6 +216,7 @@ def simulate(
     @contextlib.contextmanager
     def observed(step: int) -> Generator[None, None, None]:
         refused = ledger.refusal
+        mark(f"serving step {step} of {workload.name}")
         with ledger.region(f"step {step}") as stats, ledger.recording() as recording:
             current[:] = [(stats, recording)]
             yield
@@ -242,6 +244,7 @@ def simulate(
     with tracking(tracker):
         try:
             try:
+                mark("the profile run that sizes the KV cache")
                 sizing = size_kv_cache(
                     runner,
                     tracker,

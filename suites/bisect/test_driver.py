@@ -140,6 +140,36 @@ def test_the_real_overrides_check(tmp_path: Path) -> None:
     assert report.parent_run is not None and report.parent_run.verdict is Verdict.GOOD
 
 
+@pytest.mark.parametrize("broken_in", ["every commit", "the middle only"])
+def test_a_file_unparsable_at_both_ends_cannot_hide_the_culprit(
+    tmp_path: Path, broken_in: str
+) -> None:
+    """A parser's test fixture, unparsable in every commit, made every step a skip and the
+    bisection "ambiguous" (issue 27); judged on the rest of the tree, the rename is found. A
+    file unparsable in the middle only may hide it: those steps stay skips."""
+
+    def files(i: int) -> dict[str, str]:
+        kw = "block_table_tensor" if i >= 6 else "block_table"
+        broken = broken_in == "every commit" or 3 <= i <= 8
+        fixture = {"fixtures/broken.py": "def broken(:\n"} if broken else {}
+        return {"base.py": BASE.format(kw=kw), "sub.py": SUB, **fixture, "log.txt": f"{i}\n"}
+
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 10, files)
+    report = bisect(repo, shas[0], shas[-1], named_check("overrides"))
+    if broken_in == "every commit":
+        assert report.status == "found" and report.confirmed, report.format()
+        assert report.first_bad is not None and report.first_bad.sha == shas[5]
+        assert not report.skipped and report.parent_run is not None
+        assert "as at both ends: judged on the rest" in report.parent_run.note
+        assert report.check_runs <= len(report.steps) + 3  # the ends once, the parent if unrun
+    else:
+        assert report.skipped and report.status != "found", report.format()
+        assert all(
+            "unparsable" in s.runs[-1].note for s in report.steps if s.commit in report.skipped
+        )
+
+
 @pytest.mark.parametrize(
     ("good", "bad", "error"),
     [
@@ -179,6 +209,27 @@ def test_pytest_check_selects_by_expression(
     report = bisect(repo, shas[0], shas[-1], named_check("pytest:test_value"))
     assert report.first_bad is not None and report.first_bad.sha == shas[3], report.format()
     assert sys.executable in named_check("pytest:test_mod.py::test_value").argv
+
+
+def test_a_pytest_check_without_pytest_cannot_be_executed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a light install every step failed with "No module named pytest" and the first commit
+    was named the culprit; it is "cannot be executed", as a missing command is (issue 27, bug 7).
+    """
+    light = tmp_path / "python-without-site-packages"
+    light.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    light.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(light))
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 6, lambda i: {"test_mod.py": "def test_value():\n    pass\n"})
+    report = bisect(repo, shas[0], shas[-1], named_check("pytest:test_value"))
+    assert report.status == "aborted" and report.first_bad is None, report.format()
+    assert report.abort_reason.startswith(
+        "the check cannot be executed: No module named pytest (at "
+    ), report.abort_reason
+    assert f"; install what is missing for {light}" in report.abort_reason
+    assert len(report.steps) == 1 and report.check_runs == 2
 
 
 def test_a_merged_side_branch_is_bisected_too(tmp_path: Path) -> None:

@@ -113,3 +113,55 @@ def test_without_lm_eval_it_says_how_to_install_the_extra(
 def test_eval_without_a_task_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys)
     assert code == 2 and "gsm8k" in out
+
+
+def test_user_code_runs_in_a_child_and_its_end_is_exit_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--regression MODULE:ATTR`` runs the eval in a child; however it ends is exit 1 with one
+    error (issue 27, bug 1; end to end in the integration test below)."""
+    import harness.child
+    import harness.errors
+
+    calls: list[str] = []
+
+    def ended(function: str, *args: object) -> object:
+        calls.append(function)
+        raise harness.errors.ChildError("SystemExit: sys.exit(0) called (b.py:3)", None, [])
+
+    monkeypatch.setattr(harness.child, "run_in_child", ended)
+    code, out, err = run(capsys, "gsm8k", "--limit=1", "--regression", "b.py:Backend")
+    assert calls == ["harness.eval.cli:gsm8k_report"] and code == 1 and out == ""
+    assert err == (
+        "harness: error: --regression 'b.py:Backend': SystemExit: sys.exit(0) called (b.py:3)\n"
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("backend", "how"),
+    [
+        ("ExitBackend", "SystemExit: sys.exit(0) called ("),
+        ("OsExitBackend", "the process exited with status 0 before returning (os._exit()"),
+        ("RaisingBackend", "ValueError: the builder broke ("),
+    ],
+)
+def test_a_user_backend_that_ends_the_eval_is_exit_1(
+    backend: str, how: str, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    ending = Path(__file__).parents[1] / "simulation" / "ending_backends.py"
+    exe = Path(sys.executable).with_name("harness")
+    argv = [str(exe), "eval", "gsm8k", "--limit=1", "--max-gen-toks=4"]
+    done = subprocess.run(
+        [*argv, "--regression", f"{ending}:{backend}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1 and done.stdout == "", done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("harness: error:")]
+    assert how in error and "Traceback" not in done.stderr

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -56,7 +57,58 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-@pytest.mark.slow
+def test_an_engine_out_of_memory_is_one_line_naming_the_allocation() -> None:
+    """What the seed's command prints when it dies (end to end in the integration test below)."""
+    from harness.eval.lm_eval_cli import describe_oom
+    from harness.eval.simulated import EngineOutOfMemoryError
+    from harness.regressions import get_regression
+    from harness.simulation.simulate import simulate
+    from harness.simulation.workload import gsm8k
+
+    backend = get_regression("flashinfer-oom").backend
+    result = simulate(
+        model="llama-3.1-8b", device="h100-95", workload=gsm8k(), backend=backend, max_steps=1
+    )
+    line = describe_oom(EngineOutOfMemoryError(result))
+    assert line.startswith("out of memory at engine step 0: CUDA out of memory. Tried to allocate")
+    assert "2.12 GiB." in line and "\n" not in line
+    assert "(aten.clone.default at harness/regressions/flashinfer_oom.py:" in line
+    assert line.endswith(", simulated on h100-95)")
+
+
+def test_lm_evals_value_errors_and_an_offline_dataset_become_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hooks around lm-eval's own task handling (end to end in the integration tests)."""
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+
+    from harness.errors import HarnessError
+    from harness.eval.lm_eval_cli import OFFLINE_HINT, command_line_hooks
+
+    config: Any = EvaluatorConfig
+
+    class Manager:
+        def load(self, *args: object) -> None:
+            raise ConnectionError("Couldn't reach 'x/y' on the Hub")
+
+    def unknown_task(self: Any, metadata: object = None) -> object:
+        raise ValueError("Tasks not found: gsm9k")
+
+    monkeypatch.setattr(config, "process_tasks", unknown_task)
+    with command_line_hooks(), pytest.raises(HarnessError, match=r"^Tasks not found: gsm9k$"):
+        config.process_tasks(SimpleNamespace(metadata={}))
+    assert config.process_tasks is unknown_task  # restored
+
+    monkeypatch.setattr(config, "process_tasks", lambda self, metadata=None: Manager())
+    monkeypatch.setattr("harness.eval.task.use_local_splits", lambda *args: None)
+    with command_line_hooks():
+        manager = config.process_tasks(SimpleNamespace(metadata={}))
+        with pytest.raises(HarnessError) as caught:
+            manager.load()
+    assert str(caught.value) == f"Couldn't reach 'x/y' on the Hub ({OFFLINE_HINT})"
+
+
+@pytest.mark.integration
 def test_the_seeds_command_with_the_regression_ends_with_one_line_naming_the_allocation(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -69,7 +121,7 @@ def test_the_seeds_command_with_the_regression_ends_with_one_line_naming_the_all
     assert "(aten.clone.default at harness/regressions/flashinfer_oom.py:" in line
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_seeds_command_without_the_regression_prints_lm_evals_table(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -82,7 +134,7 @@ def test_the_seeds_command_without_the_regression_prints_lm_evals_table(
     assert "meta tensors hold no values" in err
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_lm_evals_flags_pass_through(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, err = run(
         capsys,
@@ -117,7 +169,7 @@ def test_lm_evals_flags_pass_through(capsys: pytest.CaptureFixture[str], tmp_pat
     assert sorted({s["doc_id"] for s in samples}) == [0, 1]  # one line per document and filter
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_task_lm_eval_does_not_know_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "--model", "harness-ref", "--tasks", "gsm9k", "--limit", "1")
     assert code == 2 and out == ""
@@ -162,6 +214,42 @@ def test_usage_errors_exit_2_with_one_line_before_any_work(
     code, out, err = run(capsys, "--model", "harness-ref", "--tasks", "gsm8k", *argv)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("", "harness: error: --output_path is empty (name the directory to write into)"),
+        ("file/out", "harness: error: --output_path {tmp}/file/out: {tmp}/file is not a directory"),
+        ("file", "harness: error: --output_path {tmp}/file: {tmp}/file is not a directory"),
+        (
+            "file/out.json",
+            "harness: error: --output_path's directory {tmp}/file: {tmp}/file is not a directory",
+        ),
+        ("dir.json", "harness: error: --output_path {tmp}/dir.json: it is a directory"),
+        ("dangling/out", "harness: error: --output_path {tmp}/dangling/out: {tmp}/dangling is a "),
+    ],
+)
+def test_an_output_path_lm_eval_cannot_write_is_refused_before_any_work(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str, message: str
+) -> None:
+    """lm-eval logs a failed save at INFO and exits 0 having written nothing (issue 27, bug 6)."""
+    (tmp_path / "file").write_text("")
+    (tmp_path / "dir.json").mkdir()
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    output_path = str(tmp_path / where) if where else ""
+    argv = ["--model", "harness-ref", "--tasks", "gsm8k", "--limit", "1"]
+    code, out, err = run(capsys, *argv, "--output_path", output_path)
+    assert code == 2 and out == ""
+    assert err.startswith(message.format(tmp=tmp_path)) and err.count("\n") == 1, err
+
+
+def test_an_output_path_that_can_be_made_passes_and_nothing_is_made(tmp_path: Path) -> None:
+    from harness.eval.lm_eval_cli import check_output_path
+
+    for where in ("new/deeper", "new/out.json", "out.json", "."):
+        check_output_path(str(tmp_path / where))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_vllm_attention_backend_is_read_and_the_argument_wins(
@@ -226,7 +314,7 @@ def test_an_lm_eval_without_its_cli_package_is_one_line(
     assert code == 2 and "needs lm-eval's lm_eval._cli command line" in err
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_task_whose_dataset_is_not_there_offline_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

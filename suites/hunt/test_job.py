@@ -75,13 +75,18 @@ def test_row_judgement(verdict: str, expected: str | None, misbehaves: bool) -> 
     assert row.misbehaves is misbehaves
 
 
-def test_sys_exit_in_a_variant_is_an_error_row_and_the_hunt_goes_on(tmp_path: Path) -> None:
-    """A buggy variant calling ``sys.exit(0)`` while it builds: its catalog and scaling rows are
-    errors (the hunt fails), and every row after them still runs."""
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("in_a_thread", [False, True])
+def test_sys_exit_in_a_variant_is_an_error_row_and_the_hunt_goes_on(
+    tmp_path: Path, in_a_thread: bool
+) -> None:
+    """A buggy variant calling ``sys.exit(0)`` while it builds, also in a worker thread: its
+    catalog and scaling rows are errors (the hunt fails), and every row after them still runs."""
     from suites.regressions.variants import exiting_entry
 
     (tmp_path / "ok.py").write_text("class A:\n    pass\n")
-    report = hunt(tmp_path, devices=(), entries=[exiting_entry("exits")], quick=True)
+    entries = [exiting_entry("exits", in_a_thread=in_a_thread)]
+    report = hunt(tmp_path, devices=(), entries=entries, quick=True)
     rows = {(r.section, r.name): r for r in report.rows}
     assert rows[("catalog", "exits")].misbehaves
     scaling = rows[("scaling", "exits (buggy)")]
@@ -161,12 +166,26 @@ REGRESSION = Regression(
 """
 
 
+@pytest.mark.parametrize(
+    "real_child", [False, pytest.param(True, marks=pytest.mark.integration, id="real-child")]
+)
 def test_an_installed_entry_that_calls_os_exit_is_an_error_row_and_the_hunt_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_child: bool
 ) -> None:
     """A user's entry (an entry point) runs its catalog checks in a child process: its
-    ``os._exit(0)`` is an error row, its in-process scaling row is not run, the hunt reports."""
+    ``os._exit(0)`` is an error row, its in-process scaling row is not run, the hunt reports.
+    The fast tier stands in for the children with their :class:`ChildError`."""
+    from harness import child
+    from harness.errors import ChildError
     from harness.regressions import registry
+
+    if not real_child:
+
+        def ended(function: str, *args: object) -> object:
+            how = "the process exited with status 0 before returning (os._exit(), or a crash"
+            raise ChildError(f"{how} in native code)", None, ["its last words"])
+
+        monkeypatch.setattr(child, "run_in_child", ended)
 
     site = tmp_path / "site"
     (site / "exit_entries-1.0.dist-info").mkdir(parents=True)

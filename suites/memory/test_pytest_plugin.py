@@ -74,6 +74,43 @@ def test_cpu_budget_passes_and_fails_with_the_allocations_at_the_peak(
     assert "Traceback" not in result.stdout.str()
 
 
+def test_a_unittest_method_is_held_to_its_budget(pytester: pytest.Pytester) -> None:
+    """A ``unittest.TestCase`` method runs outside ``pytest_pyfunc_call``: its budget was
+    ignored, 64 MiB passing a 1 MiB budget (issue 27, bug 4)."""
+    pytester.makepyfile(
+        test_unit="""
+        import unittest
+
+        import pytest
+        import torch
+
+        class TestBudgets(unittest.TestCase):
+            @pytest.mark.memory_budget(peak="1 MiB")
+            def test_big(self):
+                x = torch.ones(16 << 20)
+
+            @pytest.mark.memory_budget(peak="1 MiB", device="meta:h100-95")
+            def test_small_on_meta(self):
+                x = torch.ones(16)
+                self.assertEqual(x.device.type, "meta")
+
+            @pytest.mark.memory_budget(peak="1 MiB")
+            def test_fails_itself(self):
+                x = torch.ones(16 << 20)
+                self.fail("the body's own failure")
+        """
+    )
+    result = pytester.runpytest("--strict-markers", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*memory budget exceeded on cpu: peak 64.00 MiB (67108864 bytes) > budget 1024.00 KiB*",
+            "*aten.ones.default ?16777216 float32 cpu? at test_unit.py:*",
+        ]
+    )
+    assert "the body's own failure" in result.stdout.str()
+
+
 def test_fixture_allocations_are_outside_the_budget(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
@@ -219,6 +256,7 @@ def test_memory_tracker_fixture_measures_a_region_and_reports_on_failure(
     )
 
 
+@pytest.mark.integration  # a nested pytest -n 1 run; the in-process pytester tests cover the rest
 def test_works_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_x="""

@@ -282,3 +282,15 @@ def test_finish_requests_frees_running_and_waiting_requests() -> None:
     assert not scheduler.has_unfinished_requests()
     assert pool.get_num_free_blocks() == free_before
     assert scheduler.schedule().finished_req_ids == {"run", "wait"}  # the runner hears of both
+
+
+@given(prompt=st.integers(1, 8), output=st.integers(0, 8), data=st.data())
+def test_token_ids_slice_prompt_then_output_without_joining_them(
+    prompt: int, output: int, data: st.DataObject
+) -> None:
+    request = Request("r", list(range(prompt)), max_tokens=8)
+    request.output_token_ids = list(range(100, 100 + output))
+    start = data.draw(st.integers(0, prompt + output))
+    stop = data.draw(st.integers(start, prompt + output))
+    joined = request.prompt_token_ids + request.output_token_ids
+    assert request.token_ids(start, stop) == joined[start:stop]

@@ -112,6 +112,7 @@ def test_verify_json_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown regression 'no-such-entry'; available:" in capsys.readouterr().err
 
 
+@pytest.mark.integration
 def test_user_variants_end_to_end_through_module_attr(user_dir: Path) -> None:
     """The user's module lives outside the package and is found from the working directory."""
     run = _harness(
@@ -128,10 +129,10 @@ def test_misbehaving_entries_and_bad_specs_exit_non_zero(
 ) -> None:
     monkeypatch.chdir(user_dir)
     monkeypatch.delitem(sys.modules, "my_variants", raising=False)
-    assert main(["regressions", "verify", "my_variants:MISSES"]) == 1
+    assert main(["regressions", "verify", "--in-process", "my_variants:MISSES"]) == 1
     out = capsys.readouterr().out
     assert "misses" in out and "NOT AS EXPECTED" in out and "0 of 1 behave" in out
-    assert main(["regressions", "verify", "--regression", "my_variants:Nope"]) == 2
+    assert main(["regressions", "verify", "--regression", "my_variants:Nope"]) == 2  # in a child
     err = capsys.readouterr().err
     assert "harness: error: --regression 'my_variants:Nope': my_variants has no attribute" in err
 
@@ -141,7 +142,8 @@ def test_a_user_backend_runs_the_generic_checks(
 ) -> None:
     monkeypatch.chdir(user_dir)
     monkeypatch.delitem(sys.modules, "my_variants", raising=False)
-    assert main(["regressions", "verify", "my_variants:LastPageModuloBackend", "--json"]) == 1
+    args = ["my_variants:LastPageModuloBackend", "--json", "--in-process"]
+    assert main(["regressions", "verify", *args]) == 1
     (obj,) = json.loads(capsys.readouterr().out)
     verdicts = {c["check"]: c["verdict"] for c in obj["checks"]}
     assert obj["kind"] == "variant" and obj["buggy_detected"] is None
@@ -151,6 +153,30 @@ def test_a_user_backend_runs_the_generic_checks(
     assert not any(name.startswith("oracle:hybrid") for name in verdicts)  # FlashInfer: no hybrid
 
 
+def test_the_scaling_report_names_a_users_allocation(
+    user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``harness memory scaling --regression MODULE:ATTR`` runs in its child, run here."""
+    from harness.simulation.cli import scaling_report
+
+    monkeypatch.chdir(user_dir)
+    monkeypatch.delitem(sys.modules, "my_variants", raising=False)
+    options = {
+        "model": "tiny",
+        "workload": "tiny",
+        "regression": "my_variants:ScratchPerStepBackend",
+        "num_blocks": [64, 128],
+        "device": "meta",
+        "dtype": "bfloat16",
+        "max_steps": 2,
+        "json": False,
+    }
+    code, text = scaling_report(options)
+    assert code == 1
+    assert "my_variants.py:" in text and "self.scratch = torch.empty_like(self.first_cache)" in text
+
+
+@pytest.mark.integration
 def test_memory_commands_take_a_users_backend(
     user_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -171,8 +197,10 @@ def test_memory_commands_take_a_users_backend(
 def test_a_variant_that_calls_sys_exit_fails_its_checks_and_the_report_is_printed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """``sys.exit(0)`` in a user's builder: exit 1 with every result printed, never exit 0."""
-    assert main(["regressions", "verify", "suites.regressions.variants:EXITING", "--json"]) == 1
+    """``sys.exit(0)`` in a user's builder: exit 1 with every result printed, never exit 0
+    (in the child too: the same ``run_check`` catches it there)."""
+    args = ["suites.regressions.variants:EXITING", "--json", "--in-process"]
+    assert main(["regressions", "verify", *args]) == 1
     (obj,) = json.loads(capsys.readouterr().out)
     errors = [c for c in obj["checks"] if c["verdict"] == "error"]
     assert errors and all("sys.exit(0)" in c["detail"] for c in errors)
@@ -196,7 +224,7 @@ class OsExitBackend(FlashInferBackend):
 """
 
 
-@pytest.mark.parametrize("status", [0, 3])
+@pytest.mark.parametrize("status", [0, pytest.param(3, marks=pytest.mark.integration)])
 def test_a_variant_that_calls_os_exit_is_a_check_error_never_the_runs_status(
     status: int,
     tmp_path: Path,
@@ -211,4 +239,19 @@ def test_a_variant_that_calls_os_exit_is_a_check_error_never_the_runs_status(
     (obj,) = json.loads(capsys.readouterr().out)
     (run,) = [c for c in obj["checks"] if c["verdict"] == "error"]
     assert run["check"].startswith("oracle:") and not obj["ok"]
-    assert f"exited with status {status} while this check ran (os._exit()" in run["detail"]
+    assert run["detail"].startswith(
+        f"the process exited with status {status} before returning (os._exit(), or a crash in "
+        "native code), while this check ran; the checks after it did not run"
+    )
+
+
+def test_a_module_that_calls_os_exit_on_import_is_an_error_naming_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "dies_on_import.py").write_text("import os\nos._exit(0)\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["regressions", "verify", "dies_on_import:Backend", "--json"]) == 1
+    (obj,) = json.loads(capsys.readouterr().out)
+    (run,) = obj["checks"]
+    assert run["check"] == "(the import of dies_on_import)" and run["verdict"] == "error"
+    assert run["detail"].startswith("the process exited with status 0 before returning")

@@ -10,7 +10,7 @@ import pytest
 from harness.regressions import REGRESSIONS, Check, CheckOutcome, Variant, get_regression
 from harness.regressions.verify import VerifyResult, verify
 
-from .variants import entry, exits, exits_zero, raises
+from .variants import entry, exits, exits_in_a_thread, exits_zero, raises
 
 EXPECTED_DETAIL = {  # (id, check, role): what the check must have said
     (
@@ -80,11 +80,13 @@ def test_a_check_that_raises_is_an_error_never_a_find() -> None:
     assert all("RuntimeError: internal error while checking" in str(r.error) for r in result.runs)
 
 
-@pytest.mark.parametrize("check", [exits, exits_zero])
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("check", [exits, exits_zero, exits_in_a_thread])
 def test_a_check_that_calls_sys_exit_is_an_error_and_the_run_goes_on(
     check: Callable[[Variant], CheckOutcome],
 ) -> None:
-    """``sys.exit()`` inside a check (any status) is that check's error, never the run's end."""
+    """``sys.exit()`` inside a check (any status, any thread) is that check's error, never the
+    run's end (a thread's is silent in Python: issue 27, bug 1)."""
     (result, after) = verify(
         [entry("exits", Check("exit", "ends the process", check)), entry("after")]
     )

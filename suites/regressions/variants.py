@@ -47,6 +47,16 @@ def exits_zero(variant: Variant) -> CheckOutcome:
     sys.exit(0)
 
 
+def exits_in_a_thread(variant: Variant) -> CheckOutcome:
+    """A check whose worker thread calls ``sys.exit(0)``; the check itself then finds nothing."""
+    import threading
+
+    worker = threading.Thread(target=sys.exit, args=(0,))
+    worker.start()
+    worker.join()
+    return never_fires(variant)
+
+
 class ExitingBuilder(FlashInferMetadataBuilder):
     """A builder that ends the interpreter with status 0 the first time it builds."""
 
@@ -63,11 +73,32 @@ class ExitingBackend(FlashInferBackend):
         return ExitingBuilder
 
 
-def exiting_entry(regression_id: str) -> Regression:
+class ThreadExitingBuilder(FlashInferMetadataBuilder):
+    """A builder whose worker thread calls ``sys.exit(0)`` (silent in Python) as it builds."""
+
+    def build(self, *args: Any, **kwargs: Any) -> Any:
+        import threading
+
+        worker = threading.Thread(target=sys.exit, args=(0,))
+        worker.start()
+        worker.join()
+        return super().build(*args, **kwargs)
+
+
+class ThreadExitingBackend(FlashInferBackend):
+    """FlashInfer with :class:`ThreadExitingBuilder`."""
+
+    @staticmethod
+    def get_builder_cls() -> type[FlashInferMetadataBuilder]:
+        return ThreadExitingBuilder
+
+
+def exiting_entry(regression_id: str, *, in_a_thread: bool = False) -> Regression:
     """An entry whose buggy variant calls ``sys.exit(0)`` while it builds metadata."""
     import dataclasses
 
-    return dataclasses.replace(entry(regression_id), buggy=Variant(ExitingBackend))
+    backend = ThreadExitingBackend if in_a_thread else ExitingBackend
+    return dataclasses.replace(entry(regression_id), buggy=Variant(backend))
 
 
 EXITING = Variant(ExitingBackend)

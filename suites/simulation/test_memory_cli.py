@@ -175,3 +175,78 @@ def test_memory_without_subcommand_prints_help_and_exits_2(
 ) -> None:
     code, out, _ = run(capsys)
     assert code == 2 and "simulate" in out and "scaling" in out
+
+
+ENDING = Path(__file__).with_name("ending_backends.py")
+
+
+def test_user_code_that_ends_the_run_is_an_error_exit_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``sys.exit(0)`` in a user's builder: exit 1 naming it, never exit 0 with no output
+    (issue 27, bug 1). The whole matrix of endings and commands is the integration test below."""
+    spec = f"{ENDING}:ExitBackend"
+    line = ENDING.read_text().splitlines().index("    sys.exit(0)") + 1
+    code, out, err = run(capsys, "scaling", "--max-steps", "1", "--regression", spec)
+    assert code == 1 and out == ""
+    assert err.splitlines()[-2:] == [
+        f"harness: error: --regression {spec!r}: SystemExit: sys.exit(0) called ({ENDING}:{line});"
+        " its last lines:",
+        "  | ExitBackend's builder ends the run now",
+    ]
+
+
+@pytest.mark.parametrize("command", ["simulate", "scaling"])
+def test_user_code_runs_in_a_child_and_its_end_is_exit_1(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only ``MODULE:ATTR`` goes to a child; a catalog name runs here (the fast path)."""
+    import harness.child
+    import harness.errors
+
+    calls: list[str] = []
+
+    def ended(function: str, *args: object) -> object:
+        calls.append(function)
+        raise harness.errors.ChildError("the process exited with status 0", "step 2", ["last"])
+
+    monkeypatch.setattr(harness.child, "run_in_child", ended)
+    argv = [command, "--model", "tiny", "--workload", "tiny", "--max-steps", "1"]
+    code, out, err = run(capsys, *argv, "--regression", "my_module:Backend")
+    assert calls == [f"harness.simulation.cli:{command}_report"]
+    assert code == 1 and out == ""
+    assert err == (
+        "harness: error: --regression 'my_module:Backend': the process exited with status 0, "
+        "while step 2 ran; its last lines:\n  | last\n"
+    )
+    code, out, _ = run(capsys, *argv, "--regression", "flashinfer-oom")
+    assert calls == [f"harness.simulation.cli:{command}_report"] and code == 1 and out
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("command", ["simulate", "scaling"])
+@pytest.mark.parametrize(
+    ("backend", "how"),
+    [
+        ("ExitBackend", "SystemExit: sys.exit(0) called ("),
+        ("OsExitBackend", "the process exited with status 0 before returning (os._exit()"),
+        ("ThreadExitBackend", "ended: SystemExit: sys.exit(0) called ("),
+        ("ThreadOsExitBackend", "the process exited with status 0 before returning (os._exit()"),
+        ("RaisingBackend", "ValueError: the builder broke ("),
+    ],
+)
+def test_every_way_user_code_ends_is_exit_1_with_one_error(
+    command: str, backend: str, how: str, tmp_path: Path
+) -> None:
+    """Issue 27, bugs 1 and 10, end to end through the installed command."""
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).with_name("harness")
+    argv = [str(exe), "memory", command, "--model", "tiny", "--workload", "tiny"]
+    argv += ["--max-steps", "2", "--regression", f"{ENDING}:{backend}"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and done.stdout == "", done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("harness: error:")]
+    assert how in error and "Traceback" not in done.stderr
+    assert done.stderr.rstrip().endswith(f"  | {backend}'s builder ends the run now")

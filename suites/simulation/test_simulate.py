@@ -144,7 +144,7 @@ def test_clean_run_first_steps_fit(device: str) -> None:
     assert result.steps[0].num_tokens == 16384  # all 1319 prompts waiting: a full prefill budget
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("device", ["h100-95", "b200"])
 def test_clean_gsm8k_completes_at_full_scale(device: str) -> None:
     workload = gsm8k()
