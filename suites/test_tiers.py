@@ -29,31 +29,9 @@ CLOCKS = frozenset({"perf_counter", "time", "monotonic", "perf_counter_ns", "mon
 
 KNOWN_OFFENDERS = frozenset(
     {
-        # In files other helpers are tiering now (issue 27): the lead deletes each line as that
-        # branch lands. A line that no longer offends fails this test, so none outlives its fix.
-        "ci/test_pytest_gpu_gate.py: test_make_test_gpu_require_gpu_fails_on_a_machine_without_"
-        "cuda runs make outside the integration tier",
-        "overrides/test_dispatch.py: test_long_lines_and_many_matches_stay_linear asserts on "
-        "the wall clock",
-        "overrides/test_project_config.py: test_adversarial_patterns_and_paths_stay_fast asserts "
-        "on the wall clock",
-        "overrides/test_robustness.py: test_pathological_input_stays_fast asserts on the wall "
-        "clock",
-        "test_ci_configs.py: test_every_phony_target_has_a_documented_rule_and_make_help_lists_it "
-        "runs make outside the integration tier",
-        "test_ci_configs.py: test_make_can_use_an_existing_interpreter runs make outside the "
-        "integration tier",
-        "test_ci_configs.py: test_make_can_use_an_existing_interpreter runs pip outside the "
-        "integration tier",
+        # Runs a fake `make` put first on PATH, which records its arguments: no nested build.
         "test_ci_configs.py: test_the_override_step_runs_since_the_merge_base_on_pull_requests "
         "runs make outside the integration tier",
-        "test_ci_configs.py: test_the_published_hook_installs_light runs pre-commit outside the "
-        "integration tier",
-        "test_light_install.py: _light_install runs pip outside the integration tier",
-        "test_pre_commit_hook.py: _index_unreachable runs pip outside the integration tier",
-        "test_pre_commit_hook.py: test_the_hook_passes_a_clean_commit_and_rejects_a_keyword_"
-        "rename runs pre-commit outside the integration tier",
-        "test_pre_commit_hook.py: user_repo runs pre-commit outside the integration tier",
     }
 )
 
@@ -65,6 +43,8 @@ class Scope:
     name: str
     node: ast.AST
     integration: bool
+    params: frozenset[str] = frozenset()
+    """The function's parameters: the fixtures a test asks for by name."""
 
 
 def _is_integration_mark(node: ast.expr) -> bool:
@@ -92,9 +72,37 @@ def _scopes(tree: ast.Module) -> Iterator[Scope]:
                 yield from visit(stmt.body, marked)
             elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                 marked = inherited or any(_is_integration_mark(d) for d in stmt.decorator_list)
-                yield Scope(stmt.name, ast.Module(stmt.body, []), marked)  # not its decorators
+                params = frozenset(a.arg for a in stmt.args.args + stmt.args.kwonlyargs)
+                body = ast.Module(stmt.body, [])  # not its decorators
+                yield Scope(stmt.name, body, marked, params)
 
-    yield from visit(tree.body, module_mark)
+    yield from _only_used_by_integration(list(visit(tree.body, module_mark)))
+
+
+def _only_used_by_integration(scopes: list[Scope]) -> Iterator[Scope]:
+    """A helper or fixture (not a ``test_`` function) that only integration scopes use, by name
+    or as a fixture argument, belongs to the integration tier too."""
+    uses = {scope.name: _names_used(scope.node) | scope.params for scope in scopes}
+    integration = {s.name for s in scopes if s.integration}
+    while True:
+        found = {
+            s.name
+            for s in scopes
+            if not s.name.startswith("test_")
+            and s.name != "<module>"
+            and (users := {n for n, used in uses.items() if s.name in used and n != s.name})
+            and users <= integration
+        }
+        if found <= integration:
+            break
+        integration |= found
+    for scope in scopes:
+        yield Scope(scope.name, scope.node, scope.name in integration, scope.params)
+
+
+def _names_used(node: ast.AST) -> set[str]:
+    """The names a scope reads (calls, references, decorators of nested functions)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _is_def(stmt: ast.stmt) -> bool:

@@ -107,6 +107,7 @@ def test_registering_keeps_lm_evals_builtin_models() -> None:
 
 
 def test_loglikelihood_on_cpu_and_a_clear_error_on_meta() -> None:
+    register()
     lm = get_model(MODEL_NAME)(pretrained="tiny", quiet=True, track_memory=False)
     context = "Question: What is 2+3?\nAnswer:"
     (continuation,) = lm.generate_until(
