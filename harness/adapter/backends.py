@@ -13,9 +13,8 @@ import ast
 import re
 from dataclasses import dataclass
 
-from harness.adapter.extract import parse_file
-from harness.adapter.tree import VllmTree
 from harness.errors import HarnessError
+from harness.vllm_tree.tree import VllmTree, parse_source
 
 REGISTRY = "vllm/v1/attention/backends/registry.py"
 _CLASS_PATH = re.compile(r"^vllm\.v1\.attention\.backends\.[\w.]+\.\w+$")
@@ -59,7 +58,7 @@ def canonical_name(name: str) -> str:
 
 def discover_backends(tree: VllmTree) -> list[BackendEntry]:
     """The tree's backends, in its own order."""
-    registry = tree.path(REGISTRY)
+    registry = tree.file(REGISTRY)
     if registry.is_file():
         return _from_registry(tree)
     return _from_selectors(tree)
@@ -67,7 +66,7 @@ def discover_backends(tree: VllmTree) -> list[BackendEntry]:
 
 def _from_registry(tree: VllmTree) -> list[BackendEntry]:
     entries: list[BackendEntry] = []
-    for node in parse_file(tree.path(REGISTRY)).body:
+    for node in parse_source(tree.file(REGISTRY)).body:
         if isinstance(node, ast.ClassDef) and node.name == "AttentionBackendEnum":
             for statement in node.body:
                 if (
@@ -86,17 +85,17 @@ def _from_registry(tree: VllmTree) -> list[BackendEntry]:
                         )
                     )
     if not entries:
-        raise HarnessError(f"{tree.path(REGISTRY)} has no AttentionBackendEnum members")
+        raise HarnessError(f"{tree.file(REGISTRY)} has no AttentionBackendEnum members")
     return entries
 
 
 def _get_name(tree: VllmTree, class_path: str) -> str | None:
     """The constant a backend class's ``get_name()`` returns, read from its module's source."""
     module, _, class_name = class_path.rpartition(".")
-    path = tree.path(module.replace(".", "/") + ".py")
+    path = tree.file(module.replace(".", "/") + ".py")
     if not path.is_file():
         return None
-    for node in parse_file(path).body:
+    for node in parse_source(path).body:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "get_name":
@@ -110,8 +109,8 @@ def _get_name(tree: VllmTree, class_path: str) -> str | None:
 
 def _from_selectors(tree: VllmTree) -> list[BackendEntry]:
     entries: dict[str, BackendEntry] = {}
-    for path in sorted(tree.path("vllm/platforms").glob("*.py")):
-        for node in ast.walk(parse_file(path)):
+    for path in sorted(tree.file("vllm/platforms").glob("*.py")):
+        for node in ast.walk(parse_source(path)):
             if (
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)

@@ -136,10 +136,9 @@ def _backends(tree: Any, names: list[str] | None) -> list[str]:
 
 def list_backends(tree: Any, options: Any, names: list[str] | None, seed: int) -> int:
     """Print which backends run; exit 0 when at least one does."""
-    from harness.adapter.child import run_in_child
-    from harness.adapter.jobs import LIST_STEPS, job
+    from harness.adapter.jobs import LIST_STEPS, job, run_job_in_child
 
-    rows = run_in_child(
+    rows = run_job_in_child(
         job("list", tree, options, backends=names, steps=LIST_STEPS, seed=seed),
         f"listing the backends of {tree.label}",
     )
@@ -158,7 +157,7 @@ def list_backends(tree: Any, options: Any, names: list[str] | None, seed: int) -
 def scaling_command(args: argparse.Namespace) -> int:
     """``harness memory scaling --vllm-src PATH``."""
     from harness.adapter.scaling import NOT_COVERED, tree_scaling
-    from harness.adapter.tree import locate_tree
+    from harness.vllm_tree.tree import locate_tree
 
     tree = locate_tree(args.vllm_src)
     options = platform_options(args)
@@ -197,7 +196,7 @@ def scaling_command(args: argparse.Namespace) -> int:
 def diff_command(args: argparse.Namespace) -> int:
     """``harness diff``."""
     from harness.adapter.diff import diff_backend
-    from harness.adapter.tree import locate_tree
+    from harness.vllm_tree.tree import locate_tree
 
     base = locate_tree(args.base, "--base")
     head = locate_tree(args.head, "--head")

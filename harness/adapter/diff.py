@@ -1,8 +1,8 @@
 """``harness diff``: two vLLM trees' builders over the same serving sequence, step by step.
 
-Each side runs in its own child process (:mod:`harness.adapter.child`); each step's batch
-order, the reorder's swaps, every metadata field (FlashInfer's plans included) and any exception
-(type, message, the tree's raising line) are compared. The first difference is reported with
+Each side runs in its own child process (:func:`~harness.adapter.jobs.run_job_in_child`); each
+step's batch order, the reorder's swaps, every metadata field (FlashInfer's plans included) and
+any exception (type, message, the tree's raising line) are compared. The first difference is reported with
 its step, the field's path and both values. A crash on one side only is a difference; the same
 crash on both sides (same type, message and line) is not.
 """
@@ -13,11 +13,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from harness.adapter.child import run_in_child
-from harness.adapter.jobs import job
+from harness.adapter.jobs import job, run_job_in_child
 from harness.adapter.platform import PlatformOptions
-from harness.adapter.tree import VllmTree
-from harness.errors import HarnessError
+from harness.errors import ChildError, HarnessError
+from harness.vllm_tree.tree import VllmTree
 
 MAX_SHOWN = 160
 
@@ -163,7 +162,7 @@ def diff_backend(
     for side, tree in (("base", base), ("head", head)):
         work = job("record", tree, options, backend=backend, steps=steps, seed=seed)
         try:
-            records.append(run_in_child(work, f"{backend} on the {side} tree"))
-        except HarnessError as exc:
+            records.append(run_job_in_child(work, f"{backend} on the {side} tree"))
+        except (HarnessError, ChildError) as exc:
             records.append({"unavailable": str(exc)})
     return compare_records(backend, records[0], records[1])

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.adapter.tree import VllmTree
+from harness.vllm_tree.tree import VllmTree
 
 if TYPE_CHECKING:
     from harness.hunt.job import Row

@@ -1,8 +1,8 @@
 """The scaling detector on a vLLM tree's own builders.
 
-For each backend, two child processes (:mod:`harness.adapter.child`) drive the builder over the
-same serving sequence, under the memory tracker (every thread), with ``num_gpu_blocks`` at the
-sequence's pool of blocks and at twice that (``cache_config.num_gpu_blocks`` and the KV cache
+For each backend, two child processes (:func:`~harness.adapter.jobs.run_job_in_child`) drive
+the builder over the same serving sequence, under the memory tracker (every thread), with
+``num_gpu_blocks`` at the sequence's pool of blocks and at twice that (``cache_config.num_gpu_blocks`` and the KV cache
 tensors change; the schedule, block ids included, does not). Allocations are paired region by
 region (:func:`harness.simulation.scaling.scaling_pairs`); any pair whose size differs, except
 the KV cache itself, is a finding: the tree's ``file:line``, the op, bytes per block, and whether
@@ -19,13 +19,12 @@ from typing import Any
 
 import torch
 
-from harness.adapter.child import run_in_child
-from harness.adapter.jobs import job
+from harness.adapter.jobs import job, run_job_in_child
 from harness.adapter.platform import PlatformOptions
-from harness.adapter.tree import VllmTree
-from harness.errors import HarnessError
+from harness.errors import ChildError, HarnessError
 from harness.memory.allocation import Allocation, SourceLine
 from harness.simulation.scaling import scaling_pairs
+from harness.vllm_tree.tree import VllmTree
 
 KV_CACHE_REGION = "initialize_kv_cache"
 ONCE_REGIONS = ("layers", "construct")
@@ -182,7 +181,7 @@ def tree_scaling(
             "trace", tree, options, backend=backend, steps=steps, seed=seed, blocks_factor=factor
         )
         try:
-            traces.append(run_in_child(work, f"{backend} at {factor}x num_blocks"))
-        except HarnessError as exc:
+            traces.append(run_job_in_child(work, f"{backend} at {factor}x num_blocks"))
+        except (HarnessError, ChildError) as exc:
             return BackendScaling(backend, stopped=str(exc))
     return compare_traces(backend, traces[0], traces[1])

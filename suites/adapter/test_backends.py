@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness.adapter.backends import canonical_name, discover_backends, select_backends
-from harness.adapter.tree import VllmTree
 from harness.errors import HarnessError
+from harness.vllm_tree.tree import VllmTree
 
 
 def test_the_registry_enum_names_the_backends(era034: VllmTree) -> None:

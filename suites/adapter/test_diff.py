@@ -9,7 +9,7 @@ from typing import Any
 from harness.adapter.diff import compare_records, first_difference
 from harness.adapter.jobs import record_job
 from harness.adapter.platform import PlatformOptions
-from harness.adapter.tree import VllmTree
+from harness.vllm_tree.tree import VllmTree
 from suites.adapter.conftest import ERA034, copy_tree
 
 HELPER = (

@@ -8,8 +8,8 @@ from harness.adapter import scaling
 from harness.adapter.hunt_rows import tree_rows
 from harness.adapter.platform import PlatformOptions
 from harness.adapter.scaling import BackendScaling, TreeScalingFinding
-from harness.adapter.tree import VllmTree
 from harness.hunt.job import Row
+from harness.vllm_tree.tree import VllmTree
 
 FINDING = TreeScalingFinding("vllm/x.py:3", "torch.zeros(n)", "aten.zeros.default", 4.0, "once")
 

@@ -8,7 +8,7 @@ from typing import Any
 from harness.adapter.jobs import trace_job
 from harness.adapter.platform import PlatformOptions
 from harness.adapter.scaling import compare_traces
-from harness.adapter.tree import VllmTree
+from harness.vllm_tree.tree import VllmTree
 from suites.adapter.conftest import ERA034, copy_tree
 
 INJECTED = "        self.per_block = torch.zeros(vllm_config.cache_config.num_gpu_blocks * 64)\n"

@@ -19,12 +19,12 @@ import numpy as np
 import torch
 
 from harness.fidelity.differentials.kv_cache import at_default
-from harness.fidelity.era import Era
 from harness.reference.batch import common_metadata
 from harness.reference.block_table import BlockTable
 from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
 from harness.reference.kv_cache_interface import cdiv
+from harness.vllm_tree.era import Era
 
 T = TypeVar("T")
 

@@ -1,24 +1,27 @@
-"""Where a vLLM source tree defines things, read from its text: nothing in it is imported or run.
+"""A vLLM source tree given by the user, and where it defines things, read from its text.
 
-vLLM moves code between releases (``vllm/utils.py`` became a package, ``BlockTable`` left
-``vllm/v1/worker/block_table.py``, the MLA builder moved to ``vllm/model_executor``), so the
-differentials find what they run by name and structure: :meth:`VllmTree.modules_defining` indexes
-every top-level ``class``, ``def`` and assignment of the tree once; :meth:`VllmTree.find` reads
-one module's syntax tree for a class, a method or a field.
+:func:`locate_tree` accepts the directory that holds the ``vllm`` package (or ``vllm/``
+itself): a git checkout, or the ``.py`` files of a wheel. vLLM moves code between releases
+(``vllm/utils.py`` became a package, the MLA builder moved to ``vllm/model_executor``), so code
+is found by name and structure: :meth:`VllmTree.modules_defining` indexes every top-level
+``class``, ``def`` and assignment of the tree once; :meth:`VllmTree.find` reads one module's
+syntax tree for a class, a method or a field. Nothing in the tree is written, imported or run.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from harness.fidelity.sandbox import module_path, parse_source
-from harness.fidelity.source import VllmSource
+from harness.errors import HarnessError
 
+_VERSION_RE = re.compile(r"""^__version__\s*(?::\s*str\s*)?=.*?['"]([^'"]+)['"]""", re.MULTILINE)
 _TOP_LEVEL = re.compile(r"^(?:class|def|async def)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.M)
+MARKER_FILE = "vllm/v1/kv_cache_interface.py"
+"""The file every supported tree has (the V1 KV cache specs the builders take)."""
 Definition = ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | ast.AnnAssign | ast.Assign
 
 
@@ -33,27 +36,57 @@ class Location:
         return f"{self.path}:{self.line}"
 
 
+@dataclass(frozen=True)
 class VllmTree:
-    """The text of one vLLM source tree, indexed by top-level name."""
+    """A vLLM tree: ``root`` holds the ``vllm`` package (see the module docstring)."""
 
-    def __init__(self, source: VllmSource) -> None:
-        self.source = source
-        self._syntax: dict[str, ast.Module | None] = {}
+    root: Path
+    version: str | None
+    """The release in ``vllm/_version.py`` when the tree has one (a wheel does; a checkout
+    that was never built does not). Only a label: the API era is read from signatures."""
+    _syntax: dict[str, ast.Module | None] = field(
+        default_factory=dict[str, ast.Module | None], compare=False, repr=False
+    )
 
     @property
-    def version(self) -> str:
-        return self.source.version
+    def label(self) -> str:
+        return f"{self.root} (vLLM {self.version})" if self.version else str(self.root)
+
+    def file(self, relative: str) -> Path:
+        """The path of ``relative`` (``vllm/...``) in the tree."""
+        return self.root / relative
+
+    def module_file(self, module: str) -> Path:
+        """The file of ``module`` (a package's ``__init__.py``)."""
+        path = self.root.joinpath(*module.split(".")).with_suffix(".py")
+        package = path.with_suffix("") / "__init__.py"
+        return package if not path.is_file() and package.is_file() else path
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the root when it lies in the tree (for messages)."""
+        try:
+            return str(Path(path).resolve().relative_to(self.root))
+        except ValueError:
+            return path
+
+    def config_files(self) -> list[Path]:
+        """The config module (``vllm/config.py``, 0.9) or the config package's modules."""
+        single = self.root / "vllm" / "config.py"
+        if single.is_file():
+            return [single]
+        return sorted((self.root / "vllm" / "config").glob("*.py"))
+
+    # Where the tree defines things ------------------------------------------------------------
 
     @cached_property
     def _index(self) -> dict[str, list[str]]:
-        root = self.source.root
         index: dict[str, list[str]] = {}
-        for path in sorted((root / "vllm").rglob("*.py")):
+        for path in sorted((self.root / "vllm").rglob("*.py")):
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            parts = path.relative_to(root).with_suffix("").parts
+            parts = path.relative_to(self.root).with_suffix("").parts
             module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             for match in _TOP_LEVEL.finditer(text):
                 index.setdefault(match.group(1) or match.group(2), []).append(module)
@@ -81,16 +114,10 @@ class VllmTree:
                 return min(found, key=lambda m: (m.count("."), m))
         return None
 
-    def path(self, module: str) -> Path:
-        """The file of ``module`` (a package's ``__init__.py``)."""
-        path = module_path(self.source.root, module)
-        package = path.with_suffix("") / "__init__.py"
-        return package if not path.is_file() and package.is_file() else path
-
     def syntax(self, module: str) -> ast.Module | None:
         """``module``'s syntax tree; None when the tree has no such file."""
         if module not in self._syntax:
-            path = self.path(module)
+            path = self.module_file(module)
             self._syntax[module] = parse_source(path) if path.is_file() else None
         return self._syntax[module]
 
@@ -122,7 +149,7 @@ class VllmTree:
 
     def at(self, module: str, line: int) -> Location:
         """Line ``line`` of ``module``'s file."""
-        return Location(self.path(module).relative_to(self.source.root).as_posix(), line)
+        return Location(self.module_file(module).relative_to(self.root).as_posix(), line)
 
     def uses(self, module: str, qualname: str, name: str) -> Location | None:
         """The first line of ``qualname``'s definition in ``module`` that reads ``name`` (as a
@@ -164,3 +191,42 @@ def _named(body: list[ast.stmt], name: str) -> Definition | None:
         ):
             found = node
     return found
+
+
+def parse_source(path: Path) -> ast.Module:
+    """The syntax tree of ``path``; an unreadable or unparsable file is a one-line error."""
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    except OSError as exc:
+        raise HarnessError(f"cannot read {path}: {exc.strerror}") from None
+    except SyntaxError as exc:
+        raise HarnessError(f"cannot parse {path}: {exc.msg} (line {exc.lineno})") from None
+
+
+def read_version(root: Path) -> str | None:
+    """The release in ``root/vllm/_version.py`` (read as text, never executed), or ``None``."""
+    try:
+        match = _VERSION_RE.search((root / "vllm" / "_version.py").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    return match.group(1) if match else None
+
+
+def locate_tree(path: Path | str, flag: str = "--vllm-src") -> VllmTree:
+    """The vLLM tree at ``path`` (the directory holding ``vllm/``, or ``vllm/`` itself)."""
+    given = Path(path).expanduser()
+    if not given.is_dir():
+        what = "not a directory" if given.exists() else "no such directory"
+        raise HarnessError(f"{flag} {given}: {what}")
+    for root in (given, given.parent):
+        if (root / "vllm").is_dir() and (root / MARKER_FILE).is_file():
+            return VllmTree(root.resolve(), read_version(root))
+    if (given / "vllm").is_dir() or given.name == "vllm":
+        raise HarnessError(
+            f"{flag} {given}: a vllm package without the V1 engine (no {MARKER_FILE}), outside "
+            "the supported eras (vLLM 0.9 and later)"
+        )
+    raise HarnessError(
+        f"{flag} {given}: not a vLLM tree (no vllm/ directory here); give the directory that "
+        "holds the vllm package (a git checkout of vLLM, or the unpacked .py files of a wheel)"
+    )

@@ -1,0 +1,109 @@
+"""Locating a vLLM tree (clear refusals), and where it defines things, from its text alone."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.vllm_tree.tree import Location, VllmTree, locate_tree
+from suites.adapter.conftest import ERA034, ERA09
+from suites.vllm_tree.conftest import write_tree
+
+
+def test_the_root_and_the_package_directory_are_both_accepted() -> None:
+    assert locate_tree(ERA034) == locate_tree(ERA034 / "vllm")
+    assert locate_tree(ERA034).root == ERA034.resolve()
+    assert locate_tree(ERA09).version == "0.9.0+fixture"
+    assert locate_tree(ERA034).label == f"{ERA034.resolve()} (vLLM 0.34.0+fixture)"
+
+
+def test_a_checkout_without_a_version_file_is_a_tree_without_a_version(tmp_path: Path) -> None:
+    (tmp_path / "vllm" / "v1").mkdir(parents=True)
+    (tmp_path / "vllm" / "v1" / "kv_cache_interface.py").write_text("")
+    tree = locate_tree(tmp_path)
+    assert tree.version is None and tree.label == str(tmp_path.resolve())
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ("nope", r"--base .*nope: no such directory$"),
+        ("a-file", r"--base .*a-file: not a directory$"),
+        (".", r"not a vLLM tree \(no vllm/ directory here\); give the directory that holds"),
+        ("v0", r"a vllm package without the V1 engine \(no vllm/v1/kv_cache_interface\.py\)"),
+        ("v0/vllm", r"without the V1 engine .*outside the supported eras \(vLLM 0\.9 and later\)"),
+    ],
+)
+def test_what_is_not_a_vllm_tree_is_refused_in_one_line(
+    tmp_path: Path, given: str, why: str
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "v0" / "vllm").mkdir(parents=True)
+    (tmp_path / "v0" / "vllm" / "__init__.py").write_text("raise ImportError('V0')\n")
+    with pytest.raises(HarnessError, match=why) as info:
+        locate_tree(tmp_path / given, "--base")
+    assert "\n" not in str(info.value)
+
+
+def test_definitions_are_found_wherever_they_live(tmp_path: Path) -> None:
+    tree = write_tree(
+        tmp_path,
+        {
+            "vllm/utils/__init__.py": "from vllm.utils.math_utils import cdiv\n",
+            "vllm/utils/math_utils.py": "X: int = 3\n\ndef cdiv(a, b):\n    return -(a // -b)\n",
+            "vllm/attention/layer.py": "class Builder:\n    pass\n",
+            "vllm/v1/attention/builder.py": (
+                "class Base:\n    def build(self, a, *, b):\n        pass\n\n"
+                "class Builder(Base):\n    kind: str = 'v1'\n"
+                "    def __init__(self, spec, names):\n        pass\n"
+            ),
+        },
+    )
+    assert tree.module_defining("cdiv") == "vllm.utils.math_utils"  # not the re-export
+    assert tree.module_defining("X", under=("vllm.utils",)) == "vllm.utils.math_utils"
+    assert tree.module_defining("Builder") == "vllm.v1.attention.builder"  # V1 before V0
+    assert tree.modules_defining("Builder") == ["vllm.attention.layer", "vllm.v1.attention.builder"]
+    assert tree.module_defining("missing") is None
+    module = "vllm.v1.attention.builder"
+    assert tree.parameters(module, "Builder.__init__") == ["spec", "names"]
+    assert tree.parameters(module, "Builder.build") == ["a", "b"]  # from the base class
+    assert tree.location(module, "Builder.kind") == Location("vllm/v1/attention/builder.py", 6)
+    assert str(tree.location(module, "Builder")) == "vllm/v1/attention/builder.py:5"
+    assert tree.find(module, "Builder.nothing") is None
+    assert tree.syntax("vllm.not_there") is None
+    assert tree.module_file("vllm.utils") == tree.root / "vllm/utils/__init__.py"
+
+
+def test_the_tree_is_read_never_imported(tmp_path: Path) -> None:
+    tree = write_tree(
+        tmp_path,
+        {
+            "vllm/__init__.py": "raise ImportError('never run')\n",
+            "vllm/utils.py": "raise ImportError('never run')\ndef cdiv(a, b):\n    return 1\n",
+        },
+    )
+    before = set(sys.modules)
+    assert tree.module_defining("cdiv") == "vllm.utils"
+    assert not [m for m in set(sys.modules) - before if m.startswith("vllm")]
+
+
+def test_uses_finds_the_first_line_reading_a_name(tmp_path: Path) -> None:
+    tree: VllmTree = write_tree(
+        tmp_path,
+        {
+            "vllm/v1/spec.py": (
+                "class Spec:\n"
+                "    def size(self, config):\n"
+                "        x = 1\n"
+                "        return f(tokens=config.max_in_flight_tokens) + g(max_in_flight_tokens=x)\n"
+            )
+        },
+    )
+    assert tree.uses("vllm.v1.spec", "Spec.size", "max_in_flight_tokens") == Location(
+        "vllm/v1/spec.py", 4
+    )
+    assert tree.uses("vllm.v1.spec", "Spec.size", "type_id") is None
+    assert tree.uses("vllm.v1.spec", "Spec.missing", "x") is None
