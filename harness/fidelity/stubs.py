@@ -35,7 +35,13 @@ HELPERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("cdiv", "round_down", "get_dtype_size", "GiB_bytes"),
         ("round_up", "async_tensor_h2d"),
     ),
-    "vllm.config": (("get_layers_from_vllm_config",), ()),
+    "vllm.config": (
+        ("get_layers_from_vllm_config",),
+        ("CUDAGraphMode", "get_kv_cache_dtype_handler", "_KV_CACHE_DTYPE_HANDLERS"),
+    ),
+    # vLLM 0.9.0's FlashInfer impl compares its attn_type with AttentionType.DECODER; its MLA
+    # builder reads get_mla_dims (later trees define both in modules the differentials load).
+    "vllm.attention": ((), ("AttentionType", "MLADims", "get_mla_dims")),
 }
 """Package -> (helpers every tree defines in it, helpers only some do): vLLM's own code, run."""
 CUT_OUT = ("CpuGpuBuffer",)

@@ -4,8 +4,9 @@ For code in modules too heavy to import (pydantic configs, the model runner, ``v
 :func:`extract_definitions` executes only the named top-level classes, functions and assignments
 of a file, with the file's standard-library imports; :func:`exec_attribute_assignments` runs the
 ``self.<attr> = ...`` statements of one method on a stand-in object. It is vLLM's own code, in
-vLLM's order: annotations are never evaluated, and decorators are dropped (they may name what the
-namespace lacks) except ``staticmethod``, ``classmethod`` and ``property`` on methods.
+vLLM's order: annotations are never evaluated, and only decorators the standard library gives
+(``dataclass``, ``functools.cache``; ``staticmethod``, ``classmethod``, ``property`` on methods)
+are kept: others may name what the namespace lacks (``triton.jit``, vLLM's own).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import __future__
 import ast
 import contextlib
 import sys
-from collections.abc import Iterable
+import types
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, describe_error
 from harness.vllm_tree.tree import parse_source
 
 _BUILTIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
@@ -41,15 +43,27 @@ def _assigned(node: ast.stmt) -> set[str]:
     return set()
 
 
-def _strip_decorators(node: ast.ClassDef | ast.FunctionDef) -> None:
-    node.decorator_list = []
+def _bound(node: ast.stmt) -> set[str]:
+    """The names a standard-library import binds."""
+    names = node.names if isinstance(node, ast.Import | ast.ImportFrom) else []
+    return {(a.asname or a.name).split(".")[0] for a in names}
+
+
+def _root(decorator: ast.expr) -> str | None:
+    while isinstance(decorator, ast.Call | ast.Attribute):
+        decorator = decorator.func if isinstance(decorator, ast.Call) else decorator.value
+    return decorator.id if isinstance(decorator, ast.Name) else None
+
+
+def _keep_decorators(node: ast.ClassDef | ast.FunctionDef, stdlib: set[str]) -> None:
+    """Keep the decorators of ``node`` and its methods that the standard library gives
+    (``dataclass``, ``functools.cache`` ...), and ``staticmethod``, ``classmethod`` and
+    ``property`` on methods."""
+    node.decorator_list = [d for d in node.decorator_list if _root(d) in stdlib]
+    allowed = stdlib | _BUILTIN_DECORATORS
     for method in node.body if isinstance(node, ast.ClassDef) else []:
         if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
-            method.decorator_list = [
-                d
-                for d in method.decorator_list
-                if isinstance(d, ast.Name) and d.id in _BUILTIN_DECORATORS
-            ]
+            method.decorator_list = [d for d in method.decorator_list if _root(d) in allowed]
 
 
 def extract_definitions(
@@ -59,14 +73,16 @@ def extract_definitions(
     returns the names ``path`` does not define (an error when ``required``)."""
     wanted = set(names)
     kept: list[ast.stmt] = []
+    stdlib: set[str] = set()
     for node in parse_source(path).body:
         if _is_stdlib_import(node):
             with contextlib.suppress(ImportError):  # a name of a later Python's standard library
                 exec(
                     compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), namespace
                 )
+                stdlib |= _bound(node)
         elif isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name in wanted:
-            _strip_decorators(node)
+            _keep_decorators(node, stdlib)
             kept.append(node)
             wanted.discard(node.name)
         elif _assigned(node) & wanted:
@@ -75,8 +91,30 @@ def extract_definitions(
     if wanted and required:
         raise HarnessError(f"{path} defines none of: {', '.join(sorted(wanted))}")
     code = compile(ast.Module(body=kept, type_ignores=[]), str(path), "exec", flags=_FLAGS)
-    exec(code, namespace)
+    with _module_named(namespace):
+        try:
+            exec(code, namespace)
+        except Exception as exc:
+            raise HarnessError(f"cannot run definitions of {path}: {describe_error(exc)}") from None
     return sorted(wanted)
+
+
+@contextlib.contextmanager
+def _module_named(namespace: dict[str, Any]) -> Generator[None]:
+    """``sys.modules`` holds a module of the namespace's ``__name__`` while its classes are made
+    (``dataclass`` looks their string annotations up there: ``ClassVar``, ``KW_ONLY``)."""
+    name = namespace.get("__name__")
+    if not isinstance(name, str) or name in sys.modules:
+        yield
+        return
+    view = types.ModuleType(name)
+    view.__dict__.update(namespace)
+    sys.modules[name] = view
+    try:
+        yield
+    finally:
+        if sys.modules.get(name) is view:
+            del sys.modules[name]
 
 
 def exec_attribute_assignments(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -69,3 +70,28 @@ def test_attribute_assignments_run_vllms_statements_on_a_stand_in(tmp_path: Path
     assert stand_in.buf.dtype == torch.int32 and stand_in.buf_np.shape == (3,)
     with pytest.raises(HarnessError, match="assigns none of: missing"):
         exec_attribute_assignments(source, "Runner", "__init__", ["missing"], namespace)
+
+
+def test_a_dataclass_keeps_its_standard_library_decorator_and_its_class_variables(
+    tmp_path: Path,
+) -> None:
+    """vLLM 0.9.0's ``MLADims``: a dataclass cut out into a module not (yet) imported."""
+    source = tmp_path / "utils.py"
+    source.write_text(
+        "from dataclasses import dataclass\nfrom typing import ClassVar, Optional\n"
+        "import triton\n\n"
+        "@dataclass\nclass Dims:\n    KIND: ClassVar[str] = 'mla'\n"
+        "    q_lora_rank: Optional[int]\n    kv_lora_rank: int\n\n"
+        "@triton.jit\ndef dims(config: Missing) -> Dims:\n    return Dims(None, config)\n"
+    )
+    namespace: dict[str, Any] = {"__name__": "vllm.attention.backends.utils"}
+    extract_definitions(source, ["Dims", "dims"], namespace)
+    assert namespace["dims"](512) == namespace["Dims"](None, 512)  # triton.jit was dropped
+    assert namespace["Dims"].KIND == "mla" and "vllm.attention.backends.utils" not in sys.modules
+
+
+def test_a_definition_that_fails_to_run_is_a_one_line_error(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("import functools\n\n@functools.lru_cache(maxsize='x')\ndef f():\n    pass\n")
+    with pytest.raises(HarnessError, match=r"cannot run definitions of .*m\.py: TypeError"):
+        extract_definitions(source, ["f"], {})
