@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness.cpython_compat import getframe
 from harness.vllm_tree.stubbing import StubModule
+from harness.vllm_tree.tree import read_source
 
 OWN_ROOTS = ("vllm", "flashinfer")
 """Top-level packages whose every module comes from the loader (never from site-packages)."""
@@ -130,7 +131,7 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         source = self.source_path(name)
         assert source is not None
         module.__file__ = str(source)
-        code = compile(source.read_text(encoding="utf-8"), str(source), "exec")
+        code = compile(read_source(source), str(source), "exec")
         exec(code, module.__dict__)
         for attr, value in self.patches.get(name, {}).items():
             if attr in module.__dict__:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -83,9 +84,9 @@ class VllmTree:
         index: dict[str, list[str]] = {}
         for path in sorted((self.root / "vllm").rglob("*.py")):
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
+                text = read_source(path).decode("utf-8", errors="replace")
+            except HarnessError:
+                continue  # not a module Python could import either
             parts = path.relative_to(self.root).with_suffix("").parts
             module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             for match in _TOP_LEVEL.finditer(text):
@@ -193,22 +194,37 @@ def _named(body: list[ast.stmt], name: str) -> Definition | None:
     return found
 
 
-def parse_source(path: Path) -> ast.Module:
-    """The syntax tree of ``path``; an unreadable or unparsable file is a one-line error."""
+def read_source(path: Path) -> bytes:
+    """The bytes of the source file ``path``: a regular file (a FIFO or a device would never
+    end); anything else, or a file that cannot be read, is a one-line error."""
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), str(path))
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise HarnessError(f"cannot read {path}: not a regular file")
+        return path.read_bytes()
     except OSError as exc:
-        raise HarnessError(f"cannot read {path}: {exc.strerror}") from None
+        raise HarnessError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def parse_source(path: Path) -> ast.Module:
+    """The syntax tree of ``path``, decoded as Python decodes a module (UTF-8 unless a coding
+    cookie says otherwise); an unreadable or unparsable file is a one-line error."""
+    source = read_source(path)
+    try:
+        return ast.parse(source, str(path))
     except SyntaxError as exc:
-        raise HarnessError(f"cannot parse {path}: {exc.msg} (line {exc.lineno})") from None
+        line = f" (line {exc.lineno})" if exc.lineno else ""
+        raise HarnessError(f"cannot parse {path}: {exc.msg}{line}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, nesting too deep
+        raise HarnessError(f"cannot parse {path}: {type(exc).__name__}: {exc}") from None
 
 
 def read_version(root: Path) -> str | None:
     """The release in ``root/vllm/_version.py`` (read as text, never executed), or ``None``."""
     try:
-        match = _VERSION_RE.search((root / "vllm" / "_version.py").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
+        text = read_source(root / "vllm" / "_version.py").decode("utf-8", errors="replace")
+    except HarnessError:
         return None
+    match = _VERSION_RE.search(text)
     return match.group(1) if match else None
 
 
@@ -216,7 +232,12 @@ def locate_tree(path: Path | str, flag: str = "--vllm-src") -> VllmTree:
     """The vLLM tree at ``path`` (the directory holding ``vllm/``, or ``vllm/`` itself)."""
     given = Path(path).expanduser()
     if not given.is_dir():
-        what = "not a directory" if given.exists() else "no such directory"
+        if given.exists():
+            what = "not a directory"
+        elif given.is_symlink():
+            what = "a symbolic link that leads nowhere (a loop, or a target that is gone)"
+        else:
+            what = "no such directory"
         raise HarnessError(f"{flag} {given}: {what}")
     for root in (given, given.parent):
         if (root / "vllm").is_dir() and (root / MARKER_FILE).is_file():

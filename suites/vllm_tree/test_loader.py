@@ -102,3 +102,11 @@ def test_a_missing_third_party_package_is_stubbed_only_for_the_trees_code(
 def test_load_outside_the_block_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="outside its with-block"):
         _loader(_tree(tmp_path)).load("vllm.v1.reads_a_stub")
+
+
+def test_a_module_runs_as_python_would_decode_it(tmp_path: Path) -> None:
+    source = b"# -*- coding: latin-1 -*-\nNAME = '\xe9'\n"
+    tree = write_tree(tmp_path, {})
+    (tree.root / "vllm" / "v1" / "latin.py").write_bytes(source)
+    with _loader(tree, "vllm.v1.latin") as loader:
+        assert loader.load("vllm.v1.latin").NAME == "é"

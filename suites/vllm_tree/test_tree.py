@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import os
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from harness.errors import HarnessError
-from harness.vllm_tree.tree import Location, VllmTree, locate_tree
+from harness.vllm_tree.tree import Location, VllmTree, locate_tree, parse_source
 from suites.adapter.conftest import ERA034, ERA09
 from suites.vllm_tree.conftest import write_tree
 
@@ -32,6 +36,7 @@ def test_a_checkout_without_a_version_file_is_a_tree_without_a_version(tmp_path:
     [
         ("nope", r"--base .*nope: no such directory$"),
         ("a-file", r"--base .*a-file: not a directory$"),
+        ("loop", r"--base .*loop: a symbolic link that leads nowhere \(a loop, or a target"),
         (".", r"not a vLLM tree \(no vllm/ directory here\); give the directory that holds"),
         ("v0", r"a vllm package without the V1 engine \(no vllm/v1/kv_cache_interface\.py\)"),
         ("v0/vllm", r"without the V1 engine .*outside the supported eras \(vLLM 0\.9 and later\)"),
@@ -41,6 +46,7 @@ def test_what_is_not_a_vllm_tree_is_refused_in_one_line(
     tmp_path: Path, given: str, why: str
 ) -> None:
     (tmp_path / "a-file").write_text("")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
     (tmp_path / "v0" / "vllm").mkdir(parents=True)
     (tmp_path / "v0" / "vllm" / "__init__.py").write_text("raise ImportError('V0')\n")
     with pytest.raises(HarnessError, match=why) as info:
@@ -107,3 +113,58 @@ def test_uses_finds_the_first_line_reading_a_name(tmp_path: Path) -> None:
     )
     assert tree.uses("vllm.v1.spec", "Spec.size", "type_id") is None
     assert tree.uses("vllm.v1.spec", "Spec.missing", "x") is None
+
+
+def _never_blocks(read: Callable[[], object], fifo: Path) -> object:
+    """``read()`` in a thread; a read that waits for a writer fails the test instead of hanging it
+    (the writer this opens afterwards lets such a thread end)."""
+    outcome: list[object] = []
+    thread = threading.Thread(target=lambda: outcome.append(_caught(read)), daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail(f"reading {fifo} blocked")
+    return outcome[0]
+
+
+def _caught(read: Callable[[], object]) -> object:
+    try:
+        return read()
+    except HarnessError as exc:
+        return exc
+
+
+def test_a_fifo_named_like_a_module_is_refused_never_read(tmp_path: Path) -> None:
+    """A file that never ends (a FIFO, a device) hung ``memory scaling`` before any child ran."""
+    tree = write_tree(tmp_path, {"vllm/platforms/cuda.py": "X = 1\n"})
+    fifo = tree.root / "vllm" / "platforms" / "zz.py"
+    os.mkfifo(fifo)
+    error = _never_blocks(lambda: parse_source(fifo), fifo)
+    assert isinstance(error, HarnessError) and str(error).endswith("zz.py: not a regular file")
+    assert _never_blocks(lambda: tree.module_defining("X"), fifo) == "vllm.platforms.cuda"
+    version = tree.root / "vllm" / "_version.py"
+    version.unlink()
+    os.mkfifo(version)
+    assert _never_blocks(lambda: locate_tree(tree.root).version, version) is None
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        (b"# -*- coding: latin-1 -*-\nNAME = '\xe9'\n", None),  # Python honours the cookie
+        (b"NAME = '\xe9'\n", r"cannot parse .*m\.py: \(unicode error\) 'utf-8' codec"),
+        (b"NAME = 1\x00\n", r"cannot parse .*m\.py: source code string cannot contain null bytes$"),
+    ],
+)
+def test_source_is_decoded_as_python_decodes_a_module(
+    tmp_path: Path, source: bytes, error: str | None
+) -> None:
+    """Non-UTF-8 source was a UnicodeDecodeError traceback."""
+    path = tmp_path / "m.py"
+    path.write_bytes(source)
+    if error is None:
+        assert ast.literal_eval(parse_source(path).body[0].value) == "é"  # type: ignore[attr-defined]
+        return
+    with pytest.raises(HarnessError, match=error):
+        parse_source(path)
