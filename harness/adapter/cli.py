@@ -6,6 +6,8 @@
 * ``harness memory scaling --vllm-src PATH [--backend NAME ...]``: exit 1 when an allocation of
   the tree's builders grows with ``num_blocks`` (``file:line``, op, bytes per block, once or every
   step), 0 otherwise, 2 when no backend could be driven or a named one cannot be.
+* On either, a backend whose run the tree's code ended (``sys.exit``, ``os._exit``, a crash, an
+  exception in a thread, past the time limit) is that backend's error: exit 1.
 * ``--list-backends`` on either: which of the tree's backends run, and what stops the others.
 """
 
@@ -218,6 +220,7 @@ def diff_command(args: argparse.Namespace) -> int:
                             "backend": r.backend,
                             "steps": r.steps,
                             "not_run": r.not_run,
+                            "error": r.error,
                             "difference": None
                             if r.difference is None
                             else {
@@ -237,7 +240,7 @@ def diff_command(args: argparse.Namespace) -> int:
         print(f"diff {base.label} -> {head.label}, {options.describe()}")
         for result in results:
             print(result.format())
-    if any(r.difference is not None for r in results):
+    if any(r.difference is not None or r.error is not None for r in results):
         return EXIT_FOUND
     compared = [r for r in results if r.not_run is None]
     if not compared or (args.backend is not None and len(compared) < len(results)):

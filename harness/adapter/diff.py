@@ -47,9 +47,14 @@ class BackendDiff:
     not_run: str | None = None
     both_stopped: str | None = None
     """The exception both trees raised at the last step (same type, message and line)."""
+    error: str | None = None
+    """A side's child process was ended by the tree's code (``os._exit``, a crash, a thread's
+    exception, past the time limit): this backend's comparison failed."""
     notes: list[str] = field(default_factory=list[str])
 
     def format(self) -> str:
+        if self.error:
+            return f"{self.backend}: ERROR: {self.error}"
         if self.not_run:
             return f"{self.backend}: not compared: {self.not_run}"
         if self.difference is None:
@@ -111,6 +116,12 @@ def _error_text(error: dict[str, Any] | None) -> str:
 def compare_records(backend: str, base: dict[str, Any], head: dict[str, Any]) -> BackendDiff:
     """The verdict from two ``record`` job results."""
     result = BackendDiff(backend)
+    errors = [
+        f"{side}: {r['error']}" for side, r in (("base", base), ("head", head)) if "error" in r
+    ]
+    if errors:
+        result.error = "; ".join(errors)
+        return result
     unavailable = (base.get("unavailable"), head.get("unavailable"))
     if unavailable[0] and unavailable[0] == unavailable[1]:
         result.not_run = f"both trees: {unavailable[0]}"
@@ -163,6 +174,8 @@ def diff_backend(
         work = job("record", tree, options, backend=backend, steps=steps, seed=seed)
         try:
             records.append(run_job_in_child(work, f"{backend} on the {side} tree"))
-        except (HarnessError, ChildError) as exc:
+        except HarnessError as exc:
             records.append({"unavailable": str(exc)})
+        except ChildError as exc:
+            records.append({"error": str(exc)})
     return compare_records(backend, records[0], records[1])

@@ -42,14 +42,15 @@ def child_environment() -> dict[str, str]:
     return env
 
 
-def run_job_in_child(work: dict[str, Any], what: str, timeout: float = CHILD_TIMEOUT) -> Any:
-    """:func:`run_job` of ``work`` in a child process; errors name ``what`` ran."""
+def run_job_in_child(work: dict[str, Any], what: str) -> Any:
+    """:func:`run_job` of ``work`` in a child process (killed past :data:`CHILD_TIMEOUT`);
+    errors name ``what`` ran."""
     try:
         return run_in_child(
             "harness.adapter.jobs:run_job",
             work,
             env=child_environment(),
-            timeout=timeout,
+            timeout=CHILD_TIMEOUT,
             isolated=True,
         )
     except HarnessError as exc:
@@ -73,16 +74,26 @@ def _driven(
     record: bool = True,
     region: Any = _nothing,
 ) -> tuple[BackendRun, int]:
-    """Set up and run ``entry``; returns the run and the ``num_gpu_blocks`` it had."""
-    probe = BackendDriver(session, entry, DriveOptions())
-    sequence = generate_sequence(
-        SequenceSpec(seed=seed, num_steps=steps, block_size=probe.block_size)
-    )
-    num_gpu_blocks = sequence.spec.num_blocks * blocks_factor
-    driver = BackendDriver(
-        session, entry, DriveOptions(num_gpu_blocks=num_gpu_blocks, record_metadata=record)
-    )
-    driver.setup(sequence, region)
+    """Set up and run ``entry``; returns the run and the ``num_gpu_blocks`` it had. Whatever
+    stops the set-up is :class:`BackendUnavailable` (an exception of the tree's code names its
+    line); an exception in a step ends the run (recorded in it)."""
+    try:
+        probe = BackendDriver(session, entry, DriveOptions())
+        sequence = generate_sequence(
+            SequenceSpec(seed=seed, num_steps=steps, block_size=probe.block_size)
+        )
+        num_gpu_blocks = sequence.spec.num_blocks * blocks_factor
+        driver = BackendDriver(
+            session, entry, DriveOptions(num_gpu_blocks=num_gpu_blocks, record_metadata=record)
+        )
+        driver.setup(sequence, region)
+    except BackendUnavailable:
+        raise
+    except HarnessError as exc:
+        raise BackendUnavailable(entry.name, "setting it up", str(exc)) from exc
+    except Exception as exc:  # a tree the adapter does not model: say so, go on
+        cause = raised_at(session.tree, exc)
+        raise BackendUnavailable(entry.name, "setting it up", cause) from exc
     return driver.run(sequence, region), num_gpu_blocks
 
 
@@ -115,11 +126,6 @@ def list_job(
                 run, _ = _driven(session, entry, steps, seed, record=False)
             except BackendUnavailable as exc:
                 row.update(status="stops", stage=exc.stage, cause=_cause(exc.cause))
-            except HarnessError as exc:
-                row.update(status="stops", stage="setting it up", cause=str(exc))
-            except Exception as exc:  # a tree the adapter does not model: say so, go on
-                cause = raised_at(tree, exc).describe()
-                row.update(status="stops", stage="setting it up", cause=cause)
             else:
                 row.update(run_summary(run))
                 row["status"] = "runs" if run.error is None else "stops"

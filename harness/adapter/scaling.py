@@ -65,11 +65,14 @@ class BackendScaling:
     kv_cache_tensors: int = 0
     stopped: str | None = None
     """Why the backend could not be driven (or where its run stopped), if it could not."""
+    error: str | None = None
+    """The tree's code ended the run (``sys.exit``, ``os._exit``, a crash, a thread's
+    exception, past the time limit): this backend's check failed, whatever else it says."""
     notes: list[str] = field(default_factory=list[str])
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        return not self.findings and self.error is None
 
     @property
     def complete(self) -> bool:
@@ -78,6 +81,8 @@ class BackendScaling:
 
     def format(self) -> str:
         head = f"{self.backend}: "
+        if self.error is not None:
+            return head + f"ERROR: {self.error}"
         if self.stopped and not self.steps:
             return head + f"not run: {self.stopped}"
         a, b = self.num_blocks
@@ -133,6 +138,8 @@ def compare_traces(backend: str, a: dict[str, Any], b: dict[str, Any]) -> Backen
     if a["run"]["error"]:
         error = a["run"]["error"]
         result.stopped = f"step {a['run']['error_step']}: {error['type']}: {error['message']} at {error['where']}"
+        if error["type"] == "SystemExit":  # the engine would have ended there
+            result.error = f"the tree's code called sys.exit() in {result.stopped}"
     texts = {
         item["source"]: item["line_text"]
         for items in a["regions"].values()
@@ -182,6 +189,8 @@ def tree_scaling(
         )
         try:
             traces.append(run_job_in_child(work, f"{backend} at {factor}x num_blocks"))
-        except (HarnessError, ChildError) as exc:
+        except HarnessError as exc:
             return BackendScaling(backend, stopped=str(exc))
+        except ChildError as exc:
+            return BackendScaling(backend, error=str(exc))
     return compare_traces(backend, traces[0], traces[1])
