@@ -127,14 +127,18 @@ def _from_selectors(tree: VllmTree) -> list[BackendEntry]:
     return list(entries.values())
 
 
-def select_backends(entries: list[BackendEntry], names: list[str] | None) -> list[BackendEntry]:
-    """``names`` (canonical; default :data:`DEFAULT_BACKENDS` that the tree has) in the tree."""
+def select_backends(
+    entries: list[BackendEntry], names: list[str] | None, where: str = "this tree"
+) -> list[BackendEntry]:
+    """``names`` (canonical; default :data:`DEFAULT_BACKENDS` that the tree has) among
+    ``entries``, the backends of ``where`` (named when one is unknown)."""
     by_name = {e.name: e for e in entries}
     if names is None:
         return [by_name[n] for n in DEFAULT_BACKENDS if n in by_name]
     unknown = [n for n in names if canonical_name(n) not in by_name]
     if unknown:
         raise HarnessError(
-            f"unknown backend {', '.join(unknown)}; this tree has: {', '.join(sorted(by_name))}"
+            f"unknown backend {', '.join(unknown)}; the backends of {where}: "
+            + ", ".join(sorted(by_name))
         )
-    return [by_name[canonical_name(n)] for n in names]
+    return [by_name[canonical_name(n)] for n in dict.fromkeys(names)]

@@ -133,7 +133,7 @@ def _steps(value: int | None, flag: str, default: int) -> int:
 def _backends(tree: Any, names: list[str] | None) -> list[str]:
     from harness.adapter.backends import discover_backends, select_backends
 
-    return [e.name for e in select_backends(discover_backends(tree), names)]
+    return [e.name for e in select_backends(discover_backends(tree), names, tree.label)]
 
 
 def list_backends(tree: Any, options: Any, names: list[str] | None, seed: int) -> int:
@@ -197,7 +197,7 @@ def scaling_command(args: argparse.Namespace) -> int:
 
 def diff_command(args: argparse.Namespace) -> int:
     """``harness diff``."""
-    from harness.adapter.diff import diff_backend
+    from harness.adapter.diff import diff_trees
     from harness.vllm_tree.tree import locate_tree
 
     base = locate_tree(args.base, "--base")
@@ -207,8 +207,7 @@ def diff_command(args: argparse.Namespace) -> int:
         code = list_backends(base, options, args.backend, args.seed)
         return max(code, list_backends(head, options, args.backend, args.seed))
     steps = _steps(args.steps, "--steps", DIFF_STEPS)
-    names = _backends(base, args.backend)
-    results = [diff_backend(base, head, name, options, steps, args.seed) for name in names]
+    results = diff_trees(base, head, args.backend, options, steps, args.seed)
     if args.json:
         print(
             json.dumps(
@@ -244,5 +243,11 @@ def diff_command(args: argparse.Namespace) -> int:
         return EXIT_FOUND
     compared = [r for r in results if r.not_run is None]
     if not compared or (args.backend is not None and len(compared) < len(results)):
+        print(
+            "harness: error: "
+            + ("no backend" if not compared else "not every named backend")
+            + " could be compared on both trees",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     return EXIT_OK

@@ -4,7 +4,8 @@ Each side runs in its own child process (:func:`~harness.adapter.jobs.run_job_in
 step's batch order, the reorder's swaps, every metadata field (FlashInfer's plans included) and
 any exception (type, message, the tree's raising line) are compared. The first difference is reported with
 its step, the field's path and both values. A crash on one side only is a difference; the same
-crash on both sides (same type, message and line) is not.
+crash on both sides (same type, message and line) is not. A backend the head removed is a
+difference; one only the head has is said not to be compared.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from harness.adapter.backends import discover_backends, select_backends
 from harness.adapter.jobs import job, run_job_in_child
 from harness.adapter.platform import PlatformOptions
 from harness.errors import ChildError, HarnessError
@@ -179,3 +181,31 @@ def diff_backend(
         except ChildError as exc:
             records.append({"error": str(exc)})
     return compare_records(backend, records[0], records[1])
+
+
+def diff_trees(
+    base: VllmTree,
+    head: VllmTree,
+    names: list[str] | None,
+    options: PlatformOptions,
+    steps: int,
+    seed: int = 0,
+) -> list[BackendDiff]:
+    """Each backend ``names`` gives (default: those of issue 26 that either tree has), compared
+    where both trees have it (module docstring)."""
+    in_base = {e.name for e in discover_backends(base)}
+    in_head = {e.name for e in discover_backends(head)}
+    entries = discover_backends(base)
+    entries += [e for e in discover_backends(head) if e.name not in in_base]
+    results: list[BackendDiff] = []
+    for entry in select_backends(entries, names, "the base and head trees"):
+        name = entry.name
+        if name not in in_head:
+            missing = f"{head.label} has no backend {name}"
+            results.append(BackendDiff(name, difference=Difference(0, "set-up", "set up", missing)))
+        elif name not in in_base:
+            only = f"only {head.label} has it: there is no base to compare with"
+            results.append(BackendDiff(name, not_run=only))
+        else:
+            results.append(diff_backend(base, head, name, options, steps, seed))
+    return results

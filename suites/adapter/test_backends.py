@@ -29,7 +29,9 @@ def test_vllm_0_9_names_lose_their_v1_suffix() -> None:
 
 
 def test_an_unknown_backend_lists_what_the_tree_has(era034: VllmTree) -> None:
-    with pytest.raises(HarnessError, match="unknown backend NOPE; this tree has: FLASHMLA, FLASH"):
+    with pytest.raises(
+        HarnessError, match="unknown backend NOPE; the backends of this tree: FLASHM"
+    ):
         select_backends(discover_backends(era034), ["NOPE"])
 
 
