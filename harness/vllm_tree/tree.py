@@ -64,11 +64,14 @@ class VllmTree:
         return package if not path.is_file() and package.is_file() else path
 
     def relative(self, path: str) -> str:
-        """``path`` relative to the root when it lies in the tree (for messages)."""
-        try:
-            return str(Path(path).resolve().relative_to(self.root))
-        except ValueError:
-            return path
+        """``path`` relative to the root when it lies in the tree (for messages), also where
+        ``vllm/`` is a symbolic link to a directory elsewhere."""
+        for candidate in (Path(path), Path(path).resolve()):
+            try:
+                return str(candidate.relative_to(self.root))
+            except ValueError:
+                continue
+        return path
 
     def config_files(self) -> list[Path]:
         """The config module (``vllm/config.py``, 0.9) or the config package's modules."""

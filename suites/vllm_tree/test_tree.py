@@ -168,3 +168,13 @@ def test_source_is_decoded_as_python_decodes_a_module(
         return
     with pytest.raises(HarnessError, match=error):
         parse_source(path)
+
+
+def test_a_vllm_directory_linked_from_elsewhere_keeps_tree_relative_paths(tmp_path: Path) -> None:
+    """Findings named ``/abs/path/vllm/...`` instead of ``vllm/...`` when ``vllm`` was a link."""
+    elsewhere = write_tree(tmp_path / "elsewhere", {"vllm/v1/x.py": "X = 1\n"})
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "vllm").symlink_to(elsewhere.root / "vllm")
+    tree = locate_tree(tmp_path / "tree")
+    assert tree.relative(str(tree.root / "vllm" / "v1" / "x.py")) == "vllm/v1/x.py"
+    assert tree.relative("/somewhere/else.py") == "/somewhere/else.py"
