@@ -51,6 +51,13 @@ class BackendEntry:
         return self.class_path.rpartition(".")[2]
 
 
+def _is_class_path(value: str) -> bool:
+    """``package.module.Class``: what Python can import (not ``""``, nor text with a newline
+    that would print as a line of its own)."""
+    parts = value.split(".")
+    return len(parts) > 1 and all(part.isidentifier() for part in parts)
+
+
 def canonical_name(name: str) -> str:
     """``FLASH_ATTN_VLLM_V1`` -> ``FLASH_ATTN``: one name per backend across eras."""
     return name.removesuffix("_VLLM_V1")
@@ -75,7 +82,7 @@ def _from_registry(tree: VllmTree) -> list[BackendEntry]:
                     and isinstance(statement.targets[0], ast.Name)
                     and isinstance(statement.value, ast.Constant)
                     and isinstance(statement.value.value, str)
-                    and statement.value.value
+                    and _is_class_path(statement.value.value)
                 ):
                     entries.append(
                         BackendEntry(

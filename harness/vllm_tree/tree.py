@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.overrides.report import one_line
 
 _VERSION_RE = re.compile(r"""^__version__\s*(?::\s*str\s*)?=.*?['"]([^'"]+)['"]""", re.MULTILINE)
 _TOP_LEVEL = re.compile(r"^(?:class|def|async def)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.M)
@@ -51,7 +52,10 @@ class VllmTree:
 
     @property
     def label(self) -> str:
-        return f"{self.root} (vLLM {self.version})" if self.version else str(self.root)
+        """The root and its version, on one line whatever the path holds (a directory name with
+        a newline and ``::error`` would otherwise forge a CI annotation)."""
+        root = one_line(str(self.root))
+        return f"{root} (vLLM {one_line(self.version)})" if self.version else root
 
     def file(self, relative: str) -> Path:
         """The path of ``relative`` (``vllm/...``) in the tree."""
@@ -234,6 +238,7 @@ def read_version(root: Path) -> str | None:
 def locate_tree(path: Path | str, flag: str = "--vllm-src") -> VllmTree:
     """The vLLM tree at ``path`` (the directory holding ``vllm/``, or ``vllm/`` itself)."""
     given = Path(path).expanduser()
+    shown = one_line(str(given))
     if not given.is_dir():
         if given.exists():
             what = "not a directory"
@@ -241,16 +246,16 @@ def locate_tree(path: Path | str, flag: str = "--vllm-src") -> VllmTree:
             what = "a symbolic link that leads nowhere (a loop, or a target that is gone)"
         else:
             what = "no such directory"
-        raise HarnessError(f"{flag} {given}: {what}")
+        raise HarnessError(f"{flag} {shown}: {what}")
     for root in (given, given.parent):
         if (root / "vllm").is_dir() and (root / MARKER_FILE).is_file():
             return VllmTree(root.resolve(), read_version(root))
     if (given / "vllm").is_dir() or given.name == "vllm":
         raise HarnessError(
-            f"{flag} {given}: a vllm package without the V1 engine (no {MARKER_FILE}), outside "
+            f"{flag} {shown}: a vllm package without the V1 engine (no {MARKER_FILE}), outside "
             "the supported eras (vLLM 0.9 and later)"
         )
     raise HarnessError(
-        f"{flag} {given}: not a vLLM tree (no vllm/ directory here); give the directory that "
+        f"{flag} {shown}: not a vLLM tree (no vllm/ directory here); give the directory that "
         "holds the vllm package (a git checkout of vLLM, or the unpacked .py files of a wheel)"
     )

@@ -178,3 +178,13 @@ def test_a_vllm_directory_linked_from_elsewhere_keeps_tree_relative_paths(tmp_pa
     tree = locate_tree(tmp_path / "tree")
     assert tree.relative(str(tree.root / "vllm" / "v1" / "x.py")) == "vllm/v1/x.py"
     assert tree.relative("/somewhere/else.py") == "/somewhere/else.py"
+
+
+def test_a_path_with_a_newline_cannot_forge_a_line_of_its_own(tmp_path: Path) -> None:
+    """A directory named ``x\\n::error file=a.py::forged`` printed a GitHub annotation."""
+    forged = tmp_path / "x\n::error file=a.py::forged"
+    tree = write_tree(forged, {})
+    assert "\n" not in tree.label and "x\\n::error file=a.py::forged" in tree.label
+    with pytest.raises(HarnessError) as info:
+        locate_tree(forged / "nope")
+    assert "\n" not in str(info.value)
