@@ -71,7 +71,7 @@ def snapshot(value: object, depth: int = 0) -> Any:
     if isinstance(value, list | tuple):
         items = cast("list[object]", value)
         if len(items) > MAX_ELEMENTS:
-            return {"__type__": type(value).__name__, "length": len(items)}
+            return {"__type__": type(items).__name__, "length": len(items)}
         return [snapshot(v, depth + 1) for v in items]
     attributes: dict[str, Any] = dict(getattr(value, "__dict__", None) or {})
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
