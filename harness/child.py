@@ -1,13 +1,14 @@
 """Run user code in a child process, so that however it ends is one check's error, never ours.
 
 ``run_in_child("package.module:function", *args)`` calls ``function(*args)`` in a fresh
-interpreter (``sys.executable``, our working directory and environment) and returns what it
-returned; arguments and result are JSON values. What the child prints goes to our standard
+interpreter (``sys.executable``, our working directory and environment; or ``env``, and with
+``isolated`` its own empty directory, so that nothing in ours shadows an import) and returns
+what it returned; arguments and result are JSON values. What the child prints goes to our standard
 error as it comes (our standard output stays the caller's). Any other end is a
 :class:`ChildError` saying how it ended, during which step (the last :func:`mark` the child
 made) and the child's last lines of output: the function raised or called ``sys.exit()``, an
 exception or ``sys.exit()`` ended one of its threads (:func:`thread_failures`), or ``os._exit()``,
-a signal or a crash in native code ended the process. A :class:`~harness.errors.HarnessError`
+a signal or a crash in native code ended the process, or it ran past ``timeout``. A :class:`~harness.errors.HarnessError`
 raised in the child is raised here as one (a usage error stays exit 2). The child runs in a
 session of its own (:mod:`harness.process`), killed with whatever it started when it ends, when
 Ctrl-C or SIGTERM interrupts us, and by itself when we die of SIGKILL. How to run a command's
@@ -51,10 +52,20 @@ serve(sys.argv[1])
 the call, also where it is importable only through a path the parent added."""
 
 
-def run_in_child(function: str, /, *args: Any) -> Any:
+def run_in_child(
+    function: str,
+    /,
+    *args: Any,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+    isolated: bool = False,
+) -> Any:
     """``function(*args)`` in a child process (see the module docstring)."""
     with tempfile.TemporaryDirectory(prefix="harness-child-") as scratch:
         box = Path(scratch)
+        cwd = box / "cwd" if isolated else None
+        if cwd is not None:
+            cwd.mkdir()
         call = json.dumps({"function": function, "args": list(args)})
         (box / _CALL).write_text(call, encoding="utf-8")
         import harness
@@ -62,12 +73,17 @@ def run_in_child(function: str, /, *args: Any) -> Any:
         init = os.path.realpath(harness.__file__ or "")
         with open(box / _OUTPUT, "ab") as output, _Relay(box / _OUTPUT) as relay:
             argv = [sys.executable, "-c", _SERVE, init, scratch]
-            with session(argv, stdout=output, stderr=subprocess.STDOUT) as process:
-                wait_unreaped(process, None, relay.forward)
+            with session(
+                argv, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT
+            ) as process:
+                finished = wait_unreaped(process, timeout, relay.forward)
             relay.forward()
         outcome = _read_json(box / _RESULT)
         step_file = box / _STEP
         step = (step_file.read_text(encoding="utf-8") if step_file.exists() else "") or None
+    if not finished:
+        how = f"the process ran past {timeout:g} s and was killed"
+        raise ChildError(how, step, relay.last_lines())
     if outcome is None:
         status = process.returncode
         how = f"the process {describe_status(status)} before returning"

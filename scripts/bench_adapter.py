@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--backend", default="FLASHINFER")
     parser.add_argument("--steps", type=int, default=200)
     args = parser.parse_args(argv)
-    from harness.fidelity.source import fetch_vllm_source
+    from harness.vllm_tree.fetch import fetch_vllm_source
 
     tree = str(fetch_vllm_source(args.version).root)
     steps = str(args.steps)

@@ -112,3 +112,8 @@ def writes_pid_and_waits(pid_file: str) -> None:
     with open(pid_file, "w", encoding="utf-8") as handle:
         handle.write(str(os.getpid()))
     time.sleep(3600)
+
+
+def where_and_what(name: str) -> list[object]:
+    """The working directory, what it holds and the environment variable ``name``."""
+    return [os.getcwd(), sorted(os.listdir()), os.environ.get(name)]

@@ -204,3 +204,21 @@ def test_thread_failures_are_collected_by_the_innermost_block_only() -> None:
     assert len(inner) == 1 and "SystemExit: sys.exit(5) called" in inner[0]
     assert len(outer) == 1 and "IndexError: list index out of range" in outer[0]
     assert threading.excepthook is python_hook
+
+
+def test_a_child_past_its_time_limit_is_killed_and_is_an_error(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    with pytest.raises(ChildError) as caught:
+        run_in_child(f"{SUPPORT}:writes_pid_and_waits", str(pid_file), timeout=1.0)
+    assert caught.value.how == "the process ran past 1 s and was killed"
+    assert gone(int(pid_file.read_text()))
+
+
+def test_a_child_may_get_its_own_environment_and_an_empty_directory() -> None:
+    env = {**os.environ, "HARNESS_TEST_VALUE": "given"}
+    cwd, listing, value = run_in_child(
+        f"{SUPPORT}:where_and_what", "HARNESS_TEST_VALUE", env=env, isolated=True
+    )
+    assert value == "given" and cwd != os.getcwd() and listing == []
+    here = run_in_child(f"{SUPPORT}:where_and_what", "HARNESS_TEST_VALUE")
+    assert here[0] == os.getcwd() and here[2] is None

@@ -13,9 +13,8 @@ import ast
 import re
 from dataclasses import dataclass
 
-from harness.adapter.extract import parse_file
-from harness.adapter.tree import VllmTree
 from harness.errors import HarnessError
+from harness.vllm_tree.tree import VllmTree, parse_source
 
 REGISTRY = "vllm/v1/attention/backends/registry.py"
 _CLASS_PATH = re.compile(r"^vllm\.v1\.attention\.backends\.[\w.]+\.\w+$")
@@ -52,6 +51,13 @@ class BackendEntry:
         return self.class_path.rpartition(".")[2]
 
 
+def _is_class_path(value: str) -> bool:
+    """``package.module.Class``: what Python can import (not ``""``, nor text with a newline
+    that would print as a line of its own)."""
+    parts = value.split(".")
+    return len(parts) > 1 and all(part.isidentifier() for part in parts)
+
+
 def canonical_name(name: str) -> str:
     """``FLASH_ATTN_VLLM_V1`` -> ``FLASH_ATTN``: one name per backend across eras."""
     return name.removesuffix("_VLLM_V1")
@@ -59,7 +65,7 @@ def canonical_name(name: str) -> str:
 
 def discover_backends(tree: VllmTree) -> list[BackendEntry]:
     """The tree's backends, in its own order."""
-    registry = tree.path(REGISTRY)
+    registry = tree.file(REGISTRY)
     if registry.is_file():
         return _from_registry(tree)
     return _from_selectors(tree)
@@ -67,7 +73,7 @@ def discover_backends(tree: VllmTree) -> list[BackendEntry]:
 
 def _from_registry(tree: VllmTree) -> list[BackendEntry]:
     entries: list[BackendEntry] = []
-    for node in parse_file(tree.path(REGISTRY)).body:
+    for node in parse_source(tree.file(REGISTRY)).body:
         if isinstance(node, ast.ClassDef) and node.name == "AttentionBackendEnum":
             for statement in node.body:
                 if (
@@ -76,7 +82,7 @@ def _from_registry(tree: VllmTree) -> list[BackendEntry]:
                     and isinstance(statement.targets[0], ast.Name)
                     and isinstance(statement.value, ast.Constant)
                     and isinstance(statement.value.value, str)
-                    and statement.value.value
+                    and _is_class_path(statement.value.value)
                 ):
                     entries.append(
                         BackendEntry(
@@ -86,17 +92,17 @@ def _from_registry(tree: VllmTree) -> list[BackendEntry]:
                         )
                     )
     if not entries:
-        raise HarnessError(f"{tree.path(REGISTRY)} has no AttentionBackendEnum members")
+        raise HarnessError(f"{tree.file(REGISTRY)} has no AttentionBackendEnum members")
     return entries
 
 
 def _get_name(tree: VllmTree, class_path: str) -> str | None:
     """The constant a backend class's ``get_name()`` returns, read from its module's source."""
     module, _, class_name = class_path.rpartition(".")
-    path = tree.path(module.replace(".", "/") + ".py")
+    path = tree.file(module.replace(".", "/") + ".py")
     if not path.is_file():
         return None
-    for node in parse_file(path).body:
+    for node in parse_source(path).body:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "get_name":
@@ -110,8 +116,8 @@ def _get_name(tree: VllmTree, class_path: str) -> str | None:
 
 def _from_selectors(tree: VllmTree) -> list[BackendEntry]:
     entries: dict[str, BackendEntry] = {}
-    for path in sorted(tree.path("vllm/platforms").glob("*.py")):
-        for node in ast.walk(parse_file(path)):
+    for path in sorted(tree.file("vllm/platforms").glob("*.py")):
+        for node in ast.walk(parse_source(path)):
             if (
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
@@ -128,14 +134,18 @@ def _from_selectors(tree: VllmTree) -> list[BackendEntry]:
     return list(entries.values())
 
 
-def select_backends(entries: list[BackendEntry], names: list[str] | None) -> list[BackendEntry]:
-    """``names`` (canonical; default :data:`DEFAULT_BACKENDS` that the tree has) in the tree."""
+def select_backends(
+    entries: list[BackendEntry], names: list[str] | None, where: str = "this tree"
+) -> list[BackendEntry]:
+    """``names`` (canonical; default :data:`DEFAULT_BACKENDS` that the tree has) among
+    ``entries``, the backends of ``where`` (named when one is unknown)."""
     by_name = {e.name: e for e in entries}
     if names is None:
         return [by_name[n] for n in DEFAULT_BACKENDS if n in by_name]
     unknown = [n for n in names if canonical_name(n) not in by_name]
     if unknown:
         raise HarnessError(
-            f"unknown backend {', '.join(unknown)}; this tree has: {', '.join(sorted(by_name))}"
+            f"unknown backend {', '.join(unknown)}; the backends of {where}: "
+            + ", ".join(sorted(by_name))
         )
-    return [by_name[canonical_name(n)] for n in names]
+    return [by_name[canonical_name(n)] for n in dict.fromkeys(names)]

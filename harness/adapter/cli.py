@@ -6,6 +6,8 @@
 * ``harness memory scaling --vllm-src PATH [--backend NAME ...]``: exit 1 when an allocation of
   the tree's builders grows with ``num_blocks`` (``file:line``, op, bytes per block, once or every
   step), 0 otherwise, 2 when no backend could be driven or a named one cannot be.
+* On either, a backend whose run the tree's code ended (``sys.exit``, ``os._exit``, a crash, an
+  exception in a thread, past the time limit) is that backend's error: exit 1.
 * ``--list-backends`` on either: which of the tree's backends run, and what stops the others.
 """
 
@@ -131,15 +133,14 @@ def _steps(value: int | None, flag: str, default: int) -> int:
 def _backends(tree: Any, names: list[str] | None) -> list[str]:
     from harness.adapter.backends import discover_backends, select_backends
 
-    return [e.name for e in select_backends(discover_backends(tree), names)]
+    return [e.name for e in select_backends(discover_backends(tree), names, tree.label)]
 
 
 def list_backends(tree: Any, options: Any, names: list[str] | None, seed: int) -> int:
     """Print which backends run; exit 0 when at least one does."""
-    from harness.adapter.child import run_in_child
-    from harness.adapter.jobs import LIST_STEPS, job
+    from harness.adapter.jobs import LIST_STEPS, job, run_job_in_child
 
-    rows = run_in_child(
+    rows = run_job_in_child(
         job("list", tree, options, backends=names, steps=LIST_STEPS, seed=seed),
         f"listing the backends of {tree.label}",
     )
@@ -158,7 +159,7 @@ def list_backends(tree: Any, options: Any, names: list[str] | None, seed: int) -
 def scaling_command(args: argparse.Namespace) -> int:
     """``harness memory scaling --vllm-src PATH``."""
     from harness.adapter.scaling import NOT_COVERED, tree_scaling
-    from harness.adapter.tree import locate_tree
+    from harness.vllm_tree.tree import locate_tree
 
     tree = locate_tree(args.vllm_src)
     options = platform_options(args)
@@ -196,8 +197,8 @@ def scaling_command(args: argparse.Namespace) -> int:
 
 def diff_command(args: argparse.Namespace) -> int:
     """``harness diff``."""
-    from harness.adapter.diff import diff_backend
-    from harness.adapter.tree import locate_tree
+    from harness.adapter.diff import diff_trees
+    from harness.vllm_tree.tree import locate_tree
 
     base = locate_tree(args.base, "--base")
     head = locate_tree(args.head, "--head")
@@ -206,8 +207,7 @@ def diff_command(args: argparse.Namespace) -> int:
         code = list_backends(base, options, args.backend, args.seed)
         return max(code, list_backends(head, options, args.backend, args.seed))
     steps = _steps(args.steps, "--steps", DIFF_STEPS)
-    names = _backends(base, args.backend)
-    results = [diff_backend(base, head, name, options, steps, args.seed) for name in names]
+    results = diff_trees(base, head, args.backend, options, steps, args.seed)
     if args.json:
         print(
             json.dumps(
@@ -219,6 +219,7 @@ def diff_command(args: argparse.Namespace) -> int:
                             "backend": r.backend,
                             "steps": r.steps,
                             "not_run": r.not_run,
+                            "error": r.error,
                             "difference": None
                             if r.difference is None
                             else {
@@ -238,9 +239,15 @@ def diff_command(args: argparse.Namespace) -> int:
         print(f"diff {base.label} -> {head.label}, {options.describe()}")
         for result in results:
             print(result.format())
-    if any(r.difference is not None for r in results):
+    if any(r.difference is not None or r.error is not None for r in results):
         return EXIT_FOUND
     compared = [r for r in results if r.not_run is None]
     if not compared or (args.backend is not None and len(compared) < len(results)):
+        print(
+            "harness: error: "
+            + ("no backend" if not compared else "not every named backend")
+            + " could be compared on both trees",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     return EXIT_OK

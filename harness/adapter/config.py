@@ -3,7 +3,7 @@
 vLLM's config classes need pydantic and transformers, so the adapter does not construct them:
 each section (``model_config``, ``cache_config`` ...) is a :class:`ConfigSection` holding the
 literal field defaults read from the tree's own class source
-(:func:`harness.adapter.extract.field_defaults`), then the values vLLM's engine sets before the
+(:func:`field_defaults`), then the values vLLM's engine sets before the
 model runner builds anything for one model on one GPU (block size and ``num_gpu_blocks`` from KV
 cache sizing, the scheduler limits, no parallelism, no speculative decoding, eager execution).
 Reading a field that is neither raises :class:`ConfigGap`, which names it.
@@ -11,14 +11,58 @@ Reading a field that is neither raises :class:`ConfigGap`, which names it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ast
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from harness.adapter.extract import field_defaults, find_class
-from harness.adapter.tree import VllmTree
+from harness.vllm_tree.tree import VllmTree, parse_source
+
+_NO_DEFAULT = object()
+
+
+def find_class(paths: Iterable[Path], name: str) -> tuple[Path, ast.ClassDef] | None:
+    """The first top-level ``class name`` in ``paths`` (files that do not exist are skipped)."""
+    for path in paths:
+        if not path.is_file():
+            continue
+        for node in parse_source(path).body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return path, node
+    return None
+
+
+def _literal_default(value: ast.expr) -> object:
+    """A default written as a literal, ``Field(default=...)`` or ``field(default=...)``."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
+        func = value.func.id if isinstance(value.func, ast.Name) else value.func.attr
+        if func in ("Field", "field"):
+            for keyword in value.keywords:
+                if keyword.arg == "default":
+                    return _literal_default(keyword.value)
+        return _NO_DEFAULT
+    try:
+        return ast.literal_eval(value)
+    except ValueError:
+        return _NO_DEFAULT
+
+
+def field_defaults(node: ast.ClassDef) -> dict[str, object]:
+    """The class's annotated fields whose default is a literal (others are left out)."""
+    defaults: dict[str, object] = {}
+    for statement in node.body:
+        if (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and statement.value is not None
+        ):
+            value = _literal_default(statement.value)
+            if value is not _NO_DEFAULT:
+                defaults[statement.target.id] = value
+    return defaults
 
 
 class ConfigGap(AttributeError):

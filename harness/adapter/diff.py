@@ -1,10 +1,11 @@
 """``harness diff``: two vLLM trees' builders over the same serving sequence, step by step.
 
-Each side runs in its own child process (:mod:`harness.adapter.child`); each step's batch
-order, the reorder's swaps, every metadata field (FlashInfer's plans included) and any exception
-(type, message, the tree's raising line) are compared. The first difference is reported with
+Each side runs in its own child process (:func:`~harness.adapter.jobs.run_job_in_child`); each
+step's batch order, the reorder's swaps, every metadata field (FlashInfer's plans included) and
+any exception (type, message, the tree's raising line) are compared. The first difference is reported with
 its step, the field's path and both values. A crash on one side only is a difference; the same
-crash on both sides (same type, message and line) is not.
+crash on both sides (same type, message and line) is not. A backend the head removed is a
+difference; one only the head has is said not to be compared.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from harness.adapter.child import run_in_child
-from harness.adapter.jobs import job
+from harness.adapter.backends import discover_backends, select_backends
+from harness.adapter.jobs import job, run_job_in_child
 from harness.adapter.platform import PlatformOptions
-from harness.adapter.tree import VllmTree
-from harness.errors import HarnessError
+from harness.errors import ChildError, HarnessError
+from harness.vllm_tree.tree import VllmTree
 
 MAX_SHOWN = 160
 
@@ -48,9 +49,14 @@ class BackendDiff:
     not_run: str | None = None
     both_stopped: str | None = None
     """The exception both trees raised at the last step (same type, message and line)."""
+    error: str | None = None
+    """A side's child process was ended by the tree's code (``os._exit``, a crash, a thread's
+    exception, past the time limit): this backend's comparison failed."""
     notes: list[str] = field(default_factory=list[str])
 
     def format(self) -> str:
+        if self.error:
+            return f"{self.backend}: ERROR: {self.error}"
         if self.not_run:
             return f"{self.backend}: not compared: {self.not_run}"
         if self.difference is None:
@@ -112,6 +118,12 @@ def _error_text(error: dict[str, Any] | None) -> str:
 def compare_records(backend: str, base: dict[str, Any], head: dict[str, Any]) -> BackendDiff:
     """The verdict from two ``record`` job results."""
     result = BackendDiff(backend)
+    errors = [
+        f"{side}: {r['error']}" for side, r in (("base", base), ("head", head)) if "error" in r
+    ]
+    if errors:
+        result.error = "; ".join(errors)
+        return result
     unavailable = (base.get("unavailable"), head.get("unavailable"))
     if unavailable[0] and unavailable[0] == unavailable[1]:
         result.not_run = f"both trees: {unavailable[0]}"
@@ -163,7 +175,37 @@ def diff_backend(
     for side, tree in (("base", base), ("head", head)):
         work = job("record", tree, options, backend=backend, steps=steps, seed=seed)
         try:
-            records.append(run_in_child(work, f"{backend} on the {side} tree"))
+            records.append(run_job_in_child(work, f"{backend} on the {side} tree"))
         except HarnessError as exc:
             records.append({"unavailable": str(exc)})
+        except ChildError as exc:
+            records.append({"error": str(exc)})
     return compare_records(backend, records[0], records[1])
+
+
+def diff_trees(
+    base: VllmTree,
+    head: VllmTree,
+    names: list[str] | None,
+    options: PlatformOptions,
+    steps: int,
+    seed: int = 0,
+) -> list[BackendDiff]:
+    """Each backend ``names`` gives (default: those of issue 26 that either tree has), compared
+    where both trees have it (module docstring)."""
+    in_base = {e.name for e in discover_backends(base)}
+    in_head = {e.name for e in discover_backends(head)}
+    entries = discover_backends(base)
+    entries += [e for e in discover_backends(head) if e.name not in in_base]
+    results: list[BackendDiff] = []
+    for entry in select_backends(entries, names, "the base and head trees"):
+        name = entry.name
+        if name not in in_head:
+            missing = f"{head.label} has no backend {name}"
+            results.append(BackendDiff(name, difference=Difference(0, "set-up", "set up", missing)))
+        elif name not in in_base:
+            only = f"only {head.label} has it: there is no base to compare with"
+            results.append(BackendDiff(name, not_run=only))
+        else:
+            results.append(diff_backend(base, head, name, options, steps, seed))
+    return results

@@ -26,16 +26,17 @@ import torch
 from harness.adapter.backends import BackendEntry
 from harness.adapter.batch import PersistentBatch, StepInputs
 from harness.adapter.config import ConfigGap, ConfigSection, ModelShape, make_vllm_config
-from harness.adapter.era import Era, builder_era
 from harness.adapter.host_memory import HostMemoryOnly
 from harness.adapter.reorder import reorder_for
 from harness.adapter.sequence import ServingSequence
 from harness.adapter.session import BackendUnavailable, RaisedAt, TreeSession, raised_at
 from harness.adapter.snapshot import snapshot
-from harness.adapter.stubbing import LEDGER
 from harness.adapter.stubs import REGISTRY
+from harness.child import mark
 from harness.errors import HarnessError
 from harness.reference.backends.utils import compute_cascade_attn_prefix_len
+from harness.vllm_tree.era import Era, builder_era
+from harness.vllm_tree.stubbing import LEDGER
 
 PAD_SLOT_ID = -1
 H100_NUM_SMS = 132
@@ -188,7 +189,7 @@ def _real_class(entry: BackendEntry, role: str, value: object) -> type[Any]:
         entry.name,
         f"get_{role}_cls()",
         f"it is the stub {stub}: {entry.module} is outside the attention path the engine "
-        "adapter loads from the tree (harness.adapter.loader.REAL_PREFIXES)",
+        "adapter loads from the tree (harness.adapter.stubs.REAL_PREFIXES)",
     )
 
 
@@ -308,6 +309,7 @@ class BackendDriver:
 
     def setup(self, sequence: ServingSequence, region: Region) -> None:
         """Layers, spec, KV caches and the builder, for ``sequence``'s limits (stubs strict)."""
+        mark(f"setting up {self.entry.name} (layers, KV caches, its builder)")
         LEDGER.strict()
         try:
             with HostMemoryOnly():
@@ -595,6 +597,7 @@ class BackendDriver:
         recorder = self.session.recorder
         LEDGER.used.clear()
         for index, output in enumerate(sequence.steps):
+            mark(f"{self.entry.name} step {index} (the tree's reorder and build)")
             record = StepRecord(index, [], [])
             result.steps.append(record)
             recorder.calls.clear()

@@ -4,7 +4,7 @@ One ``overrides`` row (the static checker over the tree's ``vllm`` package, with
 configuration) and one ``scaling`` row per backend (:func:`harness.adapter.scaling.tree_scaling`):
 ``pass`` when only the KV cache grows with ``num_blocks``, ``FAIL`` naming the first site,
 ``n/a`` for a backend the adapter cannot drive through the whole sequence (what stops it is said;
-not judged), ``error`` when the run itself broke.
+not judged), ``error`` when the run itself broke or the tree's code ended it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.adapter.tree import VllmTree
+from harness.vllm_tree.tree import VllmTree
 
 if TYPE_CHECKING:
     from harness.hunt.job import Row
@@ -52,7 +52,10 @@ def tree_rows(
             )
             continue
         seconds = time.perf_counter() - started
-        if result.findings:
+        if result.error is not None:
+            detail = result.error.replace("\n", " ")
+            rows.append(Row("scaling", name, "error", None, detail, seconds))
+        elif result.findings:
             first = result.findings[0].describe().replace("\n", " ")
             detail = f"{len(result.findings)} site(s) grow with num_blocks; {first}"
             rows.append(Row("scaling", name, "FAIL", "pass", detail, seconds))

@@ -1,4 +1,4 @@
-"""What a child process runs on one tree (:mod:`harness.adapter.child`); each result is JSON.
+"""What a child process runs on one tree (:func:`run_job_in_child`); each result is JSON.
 
 * ``list``: every backend of the tree (or those named) set up and driven over a short
   sequence: whether it runs, else the import or call that stops it.
@@ -6,12 +6,15 @@
   every allocation, by region (``layers``, ``initialize_kv_cache``, ``construct``, ``step N``).
 * ``record``: one backend's run with each step's metadata snapshot (for ``harness diff``).
 
-The functions run in this process too (the fast tests call them on fixture trees).
+The functions run in this process too (the fast tests call them on fixture trees). In a child
+(:mod:`harness.child`), ``VLLM_*`` is removed from the environment (``vllm.envs`` reads its
+defaults) and Triton's CPU interpreter is on (``TRITON_INTERPRET=1``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Generator
 from dataclasses import asdict
 from typing import Any
@@ -21,11 +24,39 @@ from harness.adapter.drive import BackendDriver, BackendRun, DriveOptions
 from harness.adapter.platform import PlatformOptions
 from harness.adapter.sequence import SequenceSpec, generate_sequence
 from harness.adapter.session import BackendUnavailable, TreeSession, open_tree, raised_at
-from harness.adapter.tree import VllmTree, locate_tree
-from harness.errors import HarnessError
+from harness.child import run_in_child
+from harness.errors import ChildError, HarnessError
+from harness.vllm_tree.tree import VllmTree, locate_tree
 
 LIST_STEPS = 48
 """Steps each backend is driven for ``--list-backends`` (prefills, decodes, finished requests)."""
+CHILD_TIMEOUT = 900.0
+"""Seconds one job may run in its child (a tree whose code blocks forever is killed then)."""
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment without ``VLLM_*`` and with Triton's CPU interpreter on."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")}
+    env["TRITON_INTERPRET"] = "1"
+    env.setdefault("PYTHONHASHSEED", "0")
+    return env
+
+
+def run_job_in_child(work: dict[str, Any], what: str) -> Any:
+    """:func:`run_job` of ``work`` in a child process (killed past :data:`CHILD_TIMEOUT`);
+    errors name ``what`` ran."""
+    try:
+        return run_in_child(
+            "harness.adapter.jobs:run_job",
+            work,
+            env=child_environment(),
+            timeout=CHILD_TIMEOUT,
+            isolated=True,
+        )
+    except HarnessError as exc:
+        raise HarnessError(f"{what}: {exc}") from None
+    except ChildError as exc:
+        raise ChildError(f"{what}: {exc.how}", exc.step, exc.last_lines) from None
 
 
 def _nothing(name: str) -> contextlib.AbstractContextManager[object]:
@@ -43,16 +74,26 @@ def _driven(
     record: bool = True,
     region: Any = _nothing,
 ) -> tuple[BackendRun, int]:
-    """Set up and run ``entry``; returns the run and the ``num_gpu_blocks`` it had."""
-    probe = BackendDriver(session, entry, DriveOptions())
-    sequence = generate_sequence(
-        SequenceSpec(seed=seed, num_steps=steps, block_size=probe.block_size)
-    )
-    num_gpu_blocks = sequence.spec.num_blocks * blocks_factor
-    driver = BackendDriver(
-        session, entry, DriveOptions(num_gpu_blocks=num_gpu_blocks, record_metadata=record)
-    )
-    driver.setup(sequence, region)
+    """Set up and run ``entry``; returns the run and the ``num_gpu_blocks`` it had. Whatever
+    stops the set-up is :class:`BackendUnavailable` (an exception of the tree's code names its
+    line); an exception in a step ends the run (recorded in it)."""
+    try:
+        probe = BackendDriver(session, entry, DriveOptions())
+        sequence = generate_sequence(
+            SequenceSpec(seed=seed, num_steps=steps, block_size=probe.block_size)
+        )
+        num_gpu_blocks = sequence.spec.num_blocks * blocks_factor
+        driver = BackendDriver(
+            session, entry, DriveOptions(num_gpu_blocks=num_gpu_blocks, record_metadata=record)
+        )
+        driver.setup(sequence, region)
+    except BackendUnavailable:
+        raise
+    except HarnessError as exc:
+        raise BackendUnavailable(entry.name, "setting it up", str(exc)) from exc
+    except Exception as exc:  # a tree the adapter does not model: say so, go on
+        cause = raised_at(session.tree, exc)
+        raise BackendUnavailable(entry.name, "setting it up", cause) from exc
     return driver.run(sequence, region), num_gpu_blocks
 
 
@@ -85,11 +126,6 @@ def list_job(
                 run, _ = _driven(session, entry, steps, seed, record=False)
             except BackendUnavailable as exc:
                 row.update(status="stops", stage=exc.stage, cause=_cause(exc.cause))
-            except HarnessError as exc:
-                row.update(status="stops", stage="setting it up", cause=str(exc))
-            except Exception as exc:  # a tree the adapter does not model: say so, go on
-                cause = raised_at(tree, exc).describe()
-                row.update(status="stops", stage="setting it up", cause=cause)
             else:
                 row.update(run_summary(run))
                 row["status"] = "runs" if run.error is None else "stops"

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.adapter.batch import PersistentBatch
-from harness.adapter.extract import extract_top_level
 from harness.adapter.session import TreeSession
 from harness.reference.outputs import SchedulerOutput
+from harness.vllm_tree.extract import extract_definitions
 
 V2_RUNNER = "vllm/v1/worker/gpu/model_runner.py"
 Reorder = Callable[[PersistentBatch, SchedulerOutput], list[tuple[int, int]]]
@@ -36,9 +36,11 @@ def _into_order(batch: PersistentBatch, order: list[str]) -> None:
 
 def reorder_for(session: TreeSession, builder: Any) -> tuple[str, Reorder]:
     """The tree's reorder (module docstring) for ``builder``, and a line saying which it is."""
-    runner = session.tree.path(V2_RUNNER)
+    runner = session.tree.file(V2_RUNNER)
     namespace: dict[str, Any] = {}
-    if runner.is_file() and not extract_top_level(runner, ["sort_batch_req_ids"], namespace):
+    if runner.is_file() and not extract_definitions(
+        runner, ["sort_batch_req_ids"], namespace, required=False
+    ):
         sort = namespace["sort_batch_req_ids"]
 
         def sorted_batch(batch: PersistentBatch, output: SchedulerOutput) -> list[tuple[int, int]]:

@@ -1,8 +1,8 @@
 """The scaling detector on a vLLM tree's own builders.
 
-For each backend, two child processes (:mod:`harness.adapter.child`) drive the builder over the
-same serving sequence, under the memory tracker (every thread), with ``num_gpu_blocks`` at the
-sequence's pool of blocks and at twice that (``cache_config.num_gpu_blocks`` and the KV cache
+For each backend, two child processes (:func:`~harness.adapter.jobs.run_job_in_child`) drive
+the builder over the same serving sequence, under the memory tracker (every thread), with
+``num_gpu_blocks`` at the sequence's pool of blocks and at twice that (``cache_config.num_gpu_blocks`` and the KV cache
 tensors change; the schedule, block ids included, does not). Allocations are paired region by
 region (:func:`harness.simulation.scaling.scaling_pairs`); any pair whose size differs, except
 the KV cache itself, is a finding: the tree's ``file:line``, the op, bytes per block, and whether
@@ -19,13 +19,12 @@ from typing import Any
 
 import torch
 
-from harness.adapter.child import run_in_child
-from harness.adapter.jobs import job
+from harness.adapter.jobs import job, run_job_in_child
 from harness.adapter.platform import PlatformOptions
-from harness.adapter.tree import VllmTree
-from harness.errors import HarnessError
+from harness.errors import ChildError, HarnessError
 from harness.memory.allocation import Allocation, SourceLine
 from harness.simulation.scaling import scaling_pairs
+from harness.vllm_tree.tree import VllmTree
 
 KV_CACHE_REGION = "initialize_kv_cache"
 ONCE_REGIONS = ("layers", "construct")
@@ -66,11 +65,14 @@ class BackendScaling:
     kv_cache_tensors: int = 0
     stopped: str | None = None
     """Why the backend could not be driven (or where its run stopped), if it could not."""
+    error: str | None = None
+    """The tree's code ended the run (``sys.exit``, ``os._exit``, a crash, a thread's
+    exception, past the time limit): this backend's check failed, whatever else it says."""
     notes: list[str] = field(default_factory=list[str])
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        return not self.findings and self.error is None
 
     @property
     def complete(self) -> bool:
@@ -79,6 +81,8 @@ class BackendScaling:
 
     def format(self) -> str:
         head = f"{self.backend}: "
+        if self.error is not None:
+            return head + f"ERROR: {self.error}"
         if self.stopped and not self.steps:
             return head + f"not run: {self.stopped}"
         a, b = self.num_blocks
@@ -134,6 +138,8 @@ def compare_traces(backend: str, a: dict[str, Any], b: dict[str, Any]) -> Backen
     if a["run"]["error"]:
         error = a["run"]["error"]
         result.stopped = f"step {a['run']['error_step']}: {error['type']}: {error['message']} at {error['where']}"
+        if error["type"] == "SystemExit":  # the engine would have ended there
+            result.error = f"the tree's code called sys.exit() in {result.stopped}"
     texts = {
         item["source"]: item["line_text"]
         for items in a["regions"].values()
@@ -182,7 +188,9 @@ def tree_scaling(
             "trace", tree, options, backend=backend, steps=steps, seed=seed, blocks_factor=factor
         )
         try:
-            traces.append(run_in_child(work, f"{backend} at {factor}x num_blocks"))
+            traces.append(run_job_in_child(work, f"{backend} at {factor}x num_blocks"))
         except HarnessError as exc:
             return BackendScaling(backend, stopped=str(exc))
+        except ChildError as exc:
+            return BackendScaling(backend, error=str(exc))
     return compare_traces(backend, traces[0], traces[1])

@@ -1,6 +1,6 @@
 """One vLLM tree loaded in this process: the loader, the platform and the FlashInfer recorder.
 
-:func:`open_tree` installs the :class:`~harness.adapter.loader.TreeLoader` with the provided
+:func:`open_tree` installs the :class:`~harness.vllm_tree.loader.TreeLoader` with the provided
 modules, loads the tree's ``vllm.platforms.interface`` and makes ``current_platform`` from it.
 :meth:`TreeSession.backend_class` imports one backend; a failure becomes a
 :class:`BackendUnavailable` naming what stopped it (the exception and the tree's raising line).
@@ -18,12 +18,14 @@ import torch
 import torch.utils.deterministic
 
 from harness.adapter.backends import BackendEntry
-from harness.adapter.loader import TreeLoader
 from harness.adapter.platform import PlatformOptions, make_platform
-from harness.adapter.stubbing import LEDGER
-from harness.adapter.stubs import PlanRecorder, patches, provided_modules
-from harness.adapter.tree import VllmTree
+from harness.adapter.stubs import is_real, patches, provided_modules
+from harness.child import mark
 from harness.errors import HarnessError
+from harness.vllm_tree.loader import TreeLoader
+from harness.vllm_tree.provided import PlanRecorder
+from harness.vllm_tree.stubbing import LEDGER
+from harness.vllm_tree.tree import VllmTree
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,7 @@ class TreeSession:
 
     def backend_class(self, entry: BackendEntry) -> type[Any]:
         """The backend class of ``entry``, imported from the tree."""
+        mark(f"importing {entry.module}")
         try:
             module = self.loader.load(entry.module)
             backend: type[Any] = getattr(module, entry.class_name)
@@ -90,10 +93,9 @@ class TreeSession:
 def open_tree(tree: VllmTree, options: PlatformOptions) -> Generator[TreeSession]:
     """Load ``tree`` in this process for the ``with`` block (then restore ``sys.modules``)."""
     recorder = PlanRecorder()
-    loader = TreeLoader(tree.root, provided_modules(tree, options, recorder), patches(options))
-    for module in loader.provided.values():
-        if "_submodule" in module.__dict__ and module.__name__.startswith("vllm"):
-            module.__dict__["_submodule"] = loader.is_module
+    loader = TreeLoader(
+        tree.root, is_real, provided_modules(tree, options, recorder), patches(options)
+    )
     loader.install()
     LEDGER.is_strict = False
     # torch.empty's contents become a known value (NaN, or the dtype's max), so that two runs of

@@ -1,9 +1,11 @@
 """Plain, comparable copies of what a builder returned (taken right after each ``build``).
 
 Tensors and arrays become ``{"dtype", "shape", "values"}`` (``values`` is ``None`` past
-:data:`MAX_ELEMENTS`: a workspace buffer's contents are not compared); dataclasses and objects become
-their fields (and attributes set after construction); enums their names; FlashInfer wrappers are the adapter's recorders, so the plans they
-were given are kept (:mod:`harness.adapter.stubs`). Everything is JSON-ready.
+:data:`MAX_ELEMENTS`: a workspace buffer's contents are not compared), lists that long their
+length; dataclasses and objects become their fields (and attributes set after construction);
+enums their names; FlashInfer wrappers are recorders, so the plans they were given are kept
+(:mod:`harness.vllm_tree.provided`). Everything is JSON-ready, and no step's copy grows with
+what the builder holds.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import torch
 
 MAX_DEPTH = 6
 MAX_ELEMENTS = 1 << 16
-"""Tensors larger than this (workspace buffers) keep their dtype and shape only."""
+"""Tensors and arrays larger than this (workspace buffers) keep their dtype and shape only,
+lists their length."""
 
 
 def _tensor(value: torch.Tensor) -> dict[str, Any]:
@@ -33,7 +36,7 @@ def _tensor(value: torch.Tensor) -> dict[str, Any]:
 
 
 def _array(value: npt.NDArray[Any]) -> dict[str, Any]:
-    values: Any = value.tolist()
+    values: Any = value.tolist() if value.size <= MAX_ELEMENTS else None
     return {"dtype": str(value.dtype), "shape": list(value.shape), "values": values}
 
 
@@ -66,7 +69,10 @@ def snapshot(value: object, depth: int = 0) -> Any:
         mapping = cast("dict[object, object]", value)
         return {str(k): snapshot(v, depth + 1) for k, v in mapping.items()}
     if isinstance(value, list | tuple):
-        return [snapshot(v, depth + 1) for v in cast("list[object]", value)]
+        items = cast("list[object]", value)
+        if len(items) > MAX_ELEMENTS:
+            return {"__type__": type(items).__name__, "length": len(items)}
+        return [snapshot(v, depth + 1) for v in items]
     attributes: dict[str, Any] = dict(getattr(value, "__dict__", None) or {})
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = [f.name for f in dataclasses.fields(value)]

@@ -1,44 +1,61 @@
-"""The modules the adapter provides in place of a vLLM tree's own.
+"""How the adapter splits a vLLM tree: what runs from its source, what the adapter provides.
 
-Each stands in for something that needs a GPU, a distributed group or a heavy import and is
-answered for one process on one GPU with no parallelism: the logger (silent), the platform
-(:mod:`harness.adapter.platform`), the config package (the tree's ``CUDAGraphMode`` and the
-layers the driver registers; config objects come from :mod:`harness.adapter.config`), the
-distributed groups (one rank), FlashAttention's version query, FlashInfer (wrappers that record
-their ``plan`` calls), and Triton (the real package under its CPU interpreter,
-``TRITON_INTERPRET=1``, when installed).
+The attention path runs from the tree's files (:data:`REAL_PREFIXES`). Provided in its place,
+each answered for one process on one GPU with no parallelism: the logger, the distributed groups
+and FlashInfer (:mod:`harness.vllm_tree.provided`), the platform (:mod:`harness.adapter.platform`),
+the config package (the tree's ``CUDAGraphMode`` and the layers the driver registers; config
+objects come from :mod:`harness.adapter.config`), FlashAttention's version query, and Triton (the
+real package under its CPU interpreter, ``TRITON_INTERPRET=1``, when installed). Everything else
+under ``vllm`` is an automatic stub.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import types
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.adapter.extract import extract_top_level
-from harness.adapter.loader import is_real
 from harness.adapter.platform import PlatformOptions
-from harness.adapter.stubbing import StubModule
-from harness.adapter.tree import VllmTree
+from harness.vllm_tree.extract import extract_definitions
+from harness.vllm_tree.provided import (
+    PlanRecorder,
+    distributed_modules,
+    flashinfer_modules,
+    logger_module,
+)
+from harness.vllm_tree.stubbing import StubModule
+from harness.vllm_tree.tree import VllmTree
 
 TRITON_EXTRA_HINT = "pip install 'attn-metadata-harness[triton]'"
+REAL_PREFIXES = (
+    "vllm.envs",
+    "vllm.utils",
+    "vllm.platforms.interface",
+    "vllm.attention",
+    "vllm.v1.attention",
+    "vllm.v1.kv_cache_interface",
+    "vllm.v1.kv_cache_layout",
+    "vllm.v1.kv_cache_spec_registry",
+    "vllm.v1.utils",
+    "vllm.v1.worker.block_table",
+    "vllm.v1.worker.cp_utils",
+    "vllm.v1.worker.workspace",
+    "vllm.v1.worker.ubatching",
+    "vllm.model_executor.layers.attention",
+    "vllm.model_executor.layers.attention_layer_base",
+    "vllm.model_executor.layers.quantization.utils.quant_utils",
+    "vllm.scalar_type",
+    "vllm.config.cache",
+)
+"""Modules (and packages, with everything under them) executed from the tree's source."""
 
 
-class AdapterLogger(logging.Logger):
-    """vLLM's logger interface (``info_once``, ``warning_once`` ...), silent."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"harness.adapter.vllm.{name}")
-        self.disabled = True
-
-    def _once(self, *args: object, **kwargs: object) -> None:
-        del args, kwargs
-
-    info_once = warning_once = debug_once = error_once = _once
+def is_real(name: str) -> bool:
+    """Whether module ``name`` runs from the tree's source (see :data:`REAL_PREFIXES`)."""
+    return any(name == p or name.startswith(p + ".") for p in REAL_PREFIXES)
 
 
 @dataclass
@@ -89,42 +106,11 @@ def _config_modules(tree: VllmTree) -> dict[str, types.ModuleType]:
     # The cudagraph mode enum, where the tree has one (0.10 on), from its own source.
     for path in tree.config_files():
         namespace: dict[str, Any] = {"__name__": "vllm.config"}
-        if not extract_top_level(path, ["CUDAGraphMode"], namespace):
+        if not extract_definitions(path, ["CUDAGraphMode"], namespace, required=False):
             for module in modules.values():
                 module.CUDAGraphMode = namespace["CUDAGraphMode"]  # type: ignore[attr-defined]
             break
     return modules
-
-
-class _SingleRank:
-    """A distributed group of one rank (no tensor, pipeline or context parallelism)."""
-
-    world_size = 1
-    rank = 0
-    rank_in_group = 0
-    local_rank = 0
-    device_group = None
-    cpu_group = None
-
-
-def _distributed_modules() -> dict[str, types.ModuleType]:
-    group = _SingleRank()
-    attrs: dict[str, object] = {
-        "get_dcp_world_size_and_rank": lambda enabled=True: (1, 0),
-        "get_tensor_model_parallel_world_size": lambda: 1,
-        "get_tensor_model_parallel_rank": lambda: 0,
-        "get_decode_context_model_parallel_world_size": lambda: 1,
-        "get_decode_context_model_parallel_rank": lambda: 0,
-        "get_pp_group": lambda: group,
-    }
-    for kind in ("tp", "dcp", "pcp", "pp", "dp", "ep", "world"):
-        attrs[f"get_{kind}_group"] = lambda: group
-    return {
-        "vllm.distributed": StubModule("vllm.distributed", dict(attrs)),
-        "vllm.distributed.parallel_state": StubModule(
-            "vllm.distributed.parallel_state", dict(attrs)
-        ),
-    }
 
 
 def _flash_attn_modules(options: PlatformOptions) -> dict[str, types.ModuleType]:
@@ -148,64 +134,6 @@ def _flash_attn_modules(options: PlatformOptions) -> dict[str, types.ModuleType]
             "vllm.vllm_flash_attn.flash_attn_interface", dict(attrs)
         ),
     }
-
-
-@dataclass
-class PlanRecorder:
-    """Every FlashInfer wrapper call, in order: ``(wrapper, method, args, kwargs)``."""
-
-    calls: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = field(
-        default_factory=list[tuple[str, str, tuple[Any, ...], dict[str, Any]]]
-    )
-
-
-def _recording_wrapper(kind: str, recorder: PlanRecorder) -> type[Any]:
-    class Wrapper:
-        """A FlashInfer wrapper that records its construction and plans (no kernels)."""
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            recorder.calls.append((kind, "__init__", args, kwargs))
-            self.is_cuda_graph_enabled = bool(kwargs.get("use_cuda_graph", False))
-
-        def plan(self, *args: Any, **kwargs: Any) -> None:
-            recorder.calls.append((kind, "plan", args, kwargs))
-
-        def __getattr__(self, name: str) -> Any:
-            if name.startswith("__"):
-                raise AttributeError(name)
-
-            def call(*args: Any, **kwargs: Any) -> None:
-                recorder.calls.append((kind, name, args, kwargs))
-
-            return call
-
-    Wrapper.__name__ = Wrapper.__qualname__ = kind
-    return Wrapper
-
-
-FLASHINFER_WRAPPERS = (
-    "BatchPrefillWithPagedKVCacheWrapper",
-    "BatchDecodeWithPagedKVCacheWrapper",
-    "MultiLevelCascadeAttentionWrapper",
-    "BatchPrefillWithRaggedKVCacheWrapper",
-    "BatchMLAPagedAttentionWrapper",
-)
-
-
-def get_seq_lens(kv_indptr: Any, kv_last_page_len: Any, page_size: int) -> Any:
-    """FlashInfer's host helper of that name (``flashinfer/utils.py``): KV lengths from the
-    paged layout. Written here from its definition: the adapter never imports FlashInfer."""
-    import torch
-
-    full_pages = torch.clamp(kv_indptr[1:] - kv_indptr[:-1] - 1, min=0)
-    return full_pages * page_size + kv_last_page_len
-
-
-def _flashinfer_modules(recorder: PlanRecorder) -> dict[str, types.ModuleType]:
-    attrs: dict[str, object] = {n: _recording_wrapper(n, recorder) for n in FLASHINFER_WRAPPERS}
-    attrs["get_seq_lens"] = get_seq_lens
-    names = ("flashinfer", "flashinfer.decode", "flashinfer.prefill", "flashinfer.mla")
-    return {name: StubModule(name, dict(attrs)) for name in names}
 
 
 def triton_available() -> bool:
@@ -260,13 +188,13 @@ def provided_modules(
     """Every module the adapter provides for ``tree`` (``vllm.platforms`` gets its
     ``current_platform`` once the tree's ``interface`` module is loaded)."""
     modules: dict[str, types.ModuleType] = {
-        "vllm.logger": StubModule("vllm.logger", {"init_logger": AdapterLogger}),
+        "vllm.logger": logger_module(),
         "vllm.platforms": StubModule("vllm.platforms"),
     }
     modules.update(_config_modules(tree))
-    modules.update(_distributed_modules())
+    modules.update(distributed_modules())
     modules.update(_flash_attn_modules(options))
-    modules.update(_flashinfer_modules(recorder))
+    modules.update(flashinfer_modules(recorder))
     modules.update(_triton_modules())
     return modules
 

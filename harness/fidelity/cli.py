@@ -54,16 +54,23 @@ def register(
 
 def run(args: argparse.Namespace) -> int:
     """Locate or fetch the source, run the differentials, print the report."""
+    from harness.errors import HarnessError
     from harness.fidelity.differentials import DIFFERENTIALS
     from harness.fidelity.report import format_report
-    from harness.fidelity.source import fetch_vllm_source, locate_vllm_source
     from harness.fidelity.suite import run_fidelity, select
+    from harness.vllm_tree.fetch import fetch_vllm_source
+    from harness.vllm_tree.tree import locate_tree
 
     differentials = select(DIFFERENTIALS, args.only)
     if args.vllm_src is not None:
-        source = locate_vllm_source(args.vllm_src)
+        tree = locate_tree(args.vllm_src)
     else:
-        source = fetch_vllm_source(args.vllm_version, args.cache_dir)
-    report = run_fidelity(source, differentials, seed=args.seed, trials=args.trials)
+        tree = fetch_vllm_source(args.vllm_version, args.cache_dir)
+    if tree.version is None:
+        raise HarnessError(
+            f"--vllm-src {tree.root}: no __version__ in vllm/_version.py (a wheel or a built "
+            "checkout has one); deviations are listed by vLLM version"
+        )
+    report = run_fidelity(tree, differentials, seed=args.seed, trials=args.trials)
     print(format_report(report))
     return 0 if report.ok else 1

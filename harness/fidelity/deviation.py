@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from harness.fidelity.outcome import first_difference
-from harness.fidelity.tree import Location, VllmTree
+from harness.vllm_tree.tree import Location, VllmTree
 
 LISTED: Mapping[str, frozenset[str]] = {
     "0.9.0": frozenset(),
@@ -92,7 +92,7 @@ class FoundDeviation:
     differential: str
     deviation: Deviation
     location: Location
-    version: str
+    version: str | None
 
     @property
     def key(self) -> str:
@@ -100,7 +100,7 @@ class FoundDeviation:
 
     @property
     def listed(self) -> bool:
-        return self.key in LISTED.get(self.version, frozenset())
+        return self.version is not None and self.key in LISTED.get(self.version, frozenset())
 
     def describe(self) -> str:
         """``vLLM 0.34.0 <change> in <file>:<line> [<name>]``."""

@@ -22,7 +22,7 @@ import numpy as np
 from harness.errors import HarnessError
 from harness.fidelity.deviation import Deviation, FoundDeviation, set_aside
 from harness.fidelity.outcome import first_difference, normalise
-from harness.fidelity.tree import VllmTree
+from harness.vllm_tree.tree import VllmTree
 
 I = TypeVar("I")  # noqa: E741 (the input type)
 
@@ -89,7 +89,7 @@ def modules_defining(
                 continue
             if module is None:
                 raise HarnessError(
-                    f"{tree.source.root} (vLLM {tree.version}) defines no {name}, which the "
+                    f"{tree.root} (vLLM {tree.version}) defines no {name}, which the "
                     "differential runs; a deviation that names its removal is missing"
                 )
             found.append(module)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from harness.fidelity.differential import DifferentialResult
-from harness.fidelity.source import PINNED_VLLM_VERSION
 from harness.fidelity.suite import FidelityReport
+from harness.vllm_tree.fetch import PINNED_VLLM_VERSION
 
 
 def verdict(result: DifferentialResult) -> str:
@@ -40,11 +40,11 @@ def _deviation_lines(result: DifferentialResult) -> list[str]:
 
 def format_report(report: FidelityReport) -> str:
     """The table of differentials, the named deviations, and the details of what failed."""
-    source = report.source
+    tree = report.tree
     lines = [
-        f"harness fidelity: the reference vs vLLM {source.version} ({source.root}), seed {report.seed}"
+        f"harness fidelity: the reference vs vLLM {tree.version} ({tree.root}), seed {report.seed}"
     ]
-    if source.version != PINNED_VLLM_VERSION:
+    if tree.version != PINNED_VLLM_VERSION:
         lines.append(
             f"note: the reference follows vLLM {PINNED_VLLM_VERSION}; a later vLLM's changes are "
             "named deviations where docs/fidelity.md lists them, disagreements otherwise"
@@ -56,7 +56,7 @@ def format_report(report: FidelityReport) -> str:
         lines.append(f"{r.name:<{width}}  {counts:>13}  {r.seconds:>5.1f}s  {verdict(r)}")
     deviating = [r for r in report.results if r.deviations]
     if deviating:
-        lines += ["", f"named deviations of vLLM {source.version} (docs/fidelity.md):"]
+        lines += ["", f"named deviations of vLLM {tree.version} (docs/fidelity.md):"]
         for r in deviating:
             lines += _deviation_lines(r)
     for r in report.results:
@@ -68,7 +68,7 @@ def format_report(report: FidelityReport) -> str:
         for found in r.unlisted:
             lines.append(
                 f"  UNLISTED: {found.key} ({found.location}): docs/fidelity.md does not list it "
-                f"for vLLM {source.version}; review the change, then list it there (and in "
+                f"for vLLM {tree.version}; review the change, then list it there (and in "
                 "harness.fidelity.deviation.LISTED) or make the reference follow it"
             )
         if r.error is not None:
@@ -92,7 +92,7 @@ def format_report(report: FidelityReport) -> str:
     elif report.ok:
         lines.append(
             f"every differential agrees or deviates only as docs/fidelity.md lists for vLLM "
-            f"{source.version} ({n - len(deviating)} agree, {len(deviating)} with named "
+            f"{tree.version} ({n - len(deviating)} agree, {len(deviating)} with named "
             f"deviations; {agreed}/{total} trials agreed beyond them)"
         )
     else:

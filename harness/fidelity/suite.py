@@ -9,18 +9,17 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.fidelity.deviation import FoundDeviation, find_deviations
 from harness.fidelity.differential import Differential, DifferentialResult, run_differential
-from harness.fidelity.era import builder_era
-from harness.fidelity.source import VllmSource
-from harness.fidelity.tree import VllmTree
 from harness.fidelity.vllm import open_vllm
 from harness.memory.threads import one_torch_thread
+from harness.vllm_tree.era import tree_era
+from harness.vllm_tree.tree import VllmTree
 
 
 @dataclass(frozen=True)
 class FidelityReport:
     """Every differential's result against one vLLM source tree."""
 
-    source: VllmSource
+    tree: VllmTree
     seed: int
     results: list[DifferentialResult]
 
@@ -47,18 +46,17 @@ def select(
 
 
 def run_fidelity(
-    source: VllmSource,
+    tree: VllmTree,
     differentials: Sequence[Differential[Any]],
     *,
     seed: int = 0,
     trials: int | None = None,
 ) -> FidelityReport:
-    """Find each differential's deviations in ``source``, load the compared modules, and run
+    """Find each differential's deviations in ``tree``, load the compared modules, and run
     every differential that has something left to compare on its random inputs."""
     if trials is not None and trials <= 0:
         raise HarnessError(f"--trials must be positive, got {trials}")
-    tree = VllmTree(source)
-    builder_era(tree)  # a tree outside the supported eras is refused before anything loads
+    tree_era(tree)  # a tree outside the supported eras is refused before anything loads
     plans: list[tuple[Differential[Any], list[FoundDeviation], tuple[str, ...] | None]] = []
     for differential in differentials:
         found = find_deviations(tree, differential.name, differential.deviations)
@@ -66,7 +64,7 @@ def run_fidelity(
         plans.append((differential, found, differential.vllm_modules(tree) if compared else None))
     modules = sorted({m for _, _, loaded in plans for m in loaded or ()})
     results: list[DifferentialResult] = []
-    with one_torch_thread(), open_vllm(source, modules, tree) as vllm:  # tiny tensors: one thread
+    with one_torch_thread(), open_vllm(tree, modules) as vllm:  # tiny tensors: one thread
         for differential, found, loaded in plans:
             if loaded is None:  # a deviation leaves nothing to compare
                 result = DifferentialResult(
@@ -83,4 +81,4 @@ def run_fidelity(
                     differential, vllm, seed=seed, trials=trials, deviations=found
                 )
             results.append(replace(result, modules=loaded or ()))
-    return FidelityReport(source, seed, results)
+    return FidelityReport(tree, seed, results)

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if args.path is not None and not args.path.exists():
         raise HarnessError(f"{args.path}: no such file or directory")
     if args.vllm_src is not None:
-        from harness.adapter.tree import locate_tree
+        from harness.vllm_tree.tree import locate_tree
 
         locate_tree(args.vllm_src)  # a bad tree is a usage error before any work
 

@@ -160,7 +160,7 @@ def hunt(
             add(_budget(report, device))
         if vllm_src is not None:
             from harness.adapter.hunt_rows import tree_rows
-            from harness.adapter.tree import locate_tree
+            from harness.vllm_tree.tree import locate_tree
 
             tree = locate_tree(vllm_src)
             package = tree.root / "vllm"

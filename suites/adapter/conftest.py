@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter.tree import VllmTree, locate_tree
+from harness.vllm_tree.tree import VllmTree, locate_tree
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ERA09 = FIXTURES / "vllm09"

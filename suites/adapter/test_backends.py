@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.adapter.backends import canonical_name, discover_backends, select_backends
-from harness.adapter.tree import VllmTree
 from harness.errors import HarnessError
+from harness.vllm_tree.tree import VllmTree
+from suites.adapter.conftest import ERA034, copy_tree
 
 
 def test_the_registry_enum_names_the_backends(era034: VllmTree) -> None:
@@ -29,7 +32,9 @@ def test_vllm_0_9_names_lose_their_v1_suffix() -> None:
 
 
 def test_an_unknown_backend_lists_what_the_tree_has(era034: VllmTree) -> None:
-    with pytest.raises(HarnessError, match="unknown backend NOPE; this tree has: FLASHMLA, FLASH"):
+    with pytest.raises(
+        HarnessError, match="unknown backend NOPE; the backends of this tree: FLASHM"
+    ):
         select_backends(discover_backends(era034), ["NOPE"])
 
 
@@ -39,3 +44,15 @@ def test_the_default_selection_keeps_the_issues_backends_the_tree_has(era034: Vl
     assert [e.name for e in select_backends(discover_backends(era034), ["FLASH_ATTN_VLLM_V1"])] == [
         "FLASH_ATTN"
     ]
+
+
+def test_a_registry_value_that_is_no_class_path_is_not_a_backend(tmp_path: Path) -> None:
+    tree = copy_tree(ERA034, tmp_path)
+    registry = tree.root / "vllm/v1/attention/backends/registry.py"
+    registry.write_text(
+        registry.read_text().replace(
+            "    CUSTOM = None\n",
+            '    CUSTOM = None\n    FORGED = "vllm.x\\n::error file=a.py::forged.Backend"\n',
+        )
+    )
+    assert [e.name for e in discover_backends(tree)] == ["FLASH_ATTN", "TRITON_ATTN", "FLASHMLA"]

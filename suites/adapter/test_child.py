@@ -76,11 +76,49 @@ def test_the_trees_code_ending_the_process_is_never_a_silent_exit_0(
         "--max-steps",
         "4",
     )
-    assert done.returncode != 0, done.stdout
+    assert done.returncode == 1, done.stdout
     if death == "sys.exit(0)":  # caught in the step: an exception of the tree's code
         assert "SystemExit" in done.stdout and "toy.py" in done.stdout
     else:
-        assert "without a result" in done.stdout
+        assert "before returning" in done.stdout
+        assert "while FLASH_ATTN step 0 (the tree's reorder and build) ran" in done.stdout
+
+
+def test_a_thread_of_one_backend_ending_the_process_fails_the_command_beside_others(
+    tmp_path: Path,
+) -> None:
+    """``os._exit(0)`` from a thread of TRITON_ATTN's build while FLASH_ATTN runs clean: exit 1
+    naming the step (it was 'not run' and exit 0)."""
+    tree = copy_tree(ERA034, tmp_path)
+    toy = tree.root / "vllm/v1/attention/backends/toy_triton.py"
+    toy.write_text(
+        toy.read_text().replace(
+            "        m = common_attn_metadata\n",
+            "        import os, threading\n"
+            "        threading.Thread(target=os._exit, args=(0,)).start()\n"
+            "        m = common_attn_metadata\n",
+            1,
+        )
+    )
+    done = _harness("memory", "scaling", "--vllm-src", str(tree.root), "--max-steps", "4")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FLASH_ATTN: 4 steps" in done.stdout and "OK: nothing but" in done.stdout
+    assert "TRITON_ATTN: ERROR: TRITON_ATTN at 1x num_blocks: the process exited" in done.stdout
+
+
+def test_a_build_that_never_returns_is_killed_and_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.adapter import jobs
+    from harness.cli import main
+
+    tree = copy_tree(ERA034, tmp_path)
+    _edit_build(tree.root, "        import time; time.sleep(3600)\n")
+    monkeypatch.setattr(jobs, "CHILD_TIMEOUT", 20.0)
+    argv = ["diff", "--base", str(tree.root), "--head", str(tree.root), "--backend", "FLASH_ATTN"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "FLASH_ATTN: ERROR: base: FLASH_ATTN on the base tree: the process ran past 20 s" in out
 
 
 def test_list_backends_says_what_runs_and_what_stops_the_others() -> None:

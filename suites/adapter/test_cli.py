@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from suites.adapter.conftest import ERA034
+from suites.adapter.conftest import ERA034, ERA09
 
 
 def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
@@ -33,7 +33,7 @@ def test_a_directory_without_vllm_is_refused(
 
 def test_an_unknown_backend_lists_the_trees(capsys: pytest.CaptureFixture[str]) -> None:
     err = _error(capsys, ["diff", "--base", str(ERA034), "--head", str(ERA034), "--backend", "X"])
-    assert "unknown backend X; this tree has: FLASHMLA, FLASH_ATTN, TRITON_ATTN" in err
+    assert "unknown backend X; the backends of the base and head trees: FLASHMLA, FLASH" in err
 
 
 def test_bad_platform_and_step_options(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,3 +44,20 @@ def test_bad_platform_and_step_options(capsys: pytest.CaptureFixture[str]) -> No
     assert err.endswith("--steps must be positive, got 0")
     err = _error(capsys, ["memory", "scaling", "--vllm-src", tree, "--max-steps", "-1"])
     assert err.endswith("--max-steps must be positive, got -1")
+
+
+def test_a_backend_only_one_tree_has_is_said_without_starting_a_child(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The base's list alone chose what diff compared: a backend the head added was never
+    mentioned, and naming it failed with 'this tree has' (which tree?)."""
+    argv = ["diff", "--base", str(ERA09), "--head", str(ERA034)]
+    assert main([*argv, "--backend", "TRITON_ATTN"]) == 2
+    captured = capsys.readouterr()
+    assert "TRITON_ATTN: not compared: only " in captured.out
+    assert "has it: there is no base to compare with" in captured.out
+    assert captured.err.strip() == "harness: error: no backend could be compared on both trees"
+    assert main([*argv, "--backend", "FLASHINFER"]) == 1
+    out = capsys.readouterr().out
+    assert "FLASHINFER: DIFFERENT: first difference at step 0, set-up:" in out
+    assert f"head: {ERA034.resolve()} (vLLM 0.34.0+fixture) has no backend FLASHINFER" in out

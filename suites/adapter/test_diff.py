@@ -9,7 +9,7 @@ from typing import Any
 from harness.adapter.diff import compare_records, first_difference
 from harness.adapter.jobs import record_job
 from harness.adapter.platform import PlatformOptions
-from harness.adapter.tree import VllmTree
+from harness.vllm_tree.tree import VllmTree
 from suites.adapter.conftest import ERA034, copy_tree
 
 HELPER = (
@@ -97,3 +97,14 @@ def test_one_side_that_cannot_be_set_up_is_a_difference() -> None:
     assert result.difference.head == "X: importing x stops it: boom"
     both = compare_records("X", {"unavailable": "same"}, {"unavailable": "same"})
     assert both.difference is None and both.not_run == "both trees: same"
+
+
+def test_a_side_whose_child_the_trees_code_ended_is_an_error() -> None:
+    """Both sides ended by ``os._exit`` at the same step was 'not compared: both trees', exit 0."""
+    ok = {"run": {"notes": []}, "steps": []}
+    ended = {"error": "X on the head tree: the process exited with status 0 before returning"}
+    result = compare_records("X", ok, ended)
+    assert result.error == f"head: {ended['error']}" and result.difference is None
+    both = compare_records("X", ended, ended)
+    assert both.error is not None and both.error.startswith("base: X on the head tree")
+    assert both.format().startswith("X: ERROR: base: ")

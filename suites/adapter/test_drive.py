@@ -16,7 +16,7 @@ from harness.adapter.jobs import list_job, record_job
 from harness.adapter.platform import PlatformOptions, parse_capability
 from harness.adapter.sequence import SequenceSpec, generate_sequence
 from harness.adapter.session import open_tree
-from harness.adapter.tree import VllmTree
+from harness.vllm_tree.tree import VllmTree
 from suites.adapter.conftest import ERA034, copy_tree
 
 STEPS = 60

@@ -8,8 +8,8 @@ from harness.adapter import scaling
 from harness.adapter.hunt_rows import tree_rows
 from harness.adapter.platform import PlatformOptions
 from harness.adapter.scaling import BackendScaling, TreeScalingFinding
-from harness.adapter.tree import VllmTree
 from harness.hunt.job import Row
+from harness.vllm_tree.tree import VllmTree
 
 FINDING = TreeScalingFinding("vllm/x.py:3", "torch.zeros(n)", "aten.zeros.default", 4.0, "once")
 
@@ -56,3 +56,18 @@ def test_hunt_with_a_tree_puts_its_rows_in_the_same_report(era034: VllmTree) -> 
     assert ("scaling", "vLLM 0.34.0+fixture FLASH_ATTN", "pass") in names
     assert ("scaling", "vLLM 0.34.0+fixture FLASHMLA", "n/a") in names
     assert report.ok
+
+
+def test_a_backend_the_trees_code_ended_is_an_error_row(
+    era034: VllmTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fake(tree: VllmTree, backend: str, options: PlatformOptions, steps: int) -> BackendScaling:
+        return BackendScaling(
+            backend, error="the process exited with status 0; its last lines:\n  | x"
+        )
+
+    monkeypatch.setattr(scaling, "tree_scaling", fake)
+    overrides = Row("overrides", "vllm", "pass", "pass", "no error finding", 0.0)
+    rows = tree_rows(era034, quick=True, overrides_row=lambda: overrides, say=lambda _: None)
+    assert {r.verdict for r in rows[1:]} == {"error"}
+    assert rows[1].detail == "the process exited with status 0; its last lines:   | x"

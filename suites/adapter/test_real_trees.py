@@ -1,7 +1,7 @@
 """The engine adapter on the vLLM 0.9.0 and 0.34.0 wheels' sources (``make test-adapter``).
 
 The trees are fetched once into ``~/.cache/harness`` as ``make fidelity`` fetches 0.9.0
-(:func:`harness.fidelity.source.fetch_vllm_source`); every test starts child processes and runs
+(:func:`harness.vllm_tree.fetch.fetch_vllm_source`); every test starts child processes and runs
 minutes, so they carry the ``vllm_trees`` marker (and ``integration``): ``make test-adapter``
 runs them, CI runs that target.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.adapter.backends import DEFAULT_BACKENDS
-from harness.fidelity.source import fetch_vllm_source
+from harness.vllm_tree.fetch import fetch_vllm_source
 
 pytestmark = [pytest.mark.integration, pytest.mark.vllm_trees]
 

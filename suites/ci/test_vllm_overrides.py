@@ -229,7 +229,7 @@ def _put_the_rename_back(path: Path, cls: str, method: str, new: str, old: str) 
 
 @pytest.mark.integration
 def test_vllm_0340_in_the_image_layout_with_the_aiter_rename_put_back(tmp_path: Path) -> None:
-    from harness.fidelity.source import fetch_vllm_source
+    from harness.vllm_tree.fetch import fetch_vllm_source
 
     source = fetch_vllm_source("0.34.0")  # the cached tree, or pip-fetched once
     repo = tmp_path / "workspace"

@@ -226,7 +226,7 @@ def test_the_renderings_catch_what_broke_vllms_pipeline(
 
 @pytest.mark.integration
 def test_the_source_dependencies_exist_in_the_newest_vllm() -> None:
-    from harness.fidelity.source import fetch_vllm_source
+    from harness.vllm_tree.fetch import fetch_vllm_source
 
     root = fetch_vllm_source("0.34.0").root  # the wheel: vllm/ only (requirements/ is not in it)
     for step in STEPS:

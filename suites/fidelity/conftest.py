@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.fidelity.source import VllmSource, locate_vllm_source
+from harness.vllm_tree.tree import VllmTree, locate_tree
+from suites.vllm_tree.conftest import write_tree
+
+__all__ = ["FAKE_MODULES", "FIXTURES", "write_tree"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAKE_MODULES = ("vllm.v1.kv_cache_interface", "vllm.v1.worker.block_table")
@@ -14,20 +17,5 @@ FAKE_MODULES = ("vllm.v1.kv_cache_interface", "vllm.v1.worker.block_table")
 
 
 @pytest.fixture
-def fake_vllm() -> VllmSource:
-    return locate_vllm_source(FIXTURES / "fake_vllm")
-
-
-def write_tree(root: Path, files: dict[str, str], version: str = "0.0.0+test") -> VllmSource:
-    """A small vLLM-shaped tree under ``root``: ``files`` (path -> text), a version file and the
-    ``vllm/v1/kv_cache_interface.py`` that marks a vLLM tree."""
-    files = {
-        "vllm/_version.py": f"__version__ = {version!r}\n",
-        "vllm/v1/kv_cache_interface.py": "",
-        **files,
-    }
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return locate_vllm_source(root)
+def fake_vllm() -> VllmTree:
+    return locate_tree(FIXTURES / "fake_vllm")

@@ -17,22 +17,20 @@ import pytest
 from harness.fidelity.differential import Differential, DifferentialResult, run_differential
 from harness.fidelity.differentials.block_table import BLOCK_TABLE_ROW_OPS
 from harness.fidelity.differentials.kv_cache import KV_CACHE_SPECS
-from harness.fidelity.source import VllmSource
 from harness.fidelity.vllm import open_vllm
 from harness.reference.block_table import BlockTable
 from harness.reference.kv_cache_interface import FullAttentionSpec, KVCacheSpec
+from harness.vllm_tree.tree import VllmTree
 
 from .conftest import FAKE_MODULES
 
 
-def _run(
-    source: VllmSource, differential: Differential[Any], trials: int = 80
-) -> DifferentialResult:
-    with open_vllm(source, FAKE_MODULES) as vllm:
+def _run(tree: VllmTree, differential: Differential[Any], trials: int = 80) -> DifferentialResult:
+    with open_vllm(tree, FAKE_MODULES) as vllm:
         return run_differential(differential, vllm, seed=0, trials=trials)
 
 
-def test_both_differentials_agree_with_the_fake_tree(fake_vllm: VllmSource) -> None:
+def test_both_differentials_agree_with_the_fake_tree(fake_vllm: VllmTree) -> None:
     for differential in (KV_CACHE_SPECS, BLOCK_TABLE_ROW_OPS):
         assert _run(fake_vllm, differential).ok
 
@@ -69,7 +67,7 @@ BREAKAGES: list[tuple[str, Differential[Any], object, str, Callable[..., Any], s
     ids=[b[0] for b in BREAKAGES],
 )
 def test_a_broken_reference_is_caught_and_shrunk(
-    fake_vllm: VllmSource,
+    fake_vllm: VllmTree,
     monkeypatch: pytest.MonkeyPatch,
     differential: Differential[Any],
     owner: object,

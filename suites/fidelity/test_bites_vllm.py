@@ -19,8 +19,6 @@ import torch
 from harness.fidelity.deviation import FoundDeviation, find_deviations
 from harness.fidelity.differential import Differential, run_differential
 from harness.fidelity.differentials import DIFFERENTIALS
-from harness.fidelity.source import fetch_vllm_source, locate_vllm_source
-from harness.fidelity.tree import VllmTree
 from harness.fidelity.vllm import VllmCode, open_vllm
 from harness.reference import kv_cache_utils
 from harness.reference import worker as sizing
@@ -34,6 +32,8 @@ from harness.reference.backends.utils import copy_slot_mapping
 from harness.reference.block_table import BlockTable
 from harness.reference.kv_cache_interface import FullAttentionSpec, KVCacheSpec
 from harness.reference.runner import ModelRunner
+from harness.vllm_tree.fetch import fetch_vllm_source
+from harness.vllm_tree.tree import locate_tree
 
 pytestmark = pytest.mark.integration
 BY_NAME = {d.name: d for d in DIFFERENTIALS}
@@ -42,10 +42,9 @@ BY_NAME = {d.name: d for d in DIFFERENTIALS}
 @pytest.fixture(scope="module")
 def vllm() -> Generator[VllmCode, None, None]:
     given = os.environ.get("HARNESS_VLLM_SRC")
-    source = locate_vllm_source(given) if given else fetch_vllm_source("0.9.0")
-    tree = VllmTree(source)
+    tree = locate_tree(given) if given else fetch_vllm_source("0.9.0")
     modules = sorted({m for d in DIFFERENTIALS for m in d.vllm_modules(tree)})
-    with open_vllm(source, modules, tree) as code:
+    with open_vllm(tree, modules) as code:
         yield code
 
 
@@ -169,14 +168,13 @@ changed: the code it replaced, the slot-mapping buffer builders no longer write,
 
 @pytest.fixture(scope="module")
 def vllm_0_34() -> Generator[tuple[VllmCode, list[FoundDeviation]], None, None]:
-    source = fetch_vllm_source("0.34.0")
-    tree = VllmTree(source)
+    tree = fetch_vllm_source("0.34.0")
     found = [f for d in DIFFERENTIALS for f in find_deviations(tree, d.name, d.deviations)]
     compared = {d.name for d in DIFFERENTIALS} - {
         f.differential for f in found if f.deviation.paths is None
     }
     modules = sorted({m for d in DIFFERENTIALS if d.name in compared for m in d.vllm_modules(tree)})
-    with open_vllm(source, modules, tree) as code:
+    with open_vllm(tree, modules) as code:
         yield code, found
 
 

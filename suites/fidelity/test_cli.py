@@ -43,7 +43,7 @@ def test_a_disagreement_exits_1_with_a_minimal_input(
     ("argv", "message"),
     [
         (["--vllm-src", "/nonexistent"], "no such directory"),
-        (["--vllm-src", str(FIXTURES)], "not a vLLM source tree"),
+        (["--vllm-src", str(FIXTURES)], "not a vLLM tree (no vllm/ directory here)"),
         (
             ["--vllm-src", FAKE, "--only", "nope"],
             "unknown differential 'nope'; available: kv-cache",

@@ -10,7 +10,7 @@ import pytest
 from harness.fidelity import deviation as deviation_module
 from harness.fidelity.deviation import Deviation, FoundDeviation, set_aside
 from harness.fidelity.differential import Differential, modules, run_differential
-from harness.fidelity.tree import Location
+from harness.vllm_tree.tree import Location
 
 HERE = Location("vllm/v1/thing.py", 7)
 

@@ -108,7 +108,7 @@ def test_a_tree_outside_the_eras_is_one_line_and_exit_2(
     )
     assert main(["fidelity", "--vllm-src", str(tmp_path), "--only", "kv-cache-specs"]) == 2
     err = capsys.readouterr().err
-    assert "outside the supported eras" in err and "takes (runner)" in err
+    assert "match neither supported era" in err and "__init__(runner) and build(" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 

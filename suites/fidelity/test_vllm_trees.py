@@ -11,9 +11,9 @@ import pytest
 from harness.fidelity.deviation import LISTED, find_deviations
 from harness.fidelity.differentials import DIFFERENTIALS
 from harness.fidelity.report import format_report
-from harness.fidelity.source import VllmSource, fetch_vllm_source, locate_vllm_source
 from harness.fidelity.suite import run_fidelity
-from harness.fidelity.tree import VllmTree
+from harness.vllm_tree.fetch import fetch_vllm_source
+from harness.vllm_tree.tree import VllmTree, locate_tree
 
 from .test_docs import listed_in_docs
 
@@ -21,16 +21,16 @@ pytestmark = pytest.mark.integration
 VERSIONS = ("0.9.0", "0.34.0")
 
 
-def _tree(version: str) -> VllmSource:
+def _tree(version: str) -> VllmTree:
     given = os.environ.get("HARNESS_VLLM_SRC")
     if given and version == "0.9.0":
-        return locate_vllm_source(given)
+        return locate_tree(given)
     return fetch_vllm_source(version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_documented_lines_are_where_the_tree_shows_each_deviation(version: str) -> None:
-    tree = VllmTree(_tree(version))
+    tree = _tree(version)
     found = {
         f.key: str(f.location)
         for d in DIFFERENTIALS

@@ -19,12 +19,12 @@ import numpy as np
 import torch
 
 from harness.fidelity.differentials.kv_cache import at_default
-from harness.fidelity.era import Era
 from harness.reference.batch import common_metadata
 from harness.reference.block_table import BlockTable
 from harness.reference.common_metadata import CommonAttentionMetadata
 from harness.reference.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
 from harness.reference.kv_cache_interface import cdiv
+from harness.vllm_tree.era import Era
 
 T = TypeVar("T")
 
@@ -291,11 +291,21 @@ def returns(value: T) -> Callable[..., T]:
 
 
 def vllm_model_config(num_heads: int, num_kv_heads: int, head_size: int) -> SimpleNamespace:
-    """The ``ModelConfig`` methods vLLM's builders call for head counts and sizes."""
+    """The ``ModelConfig`` methods vLLM's builders call for head counts and sizes, and the MLA
+    dimensions vLLM 0.9.0's MLA builder reads (``get_mla_dims``): a latent of ``head_size`` is
+    ``kv_lora_rank`` plus 64 rotary dimensions, as DeepSeek's 576 = 512 + 64."""
+    mla_dims = SimpleNamespace(
+        q_lora_rank=None,
+        kv_lora_rank=head_size - 64,
+        qk_nope_head_dim=128,
+        qk_rope_head_dim=64,
+        v_head_dim=128,
+    )
     return SimpleNamespace(
         get_num_attention_heads=returns(num_heads),
         get_num_kv_heads=returns(num_kv_heads),
         get_head_size=returns(head_size),
+        hf_text_config=mla_dims,
     )
 
 

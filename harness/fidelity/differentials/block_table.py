@@ -17,9 +17,9 @@ import torch
 
 from harness.fidelity.deviation import Deviation
 from harness.fidelity.differential import Differential, modules_defining
-from harness.fidelity.tree import Location, VllmTree
 from harness.fidelity.vllm import VllmCode
 from harness.reference.block_table import BlockTable
+from harness.vllm_tree.tree import Location, VllmTree
 
 Op = tuple[Any, ...]
 

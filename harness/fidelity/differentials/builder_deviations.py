@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any, cast
 
 from harness.fidelity.deviation import ABSENT, Deviation
-from harness.fidelity.tree import Location, VllmTree
+from harness.vllm_tree.tree import Location, VllmTree
 
 CASCADE_FIELDS = (
     "use_cascade",

@@ -49,7 +49,6 @@ from harness.fidelity.differentials.builder_deviations import (
     SLOT_MAPPING_BY_RUNNER,
 )
 from harness.fidelity.differentials.kv_cache import LayerSpec, make_spec
-from harness.fidelity.era import Era
 from harness.fidelity.vllm import VllmCode
 from harness.reference import kv_cache_interface
 from harness.reference.backends.flash_attn import (
@@ -58,6 +57,7 @@ from harness.reference.backends.flash_attn import (
     FlashAttentionMetadataBuilder,
 )
 from harness.reference.kv_cache_interface import AttentionSpec
+from harness.vllm_tree.era import Era
 
 
 def group_spec(module: Any, case: BatchCase, use_mla: bool = False) -> Any:

@@ -49,10 +49,10 @@ from harness.fidelity.differentials.builders import (
     reordered_vllm,
     slot_buffer,
 )
-from harness.fidelity.era import Era
-from harness.fidelity.stubs import PlanRecorder, recording_flashinfer
 from harness.fidelity.vllm import VllmCode
 from harness.reference.backends import flashinfer as ref_flashinfer
+from harness.vllm_tree.era import Era
+from harness.vllm_tree.provided import PlanCalls, PlanRecorder, flashinfer_modules
 
 
 def generate_flashinfer(rng: np.random.Generator) -> BatchCase:
@@ -66,12 +66,21 @@ def generate_flashinfer(rng: np.random.Generator) -> BatchCase:
     return case
 
 
-def _plan_view(calls: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]]) -> list[object]:
+_KINDS = {
+    "BatchPrefillWithPagedKVCacheWrapper": "prefill",
+    "BatchDecodeWithPagedKVCacheWrapper": "decode",
+    "MultiLevelCascadeAttentionWrapper": "cascade",
+}
+"""FlashInfer's wrapper classes by the reference's names (``PlanCall.wrapper``)."""
+
+
+def _plan_view(calls: PlanCalls) -> list[object]:
     """Each ``plan`` with the constructor arguments of its wrapper (workspace buffer left out)."""
     inits: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
     planned: list[object] = []
-    for kind, event, args, kwargs in calls:
-        if event == "init":
+    for wrapper, event, args, kwargs in calls:
+        kind = _KINDS.get(wrapper, wrapper)
+        if event == "__init__":
             workspace_at = 1 if kind == "cascade" else 0
             inits[kind] = (args[:workspace_at] + args[workspace_at + 1 :], kwargs)
         else:
@@ -86,7 +95,7 @@ def _plans_recorded() -> Generator[PlanRecorder, None, None]:
     saved_available = ref_flashinfer.flashinfer_available
     saved_module = sys.modules.get("flashinfer")
     ref_flashinfer.flashinfer_available = lambda device: True
-    sys.modules["flashinfer"] = recording_flashinfer(recorder)
+    sys.modules["flashinfer"] = flashinfer_modules(recorder)["flashinfer"]
     try:
         yield recorder
     finally:
@@ -99,8 +108,6 @@ def _plans_recorded() -> Generator[PlanRecorder, None, None]:
 
 _WRAPPERS = ("prefill_wrapper", "decode_wrapper", "cascade_wrapper")
 
-
-PlanCalls = list[tuple[str, str, tuple[Any, ...], dict[str, Any]]]
 
 _PLANNED = (
     "num_qo_heads",
@@ -129,7 +136,8 @@ def _planned(calls: PlanCalls) -> list[dict[str, Any]]:
     scale, the window, the soft cap and the dtypes, by name (positional arguments in vLLM 0.9.0's
     order; vLLM 0.34.0's keywords with its renames followed)."""
     planned: list[dict[str, Any]] = []
-    for kind, event, args, kwargs in calls:
+    for wrapper, event, args, kwargs in calls:
+        kind = _KINDS.get(wrapper, wrapper)
         if event != "plan":
             continue
         pages = _PAGES if kind == "prefill" else _PAGES[1:]

@@ -19,11 +19,11 @@ import torch
 
 from harness.fidelity.deviation import Deviation
 from harness.fidelity.differential import Differential, modules_defining
-from harness.fidelity.tree import Location, VllmTree
 from harness.fidelity.vllm import VllmCode
 from harness.reference import kv_cache_interface as ref_specs
 from harness.reference import kv_cache_utils as ref_utils
 from harness.reference.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
+from harness.vllm_tree.tree import Location, VllmTree
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -19,11 +19,11 @@ import torch
 from harness.fidelity.deviation import Deviation
 from harness.fidelity.differential import Differential, modules_defining
 from harness.fidelity.differentials.batch import returns
-from harness.fidelity.tree import Location, VllmTree
 from harness.fidelity.vllm import VllmCode
 from harness.reference import worker as sizing
 from harness.reference.config import CacheConfig, VllmConfig
 from harness.reference.kv_cache_interface import KVCacheConfig
+from harness.vllm_tree.tree import Location, VllmTree
 
 GiB = 1 << 30
 

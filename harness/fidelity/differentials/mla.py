@@ -41,7 +41,6 @@ from harness.fidelity.differentials.builders import (
     reordered_vllm,
     slot_buffer,
 )
-from harness.fidelity.era import Era
 from harness.fidelity.vllm import VllmCode
 from harness.reference.backends.mla.common import (
     MLACommonDecodeMetadata,
@@ -49,6 +48,7 @@ from harness.reference.backends.mla.common import (
     MLACommonMetadataBuilder,
     MLACommonPrefillMetadata,
 )
+from harness.vllm_tree.era import Era
 
 
 def generate_mla(rng: np.random.Generator) -> BatchCase:

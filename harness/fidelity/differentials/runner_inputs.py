@@ -26,13 +26,13 @@ from harness.fidelity.differentials.batch import (
     shrink_batch,
     vllm_model_config,
 )
-from harness.fidelity.sandbox import exec_attribute_assignments, module_path
-from harness.fidelity.tree import Location, VllmTree
 from harness.fidelity.vllm import VllmCode
 from harness.reference.config import CacheConfig, SchedulerConfig, VllmConfig, get_model_config
 from harness.reference.kv_cache_utils import get_kv_cache_config
 from harness.reference.outputs import NewRequestData, SchedulerOutput
 from harness.reference.runner import ModelRunner
+from harness.vllm_tree.extract import exec_attribute_assignments
+from harness.vllm_tree.tree import Location, VllmTree
 
 VOCAB_SIZE = get_model_config("tiny").vocab_size
 BUFFERS = (
@@ -79,7 +79,7 @@ def _view(num_tokens: int, num_reqs: int, buffers: Any, block_table: Any) -> dic
 
 def runner_inputs_vllm(vllm: VllmCode, case: BatchCase) -> object:
     runner_module = vllm.module("v1.worker.gpu_model_runner")
-    path = module_path(vllm.source.root, "vllm.v1.worker.gpu_model_runner")
+    path = vllm.tree.module_file("vllm.v1.worker.gpu_model_runner")
     n = len(case.reqs)
     runner = SimpleNamespace(
         max_num_tokens=case.max_num_batched_tokens,
@@ -88,7 +88,8 @@ def runner_inputs_vllm(vllm: VllmCode, case: BatchCase) -> object:
         device=torch.device("cpu"),
         pin_memory=False,
     )
-    exec_attribute_assignments(path, "GPUModelRunner", "__init__", BUFFERS, runner)
+    namespace = {"torch": torch, "np": np, "self": runner}
+    exec_attribute_assignments(path, "GPUModelRunner", "__init__", BUFFERS, namespace)
     block_tables = vllm.module("v1.worker.block_table").MultiGroupBlockTable(
         case.max_num_reqs,
         case.max_model_len,

@@ -1,4 +1,4 @@
-"""Where vLLM's source comes from: a given tree, or a pinned wheel unpacked once into the cache."""
+"""A released vLLM's sources: the wheel fetched with pip and unpacked once into the cache."""
 
 from __future__ import annotations
 
@@ -10,29 +10,8 @@ from typing import Any
 import pytest
 
 from harness.errors import HarnessError
-from harness.fidelity import source as source_module
-from harness.fidelity.source import MARKER, fetch_vllm_source, locate_vllm_source
-
-from .conftest import FIXTURES
-
-
-def test_locate_accepts_the_tree_or_its_vllm_directory() -> None:
-    tree = FIXTURES / "fake_vllm"
-    assert locate_vllm_source(tree) == locate_vllm_source(tree / "vllm")
-    assert locate_vllm_source(tree).version == "0.0.0+fake"
-
-
-@pytest.mark.parametrize(
-    ("name", "why"),
-    [
-        ("does-not-exist", "no such directory"),
-        ("tripwire", "without the V1 engine .* outside the supported eras"),  # a V0-era package
-        (".", "not a vLLM source tree"),
-    ],
-)
-def test_locate_rejects_what_is_not_a_vllm_tree(name: str, why: str) -> None:
-    with pytest.raises(HarnessError, match=f"--vllm-src .*{why}"):
-        locate_vllm_source(FIXTURES / name)
+from harness.vllm_tree import fetch as fetch_module
+from harness.vllm_tree.fetch import MARKER, fetch_vllm_source
 
 
 def _fake_pip(version: str, calls: list[list[str]], *, wheel_version: str | None = None) -> Any:
@@ -55,7 +34,7 @@ def _fake_pip(version: str, calls: list[list[str]], *, wheel_version: str | None
 
 def test_fetch_unpacks_python_sources_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+    monkeypatch.setattr(fetch_module.subprocess, "run", _fake_pip("0.9.0", calls))
     fetched = fetch_vllm_source("0.9.0", tmp_path)
     assert fetched.root == tmp_path / "vllm-0.9.0" and fetched.version == "0.9.0"
     assert "vllm==0.9.0" in calls[0] and "--no-deps" in calls[0]
@@ -79,7 +58,7 @@ def test_a_directory_we_did_not_create_is_never_deleted(
 ) -> None:
     """``--cache-dir .`` beside an extracted sdist named ``vllm-0.9.0``: refused, left as it was."""
     calls: list[list[str]] = []
-    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+    monkeypatch.setattr(fetch_module.subprocess, "run", _fake_pip("0.9.0", calls))
     theirs = tmp_path / "vllm-0.9.0"
     (theirs / "vllm").mkdir(parents=True)
     (theirs / "vllm" / "mine.py").write_text("edited by hand\n")
@@ -95,19 +74,19 @@ def test_an_interrupted_unpack_leaves_nothing_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+    monkeypatch.setattr(fetch_module.subprocess, "run", _fake_pip("0.9.0", calls))
 
     def interrupted(wheel: Path, target: Path) -> int:
         (target / "vllm").mkdir(parents=True)
         (target / "vllm" / "half.py").write_text("")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(source_module, "_unpack_python_sources", interrupted)
+    monkeypatch.setattr(fetch_module, "_unpack_python_sources", interrupted)
     with pytest.raises(KeyboardInterrupt):
         fetch_vllm_source("0.9.0", tmp_path)
     assert list(tmp_path.iterdir()) == []
     monkeypatch.undo()
-    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+    monkeypatch.setattr(fetch_module.subprocess, "run", _fake_pip("0.9.0", calls))
     assert (fetch_vllm_source("0.9.0", tmp_path).root / MARKER).is_file()
 
 
@@ -128,7 +107,7 @@ def test_a_concurrent_unpack_that_finished_first_is_used(
             (other / MARKER).write_text("{}\n")
         return done
 
-    monkeypatch.setattr(source_module.subprocess, "run", racing)
+    monkeypatch.setattr(fetch_module.subprocess, "run", racing)
     fetched = fetch_vllm_source("0.9.0", tmp_path)
     assert fetched.root == (tmp_path / "vllm-0.9.0").resolve() and fetched.version == "0.9.0"
     assert (fetched.root / "vllm" / "theirs.py").is_file()  # theirs was kept, not replaced
@@ -138,7 +117,7 @@ def test_a_concurrent_unpack_that_finished_first_is_used(
 def test_pip_runs_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``-I``: a ``pip.py`` or ``ast.py`` in the working directory is never imported."""
     calls: list[list[str]] = []
-    monkeypatch.setattr(source_module.subprocess, "run", _fake_pip("0.9.0", calls))
+    monkeypatch.setattr(fetch_module.subprocess, "run", _fake_pip("0.9.0", calls))
     fetch_vllm_source("0.9.0", tmp_path)
     assert calls[0][1:4] == ["-I", "-m", "pip"]
 
@@ -146,7 +125,7 @@ def test_pip_runs_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 def test_fetch_failures_are_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
     monkeypatch.setattr(
-        source_module.subprocess, "run", _fake_pip("0.9.0", calls, wheel_version="0.9.1")
+        fetch_module.subprocess, "run", _fake_pip("0.9.0", calls, wheel_version="0.9.1")
     )
     with pytest.raises(HarnessError, match=r"the vllm==0\.9\.0 wheel says it is vLLM 0\.9\.1"):
         fetch_vllm_source("0.9.0", tmp_path)
@@ -155,6 +134,6 @@ def test_fetch_failures_are_clear_errors(tmp_path: Path, monkeypatch: pytest.Mon
     def failing(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution\n")
 
-    monkeypatch.setattr(source_module.subprocess, "run", failing)
+    monkeypatch.setattr(fetch_module.subprocess, "run", failing)
     with pytest.raises(HarnessError, match=r"could not download vllm==9\.9\.9 .*No matching"):
         fetch_vllm_source("9.9.9", tmp_path)

@@ -1,4 +1,4 @@
-"""Where vLLM's source comes from: a directory given by the user, or a pinned wheel unpacked once.
+"""A released vLLM's Python sources: the wheel fetched with pip and unpacked once into the cache.
 
 ``fetch_vllm_source(version)`` downloads the wheel with ``pip download``, unpacks its ``vllm/**/*.py``
 under a temporary name and renames it into ``$XDG_CACHE_HOME/harness/vllm-VERSION`` with a
@@ -10,61 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.vllm_tree.tree import VllmTree, read_version
 
 PINNED_VLLM_VERSION = "0.9.0"
 """The vLLM release ``make fidelity`` compares against (the reference's default semantics)."""
 MARKER = ".harness-complete"
-_VERSION_RE = re.compile(r"""^__version__\s*=.*?['"]([^'"]+)['"]""", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class VllmSource:
-    """A vLLM source tree: ``root`` holds the ``vllm`` package; ``version`` is its release."""
-
-    root: Path
-    version: str
-
-
-def read_version(root: Path) -> str:
-    """The release in ``root/vllm/_version.py`` (read as text, never executed)."""
-    path = root / "vllm" / "_version.py"
-    try:
-        match = _VERSION_RE.search(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise HarnessError(f"cannot read vLLM's version from {path}: {exc.strerror}") from None
-    if match is None:
-        raise HarnessError(f"{path} names no __version__")
-    return match.group(1)
-
-
-def locate_vllm_source(path: Path | str) -> VllmSource:
-    """The vLLM source tree at ``path``: the directory holding ``vllm/``, or ``vllm/`` itself."""
-    path = Path(path).expanduser()
-    if not path.is_dir():
-        raise HarnessError(f"--vllm-src {path}: no such directory")
-    for root in (path, path.parent):
-        if (root / "vllm" / "v1" / "kv_cache_interface.py").is_file():
-            return VllmSource(root.resolve(), read_version(root))
-    for root in (path, path.parent):
-        if (root / "vllm" / "__init__.py").is_file():
-            raise HarnessError(
-                f"--vllm-src {path}: a vllm package without the V1 engine "
-                "(no vllm/v1/kv_cache_interface.py) is outside the supported eras "
-                "(vLLM 0.9.x and 0.34.0)"
-            )
-    raise HarnessError(
-        f"--vllm-src {path}: not a vLLM source tree (no vllm/v1/kv_cache_interface.py); give the "
-        "directory that holds the vllm package"
-    )
 
 
 def default_cache_dir() -> Path:
@@ -89,12 +46,12 @@ def _unpack_python_sources(wheel: Path, target: Path) -> int:
 
 def fetch_vllm_source(
     version: str = PINNED_VLLM_VERSION, cache_dir: Path | None = None
-) -> VllmSource:
+) -> VllmTree:
     """vLLM ``version``'s Python sources, downloaded with pip and unpacked once into the cache."""
     cache = (cache_dir or default_cache_dir()).expanduser()
     final = cache / f"vllm-{version}"
     if (final / MARKER).is_file():
-        return VllmSource(final.resolve(), read_version(final))
+        return VllmTree(final.resolve(), read_version(final))
     _refuse_foreign(final)
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="vllm-wheel-", dir=cache) as tmp:
@@ -125,7 +82,7 @@ def fetch_vllm_source(
             if not (final / MARKER).is_file():  # not another fetch that finished first
                 _refuse_foreign(final)
                 raise
-    return VllmSource(final.resolve(), version)
+    return VllmTree(final.resolve(), version)
 
 
 def _refuse_foreign(final: Path) -> None:
@@ -138,7 +95,7 @@ def _refuse_foreign(final: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.fidelity.source [VERSION]``: print the unpacked tree (fetch it once)."""
+    """``python -m harness.vllm_tree.fetch [VERSION]``: print the unpacked tree (fetch it once)."""
     args = sys.argv[1:] if argv is None else argv
     try:
         print(fetch_vllm_source(args[0] if args else PINNED_VLLM_VERSION).root)

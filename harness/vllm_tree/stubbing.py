@@ -1,10 +1,12 @@
-"""Automatic stubs: what a vLLM tree imports but the adapter does not run (kernels, devices, I/O).
+"""Automatic stubs: what a vLLM tree imports but is not run here (kernels, devices, I/O).
 
 A stub module hands out a stub class for any attribute. While a tree is being imported a stub may
 be subclassed, decorated with, called and indexed (import-time code does that to things it never
-uses afterwards); once the tree is driven (:meth:`StubLedger.strict`), *using* a stub (calling it,
-reading its attributes, testing its truth) raises :class:`StubUsed`, which names the stubbed
-module and attribute (and is recorded in :attr:`StubLedger.used`).
+uses afterwards); once the tree's code runs for a check (:meth:`StubLedger.strict`), *using* a
+stub (calling it, reading its attributes, comparing it with ``==`` or ``!=`` to anything but a
+class) raises :class:`StubUsed`, which names the stubbed module and attribute (and is recorded in
+:attr:`StubLedger.used`). Its truth value, ``in``, iteration and ``len`` are refused always (they
+would otherwise answer silently, or never end). ``stub is None`` cannot be intercepted.
 """
 
 from __future__ import annotations
@@ -12,18 +14,19 @@ from __future__ import annotations
 import abc
 import importlib
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 
 class StubUsed(RuntimeError):
-    """vLLM code used something the adapter stubs out while it was being driven."""
+    """vLLM code used something stubbed out here while it ran for a check."""
 
     def __init__(self, qualname: str, how: str) -> None:
         super().__init__(
-            f"vLLM code {how} {qualname}, which the engine adapter stubs out (a kernel or "
-            "device-only code; to run this path, give it a CPU stand-in in harness/adapter/stubs.py)"
+            f"vLLM code {how} {qualname}, which is stubbed out here (a kernel, device-only code "
+            "or a module not loaded from the tree; to run this path, provide a CPU stand-in "
+            "for it among the provided modules)"
         )
         self.qualname = qualname
 
@@ -42,12 +45,39 @@ class StubLedger:
 
     def check(self, qualname: str, how: str) -> None:
         if self.is_strict:
-            self.used.add(qualname)
-            raise StubUsed(qualname, how)
+            self.refuse(qualname, how)
+
+    def refuse(self, qualname: str, how: str) -> NoReturn:
+        """Refused whether strict or not (a use that would answer silently or never end)."""
+        self.used.add(qualname)
+        raise StubUsed(qualname, how)
+
+    def compared(self, stub: object, other: object) -> None:
+        """``stub == other`` or ``!=``: a use, unless ``other`` is a class (Python's own
+        machinery compares classes: ABC caches, ``typing`` unions) or ``stub`` a real class
+        or instance that only derives from a stub."""
+        cls = stub if isinstance(stub, type) else type(stub)
+        if _is_stub(cls) and not isinstance(other, type):
+            self.check(cls.__qualname__, "used == or != on")
+
+
+def _is_stub(cls: type[Any]) -> bool:
+    """A stub class (not a real class that derives from one)."""
+    return bool(cls.__dict__.get("_is_stub", False))
 
 
 LEDGER = StubLedger()
-"""The process's stub ledger (a tree is loaded once per process: see ``harness.adapter.child``)."""
+"""The process's stub ledger (one tree is loaded at a time in a process)."""
+
+
+def _equal(stub: object, other: object) -> bool:
+    LEDGER.compared(stub, other)
+    return stub is other
+
+
+def _not_equal(stub: object, other: object) -> bool:
+    LEDGER.compared(stub, other)
+    return stub is not other
 
 
 class _StubMeta(abc.ABCMeta):
@@ -76,7 +106,7 @@ class _StubMeta(abc.ABCMeta):
         return _StubMeta.__getattr__(cls, "register")
 
     def __call__(cls, *args: object, **kwargs: object) -> Any:
-        if not cls.__dict__.get("_is_stub", False):
+        if not _is_stub(cls):
             return super().__call__(*args, **kwargs)  # a real class with a stub base
         LEDGER.check(cls.__qualname__, "called")
         if len(args) == 1 and callable(args[0]) and not kwargs:
@@ -84,8 +114,23 @@ class _StubMeta(abc.ABCMeta):
         return super().__call__(*args, **kwargs)
 
     def __bool__(cls) -> bool:
-        LEDGER.check(cls.__qualname__, "tested the truth of")
-        raise StubUsed(cls.__qualname__, "tested the truth of")
+        if not _is_stub(cls):
+            return True  # a real class with a stub base
+        LEDGER.refuse(cls.__qualname__, "tested the truth of")
+
+    __eq__ = _equal
+    __ne__ = _not_equal
+    __hash__ = abc.ABCMeta.__hash__
+
+    # Without __iter__, iter() and ``in`` would go on through __getitem__ forever.
+    def __iter__(cls) -> Any:
+        LEDGER.refuse(cls.__qualname__, "iterated over")
+
+    def __contains__(cls, item: object) -> bool:
+        LEDGER.refuse(cls.__qualname__, "tested membership in")
+
+    def __len__(cls) -> int:
+        LEDGER.refuse(cls.__qualname__, "took the length of")
 
     def __or__(cls, other: object) -> Any:
         return cls  # ``Stub | None`` in annotations evaluated at import time
@@ -116,8 +161,14 @@ class _Stub(metaclass=_StubMeta):
         return args[0] if len(args) == 1 and callable(args[0]) and not kwargs else type(self)()
 
     def __bool__(self) -> bool:
-        LEDGER.check(type(self).__qualname__, "tested the truth of")
-        raise StubUsed(type(self).__qualname__, "tested the truth of")
+        if not _is_stub(type(self)):  # an instance of a real class with a stub base
+            lengths = [vars(c)["__len__"] for c in type(self).__mro__ if "__len__" in vars(c)]
+            return bool(lengths[0](self)) if lengths else True
+        LEDGER.refuse(type(self).__qualname__, "tested the truth of")
+
+    __eq__ = _equal
+    __ne__ = _not_equal
+    __hash__ = object.__hash__
 
 
 def make_stub_class(qualname: str) -> type[Any]:
@@ -126,7 +177,7 @@ def make_stub_class(qualname: str) -> type[Any]:
     namespace: dict[str, Any] = {
         "_stub_attributes": {},
         "_is_stub": True,
-        "__module__": "adapter-stub",
+        "__module__": "vllm-stub",
     }
     stub = _StubMeta(name, (_Stub,), namespace)
     stub.__qualname__ = qualname
@@ -143,7 +194,7 @@ class StubModule(types.ModuleType):
     def __init__(
         self,
         name: str,
-        attrs: dict[str, object] | None = None,
+        attrs: Mapping[str, object] | None = None,
         submodule: Callable[[str], bool] | None = None,
     ) -> None:
         super().__init__(name)

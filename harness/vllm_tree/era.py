@@ -8,15 +8,22 @@
   per step comes in ``CommonAttentionMetadata``.
 
 A git checkout between releases is judged the same way: what its builder accepts decides.
+:func:`builder_era` reads a loaded class (the engine adapter, per backend); :func:`tree_era` reads
+the tree's ``FlashAttentionMetadataBuilder`` from its text (the differentials, before loading).
 """
 
 from __future__ import annotations
 
 import enum
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.vllm_tree.tree import VllmTree
+
+BUILDER = "FlashAttentionMetadataBuilder"
+"""The builder every vLLM V1 tree has, whose signatures decide a tree's era."""
 
 
 class Era(enum.Enum):
@@ -48,6 +55,23 @@ class OutsideEras(HarnessError):
     """A builder whose signatures match no supported era."""
 
 
+def era_of(init: Sequence[str], build: Sequence[str], subject: str) -> Era:
+    """The era whose constructor and ``build`` parameters lead ``init`` and ``build``; else
+    :class:`OutsideEras` naming ``subject`` and both eras' signatures."""
+    for era, (want_init, want_build) in _SIGNATURES.items():
+        if tuple(init[: len(want_init)]) == want_init and tuple(build[: len(want_build)]) == (
+            want_build
+        ):
+            return era
+    runner, spec = _SIGNATURES[Era.RUNNER][0], _SIGNATURES[Era.SPEC][0]
+    raise OutsideEras(
+        f"{subject} has __init__({', '.join(init)}) and build({', '.join(build)}), which match "
+        f"neither supported era (vLLM 0.9: __init__({', '.join(runner)}); vLLM 0.10-0.34: "
+        f"__init__({', '.join(spec)})): use a tree of a supported era, or teach "
+        "harness/vllm_tree/era.py the new one"
+    )
+
+
 def parameter_names(function: Any) -> tuple[str, ...]:
     """Positional-or-keyword parameter names of ``function`` after ``self``."""
     names = [
@@ -59,16 +83,22 @@ def parameter_names(function: Any) -> tuple[str, ...]:
 
 
 def builder_era(builder_cls: type[Any]) -> Era:
-    """The era whose constructor and ``build`` parameters lead ``builder_cls``'s own."""
-    init = parameter_names(builder_cls.__init__)
-    build = parameter_names(builder_cls.build)
-    for era, (want_init, want_build) in _SIGNATURES.items():
-        if init[: len(want_init)] == want_init and build[: len(want_build)] == want_build:
-            return era
-    raise OutsideEras(
-        f"{builder_cls.__module__}.{builder_cls.__qualname__} has __init__({', '.join(init)}) "
-        f"and build({', '.join(build)}), which match neither supported era "
-        f"(vLLM 0.9: __init__({', '.join(_SIGNATURES[Era.RUNNER][0])}); vLLM 0.10-0.34: "
-        f"__init__({', '.join(_SIGNATURES[Era.SPEC][0])})); the engine adapter cannot drive it: "
-        "use a tree of a supported era, or teach harness/adapter/era.py and drive.py the new one"
+    """The era of a loaded builder class."""
+    return era_of(
+        parameter_names(builder_cls.__init__),
+        parameter_names(builder_cls.build),
+        f"{builder_cls.__module__}.{builder_cls.__qualname__}",
+    )
+
+
+def tree_era(tree: VllmTree) -> Era | None:
+    """The era of ``tree``'s ``FlashAttentionMetadataBuilder``, read from its text; None when
+    the tree has none."""
+    module = tree.module_defining(BUILDER)
+    if module is None:
+        return None
+    return era_of(
+        tree.parameters(module, f"{BUILDER}.__init__") or [],
+        tree.parameters(module, f"{BUILDER}.build") or [],
+        f"{tree.label}: {BUILDER} ({tree.location(module, BUILDER)})",
     )

@@ -1,16 +1,14 @@
-"""Import a vLLM tree's attention code from its files, never from site-packages.
+"""Import a vLLM tree's modules from its files, never from site-packages.
 
-:class:`TreeLoader` is a meta-path finder for every module under ``vllm``: a module on the
-attention path (:data:`REAL_PREFIXES`) is compiled from the tree's own file, so tracebacks and
-allocation sites name the tree's ``file:line``; a module the adapter provides
-(``harness.adapter.stubs``) is that module; anything else under ``vllm`` (the engine, the model
-executor, distributed state, custom ops) is an automatic stub (:mod:`harness.adapter.stubbing`).
-Package ``__init__`` files run for real only under :data:`REAL_PREFIXES`; ``vllm/__init__.py``
-never runs. A third-party package the tree imports but this interpreter lacks is stubbed too
-(and recorded): the adapter does not run kernels. ``flashinfer`` is always the adapter's own.
-
-Installed once per process (the tree's code runs in a child process, :mod:`harness.adapter.child`);
-:meth:`TreeLoader.uninstall` puts ``sys.modules`` back for in-process use in tests.
+:class:`TreeLoader` is a meta-path finder for every module under ``vllm`` (and ``flashinfer``):
+a module its caller runs for real (``real(name)``) is compiled from the tree's own file, so
+tracebacks and allocation sites name the tree's ``file:line``; a module the caller provides is
+that module; anything else under ``vllm`` is an automatic stub (:mod:`harness.vllm_tree.stubbing`).
+A package's ``__init__`` runs only when the package itself is real; ``vllm/__init__.py`` never
+runs. A third-party package the tree's own code imports but this interpreter lacks is stubbed too
+(and recorded): kernels are not run here. Inside ``with loader:`` (or between
+:meth:`TreeLoader.install` and :meth:`TreeLoader.uninstall`) it owns those imports; on the way out
+``sys.modules`` is put back as it was.
 """
 
 from __future__ import annotations
@@ -21,41 +19,15 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from harness.adapter.stubbing import StubModule
 from harness.cpython_compat import getframe
-
-REAL_PREFIXES = (
-    "vllm.envs",
-    "vllm.utils",
-    "vllm.platforms.interface",
-    "vllm.attention",
-    "vllm.v1.attention",
-    "vllm.v1.kv_cache_interface",
-    "vllm.v1.kv_cache_layout",
-    "vllm.v1.kv_cache_spec_registry",
-    "vllm.v1.utils",
-    "vllm.v1.worker.block_table",
-    "vllm.v1.worker.cp_utils",
-    "vllm.v1.worker.workspace",
-    "vllm.v1.worker.ubatching",
-    "vllm.model_executor.layers.attention",
-    "vllm.model_executor.layers.attention_layer_base",
-    "vllm.model_executor.layers.quantization.utils.quant_utils",
-    "vllm.scalar_type",
-    "vllm.config.cache",
-)
-"""Modules (and packages, with everything under them) executed from the tree's source."""
+from harness.vllm_tree.stubbing import StubModule
+from harness.vllm_tree.tree import read_source
 
 OWN_ROOTS = ("vllm", "flashinfer")
 """Top-level packages whose every module comes from the loader (never from site-packages)."""
-
-
-def is_real(name: str) -> bool:
-    """Whether module ``name`` runs from the tree's source (see :data:`REAL_PREFIXES`)."""
-    return any(name == p or name.startswith(p + ".") for p in REAL_PREFIXES)
 
 
 def _own(name: str) -> bool:
@@ -68,11 +40,17 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(
         self,
         root: Path,
+        real: Callable[[str], bool],
         provided: Mapping[str, types.ModuleType],
         patches: Mapping[str, Mapping[str, object]] | None = None,
     ) -> None:
         self.root = Path(root)
+        self.real = real
+        """Whether a module runs from the tree's source (when the tree has its file)."""
         self.provided = dict(provided)
+        for module in self.provided.values():  # ``from vllm import envs``: the module
+            if isinstance(module, StubModule) and _own(module.__name__):
+                module.__dict__["_submodule"] = self.is_module
         self.patches = {name: dict(attrs) for name, attrs in (patches or {}).items()}
         """Module -> attributes replaced right after the module's real code ran."""
         self.stubbed_third_party: set[str] = set()
@@ -105,8 +83,8 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             self.stubbed_third_party.add(fullname.split(".")[0])
             return importlib.util.spec_from_loader(fullname, self, is_package=True)
         source = self.source_path(fullname)
-        if source is None and is_real(fullname) and fullname not in self.provided:
-            return None  # the tree lacks a module of the attention path: a real ImportError
+        if source is None and self.real(fullname) and fullname not in self.provided:
+            return None  # the tree lacks a module that must run: a real ImportError
         package = source is None or source.name == "__init__.py"
         return importlib.util.spec_from_loader(fullname, self, is_package=package)
 
@@ -137,7 +115,7 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if provided is not None:
             return provided
         source = self.source_path(spec.name) if _own(spec.name) else None
-        if source is not None and is_real(spec.name) and spec.name != "vllm":
+        if source is not None and self.real(spec.name) and spec.name != "vllm":
             module = types.ModuleType(spec.name)
             if source.name == "__init__.py":
                 module.__path__ = [str(source.parent)]
@@ -153,13 +131,19 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         source = self.source_path(name)
         assert source is not None
         module.__file__ = str(source)
-        code = compile(source.read_text(encoding="utf-8"), str(source), "exec")
+        code = compile(read_source(source), str(source), "exec")
         exec(code, module.__dict__)
         for attr, value in self.patches.get(name, {}).items():
             if attr in module.__dict__:
                 module.__dict__[attr] = value
 
     # Life cycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> TreeLoader:
+        return self.install()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.uninstall()
 
     def install(self) -> TreeLoader:
         """Take over ``vllm`` (and ``flashinfer``) imports in this process."""
@@ -186,5 +170,5 @@ class TreeLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def load(self, name: str) -> types.ModuleType:
         """Import ``name`` through this loader."""
         if not self._installed:
-            raise RuntimeError("TreeLoader.load before install")
+            raise RuntimeError("TreeLoader.load outside its with-block (before install)")
         return importlib.import_module(name)
