@@ -121,13 +121,26 @@ def export_package(repo: Path, commit: str, target: Path) -> Path:
     return target / PACKAGE
 
 
+_CHECKER = """\
+import runpy, sys
+root = sys.argv.pop(1)
+if not getattr(sys.flags, "safe_path", False):
+    del sys.path[0]
+sys.path.insert(0, root)
+runpy.run_module("harness.overrides", run_name="__main__", alter_sys=True)
+"""
+"""``python -c`` this and this checkout's root: ``python -m harness.overrides`` without the
+working directory on ``sys.path`` (``-m`` puts it first, and there it is the tree's parent, the
+image's site-packages, which may hold another ``harness``)."""
+
+
 def checker(tree: Path, *argv: str) -> int:
     """Run ``harness overrides argv`` on ``tree`` from this checkout, in the tree's parent
     directory (the findings name ``vllm/...``); its exit status. No cache is written: the tree's
     parent may be the image's site-packages."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    command = [sys.executable, "-m", "harness.overrides", "--no-cache", *argv, tree.name]
+    command = [sys.executable, "-c", _CHECKER, str(ROOT), "--no-cache", *argv, tree.name]
     return subprocess.run(command, env=env, cwd=tree.parent, check=False).returncode
 
 

@@ -160,6 +160,16 @@ def test_the_step_checks_the_installed_tree_and_names_the_call(tmp_path: Path) -
     assert "call:     vllm/common.py:6: return self._build_decode(" in out.stdout
 
 
+def test_the_checker_is_this_checkouts_whatever_the_tree_beside_vllm_holds(tmp_path: Path) -> None:
+    """The checker runs in the tree's parent directory (site-packages): a ``harness`` there (an
+    older install, PyPI's unrelated ``harness``) is not the one imported."""
+    site = _image(tmp_path, {"common.py": RENAMED, "rocm.py": ROCM})
+    _write(site, {"harness/__init__.py": "raise SystemExit('the harness of site-packages')\n"})
+    out = _run(site, tmp_path / "workspace" / "tests")
+    assert "the harness of site-packages" not in out.stderr
+    assert out.returncode == 1 and "vllm/rocm.py:5:5: HO101" in out.stdout, out.stderr
+
+
 def test_a_pull_request_is_blocked_by_the_crash_it_adds_only(tmp_path: Path) -> None:
     base = {"common.py": COMMON, "rocm.py": ROCM, "legacy.py": LEGACY}
     site = _image(tmp_path, base, {**base, "common.py": RENAMED})
