@@ -2,11 +2,11 @@
 
 vLLM's test image installs vllm into site-packages and moves the checkout's ``vllm/`` out of the
 way (``src/vllm``; ``test_docs/vllm`` in older images), so a hard-coded ``vllm`` directory is not
-there. This script finds the package where Python would import it from, without importing it
-(:func:`importlib.util.find_spec` of a top-level name runs no package code), or takes
-``--vllm PATH`` (the package directory, or a directory holding ``vllm/``), and runs
-``harness overrides`` on it from this checkout: the checker needs only the standard library, so
-nothing is installed into the image.
+there. This script finds the package where ``python3 -c 'import vllm'`` in the working directory
+would import it from, without importing it (:func:`importlib.util.find_spec` of a top-level
+name runs no package code), or takes ``--vllm PATH`` (the package directory, or a directory
+holding ``vllm/``), and runs ``harness overrides`` on it from this checkout: the checker needs
+only the standard library, so nothing is installed into the image.
 
 ``--since REF`` reports only the findings the tree adds to the ``vllm/`` of REF in the git
 repository holding the working directory (``--repo DIR`` names another);
@@ -46,12 +46,23 @@ class StepError(Exception):
     """A usage error of the step: reported as one line, exit 2."""
 
 
+def _import_path() -> list[str]:
+    """``sys.path`` as ``python3 -c 'import vllm'`` has it in the working directory: without
+    this script's directory (``ci/``, whose ``vllm/`` of step files is a namespace package) and
+    with the working directory first (unless ``-P`` or ``PYTHONSAFEPATH`` leaves it out)."""
+    here = Path(__file__).resolve().parent
+    path = [p for p in sys.path if not p or Path(p).resolve() != here]
+    if not getattr(sys.flags, "safe_path", False) and (not path or path[0] != ""):
+        path.insert(0, "")
+    return path
+
+
 def vllm_directory(given: str | None) -> tuple[Path, str]:
     """The vllm package directory to check and how it was found.
 
     ``given``: the package directory itself, or a directory holding ``vllm/`` (a checkout).
-    Otherwise the package ``import vllm`` would load here; a namespace package (a ``vllm/``
-    without ``__init__.py``) or a plain module is not vLLM and is an error.
+    Otherwise the package ``import vllm`` would load here (:func:`_import_path`); a namespace
+    package (a ``vllm/`` without ``__init__.py``) or a plain module is not vLLM and is an error.
     """
     if given is not None:
         path = Path(given)
@@ -59,10 +70,14 @@ def vllm_directory(given: str | None) -> tuple[Path, str]:
             if (candidate / "__init__.py").is_file():
                 return candidate.resolve(), f"--vllm {given}"
         raise StepError(f"--vllm {given}: neither a vllm package nor a directory holding one")
+    saved = sys.path[:]
+    sys.path[:] = _import_path()
     try:
         spec = importlib.util.find_spec(PACKAGE)
-    except (ImportError, ValueError) as exc:  # a broken finder or a broken sys.modules entry
+    except Exception as exc:  # a broken finder (an editable install's) or sys.modules entry
         raise StepError(f"cannot look up the vllm package: {exc}") from None
+    finally:
+        sys.path[:] = saved
     if spec is None:
         raise StepError("import vllm finds nothing here: install vLLM, or pass --vllm PATH")
     origin = spec.origin

@@ -139,6 +139,33 @@ def test_a_vllm_directory_without_init_is_not_vllm(only: Path) -> None:
         step.vllm_directory(None)
 
 
+def test_the_lookup_is_python_c_import_vllm_in_the_working_directory(
+    only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python3 ci/vllm_overrides.py`` has ``ci/`` first on ``sys.path``, where ``ci/vllm/``
+    (the step files) is a namespace package; ``import vllm`` in the step's shell has the working
+    directory there instead."""
+    monkeypatch.setattr(sys, "path", [str(SCRIPT.parent), str(only)])
+    with pytest.raises(step.StepError, match="import vllm finds nothing here"):
+        step.vllm_directory(None)
+    _write(only, {"vllm/__init__.py": ""})
+    _write(tmp_path / "checkout", {"vllm/__init__.py": ""})
+    monkeypatch.chdir(tmp_path / "checkout")
+    importlib.invalidate_caches()
+    assert step.vllm_directory(None)[0] == (tmp_path / "checkout" / "vllm").resolve()
+    assert sys.path == [str(SCRIPT.parent), str(only)]
+
+
+def test_a_finder_that_raises_is_one_line(only: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken:
+        def find_spec(self, name: str, *args: object) -> None:
+            raise RuntimeError(f"cannot find {name}")
+
+    monkeypatch.setattr(sys, "meta_path", [Broken(), *sys.meta_path])
+    with pytest.raises(step.StepError, match="cannot look up the vllm package: cannot find vllm"):
+        step.vllm_directory(None)
+
+
 def test_a_given_path_is_the_package_or_a_checkout_holding_it(tmp_path: Path) -> None:
     _write(tmp_path, {"src/vllm/__init__.py": ""})
     package = (tmp_path / "src" / "vllm").resolve()
