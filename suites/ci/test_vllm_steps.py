@@ -160,8 +160,39 @@ def test_the_static_step_takes_no_gpu_and_runs_on_attention_and_worker_changes()
     (check,) = [c for c in step["commands"] if "ci/vllm_overrides.py" in c]
     words = check.split()
     assert "--since-merge-base" in words and "--vllm" not in words  # what import vllm loads
-    fetched = words[words.index("--since-merge-base") + 1].partition("/")
-    assert any(f"fetch --quiet {fetched[0]} {fetched[2]}" in c for c in step["commands"])
+    assert words[words.index("--repo") + 1] == "/workdir"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_fetch_writes_the_branch_the_merge_base_reads_in_a_single_branch_clone(
+    tmp_path: Path,
+) -> None:
+    """An agent may clone the pull request's branch alone (``--single-branch``, a clone flag):
+    there ``git fetch origin main`` writes only FETCH_HEAD, and ``origin/main`` does not exist."""
+    step = _step("harness-override-checker")
+    (check,) = [c for c in step["commands"] if "ci/vllm_overrides.py" in c]
+    words = check.split()
+    remote, _, branch = words[words.index("--since-merge-base") + 1].partition("/")
+    (fetch,) = [c for c in step["commands"] if " fetch " in c]
+
+    def git(*argv: str, cwd: Path = tmp_path) -> str:
+        ident = ["-c", "user.email=ci@example.invalid", "-c", "user.name=ci"]
+        done = subprocess.run(["git", *ident, *argv], cwd=cwd, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git("init", "-q", "-b", branch, cwd=upstream)
+    git("commit", "-q", "--allow-empty", "-m", "base", cwd=upstream)
+    git("checkout", "-qb", "pr", cwd=upstream)
+    git("commit", "-q", "--allow-empty", "-m", "pr", cwd=upstream)
+    git("clone", "-q", "--single-branch", "-b", "pr", "-o", remote, upstream.as_uri(), "workdir")
+    workdir = tmp_path / "workdir"
+    git(*shlex.split(fetch.replace("/workdir", str(workdir)))[1:])
+    assert git("rev-parse", f"{remote}/{branch}", cwd=workdir) == git(
+        "rev-parse", branch, cwd=upstream
+    )
 
 
 def test_the_gpu_step_installs_beside_the_image_and_requires_a_gpu() -> None:
