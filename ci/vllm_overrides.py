@@ -107,13 +107,22 @@ def _git(repo: Path, *argv: str) -> str:
 
 def base_commit(repo: Path, since: str | None, merge_base: str | None) -> str:
     """The commit whose ``vllm/`` the tree is compared with."""
-    if merge_base is not None:
-        return _git(repo, "merge-base", "HEAD", merge_base)
-    assert since is not None
+    ref = since if merge_base is None else merge_base
+    option = "--since" if merge_base is None else "--since-merge-base"
+    assert ref is not None
     try:
-        return _git(repo, "rev-parse", "--verify", "--quiet", f"{since}^{{commit}}")
+        commit = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except StepError:
-        raise StepError(f"--since {since}: no such commit in {repo}") from None
+        raise StepError(f"{option} {ref}: no such commit in {repo}") from None
+    if merge_base is None:
+        return commit
+    try:
+        return _git(repo, "merge-base", "HEAD", commit)
+    except StepError:  # git says nothing, exit 1
+        raise StepError(
+            f"{option} {ref}: HEAD and {ref} have no common commit in {repo} "
+            "(a shallow clone: fetch more of their history)"
+        ) from None
 
 
 def export_package(repo: Path, commit: str, target: Path) -> Path:

@@ -219,10 +219,11 @@ def test_a_pull_request_that_adds_nothing_passes_beside_old_errors(tmp_path: Pat
     ("argv", "said"),
     [
         (["--since", "no-such-ref"], "error: --since no-such-ref: no such commit in "),
+        (["--since-merge-base", "origin/main"], "error: --since-merge-base origin/main: no such "),
         (["--since-merge-base", "main", "--repo", "/"], "error: git rev-parse --show-toplevel: "),
         (["--vllm", "."], "error: --vllm .: neither a vllm package nor a directory holding one"),
     ],
-    ids=["no-such-ref", "not-a-repository", "not-vllm"],
+    ids=["no-such-ref", "no-such-branch", "not-a-repository", "not-vllm"],
 )
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, argv: list[str], said: str) -> None:
     site = _image(tmp_path, {"legacy.py": LEGACY})
@@ -231,6 +232,19 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, argv: list[str], s
     (error,) = [x for x in out.stderr.splitlines() if x.startswith("ci/vllm_overrides.py: error")]
     assert said in error
     assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_a_branch_without_a_common_commit_is_named(tmp_path: Path) -> None:
+    """A shallow clone's HEAD and the fetched branch meet nowhere: ``git merge-base`` says
+    nothing and exits 1."""
+    site = _image(tmp_path, {"legacy.py": LEGACY})
+    repo = tmp_path / "workspace"
+    _git(repo, "checkout", "-q", "--orphan", "unrelated")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "unrelated")
+    out = _run(site, repo / "tests", "--since-merge-base", "main")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "error: --since-merge-base main: HEAD and main have no common commit in" in out.stderr
+    assert "(a shallow clone: fetch more of their history)" in out.stderr
 
 
 def test_a_ref_without_vllm_is_a_usage_error(tmp_path: Path) -> None:
