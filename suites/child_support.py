@@ -112,3 +112,24 @@ def writes_pid_and_waits(pid_file: str) -> None:
     with open(pid_file, "w", encoding="utf-8") as handle:
         handle.write(str(os.getpid()))
     time.sleep(3600)
+
+
+def forks_and_exits_while_the_fork_returns() -> str:
+    pid = os.fork()
+    if pid == 0:
+        return "the fork's value"  # into serve(), as if it were the child's
+    os.waitpid(pid, 0)
+    os._exit(3)
+
+
+def forks_and_both_return() -> str:
+    pid = os.fork()
+    if pid == 0:
+        return "the fork's value"
+    os.waitpid(pid, 0)
+    return "the child's value"
+
+
+def changes_directory(path: str) -> str:
+    os.chdir(path)
+    return "returned"
