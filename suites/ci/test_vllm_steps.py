@@ -225,6 +225,46 @@ def test_each_step_survives_every_embedding_unchanged(step: dict[str, Any], shap
     assert "$" not in script, f"Buildkite would interpolate {script!r}"
 
 
+def joined_meaning_changes(command: str) -> list[str]:
+    """What makes ``command`` mean something else once the templates join the commands with
+    `` && `` (and the generator runs them one by one): a comment hides every command after it;
+    ``;``, a newline, ``||`` and ``&`` run what follows whatever failed before; a pipeline's
+    status is its last command's, so a failure before a ``|`` passes."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.commenters = ""  # a comment is a word that starts with #, as bash reads it
+    lexer.whitespace_split = True
+    found = [f"a comment ({w})" for w in lexer if w.startswith("#")]
+    operators = shlex.shlex(command, posix=True, punctuation_chars=True)
+    found += [f"{w!r}" for w in operators if w in (";", "||", "&", "|", "|&", ";;")]
+    return found + (["a newline"] if "\n" in command.strip() else [])
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: s["key"])
+def test_each_command_means_the_same_joined_with_and(step: dict[str, Any]) -> None:
+    for command in step["commands"]:
+        assert joined_meaning_changes(command) == [], command
+
+
+@pytest.mark.parametrize(
+    ("command", "found"),
+    [
+        ("make -C /tmp/harness test-gpu  # the GPU suites", ["a comment (#)"]),
+        ("pip download x; true", ["';'"]),
+        ("python3 check.py || true", ["'||'"]),
+        ("python3 check.py | tee log.txt", ["'|'"]),
+        ("python3 check.py &", ["'&'"]),
+        ("git fetch origin +main:refs/remotes/origin/main", []),
+        ("python3 a#b.py --x=1", []),
+    ],
+)
+def test_a_command_whose_meaning_changes_once_joined_is_found(
+    command: str, found: list[str]
+) -> None:
+    assert joined_meaning_changes(command) == found
+    script = render("docker", {"commands": [command, "echo the last command"]})
+    assert script.endswith(f"{command} && echo the last command")  # unchanged: only this check
+
+
 @pytest.mark.parametrize(
     ("command", "shape", "error"),
     [
