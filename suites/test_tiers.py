@@ -13,8 +13,12 @@ non-loopback connections at run time in the fast tier.
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shutil
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -463,3 +467,58 @@ def test_the_tier_rules_see_every_spelling_of_a_nested_tool(tmp_path: Path) -> N
         "test_x.py: test_other_process_calls runs pip outside the integration tier",
         "test_x.py: test_shell_line runs pip outside the integration tier",
     ]
+
+
+KNOWN_SPACED_PATH_FAILURES = frozenset(
+    {
+        # suites/overrides/conftest.py's _OUTSIDE pattern stops at a space, so a base class under
+        # the checkout is not made portable (suites/overrides is another helper's: reported).
+        "suites/overrides/test_fixtures.py::test_golden_record[library_bases]",
+    }
+)
+FAILURES_PLUGIN = """
+import os
+
+
+def pytest_runtest_logreport(report):
+    if report.failed:
+        with open(os.environ["FAILED_TESTS_FILE"], "a", encoding="utf-8") as out:
+            out.write(report.nodeid + "\\n")
+"""
+
+
+@pytest.mark.integration
+def test_the_fast_tier_passes_from_a_checkout_whose_path_holds_a_space(tmp_path: Path) -> None:
+    """A checkout in ``/home/me/my projects/``: a test that writes ``exec {sys.executable}``
+    into a shell script, or expects a printed command to hold the interpreter's path unquoted,
+    passed only where the path has no space."""
+    copy = tmp_path / "a checkout" / "harness"
+    ignored = (".venv*", ".git", "__pycache__", ".*_cache", ".hypothesis", "reports", "*.egg-info")
+    shutil.copytree(SUITES.parent, copy, ignore=shutil.ignore_patterns(*ignored))
+    if (SUITES.parent / ".venv").is_dir():  # where make test runs from (a test reads its path)
+        (copy / ".venv").symlink_to(SUITES.parent / ".venv")
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "failures_here.py").write_text(FAILURES_PLUGIN, encoding="utf-8")
+    failed = tmp_path / "failed.txt"
+    failed.touch()
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(copy), str(tmp_path / "plugin")])  # copy's harness
+    env["FAILED_TESTS_FILE"] = str(failed)
+    fast = "not gpu and not integration"
+    argv = [sys.executable, "-m", "pytest", "-p", "failures_here", "-n", "2", "-q", "-m", fast]
+    done = subprocess.run(
+        [*argv, "-p", "no:cacheprovider", "suites"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    found = set(failed.read_text(encoding="utf-8").split())
+    new, fixed = (
+        sorted(found - KNOWN_SPACED_PATH_FAILURES),
+        sorted(KNOWN_SPACED_PATH_FAILURES - found),
+    )
+    assert not new, "fail from a path with a space:\n" + "\n".join(new) + done.stdout[-3000:]
+    assert not fixed, "pass now: drop them from KNOWN_SPACED_PATH_FAILURES\n" + "\n".join(fixed)
