@@ -25,8 +25,10 @@ $(error PYTHON_ENV=$(PYTHON_ENV): use venv (build .venv here, the default) or sy
 endif
 HARNESS := $(PY) -m harness.cli
 # REQUIRE_GPU goes to the gate as it is: 1/true/yes/on (any case) turn it on, 0/false/no/off or
-# nothing leave it off, any other word is a usage error (ci/pytest_gpu_gate.py switch()).
-GPU_GATE_ARGS := '--require-gpu=$(REQUIRE_GPU)'
+# nothing leave it off, any other word is a usage error (ci/pytest_gpu_gate.py switch()). One
+# shell word whatever it holds: each ' in it is written '\'' (a quote ended the word, and
+# REQUIRE_GPU="1' || true '" turned a failed gate into exit 0).
+GPU_GATE_ARGS := '--require-gpu=$(subst ','\'',$(REQUIRE_GPU))'
 
 .DEFAULT_GOAL := help
 .PHONY: help install run test test-integration test-adapter test-gpu test-compat overrides lint typecheck golden-update bench primer primer-update fidelity repro-gpu clean

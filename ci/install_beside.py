@@ -17,6 +17,7 @@ Then this package itself, ``pip install --no-deps``. Usage:
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import subprocess
 import sys
 import tempfile
@@ -121,17 +122,35 @@ def plan(wanted: Iterable[Requirement], version_of: Callable[[str], str | None])
     return result
 
 
-def frozen() -> list[str]:
-    """``name==version`` of every distribution installed here, for pip's ``-c``."""
+def frozen(dists: Iterable[importlib.metadata.Distribution] | None = None) -> list[str]:
+    """A pip ``-c`` line for every distribution installed here (``dists``: those found on
+    ``sys.path``), the first of each project (as ``importlib.metadata.version`` finds it) under
+    its normalized name: ``name==version``, or ``name===version`` for a version PEP 440 cannot
+    parse (current pip refuses the whole file on ``==`` with one)."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
     pins: dict[str, str] = {}
-    for dist in importlib.metadata.distributions():
+    for dist in importlib.metadata.distributions() if dists is None else dists:
         name: str | None = dist.metadata["Name"]  # None: a broken .dist-info
         if name and dist.version:
-            pins.setdefault(name.lower().replace("_", "-"), dist.version)
-    return [f"{name}=={version}" for name, version in sorted(pins.items())]
+            pins.setdefault(canonicalize_name(name), dist.version)
+    lines: list[str] = []
+    for name, version in sorted(pins.items()):
+        try:
+            Version(version)
+        except InvalidVersion:
+            lines.append(f"{name}==={version}")
+        else:
+            lines.append(f"{name}=={version}")
+    return lines
 
 
 def _pip(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    if importlib.util.find_spec("pip") is None:
+        raise BesideError(
+            f"{sys.executable} has no pip (python3 -m ensurepip adds it): nothing was installed"
+        )
     command = [sys.executable, "-m", "pip", "--disable-pip-version-check", *argv]
     return subprocess.run(command, capture_output=True, text=True, check=False)
 

@@ -2,11 +2,11 @@
 
 vLLM's test image installs vllm into site-packages and moves the checkout's ``vllm/`` out of the
 way (``src/vllm``; ``test_docs/vllm`` in older images), so a hard-coded ``vllm`` directory is not
-there. This script finds the package where Python would import it from, without importing it
-(:func:`importlib.util.find_spec` of a top-level name runs no package code), or takes
-``--vllm PATH`` (the package directory, or a directory holding ``vllm/``), and runs
-``harness overrides`` on it from this checkout: the checker needs only the standard library, so
-nothing is installed into the image.
+there. This script finds the package where ``python3 -c 'import vllm'`` in the working directory
+would import it from, without importing it (:func:`importlib.util.find_spec` of a top-level
+name runs no package code), or takes ``--vllm PATH`` (the package directory, or a directory
+holding ``vllm/``), and runs ``harness overrides`` on it from this checkout: the checker needs
+only the standard library, so nothing is installed into the image.
 
 ``--since REF`` reports only the findings the tree adds to the ``vllm/`` of REF in the git
 repository holding the working directory (``--repo DIR`` names another);
@@ -46,12 +46,23 @@ class StepError(Exception):
     """A usage error of the step: reported as one line, exit 2."""
 
 
+def _import_path() -> list[str]:
+    """``sys.path`` as ``python3 -c 'import vllm'`` has it in the working directory: without
+    this script's directory (``ci/``, whose ``vllm/`` of step files is a namespace package) and
+    with the working directory first (unless ``-P`` or ``PYTHONSAFEPATH`` leaves it out)."""
+    here = Path(__file__).resolve().parent
+    path = [p for p in sys.path if not p or Path(p).resolve() != here]
+    if not getattr(sys.flags, "safe_path", False) and (not path or path[0] != ""):
+        path.insert(0, "")
+    return path
+
+
 def vllm_directory(given: str | None) -> tuple[Path, str]:
     """The vllm package directory to check and how it was found.
 
     ``given``: the package directory itself, or a directory holding ``vllm/`` (a checkout).
-    Otherwise the package ``import vllm`` would load here; a namespace package (a ``vllm/``
-    without ``__init__.py``) or a plain module is not vLLM and is an error.
+    Otherwise the package ``import vllm`` would load here (:func:`_import_path`); a namespace
+    package (a ``vllm/`` without ``__init__.py``) or a plain module is not vLLM and is an error.
     """
     if given is not None:
         path = Path(given)
@@ -59,10 +70,14 @@ def vllm_directory(given: str | None) -> tuple[Path, str]:
             if (candidate / "__init__.py").is_file():
                 return candidate.resolve(), f"--vllm {given}"
         raise StepError(f"--vllm {given}: neither a vllm package nor a directory holding one")
+    saved = sys.path[:]
+    sys.path[:] = _import_path()
     try:
         spec = importlib.util.find_spec(PACKAGE)
-    except (ImportError, ValueError) as exc:  # a broken finder or a broken sys.modules entry
+    except Exception as exc:  # a broken finder (an editable install's) or sys.modules entry
         raise StepError(f"cannot look up the vllm package: {exc}") from None
+    finally:
+        sys.path[:] = saved
     if spec is None:
         raise StepError("import vllm finds nothing here: install vLLM, or pass --vllm PATH")
     origin = spec.origin
@@ -92,13 +107,22 @@ def _git(repo: Path, *argv: str) -> str:
 
 def base_commit(repo: Path, since: str | None, merge_base: str | None) -> str:
     """The commit whose ``vllm/`` the tree is compared with."""
-    if merge_base is not None:
-        return _git(repo, "merge-base", "HEAD", merge_base)
-    assert since is not None
+    ref = since if merge_base is None else merge_base
+    option = "--since" if merge_base is None else "--since-merge-base"
+    assert ref is not None
     try:
-        return _git(repo, "rev-parse", "--verify", "--quiet", f"{since}^{{commit}}")
+        commit = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except StepError:
-        raise StepError(f"--since {since}: no such commit in {repo}") from None
+        raise StepError(f"{option} {ref}: no such commit in {repo}") from None
+    if merge_base is None:
+        return commit
+    try:
+        return _git(repo, "merge-base", "HEAD", commit)
+    except StepError:  # git says nothing, exit 1
+        raise StepError(
+            f"{option} {ref}: HEAD and {ref} have no common commit in {repo} "
+            "(a shallow clone: fetch more of their history)"
+        ) from None
 
 
 def export_package(repo: Path, commit: str, target: Path) -> Path:
@@ -121,13 +145,26 @@ def export_package(repo: Path, commit: str, target: Path) -> Path:
     return target / PACKAGE
 
 
+_CHECKER = """\
+import runpy, sys
+root = sys.argv.pop(1)
+if not getattr(sys.flags, "safe_path", False):
+    del sys.path[0]
+sys.path.insert(0, root)
+runpy.run_module("harness.overrides", run_name="__main__", alter_sys=True)
+"""
+"""``python -c`` this and this checkout's root: ``python -m harness.overrides`` without the
+working directory on ``sys.path`` (``-m`` puts it first, and there it is the tree's parent, the
+image's site-packages, which may hold another ``harness``)."""
+
+
 def checker(tree: Path, *argv: str) -> int:
     """Run ``harness overrides argv`` on ``tree`` from this checkout, in the tree's parent
     directory (the findings name ``vllm/...``); its exit status. No cache is written: the tree's
     parent may be the image's site-packages."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    command = [sys.executable, "-m", "harness.overrides", "--no-cache", *argv, tree.name]
+    command = [sys.executable, "-c", _CHECKER, str(ROOT), "--no-cache", *argv, tree.name]
     return subprocess.run(command, env=env, cwd=tree.parent, check=False).returncode
 
 

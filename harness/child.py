@@ -62,7 +62,7 @@ def run_in_child(
 ) -> Any:
     """``function(*args)`` in a child process (see the module docstring)."""
     with tempfile.TemporaryDirectory(prefix="harness-child-") as scratch:
-        box = Path(scratch)
+        box = Path(scratch).resolve()  # TMPDIR=. is kept relative; the code may chdir
         cwd = box / "cwd" if isolated else None
         if cwd is not None:
             cwd.mkdir()
@@ -72,7 +72,7 @@ def run_in_child(
 
         init = os.path.realpath(harness.__file__ or "")
         with open(box / _OUTPUT, "ab") as output, _Relay(box / _OUTPUT) as relay:
-            argv = [sys.executable, "-c", _SERVE, init, scratch]
+            argv = [sys.executable, "-c", _SERVE, init, str(box)]
             with session(
                 argv, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT
             ) as process:
@@ -153,13 +153,15 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 
 def serve(scratch: str) -> None:
-    """The child's side of :func:`run_in_child`: make the call, write how it ended, exit 0."""
+    """The child's side of :func:`run_in_child`: make the call, write how it ended, exit 0 (a
+    fork of the child that returns here exits without a word)."""
     global _step_file
     box = Path(scratch)
     _step_file = box / _STEP
     request = json.loads((box / _CALL).read_text(encoding="utf-8"))
     watch = threading.Thread(target=_end_with, args=(os.getppid(),), daemon=True)
     watch.start()
+    served = os.getpid()
     outcome: dict[str, Any]
     with thread_failures() as failures:
         try:
@@ -170,6 +172,8 @@ def serve(scratch: str) -> None:
             outcome = {"usage": str(exc)}
         except BaseException as exc:  # KeyboardInterrupt too: a terminal's Ctrl-C never gets
             outcome = {"error": describe_error(exc)}  # here (a session of its own), only the code's
+    if os.getpid() != served:  # a fork the code made without exec, back here: not ours to report
+        os._exit(0)
     if failures and "value" in outcome:
         outcome = {"error": failures[0]}
     text = json.dumps(outcome)

@@ -117,3 +117,24 @@ def writes_pid_and_waits(pid_file: str) -> None:
 def where_and_what(name: str) -> list[object]:
     """The working directory, what it holds and the environment variable ``name``."""
     return [os.getcwd(), sorted(os.listdir()), os.environ.get(name)]
+
+
+def forks_and_exits_while_the_fork_returns() -> str:
+    pid = os.fork()
+    if pid == 0:
+        return "the fork's value"  # into serve(), as if it were the child's
+    os.waitpid(pid, 0)
+    os._exit(3)
+
+
+def forks_and_both_return() -> str:
+    pid = os.fork()
+    if pid == 0:
+        return "the fork's value"
+    os.waitpid(pid, 0)
+    return "the child's value"
+
+
+def changes_directory(path: str) -> str:
+    os.chdir(path)
+    return "returned"

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -123,6 +124,22 @@ def test_code_that_breaks_its_output_still_returns() -> None:
 
 def test_an_out_of_memory_error_in_a_thread_is_a_finding_not_a_failure() -> None:
     assert run_in_child(f"{SUPPORT}:thread_out_of_memory") == "returned"
+
+
+def test_only_the_process_started_reports_never_a_fork_of_it() -> None:
+    """User code that forks without exec: the fork returns into the child's own code too. It
+    wrote the result (the child's ``os._exit(3)`` passed), or raced the child's write."""
+    with pytest.raises(ChildError, match=r"^the process exited with status 3 before returning"):
+        run_in_child(f"{SUPPORT}:forks_and_exits_while_the_fork_returns")
+    assert run_in_child(f"{SUPPORT}:forks_and_both_return") == "the child's value"
+
+
+def test_code_that_changes_directory_returns_with_a_relative_tmpdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", ".")  # TMPDIR=. (gettempdir keeps a bare ".")
+    assert run_in_child(f"{SUPPORT}:changes_directory", "/") == "returned"
 
 
 def test_what_the_child_leaves_running_neither_holds_it_nor_outlives_it(tmp_path: Path) -> None:

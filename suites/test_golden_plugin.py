@@ -20,7 +20,7 @@ def test_a_missing_golden_fails_and_names_the_command_that_creates_it(
         [
             f"E*golden file {root}/area/a.json does not exist; obtained data written to "
             f"{root}/area/a.obtained.json.",
-            f"E*Create it on purpose with: {sys.executable} -m pytest "
+            f"E*Create it on purpose with: {shlex.quote(sys.executable)} -m pytest "
             "test_golden.py::test_a --update-golden",
             "*golden files: 2 tests failed a golden check*",
         ]
@@ -70,7 +70,8 @@ def test_a_golden_its_owner_no_longer_checks_fails_a_keyword_run(
         [
             "*golden files: 1 unused*",
             "  area/a (its owning test passed without checking it: test_golden.py::test_a)",
-            f"Delete them on purpose with: {sys.executable} -m pytest -k test_a *--update-golden",
+            f"Delete them on purpose with: {shlex.quote(sys.executable)} -m pytest -k test_a "
+            "*--update-golden",
         ]
     )
     assert pytester.runpytest("-k", "test_b").ret == pytest.ExitCode.OK  # test_a did not run

@@ -1,7 +1,9 @@
 """The tiers stay honest: what the fast tier (``make test``) may not do, read from the suites' code.
 
-A test outside the ``integration`` tier may not run ``make``, ``pip`` or ``pre-commit`` (a name
-of one as an argument of any call), may not open a network connection (``urlopen``,
+A test outside the ``integration`` tier may not run ``make``, ``pip`` or ``pre-commit`` (in a
+scope that starts a process or runs a program, however ``subprocess``/``os``/``runpy`` are
+imported: a string that names one, or a word of a command line a process call is given), may not
+open a network connection (``urlopen``,
 ``create_connection``, ``requests``/``httpx`` calls), and no test at all may assert on the wall
 clock (an ``assert`` that reads ``time.perf_counter``/``time``/``monotonic``, directly or through
 a name assigned from one). One test lists every offender; ``suites/conftest.py`` also refuses
@@ -11,7 +13,12 @@ non-loopback connections at run time in the fast tier.
 from __future__ import annotations
 
 import ast
+import os
+import re
+import shutil
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +29,16 @@ SUITES = Path(__file__).resolve().parent
 NESTED_TOOLS = frozenset({"make", "pip", "pip3", "pre-commit", "pre_commit"})
 NETWORK_CALLS = ("urlopen", "urlretrieve", "create_connection", "requests.", "httpx.")
 PROCESS_CALLS = frozenset(
-    {f"subprocess.{name}" for name in ("run", "Popen", "call", "check_call", "check_output")}
-    | {"os.system", "os.execv", "os.execvp", "os.execvpe", "pytester.run", "pytester.popen"}
+    {
+        f"subprocess.{name}"
+        for name in ("run", "Popen", "call", "check_call", "check_output", "getoutput")
+    }
+    | {f"os.{name}" for name in ("system", "popen", "posix_spawn", "posix_spawnp")}
+    | {f"os.exec{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
+    | {f"os.spawn{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
+    | {"asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell"}
+    | {"runpy.run_module", "runpy.run_path"}  # a program run in this process: pip's, say
+    | {"pytester.run", "pytester.popen"}
 )
 CLOCKS = frozenset({"perf_counter", "time", "monotonic", "perf_counter_ns", "monotonic_ns"})
 
@@ -150,34 +165,77 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
-def _starts_processes(node: ast.AST, helpers: frozenset[str]) -> bool:
-    """``node`` starts a process: ``subprocess``, ``os.system``/``exec*``, ``pytester.run``, or
-    a function of its module that does."""
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """What the module's imports bind: ``sp`` -> ``subprocess``, ``run`` -> ``subprocess.run``."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name for a in node.names if a.asname})
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            aliases.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+    return aliases
+
+
+def _target(call: ast.Call, aliases: dict[str, str]) -> str:
+    """The dotted name ``call`` calls, its first part read through the module's imports."""
+    first, dot, rest = _dotted(call.func).partition(".")
+    return f"{aliases.get(first, first)}{dot}{rest}"
+
+
+def _process_calls(
+    node: ast.AST, helpers: frozenset[str], aliases: dict[str, str]
+) -> Iterator[ast.Call]:
+    """The calls in ``node`` that start a process (:data:`PROCESS_CALLS`, however imported) or
+    call a function of the module that does."""
     for call in ast.walk(node):
         if isinstance(call, ast.Call):
-            target = _dotted(call.func)
+            target = _target(call, aliases)
             if target in PROCESS_CALLS or target in helpers:
-                return True
-    return False
+                yield call
 
 
-def _process_helpers(tree: ast.Module) -> frozenset[str]:
+def _process_helpers(tree: ast.Module, aliases: dict[str, str]) -> frozenset[str]:
     """The module's functions that start processes, directly or through one another."""
     defs = {s.name: s for s in ast.walk(tree) if isinstance(s, ast.FunctionDef)}
     helpers: frozenset[str] = frozenset()
     while True:
-        found = frozenset(n for n, d in defs.items() if _starts_processes(d, helpers))
+        found = frozenset(n for n, d in defs.items() if any(_process_calls(d, helpers, aliases)))
         if found == helpers:
             return helpers
         helpers = found
 
 
+def _command_words(
+    calls: list[ast.Call], scope: ast.AST, constants: dict[str, list[str]]
+) -> Iterator[str]:
+    """The words of the strings a process call is given, directly or through a name assigned in
+    the scope or the module (a shell line, an f-string's text, ``bash -c '...'``)."""
+    names = dict(constants)
+    for assign in ast.walk(scope):
+        if isinstance(assign, ast.Assign):
+            for target in assign.targets:
+                if isinstance(target, ast.Name):
+                    names[target.id] = list(_strings(assign.value, {}))
+    for call in calls:
+        for argument in [*call.args, *(k.value for k in call.keywords)]:
+            for text in _strings(argument, names):
+                yield from re.split(r"[\s'\";&|()]+", text)
+
+
 def _offences(
-    scope: Scope, constants: dict[str, list[str]], helpers: frozenset[str]
+    scope: Scope,
+    constants: dict[str, list[str]],
+    helpers: frozenset[str],
+    aliases: dict[str, str],
 ) -> Iterator[str]:
     if not scope.integration:
-        if _starts_processes(scope.node, helpers):
-            tools = {_tool(s) for s in _strings(scope.node, constants)}
+        calls = list(_process_calls(scope.node, helpers, aliases))
+        if calls:
+            texts = [
+                *_strings(scope.node, constants),
+                *_command_words(calls, scope.node, constants),
+            ]
+            tools = {_tool(s) for s in texts}
             for tool in sorted(t for t in tools if t is not None):
                 yield f"runs {tool} outside the integration tier"
         for call in ast.walk(scope.node):
@@ -223,13 +281,14 @@ def _tool(text: str) -> str | None:
 def tier_offences(path: Path, root: Path = SUITES) -> list[str]:
     """Every breach of the tier rules in one test module (module docstring)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    constants, helpers = _module_constants(tree), _process_helpers(tree)
+    aliases = _aliases(tree)
+    constants, helpers = _module_constants(tree), _process_helpers(tree, aliases)
     where = path.relative_to(root).as_posix()
     return sorted(
         {
             f"{where}: {scope.name} {offence}"
             for scope in _scopes(tree)
-            for offence in _offences(scope, constants, helpers)
+            for offence in _offences(scope, constants, helpers, aliases)
         }
     )
 
@@ -346,3 +405,120 @@ def test_the_fast_tier_refuses_the_network_and_keeps_this_machine() -> None:
         sock.connect(("192.0.2.1", 443))  # TEST-NET-1: refused before any packet leaves
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", 9)) != 0  # loopback is allowed (nothing listens)
+
+
+SPELLINGS_MODULE = """
+import asyncio, os, runpy, subprocess, sys
+import subprocess as sp
+from subprocess import check_call, run as launch
+
+
+def test_shell_line():
+    subprocess.run("pip install x", shell=True, check=True)
+
+
+def test_f_string():
+    os.system(f"{sys.executable} -m pip install x")
+
+
+def test_imported_name():
+    launch([sys.executable, "-m", "pip", "install", "x"])
+
+
+def test_module_alias():
+    sp.run(["make", "-C", "x"])
+
+
+def test_imported_check_call():
+    check_call(["bash", "-c", "pre-commit run --all-files"])
+
+
+def test_local_command_line():
+    line = "python3 -m pip download x"
+    subprocess.run(line, shell=True)
+
+
+def test_other_process_calls():
+    os.popen("make test").read()
+    asyncio.run(asyncio.create_subprocess_exec("pip", "install", "x"))
+
+
+def test_in_process():
+    runpy.run_module("pip", run_name="__main__")
+
+
+def test_words_outside_the_call_are_not_commands():
+    out = subprocess.run(["git", "status"], capture_output=True, text=True)
+    assert "run pip install x" not in out.stdout
+"""
+
+
+def test_the_tier_rules_see_every_spelling_of_a_nested_tool(tmp_path: Path) -> None:
+    path = tmp_path / "test_x.py"
+    path.write_text(SPELLINGS_MODULE, encoding="utf-8")
+    assert tier_offences(path, tmp_path) == [
+        "test_x.py: test_f_string runs pip outside the integration tier",
+        "test_x.py: test_imported_check_call runs pre-commit outside the integration tier",
+        "test_x.py: test_imported_name runs pip outside the integration tier",
+        "test_x.py: test_in_process runs pip outside the integration tier",
+        "test_x.py: test_local_command_line runs pip outside the integration tier",
+        "test_x.py: test_module_alias runs make outside the integration tier",
+        "test_x.py: test_other_process_calls runs make outside the integration tier",
+        "test_x.py: test_other_process_calls runs pip outside the integration tier",
+        "test_x.py: test_shell_line runs pip outside the integration tier",
+    ]
+
+
+KNOWN_SPACED_PATH_FAILURES = frozenset(
+    {
+        # suites/overrides/conftest.py's _OUTSIDE pattern stops at a space, so a base class under
+        # the checkout is not made portable (suites/overrides is another helper's: reported).
+        "suites/overrides/test_fixtures.py::test_golden_record[library_bases]",
+    }
+)
+FAILURES_PLUGIN = """
+import os
+
+
+def pytest_runtest_logreport(report):
+    if report.failed:
+        with open(os.environ["FAILED_TESTS_FILE"], "a", encoding="utf-8") as out:
+            out.write(report.nodeid + "\\n")
+"""
+
+
+@pytest.mark.integration
+def test_the_fast_tier_passes_from_a_checkout_whose_path_holds_a_space(tmp_path: Path) -> None:
+    """A checkout in ``/home/me/my projects/``: a test that writes ``exec {sys.executable}``
+    into a shell script, or expects a printed command to hold the interpreter's path unquoted,
+    passed only where the path has no space."""
+    copy = tmp_path / "a checkout" / "harness"
+    ignored = (".venv*", ".git", "__pycache__", ".*_cache", ".hypothesis", "reports", "*.egg-info")
+    shutil.copytree(SUITES.parent, copy, ignore=shutil.ignore_patterns(*ignored))
+    if (SUITES.parent / ".venv").is_dir():  # where make test runs from (a test reads its path)
+        (copy / ".venv").symlink_to(SUITES.parent / ".venv")
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "failures_here.py").write_text(FAILURES_PLUGIN, encoding="utf-8")
+    failed = tmp_path / "failed.txt"
+    failed.touch()
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(copy), str(tmp_path / "plugin")])  # copy's harness
+    env["FAILED_TESTS_FILE"] = str(failed)
+    fast = "not gpu and not integration"
+    argv = [sys.executable, "-m", "pytest", "-p", "failures_here", "-n", "2", "-q", "-m", fast]
+    done = subprocess.run(
+        [*argv, "-p", "no:cacheprovider", "suites"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    found = set(failed.read_text(encoding="utf-8").split())
+    new, fixed = (
+        sorted(found - KNOWN_SPACED_PATH_FAILURES),
+        sorted(KNOWN_SPACED_PATH_FAILURES - found),
+    )
+    assert not new, "fail from a path with a space:\n" + "\n".join(new) + done.stdout[-3000:]
+    assert not fixed, "pass now: drop them from KNOWN_SPACED_PATH_FAILURES\n" + "\n".join(fixed)

@@ -218,7 +218,7 @@ def test_a_pytest_check_without_pytest_cannot_be_executed(
     was named the culprit; it is "cannot be executed", as a missing command is (issue 27, bug 7).
     """
     light = tmp_path / "python-without-site-packages"
-    light.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    light.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n')
     light.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(light))
     repo = tmp_path / "repo"

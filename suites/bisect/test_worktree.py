@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -53,10 +54,10 @@ def _git_killed_on_remove(bin_dir: Path, *, times: int) -> None:
     script.write_text(
         "#!/bin/sh\n"
         'case " $* " in *" worktree remove "*)\n'
-        f"  n=$(cat {count}); echo $((n + 1)) > {count}\n"
+        f"  n=$(cat {shlex.quote(str(count))}); echo $((n + 1)) > {shlex.quote(str(count))}\n"
         f'  [ "$n" -lt {times} ] && kill -INT $$ ;;\n'
         "esac\n"
-        f'exec {real} "$@"\n'
+        f'exec {shlex.quote(str(real))} "$@"\n'
     )
     script.chmod(0o755)
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import shutil
 import subprocess
 import sys
 import venv
 from collections.abc import Sequence
 from pathlib import Path
 
+import packaging
 import pytest
 from packaging.requirements import Requirement
 
@@ -152,6 +155,45 @@ def test_pip_that_would_move_something_is_one_line(
 def test_usage(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert beside.main(argv) == 2
     assert capsys.readouterr().err.startswith("usage: python3 ci/install_beside.py EXTRAS")
+
+
+def _dist_info(site: Path, name: str, version: str) -> None:
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+def test_the_pins_are_ones_pip_reads_for_every_installed_distribution(tmp_path: Path) -> None:
+    """Current pip refuses ``==`` before a version PEP 440 cannot parse (the whole constraints
+    file, so any install); one project under two spellings is pinned once, at the version
+    ``import``-time lookup and pip see (the first on the path)."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    _dist_info(first, "zope_interface", "6.0")
+    _dist_info(second, "Zope.Interface", "5.0")
+    _dist_info(first, "vendor_build", "1.0-custom")
+    dists = importlib.metadata.distributions(path=[str(first), str(second)])
+    assert sorted(beside.frozen(dists)) == ["vendor-build===1.0-custom", "zope-interface==6.0"]
+
+
+def test_no_pip_in_the_image_is_said_as_such(tmp_path: Path) -> None:
+    """An image without pip (``python3 -m pip``): one line that says so, not that pip 'cannot add
+    ... without moving what is installed'."""
+    image = tmp_path / "image"
+    venv.create(image, with_pip=False)
+    vendored = tmp_path / "vendored"
+    shutil.copytree(Path(packaging.__file__).parent, vendored / "packaging")
+    python = image / "bin" / "python"
+    out = subprocess.run(
+        [str(python), str(ROOT / "ci/install_beside.py"), "engine"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(vendored)},
+    )
+    assert out.returncode == 1, out.stderr
+    assert out.stderr == (
+        f"ci/install_beside.py: {python} has no pip (python3 -m ensurepip adds it): "
+        "nothing was installed\n"
+    )
 
 
 # --- in a real environment (the package index: integration) ------------------------------------

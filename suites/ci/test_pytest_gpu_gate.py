@@ -294,7 +294,7 @@ def test_an_unknown_word_is_a_usage_error_not_an_off(pytester: pytest.Pytester) 
 def test_make_passes_require_gpu_to_the_gate_as_it_is() -> None:
     """The Makefile does no parsing of its own: the gate's switch() decides (tested above)."""
     makefile = (ROOT / "Makefile").read_text()
-    assert "GPU_GATE_ARGS := '--require-gpu=$(REQUIRE_GPU)'" in makefile
+    assert "GPU_GATE_ARGS := '--require-gpu=$(subst ','\\'',$(REQUIRE_GPU))'" in makefile
     (recipe,) = [line for line in makefile.splitlines() if "-p ci.pytest_gpu_gate" in line]
     assert "$(GPU_GATE_ARGS)" in recipe
 
@@ -309,9 +309,10 @@ def test_make_passes_require_gpu_to_the_gate_as_it_is() -> None:
         ("True", 2, "gpu gate: FAILED (REQUIRE_GPU): no CUDA device ("),
         ("YES", 2, "gpu gate: FAILED (REQUIRE_GPU): no CUDA device ("),
         ("maybe", 2, None),
+        ("1' || true '", 2, None),  # a quote in the word: one argument, never shell syntax
         (None, 0, "no CUDA device: 0 GPU tests ran, "),
     ],
-    ids=["1", "True", "YES", "maybe", "unset"],
+    ids=["1", "True", "YES", "maybe", "quoted", "unset"],
 )
 def test_make_test_gpu_on_a_machine_without_cuda(
     tmp_path: Path, word: str | None, status: int, last: str | None
@@ -326,7 +327,7 @@ def test_make_test_gpu_on_a_machine_without_cuda(
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert done.returncode == status, done.stdout[-2000:] + done.stderr[-2000:]
     if last is None:  # a usage error: pytest says which word, before collecting anything
-        assert "REQUIRE_GPU='maybe' is neither true" in done.stderr
+        assert f"REQUIRE_GPU={word!r} is neither true" in done.stderr
         assert "GPU tests ran" not in done.stdout
         return
     assert [x for x in done.stdout.splitlines() if x.strip()][-1].startswith(last)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -56,7 +57,9 @@ def test_lm_eval_gets_the_sampled_gpus_uuid_and_the_report_records_versions(
         (fakes / name).parent.mkdir(parents=True, exist_ok=True)
         (fakes / name).write_text(text)
     python = tmp_path / "python"
-    python.write_text(f'#!/bin/sh\nPYTHONPATH={fakes} exec {sys.executable} "$@"\n')
+    python.write_text(
+        f'#!/bin/sh\nPYTHONPATH={shlex.quote(str(fakes))} exec {shlex.quote(sys.executable)} "$@"\n'
+    )
     python.chmod(0o755)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHON": str(python), "FAKE_NVML_INIT_S": nvml_init_s}

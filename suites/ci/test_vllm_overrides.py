@@ -139,6 +139,33 @@ def test_a_vllm_directory_without_init_is_not_vllm(only: Path) -> None:
         step.vllm_directory(None)
 
 
+def test_the_lookup_is_python_c_import_vllm_in_the_working_directory(
+    only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python3 ci/vllm_overrides.py`` has ``ci/`` first on ``sys.path``, where ``ci/vllm/``
+    (the step files) is a namespace package; ``import vllm`` in the step's shell has the working
+    directory there instead."""
+    monkeypatch.setattr(sys, "path", [str(SCRIPT.parent), str(only)])
+    with pytest.raises(step.StepError, match="import vllm finds nothing here"):
+        step.vllm_directory(None)
+    _write(only, {"vllm/__init__.py": ""})
+    _write(tmp_path / "checkout", {"vllm/__init__.py": ""})
+    monkeypatch.chdir(tmp_path / "checkout")
+    importlib.invalidate_caches()
+    assert step.vllm_directory(None)[0] == (tmp_path / "checkout" / "vllm").resolve()
+    assert sys.path == [str(SCRIPT.parent), str(only)]
+
+
+def test_a_finder_that_raises_is_one_line(only: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken:
+        def find_spec(self, name: str, *args: object) -> None:
+            raise RuntimeError(f"cannot find {name}")
+
+    monkeypatch.setattr(sys, "meta_path", [Broken(), *sys.meta_path])
+    with pytest.raises(step.StepError, match="cannot look up the vllm package: cannot find vllm"):
+        step.vllm_directory(None)
+
+
 def test_a_given_path_is_the_package_or_a_checkout_holding_it(tmp_path: Path) -> None:
     _write(tmp_path, {"src/vllm/__init__.py": ""})
     package = (tmp_path / "src" / "vllm").resolve()
@@ -158,6 +185,16 @@ def test_the_step_checks_the_installed_tree_and_names_the_call(tmp_path: Path) -
     assert f"checking {site.resolve() / 'vllm'} (import vllm)" in out.stderr
     assert "vllm/rocm.py:5:5: HO101" in out.stdout
     assert "call:     vllm/common.py:6: return self._build_decode(" in out.stdout
+
+
+def test_the_checker_is_this_checkouts_whatever_the_tree_beside_vllm_holds(tmp_path: Path) -> None:
+    """The checker runs in the tree's parent directory (site-packages): a ``harness`` there (an
+    older install, PyPI's unrelated ``harness``) is not the one imported."""
+    site = _image(tmp_path, {"common.py": RENAMED, "rocm.py": ROCM})
+    _write(site, {"harness/__init__.py": "raise SystemExit('the harness of site-packages')\n"})
+    out = _run(site, tmp_path / "workspace" / "tests")
+    assert "the harness of site-packages" not in out.stderr
+    assert out.returncode == 1 and "vllm/rocm.py:5:5: HO101" in out.stdout, out.stderr
 
 
 def test_a_pull_request_is_blocked_by_the_crash_it_adds_only(tmp_path: Path) -> None:
@@ -182,10 +219,11 @@ def test_a_pull_request_that_adds_nothing_passes_beside_old_errors(tmp_path: Pat
     ("argv", "said"),
     [
         (["--since", "no-such-ref"], "error: --since no-such-ref: no such commit in "),
+        (["--since-merge-base", "origin/main"], "error: --since-merge-base origin/main: no such "),
         (["--since-merge-base", "main", "--repo", "/"], "error: git rev-parse --show-toplevel: "),
         (["--vllm", "."], "error: --vllm .: neither a vllm package nor a directory holding one"),
     ],
-    ids=["no-such-ref", "not-a-repository", "not-vllm"],
+    ids=["no-such-ref", "no-such-branch", "not-a-repository", "not-vllm"],
 )
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, argv: list[str], said: str) -> None:
     site = _image(tmp_path, {"legacy.py": LEGACY})
@@ -194,6 +232,19 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, argv: list[str], s
     (error,) = [x for x in out.stderr.splitlines() if x.startswith("ci/vllm_overrides.py: error")]
     assert said in error
     assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_a_branch_without_a_common_commit_is_named(tmp_path: Path) -> None:
+    """A shallow clone's HEAD and the fetched branch meet nowhere: ``git merge-base`` says
+    nothing and exits 1."""
+    site = _image(tmp_path, {"legacy.py": LEGACY})
+    repo = tmp_path / "workspace"
+    _git(repo, "checkout", "-q", "--orphan", "unrelated")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "unrelated")
+    out = _run(site, repo / "tests", "--since-merge-base", "main")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "error: --since-merge-base main: HEAD and main have no common commit in" in out.stderr
+    assert "(a shallow clone: fetch more of their history)" in out.stderr
 
 
 def test_a_ref_without_vllm_is_a_usage_error(tmp_path: Path) -> None:

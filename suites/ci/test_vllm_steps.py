@@ -160,8 +160,39 @@ def test_the_static_step_takes_no_gpu_and_runs_on_attention_and_worker_changes()
     (check,) = [c for c in step["commands"] if "ci/vllm_overrides.py" in c]
     words = check.split()
     assert "--since-merge-base" in words and "--vllm" not in words  # what import vllm loads
-    fetched = words[words.index("--since-merge-base") + 1].partition("/")
-    assert any(f"fetch --quiet {fetched[0]} {fetched[2]}" in c for c in step["commands"])
+    assert words[words.index("--repo") + 1] == "/workdir"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_fetch_writes_the_branch_the_merge_base_reads_in_a_single_branch_clone(
+    tmp_path: Path,
+) -> None:
+    """An agent may clone the pull request's branch alone (``--single-branch``, a clone flag):
+    there ``git fetch origin main`` writes only FETCH_HEAD, and ``origin/main`` does not exist."""
+    step = _step("harness-override-checker")
+    (check,) = [c for c in step["commands"] if "ci/vllm_overrides.py" in c]
+    words = check.split()
+    remote, _, branch = words[words.index("--since-merge-base") + 1].partition("/")
+    (fetch,) = [c for c in step["commands"] if " fetch " in c]
+
+    def git(*argv: str, cwd: Path = tmp_path) -> str:
+        ident = ["-c", "user.email=ci@example.invalid", "-c", "user.name=ci"]
+        done = subprocess.run(["git", *ident, *argv], cwd=cwd, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git("init", "-q", "-b", branch, cwd=upstream)
+    git("commit", "-q", "--allow-empty", "-m", "base", cwd=upstream)
+    git("checkout", "-qb", "pr", cwd=upstream)
+    git("commit", "-q", "--allow-empty", "-m", "pr", cwd=upstream)
+    git("clone", "-q", "--single-branch", "-b", "pr", "-o", remote, upstream.as_uri(), "workdir")
+    workdir = tmp_path / "workdir"
+    git(*shlex.split(fetch.replace("/workdir", str(workdir)))[1:])
+    assert git("rev-parse", f"{remote}/{branch}", cwd=workdir) == git(
+        "rev-parse", branch, cwd=upstream
+    )
 
 
 def test_the_gpu_step_installs_beside_the_image_and_requires_a_gpu() -> None:
@@ -192,6 +223,46 @@ def test_each_step_survives_every_embedding_unchanged(step: dict[str, Any], shap
     assert script.endswith(" && ".join(step["commands"])), script
     _bash_parses(script)
     assert "$" not in script, f"Buildkite would interpolate {script!r}"
+
+
+def joined_meaning_changes(command: str) -> list[str]:
+    """What makes ``command`` mean something else once the templates join the commands with
+    `` && `` (and the generator runs them one by one): a comment hides every command after it;
+    ``;``, a newline, ``||`` and ``&`` run what follows whatever failed before; a pipeline's
+    status is its last command's, so a failure before a ``|`` passes."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.commenters = ""  # a comment is a word that starts with #, as bash reads it
+    lexer.whitespace_split = True
+    found = [f"a comment ({w})" for w in lexer if w.startswith("#")]
+    operators = shlex.shlex(command, posix=True, punctuation_chars=True)
+    found += [f"{w!r}" for w in operators if w in (";", "||", "&", "|", "|&", ";;")]
+    return found + (["a newline"] if "\n" in command.strip() else [])
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: s["key"])
+def test_each_command_means_the_same_joined_with_and(step: dict[str, Any]) -> None:
+    for command in step["commands"]:
+        assert joined_meaning_changes(command) == [], command
+
+
+@pytest.mark.parametrize(
+    ("command", "found"),
+    [
+        ("make -C /tmp/harness test-gpu  # the GPU suites", ["a comment (#)"]),
+        ("pip download x; true", ["';'"]),
+        ("python3 check.py || true", ["'||'"]),
+        ("python3 check.py | tee log.txt", ["'|'"]),
+        ("python3 check.py &", ["'&'"]),
+        ("git fetch origin +main:refs/remotes/origin/main", []),
+        ("python3 a#b.py --x=1", []),
+    ],
+)
+def test_a_command_whose_meaning_changes_once_joined_is_found(
+    command: str, found: list[str]
+) -> None:
+    assert joined_meaning_changes(command) == found
+    script = render("docker", {"commands": [command, "echo the last command"]})
+    assert script.endswith(f"{command} && echo the last command")  # unchanged: only this check
 
 
 @pytest.mark.parametrize(
