@@ -469,13 +469,6 @@ def test_the_tier_rules_see_every_spelling_of_a_nested_tool(tmp_path: Path) -> N
     ]
 
 
-KNOWN_SPACED_PATH_FAILURES = frozenset(
-    {
-        # suites/overrides/conftest.py's _OUTSIDE pattern stops at a space, so a base class under
-        # the checkout is not made portable (suites/overrides is another helper's: reported).
-        "suites/overrides/test_fixtures.py::test_golden_record[library_bases]",
-    }
-)
 FAILURES_PLUGIN = """
 import os
 
@@ -514,11 +507,6 @@ def test_the_fast_tier_passes_from_a_checkout_whose_path_holds_a_space(tmp_path:
         text=True,
         timeout=1800,
     )
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
-    found = set(failed.read_text(encoding="utf-8").split())
-    new, fixed = (
-        sorted(found - KNOWN_SPACED_PATH_FAILURES),
-        sorted(KNOWN_SPACED_PATH_FAILURES - found),
-    )
-    assert not new, "fail from a path with a space:\n" + "\n".join(new) + done.stdout[-3000:]
-    assert not fixed, "pass now: drop them from KNOWN_SPACED_PATH_FAILURES\n" + "\n".join(fixed)
+    failures = sorted(set(failed.read_text(encoding="utf-8").split()))
+    assert not failures, "fail from a path with a space:\n" + "\n".join(failures)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

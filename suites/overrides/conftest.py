@@ -19,6 +19,7 @@ record only, with its location made portable (``<outside>/file.py``, no line num
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import sys
@@ -49,6 +50,11 @@ _EVIDENCE = re.compile(rf"#\s*evidence:\s*(?P<items>{_CODE}(?:\s*,\s*{_CODE})*)"
 _ARGS = re.compile(r"^#\s*fixture-args:(?P<args>.*)$")
 _RUNNING = re.compile(r"runs on Python \d+\.\d+")
 _HEADER = re.compile(r"^#\s*fixture-(?P<key>[a-z-]+):\s*(?P<value>.*)$")
+_ROOTS = sorted(
+    {str(Path(__file__).resolve().parents[2]), sys.prefix, sys.base_prefix, sys.exec_prefix},
+    key=len,
+    reverse=True,
+)
 _OUTSIDE = re.compile(r"(?<![\w.<>])/(?:[^\s:()'\"]+/)*(?P<name>[^\s:/()'\"]+\.pyi?)(?::\d+)?")
 
 
@@ -169,6 +175,8 @@ def portable(value: Any) -> Any:
         return [portable(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
     if isinstance(value, str):
         value = _RUNNING.sub("runs on Python <running>", value)
+        for root in _ROOTS:  # a root may hold a space, where _OUTSIDE stops
+            value = value.replace(root + os.sep, os.sep)
         return _OUTSIDE.sub(lambda m: f"<outside>/{m['name']}", value)
     return value
 
