@@ -33,11 +33,12 @@ def verdict_line(report: HuntReport) -> str:
     if report.ok:
         return f"OK: {len(report.rows)} checks behaved as expected in {report.seconds:.0f} s"
     parts: list[str] = []
-    if report.crash:
-        parts.append(f"{report.path} holds a proven crash")
+    crashed = [r.name for r in report.rows if r.crash]
+    if crashed:
+        parts.append(f"proven crash(es) in {', '.join(crashed)}")
     if bad:
         parts.append(
-            f"{len(bad)} check(s) misbehaved: " + ", ".join(f"{r.section}/{r.name}" for r in bad)
+            f"{len(bad)} check(s) misbehaved: " + ", ".join(f"{r.section} {r.name}" for r in bad)
         )
     return "FAILED: " + "; ".join(parts)
 

@@ -10,7 +10,7 @@ import pytest
 import harness.hunt.job
 from harness.cli import main
 from harness.hunt.job import HuntReport, Row
-from harness.hunt.report import to_markdown, write_reports
+from harness.hunt.report import to_markdown, verdict_line, write_reports
 
 
 def _report(*rows: Row) -> HuntReport:
@@ -53,3 +53,17 @@ def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     assert "no such file or directory" in capsys.readouterr().err
     assert main(["hunt", "--devices", "h100-96", "--quick", "--out", str(tmp_path)]) == 2
     assert "unknown device profile 'h100-96' (available: a100-40" in capsys.readouterr().err
+
+
+def test_the_verdict_names_the_tree_that_holds_the_crash() -> None:
+    """With ``--vllm-src`` the crash may be in the vLLM tree while the reference is clean: the
+    verdict line named the hunt's own PATH whatever row held the crash."""
+    report = _report(
+        Row("overrides", "tree", "pass", "pass", "", 0.0),
+        Row("overrides", "/src/vllm", "FAIL", "pass", "", 0.0, crash=True),
+        Row("scaling", "vLLM X FLEX", "FAIL", "pass", "", 0.0),
+    )
+    assert verdict_line(report) == (
+        "FAILED: proven crash(es) in /src/vllm; 2 check(s) misbehaved: overrides /src/vllm, "
+        "scaling vLLM X FLEX"
+    )
