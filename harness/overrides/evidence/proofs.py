@@ -113,6 +113,9 @@ class EvidenceIndex:
     def __init__(self, project: Project) -> None:
         self.project = project
         self._by_method: dict[str, list[CallEntry]] = {}
+        self._callers: dict[str, list[ModuleInfo]] = {}
+        """Method name -> the modules calling it, in the project's order."""
+        self._indexed = 0
         self._forwarded: dict[str, list[Forwarded]] = {}
         self._files = _Files()
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
@@ -130,6 +133,7 @@ class EvidenceIndex:
         the project is freed at once by reference counting when the check ends; the index is
         unusable afterwards."""
         self._by_method.clear()
+        self._callers.clear()
         self._forwarded.clear()
         self._files.clear()
         self._picked.clear()
@@ -140,10 +144,15 @@ class EvidenceIndex:
         its module."""
         found = self._by_method.get(name)
         if found is None:
+            project = self.project
+            if self._indexed < len(project.files) + len(project.external_files):
+                files = project.all_files()  # modules read from outside are added as needed
+                for module in files[self._indexed :]:
+                    for called in module.summary.called:
+                        self._callers.setdefault(called, []).append(module)
+                self._indexed = len(files)
             found = self._by_method[name] = []
-            for module in self.project.all_files():
-                if name not in module.summary.called:
-                    continue
+            for module in self._callers.get(name, ()):
                 for cls in module.members:
                     found.extend((c, cls, module) for c in cls.summary.calls if c.method == name)
                 found.extend((c, None, module) for c in module.summary.calls if c.method == name)
