@@ -603,6 +603,6 @@ def _summarize_text(text: str) -> FileSummary:
         ignores=_ignores(text),
         calls=tuple(calls),
         parse_failures=(),
-        dispatch=dispatch_facts.extract(text, tree, statements, aliases),
+        dispatch=dispatch_facts.extract(text, tree, statements, aliases, hits.lines.lines),
         names=attribute_names(text),
     )

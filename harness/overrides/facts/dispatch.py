@@ -87,10 +87,12 @@ def extract(
     tree: ast.Module,
     classes: Sequence[tuple[ast.ClassDef, ClassStatement]],
     aliases: dict[str, str],
+    lines: list[str] | None = None,
 ) -> DispatchSummary:
-    """The dispatch facts of one parsed file, given its class statements and summaries."""
+    """The dispatch facts of one parsed file, given its class statements and summaries (and
+    its text split at newlines, when already done)."""
     class_nodes = [(node, summary.qualname) for node, summary in classes]
-    lines = text.split("\n")
+    lines = text.split("\n") if lines is None else lines
     code = blank_comments(text)
     code_lines = lines if code is text else code.split("\n")
     functions = [

@@ -212,7 +212,7 @@ def text_facts(
     dynamic: list[list[tuple[str, str]]] = []
     starts: list[int] = []
     if class_nodes:
-        starts = [0, *accumulate(len(line) + 1 for line in code_lines)]
+        starts = list(accumulate(map((1).__add__, map(len, code_lines)), initial=0))
     for node, _ in class_nodes:
         body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
         found: set[tuple[str, str]] = set()
