@@ -25,7 +25,7 @@ from harness.overrides.discover import SourceFile, Unreadable, project_root
 if TYPE_CHECKING:
     from harness.overrides.summary import FileSummary
 
-SCHEMA = 10
+SCHEMA = 9
 """Bump when the summary format or extraction changes."""
 DIRECTORY_NAME = ".harness_cache"
 _SUBDIR = "overrides"

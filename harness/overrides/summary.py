@@ -152,21 +152,18 @@ class ParseFailure(NamedTuple):
 
 
 class AttributeNames(NamedTuple):
-    """The attribute names a file's text writes after a dot, those it passes to
-    ``setattr``/``delattr``, and the identifiers it quotes: the files where an attribute may be
-    read or changed, found without reading every file again (strings and comments count, so it is a superset of what the
+    """The attribute names a file's text writes after a dot, and those it passes to
+    ``setattr``/``delattr``: the files where an attribute may be read or changed, found without
+    reading every file again (strings and comments count, so it is a superset of what the
     code does; a decider reads the few files it names to be sure)."""
 
     dotted: frozenset[str]
     """Every ``name`` written as ``.name`` (``.`` then spaces or tabs allowed)."""
     by_name: frozenset[str]
     """Quoted identifiers within a ``setattr(``/``delattr(`` call's first 300 characters."""
-    quoted: frozenset[str]
-    """Every identifier written as a string (``"forward_cpu"``): the names a lookup of any
-    name may be given."""
 
 
-NO_NAMES = AttributeNames(frozenset(), frozenset(), frozenset())
+NO_NAMES = AttributeNames(frozenset(), frozenset())
 _DOTTED = re.compile(r"\.[ \t]*([^\W\d]\w*)")
 _ATTR_CALL = re.compile(r"attr\s*\(")
 """``attr(``: a literal start is fast; the ``set``/``del`` before it is checked by hand."""
@@ -182,8 +179,7 @@ def attribute_names(text: str) -> AttributeNames:
             before = text[start - 4 : start] if start >= 4 else f" {text[:start]}"
             if before[1:] in ("set", "del") and not (before[0].isalnum() or before[0] == "_"):
                 by_name.update(_QUOTED.findall(text, match.end(), match.end() + 300))
-    quoted = frozenset(_QUOTED.findall(text))
-    return AttributeNames(frozenset(_DOTTED.findall(text)), frozenset(by_name), quoted)
+    return AttributeNames(frozenset(_DOTTED.findall(text)), frozenset(by_name))
 
 
 class FileSummary:

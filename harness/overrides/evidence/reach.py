@@ -17,6 +17,7 @@ method of a class with an unread base, called by the tree only where the class n
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
@@ -32,6 +33,7 @@ from harness.overrides.facts.dispatch import (
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
 _MAX_DEPTH = 60
+_QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
 NO = 0
 """The method cannot run for the class."""
 UNTYPED = 1
@@ -475,11 +477,15 @@ class Reach:
 
     def _quoted_names(self) -> set[str]:
         """Every identifier the tree's files write as a string literal (``"forward_cpu"``),
-        gathered from their summaries on first need."""
+        read once, on first need."""
         if self._quoted is None:
             self._quoted = set()
             for module in self.project.files:
-                self._quoted.update(module.summary.names.quoted)
+                try:
+                    with open(module.file.path, encoding="utf-8", errors="replace") as handle:
+                        self._quoted.update(_QUOTED_NAME.findall(handle.read()))
+                except OSError:
+                    continue
         return self._quoted
 
     def best(
