@@ -40,16 +40,21 @@ def analyze(
     select: frozenset[str],
     deleted: frozenset[str] = frozenset(),
     external: ExternalModules | None = None,
+    sources: Mapping[str, bytes] | None = None,
 ) -> tuple[list[Finding], int, int]:
     """Findings (suppressed ones removed), number of classes, number checked.
 
     ``summaries`` maps display paths to summaries; ``changed`` holds display paths and
     ``deleted`` the module names of changed files that no longer exist; ``external``
-    supplies modules from outside the tree (installed packages, the standard library).
+    supplies modules from outside the tree (installed packages, the standard library);
+    ``sources`` holds the bytes of the tree's files by path, as the run read them.
     """
     by_display = {f.display: f for f in files}
     project = Project(
-        ((by_display[d], s) for d, s in summaries.items()), watch=deleted, external=external
+        ((by_display[d], s) for d, s in summaries.items()),
+        watch=deleted,
+        external=external,
+        sources=sources,
     )
     rules = RuleSet(select)
     findings, classes, checked = _analyze(project, summaries, changed, rules)

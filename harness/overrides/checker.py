@@ -226,6 +226,7 @@ def _analyze(
             select=options.select,
             deleted=deleted,
             external=external,
+            sources={s.file.path: s.data for s in sources},
         )
     except CorruptSummary:  # a cached part decoded only now is broken: start again without
         Cache(cache_dir).clear()

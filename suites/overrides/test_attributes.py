@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.overrides import codec
 from harness.overrides.discover import discover
-from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects, text_of
+from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
 from harness.overrides.model.resolve import Project
 from harness.overrides.summary import attribute_names, summarize
 
@@ -41,7 +41,9 @@ def test_modules_naming_finds_only_the_files_that_name_it(tmp_path: Path) -> Non
     shown = {m.file.display for m in modules_naming(project, "x")}
     assert shown == {"a.py", "b.py"}
     on_others = [
-        m for m in modules_naming(project, "x") if named_on_other_objects(text_of(m) or "", "x")
+        m
+        for m in modules_naming(project, "x")
+        if named_on_other_objects(project.text(m.file.path) or "", "x")
     ]
     assert [m.file.display for m in on_others] == ["b.py"]
     assert {m.file.display for m in modules_naming(project, "x", by_name=True)} == {
@@ -49,3 +51,19 @@ def test_modules_naming_finds_only_the_files_that_name_it(tmp_path: Path) -> Non
         "b.py",
         "c.py",
     }
+
+
+def test_the_text_of_a_file_is_the_bytes_the_run_read(tmp_path: Path) -> None:
+    """Evidence reads a file's text from what the run read (decoded as UTF-8, undecodable
+    bytes replaced, newlines universal), not from the disk again; a file outside what it read
+    (an installed module) is read when asked; one that cannot be read has no text."""
+    path = tmp_path / "a.py"
+    path.write_bytes(b"x = 1\n")
+    files, _ = discover([str(tmp_path)], cwd=str(tmp_path))
+    read = {str(path): b"y = 2\r\nz = '\xff'\r"}
+    project = Project([(f, summarize(b"")) for f in files], sources=read)
+    assert project.text(str(path)) == "y = 2\nz = '\ufffd'\n"
+    other = tmp_path / "b.py"
+    other.write_bytes(b"w = 3\n")
+    assert project.text(str(other)) == "w = 3\n"
+    assert project.text(str(tmp_path / "missing.py")) is None

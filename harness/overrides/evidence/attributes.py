@@ -20,15 +20,6 @@ def modules_naming(project: Project, attr: str, *, by_name: bool = False) -> Ite
             yield module
 
 
-def text_of(module: ModuleInfo) -> str | None:
-    """The text of ``module``'s file (``None`` when it cannot be read)."""
-    try:
-        with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
 def named_on_other_objects(text: str, attr: str) -> bool:
     """Whether ``text`` writes ``.attr`` after something else than a bare ``self``/``cls``."""
     return re.search(rf"(?<!\bself)(?<!\bcls)\.[ \t]*{re.escape(attr)}\b", text) is not None

@@ -17,11 +17,7 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.overrides.evidence.attributes import (
-    modules_naming,
-    named_on_other_objects,
-    text_of,
-)
+from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
 from harness.overrides.evidence.reach import NO, UNTYPED, YES
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.uses import RETURNED, STORED, Flow
@@ -203,8 +199,10 @@ class Bound:
         ``self``/``cls`` (the stored method may be read and called there)."""
         known = self._elsewhere.get(attr)
         if known is None:
+            project = self.reach.project
             known = self._elsewhere[attr] = any(
-                (text := text_of(module)) is not None and named_on_other_objects(text, attr)
-                for module in modules_naming(self.reach.project, attr)
+                (text := project.text(module.file.path)) is not None
+                and named_on_other_objects(text, attr)
+                for module in modules_naming(project, attr)
             )
         return known

@@ -17,11 +17,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from harness.overrides.evidence.attributes import (
-    modules_naming,
-    named_on_other_objects,
-    text_of,
-)
+from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.reach import NO, Reach
 from harness.overrides.facts.uses import inert, parents_of
@@ -384,7 +380,7 @@ class Decider:
             return known
         found = False
         for module in modules_naming(self.project, attr):
-            text = text_of(module)
+            text = self.project.text(module.file.path)
             if text is None or not named_on_other_objects(text, attr):
                 continue
             tree = self.tree_of(module.file.path)

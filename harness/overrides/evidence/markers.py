@@ -19,7 +19,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from harness.overrides.evidence.attributes import modules_naming, text_of
+from harness.overrides.evidence.attributes import modules_naming
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.facts.signature import dotted_name
 from harness.overrides.model.classdefs import read_def
@@ -201,7 +201,7 @@ class Markers:
         )
         found = False
         for module in modules_naming(self.project, flag, by_name=True):
-            text = text_of(module)
+            text = self.project.text(module.file.path)
             if text is None:
                 continue
             lines = [n for n, line in enumerate(text.splitlines(), 1) if setting.search(line)]

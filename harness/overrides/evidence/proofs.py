@@ -18,6 +18,7 @@ nothing.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import NamedTuple
 
 from harness.overrides.compare import is_catch_all
@@ -84,18 +85,14 @@ class Forwarded(NamedTuple):
 class _Files:
     """The conditions of each file read for evidence, parsed once per path."""
 
-    def __init__(self) -> None:
+    def __init__(self, text: Callable[[str], str | None]) -> None:
+        self._text = text
         self._by_path: dict[str, Conditions] = {}
 
     def conditions(self, path: str) -> Conditions:
         known = self._by_path.get(path)
         if known is None:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    known = Conditions(handle.read())
-            except OSError:
-                known = Conditions("")
-            self._by_path[path] = known
+            known = self._by_path[path] = Conditions(self._text(path) or "")
         return known
 
     def tree(self, path: str) -> ast.Module:
@@ -117,7 +114,7 @@ class EvidenceIndex:
         """Method name -> the modules calling it, in the project's order."""
         self._indexed = 0
         self._forwarded: dict[str, list[Forwarded]] = {}
-        self._files = _Files()
+        self._files = _Files(project.text)
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
         self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree))
         self._configs = Configs(project, tree)

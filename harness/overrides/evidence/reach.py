@@ -477,15 +477,13 @@ class Reach:
 
     def _quoted_names(self) -> set[str]:
         """Every identifier the tree's files write as a string literal (``"forward_cpu"``),
-        read once, on first need."""
+        found once, on first need, in the text the run read."""
         if self._quoted is None:
             self._quoted = set()
             for module in self.project.files:
-                try:
-                    with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-                        self._quoted.update(_QUOTED_NAME.findall(handle.read()))
-                except OSError:
-                    continue
+                text = self.project.text(module.file.path)
+                if text is not None:
+                    self._quoted.update(_QUOTED_NAME.findall(text))
         return self._quoted
 
     def best(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from harness.overrides.discover import SourceFile
 from harness.overrides.model.tree import (
@@ -43,7 +43,10 @@ class NameBinding:
         modules: Iterable[tuple[SourceFile, FileSummary]],
         watch: Iterable[str] = (),
         external: ExternalModules | None = None,
+        sources: Mapping[str, bytes] | None = None,
     ) -> None:
+        self._sources = sources or {}
+        """The bytes of the tree's files by path, as the run read them."""
         self._watch = frozenset(watch)
         """Module names (of deleted files) whose lookups mark the looking class as affected."""
         self._touched = False
@@ -82,6 +85,19 @@ class NameBinding:
             for cls in pending:
                 self._resolve_bases(cls)
             pending = self.external_classes[loaded:]
+
+    def text(self, path: str) -> str | None:
+        """The text of the file at ``path`` (UTF-8, undecodable bytes replaced, newlines
+        universal): the bytes the run read, else read now; ``None`` when it cannot be read."""
+        data = self._sources.get(path)
+        if data is None:
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                return None
+        text = data.decode("utf-8", "replace")
+        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
     def all_classes(self) -> list[ClassInfo]:
         """Classes of the tree, then those of external modules loaded to resolve bases."""

@@ -7,7 +7,7 @@ records (:mod:`harness.overrides.model.tree`) hold no reference cycle: reference
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from harness.overrides.discover import SourceFile
 from harness.overrides.model.decorators import apply_decorators
@@ -31,8 +31,9 @@ class Project(NameBinding):
         modules: Iterable[tuple[SourceFile, FileSummary]],
         watch: Iterable[str] = (),
         external: ExternalModules | None = None,
+        sources: Mapping[str, bytes] | None = None,
     ) -> None:
-        super().__init__(modules, watch, external)
+        super().__init__(modules, watch, external, sources)
         classes = self.all_classes()
         ancestry = MroIndex(classes)
         hierarchy = Hierarchy(classes, ancestry)
