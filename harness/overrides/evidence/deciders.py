@@ -16,7 +16,6 @@ from typing import Protocol
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.constants import fixed_false
 from harness.overrides.evidence.decide import UNSET, Decider, constant_tests
-from harness.overrides.evidence.markers import Markers, mark_tests
 from harness.overrides.evidence.named_classes import Configs, needed
 from harness.overrides.evidence.nones import NoneLocals, not_none
 from harness.overrides.evidence.nonnull import NonNull, is_none
@@ -132,23 +131,6 @@ class AlwaysNone:
         return None
 
 
-class Marks:
-    """``if not is_default(self.build):`` from the decorators of the method the class runs
-    (:mod:`.markers`)."""
-
-    def __init__(self, markers: Markers) -> None:
-        self.markers = markers
-
-    def false_for(
-        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
-    ) -> str | None:
-        for mark in mark_tests(test, value):
-            why = self.markers.decided(x, module, mark)
-            if why is not None:
-                return why
-        return None
-
-
 def deciders(
     project: Project, reach: Reach, configs: Configs, tree_of: TreeOf
 ) -> list[ConditionDecider]:
@@ -161,7 +143,6 @@ def deciders(
         NamedClasses(configs),
         NeverNone(NonNull(project, tree_of)),
         AlwaysNone(NoneLocals(project, tree_of)),
-        Marks(Markers(project, tree_of)),
     ]
 
 

@@ -7,7 +7,7 @@ A ``self`` call is a warning, with the reason, when it cannot run for any class 
 the override, when only an object of unknown type (or an unread base) leads to its method,
 when a condition is decided false for the class on every path there (``self.<attr>``:
 :mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.named_classes`; a local ``None`` for it:
-:mod:`.nones`; a mark: :mod:`.markers`), when a ``self`` method that always raises for it
+:mod:`.nones`), when a ``self`` method that always raises for it
 runs first (:mod:`.raises`), when a decorator replaces the override (:mod:`.replacing`) or
 the override always raises, or when its ``TypeError`` is handled around it. An error lists
 the conditions of one path, entry first (:mod:`.conditions`). Rejection is decided by binding

@@ -18,11 +18,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.evidence.markers import tree_function
 from harness.overrides.facts.blocks import SCOPES, always_exits
 from harness.overrides.facts.signature import dotted_name
 from harness.overrides.model.classdefs import class_defs
-from harness.overrides.model.resolve import ClassInfo, Project
+from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.model.tree import FunctionInfo
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -51,6 +50,23 @@ def replacement(func: Function) -> str | None:
         if not (isinstance(value, ast.Name) and value.id == param):
             return "None" if value is None else ast.unparse(value)
     return None
+
+
+def tree_function(
+    project: Project, tree_of: Callable[[str], ast.Module | None], module: ModuleInfo, dotted: str
+) -> Function | None:
+    """The module-level ``def`` of the tree that ``dotted`` names in ``module`` (the last of
+    that name: ``@overload`` stubs come before it)."""
+    home = project.function_home(module, dotted)
+    if home is None:
+        return None
+    where, name = home
+    tree = tree_of(where.file.path)
+    found: Function | None = None
+    for stmt in tree.body if tree is not None else ():
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            found = stmt
+    return found
 
 
 class Replacing:
