@@ -17,8 +17,7 @@ from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.constants import fixed_false
 from harness.overrides.evidence.decide import UNSET, Decider, constant_tests
 from harness.overrides.evidence.named_classes import Configs, needed
-from harness.overrides.evidence.nones import NoneLocals, not_none
-from harness.overrides.evidence.nonnull import NonNull, is_none
+from harness.overrides.evidence.nones import ALWAYS, NEVER, Nones, is_none, not_none
 from harness.overrides.evidence.reach import Reach
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
@@ -97,37 +96,21 @@ class NamedClasses:
         return None
 
 
-class NeverNone:
-    """``if ids is None:`` where every value reaching the local is not ``None``
-    (:mod:`.nonnull`)."""
+class NoneLocals:
+    """``if ids is None:`` where no ``None`` reaches the local, ``if stream is not None:``
+    where only ``None`` does (:mod:`.nones`)."""
 
-    def __init__(self, nonnull: NonNull) -> None:
-        self.nonnull = nonnull
-
-    def false_for(
-        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
-    ) -> str | None:
-        for name in is_none(test, value):
-            why = self.nonnull.never_none(x, module, line, name)
-            if why is not None:
-                return why
-        return None
-
-
-class AlwaysNone:
-    """``if stream is not None:`` where the helper that gave ``stream`` returns ``None`` for
-    the class (:mod:`.nones`)."""
-
-    def __init__(self, nones: NoneLocals) -> None:
+    def __init__(self, nones: Nones) -> None:
         self.nones = nones
 
     def false_for(
         self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
     ) -> str | None:
-        for name in not_none(test, value):
-            why = self.nones.none_for(x, module, line, name)
-            if why is not None:
-                return why
+        for names, state in ((is_none(test, value), ALWAYS), (not_none(test, value), NEVER)):
+            for name in names:
+                why = self.nones.decided(x, module, line, name, state)
+                if why is not None:
+                    return why
         return None
 
 
@@ -141,8 +124,7 @@ def deciders(
         EmptyAttributes(decider),
         ClassConstants(decider),
         NamedClasses(configs),
-        NeverNone(NonNull(project, tree_of)),
-        AlwaysNone(NoneLocals(project, tree_of)),
+        NoneLocals(Nones(project, tree_of)),
     ]
 
 
