@@ -182,22 +182,20 @@ def _escapes_by_method(code: str, starts: list[int], node: ast.ClassDef) -> set[
     scanned on its own, then the rest (``""``: the class body itself, nested classes)."""
     found: set[tuple[str, str]] = set()
     first, last = node.lineno - 1, node.end_lineno or node.lineno
-    rest: list[str] = []
+    spans: list[tuple[int, int, str]] = []  # the text of each def, and the rest in between
     at = first
     for func in sorted(class_functions(node), key=lambda f: f.lineno):
         start = func.lineno - 1
         if start < at:
             continue  # a def inside an earlier one's span: scanned with it
         end = func.end_lineno or func.lineno
-        rest.append(code[starts[at] : starts[start]])
-        text = code[starts[start] : starts[end]]
-        found.update((name, func.name) for name in _SELF_REF.findall(text))
-        found.update((name, func.name) for name in _CLS_REF.findall(text))
+        spans.extend(((starts[at], starts[start], ""), (starts[start], starts[end], func.name)))
         at = end
-    rest.append(code[starts[at] : starts[last]])
-    text = "".join(rest)
-    found.update((name, "") for name in _SELF_REF.findall(text))
-    found.update((name, "") for name in _CLS_REF.findall(text))
+    spans.append((starts[at], starts[last], ""))
+    for begin, stop, method in spans:  # whole lines each: no match crosses a boundary
+        if begin < stop:
+            found.update((name, method) for name in _SELF_REF.findall(code, begin, stop))
+            found.update((name, method) for name in _CLS_REF.findall(code, begin, stop))
     return found
 
 
