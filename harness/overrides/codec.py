@@ -13,7 +13,7 @@ import marshal
 from typing import Any
 
 from harness.overrides.facts.callsites import CallSite
-from harness.overrides.facts.dispatch import DispatchSummary
+from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.signature import Signature
 from harness.overrides.facts.tuple_codec import compile_codec
 from harness.overrides.summary import (

@@ -19,7 +19,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from harness.overrides.facts import callsites, grammar
 from harness.overrides.facts import dispatch as dispatch_facts
 from harness.overrides.facts.callsites import CallSite, FileHits
-from harness.overrides.facts.dispatch import DispatchSummary
+from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.returned import returned_callables
 from harness.overrides.facts.signature import (
     MethodKind,

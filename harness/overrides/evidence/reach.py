@@ -23,7 +23,7 @@ from typing import Protocol
 
 from harness.overrides.evidence.guard_atoms import atom_holds
 from harness.overrides.facts.callsites import CallSite, Receiver
-from harness.overrides.facts.dispatch import (
+from harness.overrides.facts.records import (
     ANY_NAME,
     GUARD_IDENTITY,
     GUARD_ISINSTANCE,

@@ -21,21 +21,7 @@ from typing import Protocol
 from harness.overrides.facts.blocks import class_functions
 from harness.overrides.facts.callsites import CallSite
 from harness.overrides.facts.guards import call_guards
-from harness.overrides.facts.records import (
-    ANY_NAME,
-    DESCRIPTOR_METHOD,
-    DESCRIPTOR_NONE,
-    DESCRIPTOR_VALUE,
-    GUARD_IDENTITY,
-    GUARD_ISINSTANCE,
-    GUARD_PARAM,
-    Atom,
-    ClassFacts,
-    DispatchSummary,
-    ForeignCall,
-    Guard,
-    Wrapper,
-)
+from harness.overrides.facts.records import DESCRIPTOR_NONE, ClassFacts, DispatchSummary, Guard
 from harness.overrides.facts.signature import MethodKind, Signature
 from harness.overrides.facts.textscan import (
     Locator,
@@ -59,24 +45,6 @@ class ClassStatement(Protocol):
     @property
     def calls(self) -> Sequence[CallSite]: ...
 
-
-__all__ = [
-    "ANY_NAME",
-    "DESCRIPTOR_METHOD",
-    "DESCRIPTOR_NONE",
-    "DESCRIPTOR_VALUE",
-    "EMPTY",
-    "GUARD_IDENTITY",
-    "GUARD_ISINSTANCE",
-    "GUARD_PARAM",
-    "Atom",
-    "ClassFacts",
-    "DispatchSummary",
-    "ForeignCall",
-    "Guard",
-    "Wrapper",
-    "extract",
-]
 
 EMPTY = DispatchSummary((), (), (), (), ())
 _GUARD_WORDS = ("isinstance(", "signature(", "type(", "__class__.")

@@ -9,7 +9,7 @@ replaces the function (the name is then *opaque*: bound, no longer compared as a
 
 from __future__ import annotations
 
-from harness.overrides.facts.dispatch import (
+from harness.overrides.facts.records import (
     DESCRIPTOR_METHOD,
     DESCRIPTOR_NONE,
     DESCRIPTOR_VALUE,

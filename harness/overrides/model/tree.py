@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from harness.overrides.discover import SourceFile
-from harness.overrides.facts.dispatch import ClassFacts, Wrapper
+from harness.overrides.facts.records import ClassFacts, Wrapper
 from harness.overrides.facts.signature import Signature
 from harness.overrides.summary import ClassSummary, FileSummary, Import
 
