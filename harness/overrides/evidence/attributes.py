@@ -1,7 +1,7 @@
 """Where the tree may read or change an attribute: a query over the
-:class:`~harness.overrides.summary.AttributeNames` every file's summary holds (made in the
-summary pass and cached with it), so a decider asking "is ``.x`` written anywhere" reads
-only the few files that name ``x``, never every file's text again."""
+:class:`~harness.overrides.summary.AttributeNames` of every file's summary, so "is ``.x`` written
+anywhere" reads only the files that name ``x``.
+"""
 
 from __future__ import annotations
 

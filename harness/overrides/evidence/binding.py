@@ -1,11 +1,8 @@
 """Simulate CPython's argument binding for a call shape against a signature.
 
-Given how a call passes arguments (number of positionals, keyword names, ``*``/``**``
-unpacking) and the ``def`` it reaches, :func:`bind` returns the exact ``TypeError`` message
-CPython 3.10+ raises (with the function's ``__qualname__``), or ``None`` if the call binds.
-Checks run in CPython's order: keywords, then too many positionals, then missing
-positionals, then missing keyword-only arguments. Unpacked ``*args`` make the positional
-count unknown and ``**kwargs`` the keyword set open, so checks that depend on them are skipped.
+:func:`bind` returns the exact ``TypeError`` message CPython 3.10+ raises, checked in its order
+(keywords, too many positionals, missing positionals, missing keyword-only), or ``None`` if the call
+binds. Unpacked ``*args``/``**kwargs`` skip the checks that depend on them.
 """
 
 from __future__ import annotations

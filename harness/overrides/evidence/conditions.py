@@ -1,13 +1,9 @@
 """The conditions a call runs under inside its function, as source text.
 
-Shown with an error's evidence ("reached only if ..."): the tests of the ``if``/``elif``/
-``while`` blocks and ``match`` cases around the call, negated for ``else`` branches and for
-early exits before it (``if not x: return``), the left side of ``a and f()``,
-``f() if a else b``, and, for a call in a ``for`` loop's body or a comprehension's element,
-that each iterable is not empty (with the comprehension's ``if`` tests). A test that always
-holds (``while True:``) is left out. Read from the
-file when a finding needs them (only proofs do), so a check of an unchanged tree never parses
-for them.
+Shown with an error's evidence ("reached only if ..."): the tests of the blocks and ``match`` cases
+around the call, negated for ``else`` branches and early exits before it, the left side of ``a and
+f()``, and that each iterable of an enclosing loop or comprehension is not empty. Read only when a
+finding needs them.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Conditions whose value the code decides for one subclass: an attribute only filled where
-that subclass never runs.
+"""Conditions on ``self.<attr>`` that the code decides for one subclass.
 
-``if not self._hooks: return`` before a call (or ``if self._hooks:`` around it) is false for
-a class ``X`` when every method of ``X``'s MRO that touches ``self._hooks``, other than to
-read it inertly (a test, ``len(self._hooks) == 0``, an iteration) or to set it to an empty
-value (``[]``, ``{}``, ``None``, ``False``, ``0``, ``""``, ``()``, ``set()``), is a method
-that cannot run for ``X`` (:mod:`harness.overrides.evidence.reach`), no class of the MRO defines
-``_hooks`` otherwise, and no file of the tree writes ``._hooks`` on another object. Anything
-else leaves the condition undecided.
+``if not self._hooks: return`` before a call is true for a class ``X`` when only methods that cannot
+run for ``X`` fill ``self._hooks``, no class of the MRO binds it otherwise, and no file writes
+``._hooks`` on another object. Anything else leaves the condition undecided.
 """
 
 from __future__ import annotations
@@ -97,12 +92,9 @@ setattr(self, k, v)``): it writes the attribute only if a call passes that keywo
 def touches(
     func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str, any_value: bool = False
 ) -> int:
-    """Whether ``func`` may make ``self.<attr>`` truthy (with ``any_value``: may change it)
-    (:data:`WRITES`, :data:`KEYWORDS` or :data:`QUIET`): any use other than an empty
-    assignment or an inert read (a test,
-    ``len(self.<attr>) == 0``, an iteration: see :mod:`harness.overrides.facts.uses`);
-    ``setattr(self, <that or a computed name>, ...)`` (bar the name a ``__setattr__`` is
-    given), ``vars(self)`` and a change of ``self.__dict__`` count too."""
+    """Whether ``func`` may make ``self.<attr>`` truthy (with ``any_value``: may change it): any use
+    other than an empty assignment or an inert read, ``setattr(self, ...)``, ``vars(self)`` or a
+    change of ``self.__dict__``."""
     args = [*func.args.posonlyargs, *func.args.args]
     if not args:
         return QUIET
@@ -138,10 +130,8 @@ def touches(
 
 
 def _names_set(call: ast.Call, me: str) -> list[ast.expr]:
-    """The name arguments with which ``call`` may set attributes of ``<me>``:
-    ``setattr(<me>, name, ...)``, ``object.__setattr__(<me>, name, ...)``,
-    ``super().__setattr__(name, ...)``, ``<me>.__setattr__(name, ...)``; for ``vars(<me>)``
-    (whose result may be changed), a computed name stands for any."""
+    """The name arguments with which ``call`` may set attributes of ``<me>`` (``setattr``,
+    ``__setattr__``); a computed name, or ``vars(<me>)``, stands for any."""
     func, args = call.func, call.args
     if isinstance(func, ast.Name) and func.id == "vars":
         return [ast.Name(id="?", ctx=ast.Load())] if args and _is_name(args[0], me) else []
@@ -266,11 +256,8 @@ class Decider:
         self._foreign: dict[tuple[str, bool], bool] = {}
 
     def empty_for(self, x: ClassInfo, attr: str) -> str | None:
-        """Why ``self.<attr>`` is always empty for an ``x``, or ``None`` when it may not be.
-
-        The first class of the MRO whose body binds ``attr`` gives its class-level value
-        (``_USE_BASE_FACTOR = False`` in a subclass hides the base's ``True``); it must be
-        empty, or no class may bind it."""
+        """Why ``self.<attr>`` is always empty for an ``x``: the first class of the MRO binding
+        ``attr`` binds it empty, or none binds it; ``None`` when it may not be."""
         project = self.project
         if not project.fully_resolved(x) or self._written_elsewhere(attr):
             return None
@@ -309,13 +296,10 @@ class Decider:
         return f"{head}only {listed} set self.{attr}, and none of them runs for {x.qualname}"
 
     def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
-        """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it
-        raises ``AttributeError``), with why, when the code decides it: the literal the first
-        class of the MRO binding ``attr`` in its body gives it (``NUM_EDGES = 2``), or, for an
-        upper-case name (a class constant by convention, which instances are rarely given
-        from outside by a computed ``setattr``), no class binding it and none able to supply
-        it (a class decorator, a metaclass, ``__getattr__``); either way no method that may run for an ``x`` changes
-        ``self.<attr>`` and no file assigns it on another object."""
+        """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it raises),
+        with why: the literal the first class of the MRO binding ``attr`` gives it (``NUM_EDGES =
+        2``), or, for an upper-case name no class can supply, :data:`UNSET`; and no method that may
+        run for an ``x``, nor any file on another object, changes it."""
         project = self.project
         if not project.fully_resolved(x) or self._written_elsewhere(attr, stores=True):
             return None
@@ -370,11 +354,9 @@ class Decider:
         return class_node(cls, self.tree_of)
 
     def _written_elsewhere(self, attr: str, stores: bool = False) -> bool:
-        """Whether some file of the project may change ``<obj>.<attr>`` on another object than
-        ``self``/``cls``: a use of it that is not an inert read (``rule.NUM_EDGES == 0`` is
-        one; ``obj.attr = 1``, ``obj.attr.append(x)`` are not), or ``setattr(obj, "attr",
-        ...)``; with ``stores`` (an immutable value), only an assignment, ``del`` or
-        ``setattr``. A file that does not parse counts as writing it."""
+        """Whether some file may change ``<obj>.<attr>`` on another object than ``self``/``cls``
+        (with ``stores``: only by an assignment, ``del`` or ``setattr``). A file that does not parse
+        counts as writing it."""
         known = self._foreign.get((attr, stores))
         if known is not None:
             return known

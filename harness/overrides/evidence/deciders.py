@@ -1,10 +1,9 @@
-"""The deciders: each says why a condition of one kind cannot hold when a call runs for a
-class, behind one protocol, asked in the order of :func:`deciders`.
+"""The deciders: each says why a condition of one kind cannot hold when a call runs for a class,
+behind one protocol, asked in the order of :func:`deciders`.
 
-A new decider is a class with :meth:`ConditionDecider.false_for` added to that list: it reads
-what the test needs (``necessary`` walks ``not``/``and``/``or`` to the leaves) and answers from
-the project's index (the resolved classes, their MROs and subclasses, the summaries), saying
-why in one clause, or ``None`` when it cannot tell (then the error stands, with its guard).
+A new decider is a class with :meth:`ConditionDecider.false_for`, added to that list: it answers
+from the project's index in one clause, or ``None`` when it cannot tell (the error then stands, with
+its guard).
 """
 
 from __future__ import annotations
@@ -129,10 +128,8 @@ def deciders(
 
 
 def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
-    """The ``x`` of each ``self.x`` that the condition needs truthy when ``test`` must be
-    ``value``: ``self.x`` true, ``not self.x`` false, ``len(self.x)`` non-zero (``len(self.x)
-    == 0`` false, ``!= 0``/``> 0``/``>= 1`` true, ...), and through ``and`` (true) and ``or``
-    (false), where every operand holds."""
+    """The ``x`` of each ``self.x`` that ``test`` needs truthy to be ``value`` (``self.x``, ``not
+    self.x`` false, ``len(self.x) > 0``), through ``and``/``or``."""
     return necessary(test, value, _truthy_attribute)
 
 

@@ -1,13 +1,10 @@
 """Conditions on an attribute of an object whose class the code names for one subclass.
 
-``if getattr(config, "x", []):`` (a falsy default), ``if hasattr(config, "x"):`` is false for a
-class ``X`` when the function passes that same ``config`` (no rebinding between) to a method
-``X`` runs whose parameter is annotated with a class ``C`` (or annotates its own parameter so),
-and no class of ``C``'s hierarchy (its MRO, every subclass of it in the tree, and theirs) can
-supply ``x`` (an annotation names ``C`` or any subclass of it): each is read, fully resolved, with no ``x`` in its body (field, attribute,
-method, property), no ``self.x =`` in a method, no ``__getattr__``/``__getattribute__``/
-``__slots__``/``__dict__``/``setattr``, no metaclass, no decorator but ``dataclass``; and no
-file of the tree writes ``.x`` or ``setattr(..., "x", ...)``. Anything else is undecided.
+``if getattr(config, "x", []):`` or ``if hasattr(config, "x"):`` is false for a class ``X`` when the
+function passes that ``config`` to a method ``X`` runs whose parameter is annotated with a class
+``C``, and no class of ``C``'s hierarchy (its MRO and every subclass in the tree: an annotation
+names ``C`` or any subclass) can supply ``x``, and no file writes ``.x``. Anything else is
+undecided.
 """
 
 from __future__ import annotations
@@ -187,12 +184,10 @@ class Configs:
     def unstated(
         self, x: ClassInfo, module: ModuleInfo, line: int, name: str, attr: str
     ) -> str | None:
-        """Why the code does not say that ``name`` (in the function holding ``line`` of
-        ``module``) has ``attr`` when that function runs for an ``x``: no class is named for
-        it, or the named one lacks it. ``None`` when ``name`` is the method's ``self``/``cls``
-        (a test of state, as ``self.n > 0`` is, not of type), when the function stores
-        ``name.attr`` before ``line``, or when a class the object may be may supply ``attr``:
-        an annotation names the class or any subclass of it in the tree."""
+        """Why the code does not say that ``name`` (in the function holding ``line``) has ``attr``
+        when it runs for an ``x``: no class is named for it, or the named one and its subclasses
+        lack it. ``None`` for ``self``/``cls``, when the function stores ``name.attr`` first, or
+        when a class it may be supplies ``attr``."""
         func, me = self._scope_at(module, line)
         if name == me or (func is not None and _stores_before(func, name, attr, line)):
             return None
@@ -314,10 +309,8 @@ class Configs:
         return None if name is None else self.project.resolve_class(module, name)
 
     def _provides(self, cls: ClassInfo, attr: str) -> bool:
-        """Whether the code shows that an object it annotates with ``cls`` may have ``attr``:
-        a read class of the MRO of ``cls`` may supply it (an unread base is no such evidence),
-        or a subclass of ``cls`` in the tree, or a class of its MRO below ``cls``, binds it in
-        its body (an annotation names its class or any subclass of it)."""
+        """Whether an object annotated with ``cls`` may have ``attr``: a read class of its MRO may
+        supply it, or a subclass of ``cls`` in the tree binds it."""
         key = (id(cls), attr)
         known = self._may_have.get(key)
         if known is None:

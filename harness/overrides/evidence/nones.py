@@ -1,22 +1,11 @@
 """Locals whose ``None``-ness at a test the code decides for one subclass.
 
-``if ids is None: ids = self.all_ids()`` then ``if ids is None: ...``: never true for a
-subclass whose ``all_ids`` returns a ``list(...)``. ``stream = self._encode(...)`` then ``if
-stream is None: ... else: self.decode(..., on_frames=stream)``: the ``else`` never runs for a
-subclass whose ``_encode`` starts with ``if type(self).decode is not Base.decode: return None``.
-
-The statements before the test in its method (each enclosing block's earlier ones, in order)
-are read with one fact, whether the local is ``None``: always, never, maybe, or unknown. A
-parameter may be; an assignment says what its value is (``None``; never ``None``: another
-literal, a display, a comprehension, an operator, ``list(...)``/``len(...)``/..., a
-``self.m(...)`` whose every ``return`` gives such a value and whose body cannot fall off its
-end; always ``None``: a ``self.m(...)`` whose ``m`` starts, before any other ``return``,
-``yield`` or ``await``, with ``if <test>: return None`` whose test holds for the class:
-``type(self).f is not C.f``, ``isinstance(self, C)``, through ``not``/``and``/``or``); an ``if``
-merges those of its branches that go on past it, each from what its test says (``x is None``,
-``x is not None``, ``isinstance(x, C)``); any other binding (a loop, ``with``, a walrus,
-``del``) makes it unknown, and so does a name the method does not bind (a global). The classes
-must be read and fully resolved.
+``if ids is None: ids = self.all_ids()`` then ``if ids is None: ...`` is never true for a subclass
+whose ``all_ids`` returns a ``list(...)``. The statements before the test are read for one fact
+about the local: always, never or maybe ``None``, or unknown. An assignment says what its value is
+(a literal, a display or a ``self.m(...)`` whose every ``return`` is never ``None``; a
+``self.m(...)`` that first returns ``None`` when a test on the class holds); an ``if`` merges its
+branches from what its test says; any other binding makes it unknown.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Call-site evidence: calls in the project that an override provably rejects.
 
-One proof function per kind of receiver (:class:`_Prover`): ``self.m(...)``/``cls.m(...)`` in
-a method the subclass runs (:mod:`.reach`), ``super().m(...)`` landing on the override,
-``C(...).m(...)`` on a class inheriting it (``error``), ``x: Base`` receivers (``warning``).
-A ``self`` call is a warning, with the reason, when it cannot run for any class inheriting
-the override, when only an object of unknown type (or an unread base) leads to its method,
-when a condition is decided false for the class on every path there (``self.<attr>``:
-:mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.named_classes`; a local ``None`` for it:
-:mod:`.nones`), when a ``self`` method that always raises for it
-runs first (:mod:`.raises`), when a decorator replaces the override (:mod:`.replacing`) or
-the override always raises, or when its ``TypeError`` is handled around it. An error lists
-the conditions of one path, entry first (:mod:`.conditions`). Rejection is decided by binding
-the call's shape against the override (:mod:`.binding`); the base rejecting it too proves
-nothing.
+One proof per kind of receiver (:class:`_Prover`): ``self.m(...)``/``cls.m(...)`` in a method the
+subclass runs, ``super().m(...)`` landing on the override, ``C(...).m(...)`` (``error``), ``x:
+Base`` receivers (``warning``). A ``self`` call is a warning, with the reason, when it cannot run
+for any inheriting class, when only objects of unknown type lead there, when a decider
+(:mod:`.deciders`) finds a condition false on every path, when the override is replaced or always
+raises, or when the ``TypeError`` is handled around the call.
 """
 
 from __future__ import annotations
@@ -247,11 +240,9 @@ class EvidenceIndex:
         return self._files.conditions(path)
 
     def _with_guards(self, proof: Proof) -> Proof:
-        """``proof`` with the conditions its call runs under, on the whole path from the
-        entry (the method the class runs unchanged) to the call, each once, in path order; a
-        warning instead when the ``TypeError`` is handled around the call, or when a condition
-        is decided false for the class (:mod:`.decide`): one of the call's own, or one of
-        every path's."""
+        """``proof`` with the conditions on its path from the entry to the call, each once; a
+        warning instead when the ``TypeError`` is handled around the call or a condition is decided
+        false for the class."""
         call, module = proof.call, proof.module
         known = self._file(module.file.path)
         caught = known.caught(call.line, call.col)
@@ -351,10 +342,8 @@ class EvidenceIndex:
         return None
 
     def _feature_test(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
-        """Why ``call`` runs for an ``x`` only if an object has an attribute the code does not
-        say it has (``if hasattr(config, "a")``, ``if getattr(config, "a", [])``; see
-        :meth:`.Configs.unstated`): the test says some objects lack it, and which ones reach
-        here for an ``x`` is not known."""
+        """Why ``call`` runs for an ``x`` only if an object has an attribute the code does not say
+        it has (``if hasattr(config, "a")``): which objects reach here for an ``x`` is not known."""
         where = f"{module.file.display}:{call.line}"
         for text, test, value in self._file(module.file.path).tests(call.line, call.col):
             for name, attr in needed(test, value):

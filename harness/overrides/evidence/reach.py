@@ -1,18 +1,10 @@
 """Whether a call inside a method can run for an instance of a given class.
 
-:meth:`Reach.verdict` answers :data:`YES` (a path of calls on ``self``/``cls`` or on objects
-known to be of that class leads there, or the method is an entry point), :data:`UNTYPED` (only
-calls on objects of unknown type, or typed as a base, lead there) or :data:`NO`, with a sentence
-saying why. A **guard** can exclude the class (``isinstance(self, C)``, ``"p" in
-inspect.signature(self.m).parameters``, ``type(self).m is C.m``), or the method is **not
-reached**: the class overrides it without ``super()`` on the way, and every call of it runs on
-paths that do not hold the class. A method also runs when it is a dunder, when it is taken as a
-bound method (``self.f``, ``getattr(self, ...)``) where that runs and the value may be called
-(:mod:`harness.overrides.evidence.bound`), or when nothing in its hierarchy calls it (a public entry
-point; a private one called only on untyped objects is :data:`UNTYPED`), or when it is public
-and the tree calls it on an object of unknown type (that object may be an instance). A public
-method of a class with an unread base, called by the tree only where the class never runs, is
-:data:`UNTYPED`, unless it is that base's hook (``forward`` under ``nn.Module``).
+:meth:`Reach.verdict` answers :data:`YES` (a path of calls on ``self``/``cls``, or on objects known
+to be of that class, leads there, or the method is an entry point), :data:`UNTYPED` (only objects of
+unknown type, or typed as a base, lead there) or :data:`NO`, with why. A guard (``isinstance(self,
+C)``, ``type(self).m is C.m``) can exclude the class; a method the class overrides without
+``super()``, called only on paths that do not hold the class, is not reached.
 """
 
 from __future__ import annotations
@@ -266,10 +258,9 @@ class Reach:
     def path(
         self, x: ClassInfo, owner: ClassInfo, method: str, skip: Skip | None = None
     ) -> list[Hop] | None:
-        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's
-        call first (``[]`` when ``owner.method`` is an entry point itself), over calls that
-        ``skip`` does not exclude; ``None`` when no such path is found. :attr:`cut` tells
-        whether the search stopped at its depth limit (``None`` then proves nothing)."""
+        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's call
+        first, over calls ``skip`` keeps; ``None`` when there is none (proving nothing when
+        :attr:`cut`)."""
         self.cut = False
         return self._path(x, owner, method, skip, set(), 0)
 
@@ -337,14 +328,11 @@ class Reach:
     def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str, hops: bool = True) -> int:
         """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
 
-        A method that the tree never calls on an object of ``owner``'s hierarchy is an entry
-        point (its callers are the project's users); one that the tree does call there is
-        taken to be reached only through those calls: :data:`YES` when one of them is on
-        ``self``/``cls`` along a path that runs, or on an object known to be an ``x`` or
-        annotated with a class of ``x``'s MRO (an annotation names its class or any subclass);
-        for a private method, :data:`UNTYPED` when only calls on objects of unknown type may
-        hold one. A public method called on an object of unknown type is reachable: that
-        object may be an ``x``."""
+        A method the tree never calls on ``owner``'s hierarchy is an entry point; otherwise
+        :data:`YES` needs a call on ``self``/``cls`` on a running path, or on an object known or
+        annotated to be of a class of ``x``'s MRO. A public method called on an object of unknown
+        type is reachable; a private one is :data:`UNTYPED` then.
+        """
         project = self.project
         named, wildcard = self._escapes(method, x)
         if _is_dunder(method) or YES in (named, wildcard):
@@ -411,12 +399,9 @@ class Reach:
         return not method.startswith("_") and not self.project.fully_resolved(x)
 
     def _unread_interface(self, x: ClassInfo, method: str) -> bool:
-        """Whether ``method`` is, by the tree's own evidence, part of the interface of a base of
-        ``x`` that the checker did not read: most classes of the tree that derive from that
-        base directly (as written, last name: ``nn.Module`` and ``torch.nn.Module`` alike),
-        and two at least, define it themselves, as ``forward`` under ``nn.Module``. Such a
-        base calls the method it expects every subclass to define (``nn.Module.__call__``
-        calls ``forward``); a name few of them define (``forward_cpu``) is the tree's own."""
+        """Whether ``method`` belongs to the interface of an unread base of ``x``: most (and at
+        least two) of the tree's classes deriving from that base directly define it, as ``forward``
+        under ``nn.Module``."""
         for base in {b.rpartition(".")[2] for c in self.project.mro(x) for b in c.unresolved}:
             key = (base, method)
             known = self._interface.get(key)
@@ -446,16 +431,11 @@ class Reach:
         return self.runs(x, site, call.caller)
 
     def _escapes(self, method: str, x: ClassInfo) -> tuple[int | None, int | None]:
-        """Whether ``method`` can be called from outside the call graph for an ``x``, as two
-        levels: through places that name it (``self.<method>`` uncalled, ``getattr(self,
-        "<method>")``, a matching ``getattr(self, "prefix" + ...)``), and through lookups of
-        any name (``getattr(self, name)``). Each is :data:`YES` when such a place is in a
-        class body or in a method that runs for an ``x`` (or a ``getattr(obj, "prefix" +
-        ...)`` on another object matches), :data:`UNTYPED` when the best such method runs
-        only through objects of unknown type, :data:`NO` when none of them can run for an
-        ``x``, and ``None`` when there is no such place in ``x``'s classes. A lookup of any
-        name names ``method`` when the tree writes that name as a string (``_PLATFORM_METHODS
-        = {"cpu": ("forward_cpu",)}``): the lookup is then how the method is reached."""
+        """Whether ``method`` can be called from outside the call graph for an ``x``, as two levels:
+        through places that name it (``self.m`` uncalled, ``getattr(self, "m")``, a matching
+        ``getattr(self, "prefix" + k)``) and through lookups of any name (``getattr(self, name)``,
+        when the tree writes ``"m"`` as a string). Each is the best level of the methods holding
+        such a place; ``None`` when there is none."""
         if any(method.startswith(prefix) for prefix in self.prefixes):
             return YES, None
         in_mro = self.project.in_mro

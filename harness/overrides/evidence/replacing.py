@@ -1,16 +1,9 @@
 """Decorators of the tree whose body shows they put something else in place of the method.
 
-``def inject(func): return Injector(func)`` binds the name to a descriptor that may pass an
-argument of its own (``self.query()`` is right for ``@inject def query(self, db)``): a call
-that the ``def`` rejects proves nothing then.
-
-A decorator counts when, written without a call (``@name``), it resolves to a module-level
-``def`` of the tree that :mod:`harness.overrides.model.decorators` does not already read (a wrapper
-returning an inner function of its own signature) and that returns something other than its
-parameter on some path (``return DBInjector(func)``, ``return other(func)``, no ``return``).
-A decorator that returns its parameter (a registration or a mark) leaves the method as it is.
-``unittest.mock``'s ``@patch(target)``, ``@patch.object(target, name)`` (no ``new``) and
-``@patch.multiple`` pass the mocks they make as arguments: they count too.
+``def inject(func): return Injector(func)`` binds the name to an object that may pass arguments of
+its own, so a call the ``def`` rejects proves nothing. A decorator counts when it resolves to a
+module-level ``def`` of the tree that returns something other than its parameter on some path;
+``unittest.mock``'s ``@patch`` forms count too.
 """
 
 from __future__ import annotations
