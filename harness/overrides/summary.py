@@ -1,9 +1,6 @@
-"""Per-file summaries: the classes, methods, imports and call sites the checker needs.
-
-A summary depends only on the file's bytes (never on its path), so the cache can key it by
-content hash. Everything is a tuple of builtins, so summaries pickle cheaply across worker
-processes and into the cache. Extraction never recurses on the syntax tree: deeply nested
-input cannot overflow the stack here (``ast.parse`` itself may: a :class:`ParseFailure`).
+"""Per-file summaries: the classes, methods, imports and call sites the checker needs. A summary
+depends only on the file's bytes and is a tuple of builtins; extraction never recurses on the syntax
+tree.
 """
 
 from __future__ import annotations
@@ -60,11 +57,8 @@ class Deferred(Generic[T]):
 
 
 class ClassSummary:
-    """A class statement: where it is, its bases, its methods and the calls inside them.
-
-    A summary read back from the cache keeps its signatures and calls encoded
-    (:class:`Deferred`) until first asked for: most runs need the details of few classes.
-    """
+    """A class statement: where it is, its bases, its methods and the calls inside them (kept
+    encoded, :class:`Deferred`, until first asked for)."""
 
     __slots__ = (
         "_calls",
@@ -152,10 +146,8 @@ class ParseFailure(NamedTuple):
 
 
 class AttributeNames(NamedTuple):
-    """The attribute names a file's text writes after a dot, and those it passes to
-    ``setattr``/``delattr``: the files where an attribute may be read or changed, found without
-    reading every file again (strings and comments count, so it is a superset of what the
-    code does; a decider reads the few files it names to be sure)."""
+    """The attribute names a file's text writes after a dot or passes to ``setattr``/``delattr`` (a
+    superset: strings and comments count)."""
 
     dotted: frozenset[str]
     """Every ``name`` written as ``.name`` (``.`` then spaces or tabs allowed)."""

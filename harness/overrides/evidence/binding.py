@@ -40,11 +40,8 @@ def _plural(n: int) -> str:
 def bind(
     shape: CallShape, params: Sequence[Param], qualname: str, *, implicit: int = 0
 ) -> str | None:
-    """The ``TypeError`` message for calling ``qualname`` with ``shape``, or ``None``.
-
-    ``params`` is the full parameter list as written (including ``self``); ``implicit`` is
-    the number of arguments Python prepends (1 for a bound method or class method).
-    """
+    """The ``TypeError`` message for calling ``qualname`` with ``shape``, or ``None``; ``params`` as
+    written (``self`` included), ``implicit`` the arguments Python prepends."""
     positional = [p for p in params if p.kind in POSITIONAL]
     kwonly = [p for p in params if p.kind is ParamKind.KEYWORD_ONLY]
     varargs = any(p.kind is ParamKind.VAR_POSITIONAL for p in params)

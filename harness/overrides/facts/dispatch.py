@@ -1,15 +1,7 @@
-"""Per-file facts that decide whether a call can run for a given subclass, and what a
-decorated ``def`` really binds: :func:`extract` gathers them with the summary (they depend
-only on the file's bytes) for :mod:`harness.overrides.evidence.reach` and :mod:`harness.overrides.model.resolve`.
-
-* **guards** around ``self.m(...)`` calls (:mod:`harness.overrides.facts.guards`);
-* **foreign calls**, **escapes** and **dynamic dispatch**, found in the text
-  (:mod:`harness.overrides.facts.textscan`);
-* **descriptors**, unknown **decorators** of methods, and module-level functions that return
-  an inner function (:mod:`harness.overrides.facts.wrappers`).
-
-The records are in :mod:`harness.overrides.facts.records`. Extraction is guided by plain-text checks
-so that files without these shapes cost almost nothing; nothing recurses on the syntax tree.
+"""Per-file facts that decide whether a call can run for a given subclass, and what a decorated
+``def`` really binds, gathered by :func:`extract` with the summary: guards (:mod:`.guards`), foreign
+calls, escapes and dynamic dispatch (:mod:`.textscan`), descriptors, decorators and wrappers
+(:mod:`.wrappers`), as the records of :mod:`.records`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Dispatch facts found by scanning text: escapes, dynamic lookups, typed ``self.attr``,
-calls on other receivers.
-
-Regular expressions over the file's text with comments blanked, guided by plain substring
-checks, so that files without these shapes cost almost nothing; calls in strings count too
-(more calls only ever mean more reach).
+"""Dispatch facts found by scanning text with comments blanked: escapes, dynamic lookups, typed
+``self.attr``, calls on other receivers (calls in strings count too: more calls only mean more
+reach).
 """
 
 from __future__ import annotations
@@ -38,11 +35,8 @@ _RAISE_GUARD = ("isinstance(", "raise")
 
 
 class Locator:
-    """Line numbers of offsets, and the innermost class or function holding a line.
-
-    Offsets are turned into lines by counting newlines since the previous offset (scans
-    visit matches in order), so no table of line starts is built.
-    """
+    """Line numbers of offsets (counting newlines from the previous one, as scans go in order), and
+    the innermost class or function holding a line."""
 
     def __init__(self, text: str, spans: Sequence[tuple[int, int]]) -> None:
         self.text = text
@@ -158,11 +152,9 @@ class _Methods:
         return "" if index is None else self.functions[index].name
 
     def dispatches(self, offset: int, me: str, prefix: str) -> bool:
-        """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``offset`` may call what
-        it finds (:mod:`harness.overrides.facts.uses`): not when its value is never called, nor when
-        a name with no literal prefix only fills a container (``{k: getattr(self, k, None)
-        for k in keys}`` collects data; a table of methods is built from a family of names,
-        ``getattr(self, "op_" + k)``); always, outside the class's methods."""
+        """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``offset`` may call what it
+        finds: not when its value is never called, nor when a name with no literal prefix only fills
+        a container; always outside the class's methods."""
         line = self.at.line(offset)
         index = self.at.owner(line)
         if index is None:

@@ -1,8 +1,5 @@
-"""The scanned tree as the resolver sees it: modules, class statements and what they bind.
-
-Plain records filled in by :mod:`harness.overrides.model.names`. Modules hold their classes; a
-class refers back to its module weakly (the project holds every module), so a project's graph
-has no reference cycle and is freed by reference counting alone when the check ends.
+"""The scanned tree as the resolver sees it: modules, class statements and what they bind. A class
+refers to its module weakly, so the graph is freed by reference counting alone.
 """
 
 from __future__ import annotations
