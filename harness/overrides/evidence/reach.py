@@ -62,24 +62,6 @@ class Follower(Protocol):
         ...
 
 
-class _Unfollowed:
-    """Follows nothing: every bound method taken may be called."""
-
-    def taken(
-        self,
-        x: ClassInfo,
-        cls: ClassInfo,
-        where: str,
-        method: str,
-        lookup: bool,
-        trail: frozenset[str],
-    ) -> int:
-        return YES
-
-    def release(self) -> None:
-        pass
-
-
 def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
     raise RuntimeError("the reachability index was released")
 
@@ -92,16 +74,12 @@ class Reach:
     """Reachability of methods for instances of a class, over the tree's call sites."""
 
     def __init__(
-        self,
-        project: Project,
-        calls: CallIndex,
-        follow: Callable[[Reach], Follower] | None = None,
+        self, project: Project, calls: CallIndex, follow: Callable[[Reach], Follower]
     ) -> None:
         self.project = project
         self.calls = calls
-        self.bound: Follower = _Unfollowed() if follow is None else follow(self)
-        """Where bound methods go (:class:`harness.overrides.evidence.bound.Bound`; without
-        ``follow``, nothing is followed: a bound method taken may be called)."""
+        self.bound = follow(self)
+        """Where bound methods go (:class:`harness.overrides.evidence.bound.Bound`)."""
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
         self._children: dict[str, list[ClassInfo]] | None = None
@@ -160,14 +138,6 @@ class Reach:
         if level == UNTYPED:
             return UNTYPED, self._untyped_reason(x, owner, call.caller)
         return NO, self._unreached_reason(x, owner, call.caller)
-
-    def why_not(
-        self, x: ClassInfo, call: CallSite, owner: ClassInfo, module: ModuleInfo
-    ) -> str | None:
-        """Why ``call`` (written in ``owner.<call.caller>``) cannot run with ``self`` an
-        instance of ``x``; ``None`` when it can."""
-        level, why = self.verdict(x, call, owner, module)
-        return None if level != NO else why
 
     def guard_excludes(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
         """A guard around ``call`` that is false for instances of ``x``, described."""
