@@ -1,8 +1,8 @@
-"""Conditions on ``self.<attr>`` that the code decides for one subclass.
+"""Conditions on ``self.<attr>`` that a class constant decides for one subclass.
 
-``if not self._hooks: return`` before a call is true for a class ``X`` when only methods that cannot
-run for ``X`` fill ``self._hooks``, no class of the MRO binds it otherwise, and no file writes
-``._hooks`` on another object. Anything else leaves the condition undecided.
+``if self.NUM_EDGES == 0:`` is false for a class ``X`` whose MRO binds ``NUM_EDGES = 2`` first,
+when no method that may run for ``X`` changes ``self.NUM_EDGES`` and no file assigns it on another
+object. Anything else leaves the condition undecided.
 """
 
 from __future__ import annotations
@@ -18,26 +18,6 @@ from harness.overrides.evidence.reach import NO, Reach
 from harness.overrides.facts.uses import inert, parents_of
 from harness.overrides.model.classdefs import class_node
 from harness.overrides.model.resolve import ClassInfo, Project
-
-_EMPTY_CALLS = frozenset({"list", "dict", "set", "tuple", "frozenset", "str", "bytes"})
-
-
-def _is_empty(node: ast.expr | None) -> bool:
-    if node is None:
-        return True
-    if isinstance(node, ast.Constant):
-        return not node.value
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return not node.elts
-    if isinstance(node, ast.Dict):
-        return not node.keys
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in _EMPTY_CALLS
-        and not node.args
-        and not node.keywords
-    )
 
 
 def _class_binding(stmt: ast.stmt, attr: str) -> ast.expr | None:
@@ -81,7 +61,7 @@ UNSET = _Unset()
 _LOOKUP_HOOKS = ("__getattr__", "__getattribute__")
 
 QUIET = 0
-"""The function never makes the attribute truthy."""
+"""The function never changes the attribute."""
 WRITES = 1
 """It may."""
 KEYWORDS = 2
@@ -89,18 +69,14 @@ KEYWORDS = 2
 setattr(self, k, v)``): it writes the attribute only if a call passes that keyword."""
 
 
-def touches(
-    func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str, any_value: bool = False
-) -> int:
-    """Whether ``func`` may make ``self.<attr>`` truthy (with ``any_value``: may change it): any use
-    other than an empty assignment or an inert read, ``setattr(self, ...)``, ``vars(self)`` or a
-    change of ``self.__dict__``."""
+def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> int:
+    """Whether ``func`` may change ``self.<attr>``: any use other than an inert read,
+    ``setattr(self, ...)``, ``vars(self)`` or a change of ``self.__dict__``."""
     args = [*func.args.posonlyargs, *func.args.args]
     if not args:
         return QUIET
     me = args[0].arg
     given: set[str] = {args[1].arg} if func.name == "__setattr__" and len(args) > 1 else set()
-    # with ``any_value``, an empty assignment or a ``del`` counts too: it changes the value
     keyed = _keyword_names(func)
     parents = parents_of(func)
     found = QUIET
@@ -118,13 +94,11 @@ def touches(
         if not _self_attr(node, me, attr):
             continue
         holder = parents.get(id(node))
-        if isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value:
-            if any_value or not _is_empty(holder.value):
-                return WRITES
-        elif isinstance(holder, ast.Delete):
-            if any_value:
-                return WRITES
-        elif not inert(node, parents, changes=True):
+        if (
+            isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value
+        ) or isinstance(holder, ast.Delete):
+            return WRITES
+        if not inert(node, parents, changes=True):
             return WRITES
     return found
 
@@ -253,47 +227,7 @@ class Decider:
         self.reach = reach
         self.tree_of = tree_of
         """The parsed file at a path (``None`` when unreadable)."""
-        self._foreign: dict[tuple[str, bool], bool] = {}
-
-    def empty_for(self, x: ClassInfo, attr: str) -> str | None:
-        """Why ``self.<attr>`` is always empty for an ``x``: the first class of the MRO binding
-        ``attr`` binds it empty, or none binds it; ``None`` when it may not be."""
-        project = self.project
-        if not project.fully_resolved(x) or self._written_elsewhere(attr):
-            return None
-        writers: list[str] = []
-        shown: str | None = None  # the class-level binding in force, when there is one
-        for cls in project.mro(x):
-            node = self._class_node(cls)
-            if node is None:
-                return None
-            if shown is None and attr in cls.methods:
-                return None  # a method or property of that name
-            for stmt in node.body:
-                if shown is None and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                    if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
-                        if not _is_empty(stmt.value):
-                            return None  # a class attribute with a value
-                        value = "None" if stmt.value is None else ast.unparse(stmt.value)
-                        shown = f"{cls.qualname} sets {attr} = {value} in its class body"
-                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                touch = touches(stmt, attr)
-                if touch == QUIET:
-                    continue
-                if touch == KEYWORDS and self._no_call_names(stmt.name, attr):
-                    continue
-                if self.reach.runs(x, cls, stmt.name) != NO:
-                    return None
-                writers.append(f"{cls.qualname}.{stmt.name}()")
-        head = "" if shown is None else f"{shown}, and "
-        if not writers:
-            return f"{head}nothing in {x.qualname}'s classes sets self.{attr}"
-        if len(writers) == 1:
-            return f"{head}only {writers[0]} sets self.{attr}, and it does not run for {x.qualname}"
-        listed = ", ".join(writers[:3]) + ("" if len(writers) <= 3 else ", ...")
-        return f"{head}only {listed} set self.{attr}, and none of them runs for {x.qualname}"
+        self._foreign: dict[str, bool] = {}
 
     def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
         """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it raises),
@@ -301,7 +235,7 @@ class Decider:
         2``), or, for an upper-case name no class can supply, :data:`UNSET`; and no method that may
         run for an ``x``, nor any file on another object, changes it."""
         project = self.project
-        if not project.fully_resolved(x) or self._written_elsewhere(attr, stores=True):
+        if not project.fully_resolved(x) or self._written_elsewhere(attr):
             return None
         found: tuple[object, str] | None = None
         open_ended = False  # a class of the MRO may supply attributes its body does not bind
@@ -327,7 +261,7 @@ class Decider:
             for stmt in node.body:
                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
-                touch = touches(stmt, attr, any_value=True)
+                touch = touches(stmt, attr)
                 if touch == QUIET or (touch == KEYWORDS and self._no_call_names(stmt.name, attr)):
                     continue
                 if self.reach.runs(x, cls, stmt.name) != NO:
@@ -353,11 +287,10 @@ class Decider:
     def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
         return class_node(cls, self.tree_of)
 
-    def _written_elsewhere(self, attr: str, stores: bool = False) -> bool:
-        """Whether some file may change ``<obj>.<attr>`` on another object than ``self``/``cls``
-        (with ``stores``: only by an assignment, ``del`` or ``setattr``). A file that does not parse
-        counts as writing it."""
-        known = self._foreign.get((attr, stores))
+    def _written_elsewhere(self, attr: str) -> bool:
+        """Whether some file assigns, deletes or ``setattr``s ``<obj>.<attr>`` on another object
+        than ``self``/``cls``. A file that does not parse counts as writing it."""
+        known = self._foreign.get(attr)
         if known is not None:
             return known
         found = False
@@ -366,26 +299,22 @@ class Decider:
             if text is None or not named_on_other_objects(text, attr):
                 continue
             tree = self.tree_of(module.file.path)
-            if tree is None or not tree.body or _changes_elsewhere(tree, attr, stores):
+            if tree is None or not tree.body or _stores_elsewhere(tree, attr):
                 found = True
                 break
-        self._foreign[(attr, stores)] = found
+        self._foreign[attr] = found
         return found
 
 
-def _changes_elsewhere(tree: ast.Module, attr: str, stores: bool) -> bool:
-    """Whether ``tree`` changes ``<obj>.<attr>`` on an object other than a bare ``self``/``cls``
-    (assigns, deletes, ``setattr(obj, "attr", ...)``; unless ``stores``, any use but an inert
-    read, such as a call of a method of it)."""
-    parents = {} if stores else parents_of(tree)
+def _stores_elsewhere(tree: ast.Module, attr: str) -> bool:
+    """Whether ``tree`` assigns, deletes or ``setattr``s ``<obj>.<attr>`` on an object other than
+    a bare ``self``/``cls``."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr == attr:
             owner = node.value
             if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
                 continue
             if isinstance(node.ctx, (ast.Store, ast.Del)):
-                return True
-            if not stores and not inert(node, parents, changes=True):
                 return True
         elif (
             isinstance(node, ast.Call)

@@ -12,7 +12,6 @@ import ast
 from collections.abc import Callable
 from typing import Protocol
 
-from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.constants import fixed_false
 from harness.overrides.evidence.decide import UNSET, Decider, constant_tests
 from harness.overrides.evidence.named_classes import Configs, needed
@@ -42,23 +41,6 @@ class RunTimeConstants:
         self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
     ) -> str | None:
         return fixed_false(module, test, value)
-
-
-class EmptyAttributes:
-    """``if self._hooks:`` where only methods that never run for the class fill it
-    (:meth:`.decide.Decider.empty_for`)."""
-
-    def __init__(self, decider: Decider) -> None:
-        self.decider = decider
-
-    def false_for(
-        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
-    ) -> str | None:
-        for attr in _self_attributes(test, value):
-            why = self.decider.empty_for(x, attr)
-            if why is not None:
-                return why
-        return None
 
 
 class ClassConstants:
@@ -120,51 +102,7 @@ def deciders(
     decider = Decider(project, reach, tree_of)
     return [
         RunTimeConstants(),
-        EmptyAttributes(decider),
         ClassConstants(decider),
         NamedClasses(configs),
         NoneLocals(Nones(project, tree_of)),
     ]
-
-
-def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
-    """The ``x`` of each ``self.x`` that ``test`` needs truthy to be ``value`` (``self.x``, ``not
-    self.x`` false, ``len(self.x) > 0``), through ``and``/``or``."""
-    return necessary(test, value, _truthy_attribute)
-
-
-def _truthy_attribute(test: ast.expr, value: bool) -> list[str]:
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_len(test.left):
-        bound = test.comparators[0]
-        if isinstance(bound, ast.Constant) and isinstance(bound.value, int):
-            op, n = type(test.ops[0]), bound.value
-            nonzero = (
-                (op is ast.Eq and n == 0 and not value)
-                or (op is ast.NotEq and n == 0 and value)
-                or (op is ast.Gt and n >= 0 and value)
-                or (op is ast.GtE and n >= 1 and value)
-                or (op is ast.Lt and n == 1 and not value)
-                or (op is ast.LtE and n == 0 and not value)
-            )
-            if nonzero:
-                test, value = test.left, True
-    if isinstance(test, ast.Call) and _is_len(test):
-        test = test.args[0]
-    if (
-        value
-        and isinstance(test, ast.Attribute)
-        and isinstance(test.value, ast.Name)
-        and test.value.id == "self"
-    ):
-        return [test.attr]
-    return []
-
-
-def _is_len(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "len"
-        and len(node.args) == 1
-        and not node.keywords
-    )
