@@ -12,7 +12,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
+from harness.overrides.evidence.attributes import Stores
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.reach import NO, Reach
 from harness.overrides.facts.uses import inert, parents_of
@@ -227,7 +227,7 @@ class Decider:
         self.reach = reach
         self.tree_of = tree_of
         """The parsed file at a path (``None`` when unreadable)."""
-        self._foreign: dict[str, bool] = {}
+        self._stores = Stores(project, tree_of)
 
     def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
         """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it raises),
@@ -235,7 +235,7 @@ class Decider:
         2``), or, for an upper-case name no class can supply, :data:`UNSET`; and no method that may
         run for an ``x``, nor any file on another object, changes it."""
         project = self.project
-        if not project.fully_resolved(x) or self._written_elsewhere(attr):
+        if not project.fully_resolved(x) or self._stores.stored(attr, others=True):
             return None
         found: tuple[object, str] | None = None
         open_ended = False  # a class of the MRO may supply attributes its body does not bind
@@ -286,43 +286,3 @@ class Decider:
 
     def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
         return class_node(cls, self.tree_of)
-
-    def _written_elsewhere(self, attr: str) -> bool:
-        """Whether some file assigns, deletes or ``setattr``s ``<obj>.<attr>`` on another object
-        than ``self``/``cls``. A file that does not parse counts as writing it."""
-        known = self._foreign.get(attr)
-        if known is not None:
-            return known
-        found = False
-        for module in modules_naming(self.project, attr):
-            text = self.project.text(module.file.path)
-            if text is None or not named_on_other_objects(text, attr):
-                continue
-            tree = self.tree_of(module.file.path)
-            if tree is None or not tree.body or _stores_elsewhere(tree, attr):
-                found = True
-                break
-        self._foreign[attr] = found
-        return found
-
-
-def _stores_elsewhere(tree: ast.Module, attr: str) -> bool:
-    """Whether ``tree`` assigns, deletes or ``setattr``s ``<obj>.<attr>`` on an object other than
-    a bare ``self``/``cls``."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == attr:
-            owner = node.value
-            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
-                continue
-            if isinstance(node.ctx, (ast.Store, ast.Del)):
-                return True
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "setattr"
-            and len(node.args) >= 2
-            and isinstance(node.args[1], ast.Constant)
-            and node.args[1].value == attr
-        ):
-            return True
-    return False

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.evidence.attributes import modules_naming
+from harness.overrides.evidence.attributes import Stores
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.facts.blocks import inner_blocks
 from harness.overrides.facts.signature import MethodKind, dotted_name
@@ -163,7 +163,7 @@ class Configs:
         self.project = project
         self.tree_of = tree_of
         """The parsed file at a path (``None`` when unreadable)."""
-        self._written: dict[str, bool] = {}
+        self._stores = Stores(project, tree_of)
         self._lacks: dict[tuple[int, str], bool] = {}
         self._may_have: dict[tuple[int, str], bool] = {}
 
@@ -174,7 +174,7 @@ class Configs:
         that function runs for an ``x``; ``None`` when it may have one."""
         func, me = self._scope_at(module, line)
         for cls, said in self._classes(x, module, func, me, name, line):
-            if self._no_attr(cls, attr) and not self._written_anywhere(attr):
+            if self._no_attr(cls, attr) and not self._stores.stored(attr):
                 return (
                     f"for {x.qualname}, {name} is an instance of {cls.qualname} ({said}), and "
                     f"no class of its hierarchy defines {attr}"
@@ -391,35 +391,3 @@ class Configs:
 
     def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
         return class_node(cls, self.tree_of)
-
-    def _written_anywhere(self, attr: str) -> bool:
-        """Whether a file of the project writes ``<obj>.<attr>`` or calls ``setattr``/
-        ``delattr`` with the name ``attr`` (files naming neither are not parsed)."""
-        known = self._written.get(attr)
-        if known is not None:
-            return known
-        found = False
-        for module in modules_naming(self.project, attr, by_name=True):
-            tree = self.tree_of(module.file.path)
-            if tree is None or self._writes(tree, attr):
-                found = True
-                break
-        self._written[attr] = found
-        return found
-
-    @staticmethod
-    def _writes(tree: ast.Module, attr: str) -> bool:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr == attr:
-                if not isinstance(node.ctx, ast.Load):
-                    return True
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("setattr", "delattr")
-                and len(node.args) >= 2
-                and isinstance(node.args[1], ast.Constant)
-                and node.args[1].value == attr
-            ):
-                return True
-        return False
