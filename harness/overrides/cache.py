@@ -71,9 +71,8 @@ def digest(data: bytes) -> str:
 
 
 def locate(option: str | None, paths: Sequence[str], cwd: str) -> str | None:
-    """The cache directory for a run: ``option`` (``--cache-dir``, relative to ``cwd``; ``""``
-    to find it, ``None`` for no cache), else ``$XDG_CACHE_HOME/harness/<project>``, else
-    ``<project root>/.harness_cache``."""
+    """The cache directory for a run: ``option`` (``--cache-dir``; ``""`` to find it, ``None`` for
+    none), else ``$XDG_CACHE_HOME/harness/<project>``, else ``<project root>/.harness_cache``."""
     if option is None:
         return None
     if option:
@@ -267,9 +266,8 @@ def _decode(blob: bytes) -> FileSummary | None:
 
 
 class InstalledCache:
-    """Summaries of installed and standard-library files, one framed file per content hash
-    under :func:`installed_directory`: a run opens only the entries it needs, and writes
-    each new one at once (atomically), however many projects share the directory."""
+    """Summaries of installed and standard-library files, one framed file per content hash under
+    :func:`installed_directory`, read and written one entry at a time."""
 
     def __init__(self, enabled: bool) -> None:
         self.directory = installed_directory() if enabled else None

@@ -189,9 +189,8 @@ class _Walker:
         return found
 
     def _directory_names(self, directory: str, root: str) -> list[list[str]]:
-        """Per import root holding ``directory`` (preferred first, ``root`` last): the dotted
-        names of the directory from it, longest first, made of identifiers only (empty for
-        the root itself). Memoised: files of one directory share them."""
+        """Per import root holding ``directory`` (preferred first), the dotted names of the
+        directory from it, longest first (memoised)."""
         key = (directory, root)
         known = self.directory_names.get(key)
         if known is None:
@@ -220,9 +219,8 @@ class _Walker:
         self.by_real[real] = (linked, file)
 
     def walk(self, start: str, real: str, root: str, linked: bool = False) -> None:
-        """Collect the ``.py`` files under ``start`` (iterative; each real directory once;
-        symlinked directories are queued for :meth:`walk_linked`). Module names are taken
-        relative to ``root``, the scanned path ``start`` was reached from."""
+        """Collect the ``.py`` files under ``start``, each real directory once, queueing symlinked
+        directories for :meth:`walk_linked`; names are relative to ``root``."""
         stack = [(start, real)]
         while stack:
             directory, canonical = stack.pop()

@@ -130,9 +130,8 @@ class _Finder:
         return text
 
     def body(self, stmts: Sequence[ast.stmt], held: list[str], in_function: bool = True) -> bool:
-        """Descend into the statement of ``stmts`` holding the call. Early exits before it
-        count only in a function body (elsewhere none can exit), so module and class bodies
-        are searched by line (a file of thousands of classes costs a bisection per call)."""
+        """Descend into the statement of ``stmts`` holding the call; early exits count only in a
+        function body, and other bodies are searched by bisection."""
         held = list(held)
         if not in_function:
             starts = self.starts.get(id(stmts))

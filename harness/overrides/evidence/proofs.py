@@ -96,9 +96,8 @@ class _Files:
 
 
 class EvidenceIndex:
-    """Call sites of the whole project (the tree and the modules read from outside it) by
-    called method name, gathered on first request from the files that call that name (other
-    files' calls stay encoded)."""
+    """Call sites of the whole project by called method name, gathered on first request from the
+    files that call that name."""
 
     def __init__(self, project: Project) -> None:
         self.project = project
@@ -119,9 +118,8 @@ class EvidenceIndex:
         """Class id -> the classes of its MRO with a base bound to different classes."""
 
     def release(self) -> None:
-        """Drop the gathered call sites and break the index <-> reach reference cycle, so that
-        the project is freed at once by reference counting when the check ends; the index is
-        unusable afterwards."""
+        """Drop the gathered call sites and break the index <-> reach cycle, so reference counting
+        frees the project; the index is unusable afterwards."""
         self._by_method.clear()
         self._callers.clear()
         self._forwarded.clear()
@@ -193,8 +191,8 @@ class EvidenceIndex:
         within: ClassInfo | None = None,
     ) -> list[Proof]:
         """Calls that reach ``cls``'s ``name`` and that its signature rejects (and ``base``'s
-        accepts), best first; with ``within``, only calls on instances of that class or of
-        its subclasses."""
+        accepts), best first; with ``within``, only calls on instances of that class or its
+        subclasses."""
         if override.is_property:
             return []
         calls = self.calls(name)

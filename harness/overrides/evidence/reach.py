@@ -184,8 +184,7 @@ class Reach:
 
     def runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> int:
         """Whether ``owner.method`` can run with ``self`` an instance of ``x``: :data:`YES`,
-        :data:`UNTYPED` (only through receivers whose type is not known to be ``x``) or
-        :data:`NO`."""
+        :data:`UNTYPED` or :data:`NO`."""
         if not method:
             return YES  # a module-level function: anyone may call it
         key = (id(x), id(owner), method)
@@ -516,9 +515,8 @@ class Reach:
         return None
 
     def _taking_places(self, x: ClassInfo, method: str) -> list[str]:
-        """The methods of ``x``'s classes that take ``method`` as a bound method
-        (``self.<method>`` uncalled, a ``getattr(self, ...)`` naming it), running for an
-        ``x``."""
+        """The methods of ``x``'s classes, running for an ``x``, that take ``method`` as a bound
+        method."""
         in_mro = self.project.in_mro
         quoted = method in self._quoted_names()
         places = [(cls, where) for cls, where in self.escaping.get(method, ())]

@@ -119,9 +119,8 @@ _SELF_ATTR_CALL = re.compile(
 
 
 def blank_comments(text: str) -> str:
-    """``text`` with every ``#`` comment (a ``#`` at a line start or after a space) replaced by
-    spaces: same length and lines, so offsets and line numbers still hold. A ``#`` inside a
-    string is blanked too; strings are no code to scan anyway."""
+    """``text`` with every ``#`` comment (a ``#`` at a line start or after a space) blanked to
+    spaces, so offsets and line numbers hold."""
     if "#" not in text:
         return text
 

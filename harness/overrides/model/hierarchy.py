@@ -75,9 +75,8 @@ class Hierarchy:
         return self._first(cls, assigners, None, test) is not None
 
     def inheritors(self, cls: ClassInfo, name: str) -> list[ClassInfo]:
-        """``cls`` and its descendants whose ``name`` is ``cls``'s definition; a descendant that
-        binds ``name`` itself, or gets it from another base first, hides it from its own
-        descendants."""
+        """``cls`` and its descendants whose ``name`` is ``cls``'s definition (a descendant binding
+        ``name`` hides it from its own)."""
         return [
             cls,
             *self._below((cls,), lambda c: not c.defines(name) and self.definer(c, name) is cls),

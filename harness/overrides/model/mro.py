@@ -94,9 +94,8 @@ class MroIndex:
                 self._stored_mro[id(cls)] = (cls, *merged)
 
     def _label_chains(self, classes: list[ClassInfo]) -> None:
-        """Number the single-base chains depth first (``_chain_entry``/``_chain_exit``), so
-        that "is ``c`` on ``x``'s chain" is two comparisons; ``_chain_end`` is where each
-        chain ends."""
+        """Number the single-base chains depth first, so that "is ``c`` on ``x``'s chain" is two
+        comparisons."""
         below: dict[int, list[ClassInfo]] = {}
         for cls in classes:
             up = self._single_base.get(id(cls))
