@@ -274,8 +274,9 @@ class Decider:
         return found
 
     def _no_call_names(self, method: str, attr: str) -> bool:
-        """Whether no call of the private ``method`` can pass a keyword ``attr``: every call of that
-        name in the tree spells its keywords out, none of them ``attr``."""
+        """Whether no call of ``method`` can pass a keyword ``attr``: ``attr`` is private (users pass
+        no such keyword) and every call of that name in the tree spells out its keywords, none
+        ``attr``."""
         if not attr.startswith("_"):
             return False
         return all(
