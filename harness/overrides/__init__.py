@@ -1,14 +1,7 @@
 """Strict override checker: signature drift between base and subclass methods.
 
-Static and whole-tree: files are parsed with :mod:`ast`, never imported. Public API::
-
-    from harness.overrides import CheckOptions, check
-
-    result = check(["vllm"], changed=["vllm/v1/attention/backends/mla/common.py"])
-    for finding in result.findings: ...
-
-From the shell: ``harness overrides [PATH...] [--changed FILE...]``, or
-``python -m harness.overrides ...``. The pipeline, one module a stage, is drawn in
+Static and whole-tree: files are parsed with :mod:`ast`, never imported. ``check(paths,
+changed=...)`` from Python, ``harness overrides [PATH...]`` from the shell; the pipeline is drawn in
 ``docs/architecture.md``.
 """
 

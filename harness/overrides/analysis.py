@@ -1,9 +1,8 @@
 """Analysis of a loaded tree: resolve classes, run the rules on their facts, attach proofs,
 suppress.
 
-``changed`` mode checks the classes of the changed files plus every class anywhere in the
-tree whose MRO reaches a class defined in a changed file, so a rename in a base class file
-still reports the stale subclass in an untouched file.
+``changed`` mode checks the classes of the changed files and every class whose MRO reaches one, so a
+rename in a base still reports the stale subclass in an untouched file.
 """
 
 from __future__ import annotations
@@ -40,16 +39,16 @@ def analyze(
     select: frozenset[str],
     deleted: frozenset[str] = frozenset(),
     external: ExternalModules | None = None,
+    sources: Mapping[str, bytes] | None = None,
 ) -> tuple[list[Finding], int, int]:
-    """Findings (suppressed ones removed), number of classes, number checked.
-
-    ``summaries`` maps display paths to summaries; ``changed`` holds display paths and
-    ``deleted`` the module names of changed files that no longer exist; ``external``
-    supplies modules from outside the tree (installed packages, the standard library).
-    """
+    """Findings (suppressed ones removed), number of classes, number checked. ``changed`` holds
+    display paths, ``deleted`` the module names of changed files that no longer exist."""
     by_display = {f.display: f for f in files}
     project = Project(
-        ((by_display[d], s) for d, s in summaries.items()), watch=deleted, external=external
+        ((by_display[d], s) for d, s in summaries.items()),
+        watch=deleted,
+        external=external,
+        sources=sources,
     )
     rules = RuleSet(select)
     findings, classes, checked = _analyze(project, summaries, changed, rules)

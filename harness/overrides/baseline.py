@@ -1,12 +1,8 @@
 """Baselines: accept today's findings, fail only on new ones.
 
-A finding's key is its rule code, its severity, the qualified class and method, and the
-drifted parameter names (for file-level diagnostics: the path and a code-specific detail) —
-never its line or column, so editing unrelated code does not resurface baselined drift, while
-a new drift of the same kind in the same file (another method, another parameter) is not
-hidden, and neither is a baselined warning that a new call proves to crash (an escalation is
-new). Keys are counted, so a second identical finding beyond the baselined count is new.
-Entries that no finding uses any more are stale: a whole-tree run reports them, and
+A finding's key is its rule code, severity, class, method and drifted parameter names, never its
+line, so editing unrelated code does not resurface baselined drift; keys are counted, so a second
+identical finding is new. Entries no finding uses are stale: a whole-tree run reports them and
 ``--write-baseline`` drops them.
 """
 

@@ -1,12 +1,9 @@
 """On-disk cache of file summaries, and parallel summarising of the files not in it.
 
-A summary is reused only for the same content hash (every run reads and hashes every file).
-Cache files are framed (magic string, a header naming the checker and Python versions, a
-checksum); anything unreadable, corrupt or from another version is an empty cache, and an
-unusable location means running without a cache, never an error. Writes are atomic. The
-directory is found like ruff's (``--cache-dir``, ``$XDG_CACHE_HOME/harness/<project>``, else
-``.harness_cache`` in the project root); summaries of files outside the tree are kept once per
-machine (:class:`InstalledCache`). Details: ``docs/checker.md``.
+A summary is reused only for the same content hash. Cache files are framed (magic, versions,
+checksum); anything unreadable or from another version is an empty cache, and an unusable location
+means no cache, never an error. Writes are atomic. The directory is found like ruff's; details in
+``docs/checker.md``.
 """
 
 from __future__ import annotations
@@ -47,12 +44,8 @@ _CACHEDIR_TAG = (
 
 @functools.cache
 def code_version() -> str:
-    """Fingerprint of the checker's own source files (name, size, mtime), taken once per
-    process.
-
-    Part of every cache header, so editing the checker never reuses stale summaries or
-    results; ``SCHEMA`` still documents deliberate format changes.
-    """
+    """Fingerprint of the checker's own source files (name, size, mtime), taken once per process:
+    part of every cache header, so editing the checker never reuses stale summaries."""
     package = os.path.dirname(os.path.realpath(__file__))
     parts: list[str] = []
     for directory in (package, *(os.path.join(package, d) for d in _SUBPACKAGES)):
@@ -78,9 +71,8 @@ def digest(data: bytes) -> str:
 
 
 def locate(option: str | None, paths: Sequence[str], cwd: str) -> str | None:
-    """The cache directory for a run: ``option`` (``--cache-dir``, relative to ``cwd``; ``""``
-    to find it, ``None`` for no cache), else ``$XDG_CACHE_HOME/harness/<project>``, else
-    ``<project root>/.harness_cache``."""
+    """The cache directory for a run: ``option`` (``--cache-dir``; ``""`` to find it, ``None`` for
+    none), else ``$XDG_CACHE_HOME/harness/<project>``, else ``<project root>/.harness_cache``."""
     if option is None:
         return None
     if option:
@@ -211,12 +203,8 @@ def _is_blob_table(payload: Any) -> bool:
 
 
 class Cache:
-    """Encoded summaries by content hash.
-
-    Kept in two files: the bulk, and a small file of the entries added since the bulk was
-    last written, so that a run that parsed a few edited files rewrites only those; the bulk
-    is rewritten once the small file holds more than ``_JOURNAL_MAX`` entries.
-    """
+    """Encoded summaries by content hash, in two files: the bulk, and a journal of the entries added
+    since, rewritten into the bulk once it holds more than ``_JOURNAL_MAX``."""
 
     def __init__(self, directory: str | None) -> None:
         self.directory = directory
@@ -278,9 +266,8 @@ def _decode(blob: bytes) -> FileSummary | None:
 
 
 class InstalledCache:
-    """Summaries of installed and standard-library files, one framed file per content hash
-    under :func:`installed_directory`: a run opens only the entries it needs, and writes
-    each new one at once (atomically), however many projects share the directory."""
+    """Summaries of installed and standard-library files, one framed file per content hash under
+    :func:`installed_directory`, read and written one entry at a time."""
 
     def __init__(self, enabled: bool) -> None:
         self.directory = installed_directory() if enabled else None
@@ -357,11 +344,8 @@ def load(
     jobs: int | None,
     meanwhile: Callable[[], object] | None = None,
 ) -> tuple[dict[str, FileSummary], int]:
-    """Summaries by display path (from the cache when the content hash is known; cached ones
-    first, each group in the order of ``sources``) and the number of files parsed.
-
-    ``meanwhile`` runs once: while the worker processes parse, or before parsing in process.
-    """
+    """Summaries by display path (cached ones first) and the number of files parsed. ``meanwhile``
+    runs once, while the workers parse."""
     out: dict[str, FileSummary] = {}
     todo: list[Source] = []
     for source in sources:
@@ -411,10 +395,8 @@ _PARENT_POLL = 0.2
 
 
 def _exit_with_parent(run: int) -> None:
-    """A pool worker's initializer: end this worker once the run (pid ``run``) or the process
-    that started the worker is gone. SIGKILL or SIGTERM to a run, as ``timeout`` and CI
-    cancellation send, ends it without shutting the pool down, and a worker waiting on the
-    pool's queue would wait forever."""
+    """A pool worker's initializer: end this worker once the run or its parent is gone (a killed run
+    does not shut the pool down, and a waiting worker would wait forever)."""
     import threading
     import time
 

@@ -1,7 +1,5 @@
-"""Orchestration: discover, reuse a stored result or summarise (cached) and analyse, sort.
-
-Heavy modules (parsing, resolution, rules) are imported only when the stored result of an
-identical run on an unchanged tree cannot be reused.
+"""Orchestration: discover, reuse a stored result or summarise (cached) and analyse, sort. Heavy
+modules are imported only when no stored result can be reused.
 """
 
 from __future__ import annotations
@@ -226,6 +224,7 @@ def _analyze(
             select=options.select,
             deleted=deleted,
             external=external,
+            sources={s.file.path: s.data for s in sources},
         )
     except CorruptSummary:  # a cached part decoded only now is broken: start again without
         Cache(cache_dir).clear()

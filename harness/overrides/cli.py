@@ -1,6 +1,5 @@
-"""``harness overrides``: parse arguments, call :func:`harness.overrides.checker.check`, print.
-
-Importing this module is cheap: the checker is imported only when the subcommand runs.
+"""``harness overrides``: parse arguments, call :func:`harness.overrides.checker.check`, print. The
+checker is imported only when the subcommand runs.
 """
 
 from __future__ import annotations
@@ -298,12 +297,8 @@ def _write_baseline(path: str, findings: Sequence[Finding]) -> None:
 
 
 def _emit(text: str) -> int:
-    """Write ``text`` to standard output. An output that cannot take it (a closed pipe, a
-    full disk) is an I/O error: one line on standard error, exit 2, no traceback.
-
-    File names that are not valid UTF-8 reach us as lone surrogates; they are written back
-    as the bytes they came from.
-    """
+    """Write ``text`` to standard output; an output that cannot take it is one line on standard
+    error and exit 2. Lone surrogates (non-UTF-8 file names) are written back as their bytes."""
     out = sys.stdout
     try:
         out.flush()

@@ -1,10 +1,8 @@
 """Compact, fast serialisation of :class:`FileSummary` for the cache and worker processes.
 
-Summaries are flattened to nested tuples of builtins (:mod:`harness.overrides.facts.tuple_codec`,
-in each NamedTuple's ``_fields`` order) and written with :mod:`marshal` (several times faster
-to load than pickling named tuples and enums). A class's signatures and calls, and a module's
-calls, are marshalled separately and kept as bytes when a summary is loaded: they are decoded
-only when the analysis first asks for them (:class:`harness.overrides.summary.Deferred`).
+Summaries are flattened to tuples of builtins (:mod:`harness.overrides.facts.tuple_codec`) and
+written with :mod:`marshal`. A class's signatures and calls are marshalled separately and decoded
+only when first asked for (:class:`harness.overrides.summary.Deferred`).
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import marshal
 from typing import Any
 
 from harness.overrides.facts.callsites import CallSite
-from harness.overrides.facts.dispatch import DispatchSummary
+from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.signature import Signature
 from harness.overrides.facts.tuple_codec import compile_codec
 from harness.overrides.summary import (

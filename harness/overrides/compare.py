@@ -1,10 +1,8 @@
 """Pure comparison of a base method's signature with its override's.
 
-:func:`align` says, for every parameter a caller can pass to the base method, which parameter
-of the override receives that argument (:class:`Link`), and which override parameters no base
-argument reaches. It decides nothing about drift: the rule modules read these facts. Every
-exemption is a small named predicate, tested on its own, in the spirit of pylint's
-``_different_parameters`` family.
+:func:`align` says which override parameter receives each argument a caller can pass to the base
+(:class:`Link`), and which override parameters no base argument reaches; the rule modules decide
+drift from these facts. Each exemption is a small named predicate.
 """
 
 from __future__ import annotations
@@ -24,20 +22,14 @@ VARIADIC = (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD)
 
 
 def is_exempt_method(name: str) -> bool:
-    """Constructor hooks and name-mangled ``__private`` methods are never compared.
-
-    Constructors are called with the subclass's own signature (``C(...)``), so changing it is
-    normal; ``__private`` names are mangled per class, so they cannot override anything.
-    """
+    """Constructor hooks (called with the subclass's own signature) and name-mangled ``__private``
+    methods are never compared."""
     return name in CONSTRUCTOR_HOOKS or (name.startswith("__") and not name.endswith("__"))
 
 
 def is_operator_dunder(name: str) -> bool:
-    """Dunders other than ``__call__`` are called positionally by the interpreter.
-
-    ``__eq__(self, other)`` may become ``__eq__(self, rhs)``; ``__call__`` is called with
-    user keywords, so its parameter names matter like any method's.
-    """
+    """Dunders other than ``__call__`` are called positionally by the interpreter, so their
+    parameter names do not matter."""
     return len(name) > 4 and name.startswith("__") and name.endswith("__") and name != "__call__"
 
 
@@ -53,21 +45,15 @@ def absorbs_everything(sig: Signature) -> bool:
 
 
 def is_catch_all(sig: Signature) -> bool:
-    """A base taking only ``*args, **kwargs`` declares no signature to drift from.
-
-    ``CustomOp.forward_cuda(self, *args, **kwargs)`` in vLLM is a dispatch slot: every
-    override narrows it, by design.
-    """
+    """A base taking only ``*args, **kwargs`` declares no signature to drift from (a dispatch slot
+    every override narrows)."""
     explicit = sig.explicit_params()
     return absorbs_everything(sig) and all(p.kind in VARIADIC for p in explicit)
 
 
 def kind_breaks_callers(base: Signature, override: Signature) -> bool:
-    """A class or static method overridden by an instance method breaks ``Class.m(...)`` calls.
-
-    The other direction is compatible for the calls that matter: ``self.m(x)`` works whether
-    ``m`` is an instance, class or static method, as long as the explicit parameters agree.
-    """
+    """A class or static method overridden by an instance method breaks ``Class.m(...)`` calls (the
+    other direction keeps ``self.m(x)`` working)."""
     return base.kind is not MethodKind.INSTANCE and override.kind is MethodKind.INSTANCE
 
 
@@ -154,13 +140,8 @@ def _positional_view(params: tuple[Param, ...], operator: bool) -> tuple[Param, 
 
 
 def moved_parameters(base: list[Param], override: list[Param]) -> frozenset[str]:
-    """Base positional parameters that land at another position for a reason other than a
-    removal before them: a changed relative order, or a new parameter inserted before them.
-
-    ``plan(self, batch, num_tokens)`` -> ``plan(self, num_tokens)`` only removes ``batch``;
-    ``forward(self, q, k)`` -> ``forward(self, k, q)`` and ``f(self, a, b)`` ->
-    ``f(self, a, x, b)`` move parameters: positional callers bind the wrong values.
-    """
+    """Base positional parameters that land at another position for a reason other than a removal
+    before them: ``f(self, a, b)`` -> ``f(self, b, a)`` or ``f(self, a, x, b)``."""
     o_names = [p.name for p in override]
     keyword = [p.name for p in base if p.kind is not ParamKind.POSITIONAL_ONLY]
     shared = [n for n in keyword if n in o_names]

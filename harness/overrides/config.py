@@ -1,11 +1,8 @@
 """Project configuration: the ``[tool.harness.overrides]`` table of ``pyproject.toml``.
 
-Found the way ruff finds its own settings: the nearest ``pyproject.toml`` that has the table,
-walking up from the directory the scanned paths have in common. ``--config FILE`` names the
-file, ``--isolated`` ignores every file, and command-line options win. Keys: ``exclude``,
-``extend-exclude``, ``select``, ``ignore``, ``fail-on``, ``baseline``, ``python`` (the README
-and ``docs/checker.md`` show a full table and how patterns match). TOML is read with
-:mod:`tomllib`, or ``tomli`` on Python 3.10.
+Found like ruff's settings (the nearest ``pyproject.toml`` holding the table above the scanned
+paths); ``--config FILE`` names it, ``--isolated`` ignores it, command-line options win. The keys
+are listed in ``docs/checker.md``.
 """
 
 from __future__ import annotations
@@ -202,10 +199,8 @@ def _strings(
 
 
 def glob_match(pattern: str, path: str) -> bool:
-    """Whether the ``/``-separated ``path`` matches ``pattern``: ``*``, ``?`` and ``[...]``
-    stay within one component (:func:`fnmatch.fnmatchcase`), ``**`` as a whole component
-    spans any number of them. Iterative with one backtrack point (the last ``**``), so time
-    is O(len(pattern) * len(path)), never exponential."""
+    """Whether the ``/``-separated ``path`` matches ``pattern`` (``*``, ``?``, ``[...]`` within one
+    component, ``**`` across any number), in O(len(pattern) * len(path))."""
     parts = [p for p in pattern.strip("/").split("/") if p]
     names = path.strip("/").split("/")
     t = n = 0

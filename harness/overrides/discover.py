@@ -1,15 +1,9 @@
 """Find the Python files under the given paths and name their modules.
 
-A file in a regular package is named by its ``__init__.py`` chain (``vllm/v1/attention/...``
--> ``vllm.v1.attention...``). A file outside regular packages (namespace packages, scripts,
-``src/`` layouts) is named by its path from an import root that does not depend on where the
-scan starts: the directory that holds the project's regular packages on the way to it
-(:meth:`_Walker.package_root`), else the project root (:func:`project_root`), else the
-working directory, else the scanned root. Its names from the other roots (and their
-suffixes) are aliases, so absolute imports resolve whichever sub-path was passed. Walking is
-iterative and reports loops and unreadable entries instead of failing. Symlinks never change
-what is found: a file is known by its real path, once, the direct path winning, with the names
-of symlinked paths as aliases; ``docs/checker.md`` ("Module names") has the details.
+A file in a regular package is named by its ``__init__.py`` chain; one outside (namespace packages,
+scripts, ``src/`` layouts) by its path from an import root that does not depend on where the scan
+starts (:meth:`_Walker.package_root`, :func:`project_root`). Names from other roots are aliases. A
+file is known by its real path, once; ``docs/checker.md`` ("Module names") has the details.
 """
 
 from __future__ import annotations
@@ -164,12 +158,9 @@ class _Walker:
         return known
 
     def package_root(self, directory: str) -> str | None:
-        """The import root of the project's regular packages nearest ``directory``: from
-        ``directory`` up to the project root (without one, up to the filesystem root), the
-        folder holding the outermost regular package around it (a folder without
-        ``__init__.py`` inside ``pkg/`` is a namespace portion of it: ``pkg/sub/layers/`` is
-        ``pkg.sub.layers``), else the first folder that is no package and holds one
-        (``python/`` beside ``python/pkg/`` for ``python/tools/``)."""
+        """The import root of the project's regular packages nearest ``directory``: the folder
+        holding the outermost regular package around it, else the first folder up to the project
+        root that is no package and holds one."""
         top = self.outermost_package(directory)
         if top is not None:
             return os.path.dirname(top)
@@ -198,9 +189,8 @@ class _Walker:
         return found
 
     def _directory_names(self, directory: str, root: str) -> list[list[str]]:
-        """Per import root holding ``directory`` (preferred first, ``root`` last): the dotted
-        names of the directory from it, longest first, made of identifiers only (empty for
-        the root itself). Memoised: files of one directory share them."""
+        """Per import root holding ``directory`` (preferred first), the dotted names of the
+        directory from it, longest first (memoised)."""
         key = (directory, root)
         known = self.directory_names.get(key)
         if known is None:
@@ -229,9 +219,8 @@ class _Walker:
         self.by_real[real] = (linked, file)
 
     def walk(self, start: str, real: str, root: str, linked: bool = False) -> None:
-        """Collect the ``.py`` files under ``start`` (iterative; each real directory once;
-        symlinked directories are queued for :meth:`walk_linked`). Module names are taken
-        relative to ``root``, the scanned path ``start`` was reached from."""
+        """Collect the ``.py`` files under ``start``, each real directory once, queueing symlinked
+        directories for :meth:`walk_linked`; names are relative to ``root``."""
         stack = [(start, real)]
         while stack:
             directory, canonical = stack.pop()
@@ -261,11 +250,9 @@ class _Walker:
             self.walk(path, real, root, linked=True)
 
     def walk_aliases(self, start: str, real: str, root: str) -> None:
-        """Add the names the files under ``start`` have through this symlinked path
-        (``aaa -> pkg``: ``aaa.base``) to the files already found under ``real``. Symlinked
-        directories inside are not followed from here (each is queued where it is found), so
-        symlinks that point at each other cannot make this loop; unreadable entries were
-        reported where they are."""
+        """Add the names the files under ``start`` have through this symlinked path (``aaa -> pkg``:
+        ``aaa.base``) to the files found under ``real``; symlinked directories inside are queued,
+        not followed."""
         stack = [(start, real)]
         seen: set[str] = set()
         while stack:
@@ -338,12 +325,8 @@ def _is_source(name: str) -> bool:
 def discover(
     paths: Iterable[str], cwd: str | None = None, excluder: Excluder | None = None
 ) -> tuple[list[SourceFile], list[Unreadable]]:
-    """All ``.py`` files under ``paths`` (files or directories), each once, in sorted order.
-
-    A walk leaves out what ``excluder`` excludes (default: hidden entries, caches, virtual
-    environments and builds; see :data:`harness.overrides.config.DEFAULT_EXCLUDE`); a file
-    named in ``paths`` is always taken. Raises :class:`HarnessError` for a path given
-    explicitly that does not exist.
+    """All ``.py`` files under ``paths``, each once, sorted; a walk leaves out what ``excluder``
+    excludes, a file named in ``paths`` is always taken. :class:`HarnessError` for a missing path.
     """
     base = os.path.abspath(cwd or os.getcwd())
     paths = list(paths)
@@ -389,10 +372,8 @@ def module_names(path: str, roots: Sequence[str], cwd: str | None = None) -> tup
 
 
 def import_roots(paths: Sequence[str], cwd: str) -> tuple[str, ...]:
-    """Directories files are named from, preferred first, before the scanned root each was
-    found under: the project root of ``paths`` (it does not depend on which sub-path of the
-    project was passed), then ``cwd`` (``python -m`` imports from there). Without a
-    :data:`ROOT_MARKERS` entry above the paths, ``cwd`` comes first."""
+    """Directories files are named from, preferred first: the project root of ``paths``, then
+    ``cwd`` (``cwd`` first without a :data:`ROOT_MARKERS` entry above the paths)."""
     marked = _marked_root(list(paths) or [cwd])
     if marked is None:  # no project root: as ``python -m`` from the working directory
         return tuple(dict.fromkeys((cwd, project_root(list(paths) or [cwd]))))

@@ -1,16 +1,10 @@
 """Modules outside the scanned tree, read from source files without importing anything.
 
-The standard library is the running interpreter's; installed packages are read only from an
-environment the user names (:func:`environment`, ``--python``), so a verdict never depends on
-what is installed beside the checker. A module is found as ``import`` would, but only with
-:class:`importlib.machinery.PathFinder` over that search path, one dotted component at a time
-(no package ``__init__`` runs, no meta-path hook is consulted), and summarised like a file of
-the tree, cached by content hash once per machine (:class:`~harness.overrides.cache.InstalledCache`).
-A module without Python source is read from a stub (``name.pyi`` beside it, a ``<package>-stubs``
-distribution, or the typeshed of a mypy found on the search path). Every file read is recorded
-(:attr:`InstalledModules.used`) so a stored result is reused only while they are unchanged.
-Modules of the tree's own top-level packages that the scanned paths leave out are read from
-beside the tree (under the import roots that name the scanned files), never from the search path.
+The standard library is the running interpreter's; installed packages come only from an environment
+the user names (``--python``), so a verdict never depends on what is installed beside the checker.
+Modules are found as ``import`` would with :class:`importlib.machinery.PathFinder` (no package
+``__init__`` runs), or from stubs, summarised like the tree's files, cached per machine; every file
+read is recorded for result reuse.
 """
 
 from __future__ import annotations
@@ -73,15 +67,10 @@ def _interpreter_of(directory: str) -> str | None:
 
 
 def environment(python: str | None, base: str | None = None) -> Environment:
-    """The search path for modules outside the tree: the running interpreter's standard
-    library alone when ``python`` is ``None`` (the same verdict wherever the checker is
-    installed); else the environment ``python`` names: an interpreter (its ``sys.path``,
-    standard library included), a virtual environment's directory (its interpreter), or a
-    directory of packages (searched after the running interpreter's standard library).
-    ``base``: the directory a relative ``python`` is relative to. ``ValueError`` with a
-    one-line reason when it names nothing usable, an empty ``python`` included (what an unset
-    CI variable gives: reading the standard library alone instead would drop installed bases).
-    """
+    """The search path for modules outside the tree: the standard library alone when ``python`` is
+    ``None``; else that of the interpreter, virtual environment or package directory ``python``
+    names (relative to ``base``). ``ValueError`` with a one-line reason when it names nothing usable
+    (an empty ``python`` included)."""
     if python is None:
         return Environment(tuple(_stdlib()), platform.python_version(), None)
     if not python.strip():
@@ -132,13 +121,9 @@ class InstalledModules:
         cwd: str | None = None,
         env: Environment | None = None,
     ) -> None:
-        """``tree``: top-level module names the scanned tree defines (never looked up on
-        ``sys.path``). ``local``: directories whose modules are not "installed" (the scanned
-        roots and the working directory), left out of the search path. ``import_roots``:
-        gives the directories that name the scanned files (asked once, on the first lookup
-        there), where modules of ``tree`` that were not scanned are read from (summaries
-        kept in ``local_cache``, else ``cache``; paths shown relative to ``cwd``). ``env``:
-        where else to search (default: the standard library only, see :func:`environment`)."""
+        """``tree``: the tree's top-level module names (never looked up on the search path);
+        ``local``: directories left out of the search path; ``import_roots``: where unscanned
+        modules of ``tree`` are read from; ``env``: the search path (:func:`environment`)."""
         self.cache = cache
         self.tree = frozenset(tree)
         self._import_roots = import_roots
@@ -185,11 +170,8 @@ class InstalledModules:
         return SourceFile(path, shown, name, is_package, (), real), summary
 
     def _source_of_project(self, name: str) -> tuple[str, bool] | None:
-        """A module of the project's own packages that the scanned paths left out
-        (``pkg.sub.base`` when only ``pipelines/`` was scanned), read beside the tree when
-        the environment has no such module (a stdlib ``unittest`` is never shadowed by a
-        project's ``pkg/trial/unittest.py``). Never from an installation directory: a package
-        beside a scanned ``site-packages/torch`` is installed, not the project's."""
+        """A module of the project's own packages that the scanned paths left out, read beside the
+        tree when the environment has no such module (never from an installation directory)."""
         return self._beside_tree(name, project_only=True)
 
     def _beside_tree(self, name: str, project_only: bool = False) -> tuple[str, bool] | None:
@@ -214,10 +196,8 @@ class InstalledModules:
         return None
 
     def _may_hold(self, root: str, head: str) -> bool:
-        """Whether ``root`` has an entry ``head``, ``head.py`` or ``head.pyi`` (one listing
-        per root and run: a deep tree has an import root per directory). Names are compared
-        case-insensitively, so a case-insensitive filesystem still finds what a probe of
-        the path would; a root that cannot be listed may hold anything."""
+        """Whether ``root`` has an entry ``head``, ``head.py`` or ``head.pyi`` (case-insensitively,
+        one listing per root and run); an unlistable root may hold anything."""
         if not head.isascii():
             return True
         if root not in self._listings:

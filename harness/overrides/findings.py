@@ -63,13 +63,9 @@ class Difference:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One reported problem, located at the subclass's ``def`` line for drift.
-
-    Drift is reported once per override and call site: every difference the drift rules
-    find between the two signatures (``differences``, the first one giving ``code`` and
-    ``symbol``: the one the call's ``TypeError`` names, if any), with that call's evidence;
-    once per override when no call proves anything.
-    """
+    """One reported problem, located at the subclass's ``def`` line for drift: every difference
+    between the two signatures (the first giving ``code`` and ``symbol``), once per override and
+    call site."""
 
     path: str
     line: int

@@ -1,9 +1,5 @@
-"""Cache of whole-run results, for re-running on an unchanged tree.
-
-A run is identified by its inputs (roots, changed files, optional rules, checker version) and
-fingerprinted by every file's path and content hash. When both match a stored entry, the
-stored findings are returned without loading any summary: the pre-commit / CI re-run of an
-unchanged tree costs a directory walk and reading the files once.
+"""Cache of whole-run results: a run identified by its inputs and fingerprinted by every file's path
+and content hash returns the stored findings without loading any summary.
 """
 
 from __future__ import annotations

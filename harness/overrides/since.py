@@ -1,13 +1,8 @@
 """``harness overrides --since REF``: report only the findings HEAD adds relative to REF.
 
-REF's findings come from REF's tree, exported with ``git archive`` into a temporary directory (the
-user's checkout, index and worktrees are never touched), checked with the same options, and
-cached by tree hash under ``$XDG_CACHE_HOME/harness/since`` (``~/.cache`` when unset). Findings
-are matched as baselines match them (:func:`harness.overrides.baseline.key`: rule, severity, class,
-method, parameters; never a line), so moved code is not new, like reviewdog's
-``-filter-mode=added`` and the diff mypy_primer prints. A file git sees renamed since REF
-(``git mv``, or a move git's rename detection pairs) keeps REF's findings: their module and
-path are read as the new file's before matching.
+REF's tree is exported with ``git archive`` into a temporary directory (the checkout is never
+touched), checked with the same options and cached by tree hash. Findings match as baselines do
+(never by line); a file git sees renamed keeps REF's findings.
 """
 
 from __future__ import annotations

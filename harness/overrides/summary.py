@@ -1,9 +1,6 @@
-"""Per-file summaries: the classes, methods, imports and call sites the checker needs.
-
-A summary depends only on the file's bytes (never on its path), so the cache can key it by
-content hash. Everything is a tuple of builtins, so summaries pickle cheaply across worker
-processes and into the cache. Extraction never recurses on the syntax tree: deeply nested
-input cannot overflow the stack here (``ast.parse`` itself may: a :class:`ParseFailure`).
+"""Per-file summaries: the classes, methods, imports and call sites the checker needs. A summary
+depends only on the file's bytes and is a tuple of builtins; extraction never recurses on the syntax
+tree.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from harness.overrides.facts import callsites, grammar
 from harness.overrides.facts import dispatch as dispatch_facts
 from harness.overrides.facts.callsites import CallSite, FileHits
-from harness.overrides.facts.dispatch import DispatchSummary
+from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.returned import returned_callables
 from harness.overrides.facts.signature import (
     MethodKind,
@@ -60,11 +57,8 @@ class Deferred(Generic[T]):
 
 
 class ClassSummary:
-    """A class statement: where it is, its bases, its methods and the calls inside them.
-
-    A summary read back from the cache keeps its signatures and calls encoded
-    (:class:`Deferred`) until first asked for: most runs need the details of few classes.
-    """
+    """A class statement: where it is, its bases, its methods and the calls inside them (kept
+    encoded, :class:`Deferred`, until first asked for)."""
 
     __slots__ = (
         "_calls",
@@ -152,10 +146,8 @@ class ParseFailure(NamedTuple):
 
 
 class AttributeNames(NamedTuple):
-    """The attribute names a file's text writes after a dot, and those it passes to
-    ``setattr``/``delattr``: the files where an attribute may be read or changed, found without
-    reading every file again (strings and comments count, so it is a superset of what the
-    code does; a decider reads the few files it names to be sure)."""
+    """The attribute names a file's text writes after a dot or passes to ``setattr``/``delattr`` (a
+    superset: strings and comments count)."""
 
     dotted: frozenset[str]
     """Every ``name`` written as ``.name`` (``.`` then spaces or tabs allowed)."""
@@ -165,7 +157,8 @@ class AttributeNames(NamedTuple):
 
 NO_NAMES = AttributeNames(frozenset(), frozenset())
 _DOTTED = re.compile(r"\.[ \t]*([^\W\d]\w*)")
-_BY_NAME_CALL = re.compile(r"\b(?:set|del)attr\s*\(")
+_ATTR_CALL = re.compile(r"attr\s*\(")
+"""``attr(``: a literal start is fast; the ``set``/``del`` before it is checked by hand."""
 _QUOTED = re.compile(r"[\"']([^\W\d]\w*)[\"']")
 
 
@@ -173,8 +166,11 @@ def attribute_names(text: str) -> AttributeNames:
     """The :class:`AttributeNames` of ``text``."""
     by_name: set[str] = set()
     if "attr" in text:
-        for match in _BY_NAME_CALL.finditer(text):
-            by_name.update(_QUOTED.findall(text, match.end(), match.end() + 300))
+        for match in _ATTR_CALL.finditer(text):
+            start = match.start()
+            before = text[start - 4 : start] if start >= 4 else f" {text[:start]}"
+            if before[1:] in ("set", "del") and not (before[0].isalnum() or before[0] == "_"):
+                by_name.update(_QUOTED.findall(text, match.end(), match.end() + 300))
     return AttributeNames(frozenset(_DOTTED.findall(text)), frozenset(by_name))
 
 
@@ -599,6 +595,6 @@ def _summarize_text(text: str) -> FileSummary:
         ignores=_ignores(text),
         calls=tuple(calls),
         parse_failures=(),
-        dispatch=dispatch_facts.extract(text, tree, statements, aliases),
+        dispatch=dispatch_facts.extract(text, tree, statements, aliases, hits.lines.lines),
         names=attribute_names(text),
     )

@@ -1,8 +1,5 @@
-"""Inline suppression: ``# harness: ignore[CODE, ...]`` on the line a finding is reported on.
-
-:func:`apply` drops the findings a comment names and records which of its codes were used,
-so that rules can report a bare comment, or one whose codes match nothing (a stale
-suppression would otherwise hide the next real problem on its line).
+"""Inline suppression: ``# harness: ignore[CODE, ...]`` on a finding's line. :func:`apply` records
+which codes each comment used, so rules can report bare and stale comments.
 """
 
 from __future__ import annotations
@@ -32,10 +29,7 @@ class IgnoreComment(NamedTuple):
 def apply(
     findings: Iterable[Finding], ignores: dict[str, tuple[tuple[int, tuple[str, ...]], ...]]
 ) -> tuple[list[Finding], list[IgnoreComment]]:
-    """The findings no comment suppresses, and every comment with the codes it used.
-
-    ``ignores`` maps a display path to its ``(line, codes)`` comments.
-    """
+    """The findings no comment suppresses, and every comment with the codes it used."""
     by_line: dict[tuple[str, int], set[str]] = {}
     for path, comments in ignores.items():
         for line, codes in comments:

@@ -119,16 +119,12 @@ def test_a_condition_repeated_on_the_path_is_listed_once(tmp_path: Path) -> None
     assert finding.evidence is not None and finding.evidence.guards == ("self.ready",)
 
 
-OUTER_HOOKS = """\
+OUTER_QUIET = """\
 class Base:
-    def __init__(self):
-        self._hooks = []
-
-    def register(self, hook):
-        self._hooks.append(hook)
+    QUIET = False
 
     def fire(self):
-        if not self._hooks:
+        if self.QUIET:
             return
         self._fire_one()
 
@@ -139,23 +135,22 @@ class Base:
 
 
 class Sub(Base):
-    def register(self, hook):
-        return None
+    QUIET = True
 
     def on_fire(self, n, quiet=False): ...
 """
 
 
 def test_a_condition_of_an_outer_hop_decided_false_removes_the_path(tmp_path: Path) -> None:
-    finding = _one(tmp_path, OUTER_HOOKS)
+    finding = _one(tmp_path, OUTER_QUIET)
     assert finding.severity is Severity.WARNING and finding.evidence is not None
     assert finding.evidence.unreached is not None
-    assert "it runs only if self._hooks (at m.py:11)" in finding.evidence.unreached
-    assert "only Base.register() sets self._hooks" in finding.evidence.unreached
+    assert "it runs only if not self.QUIET (at m.py:7)" in finding.evidence.unreached
+    assert "Sub sets QUIET = True in its class body" in finding.evidence.unreached
 
 
 def test_another_path_around_a_decided_hop_keeps_the_error(tmp_path: Path) -> None:
-    source = OUTER_HOOKS.replace(
+    source = OUTER_QUIET.replace(
         "    def _fire_one(self):",
         "    def fire_now(self, now):\n"
         "        if now:\n"
@@ -190,31 +185,29 @@ def test_a_loop_body_and_a_comprehension_element_need_their_iterables_not_empty(
 
 LOOP = """\
 class Base:
-    def offload(self):
-        self._all_hooks = [1]
+    PREFIXES = "ab"
 
     def free(self):
-        for hook in sorted(self._all_hooks.values()):
-            self.offload_to(hook, device=2)
+        for prefix in sorted(self.PREFIXES):
+            self.offload_to(prefix, device=2)
 
     def offload_to(self, n, device=None): ...
 
 
 class Sub(Base):
-    def offload(self):
-        return None
+    PREFIXES = ""
 
     def offload_to(self, n, gpu=None): ...
 """
 
 
-def test_a_loop_over_an_attribute_the_subclass_never_fills_is_decided(tmp_path: Path) -> None:
+def test_a_loop_over_a_constant_the_subclass_sets_empty_is_decided(tmp_path: Path) -> None:
     finding = _one(tmp_path, LOOP)
     assert finding.severity is Severity.WARNING and finding.evidence is not None
     assert finding.evidence.unreached == (
-        "it runs only if sorted(self._all_hooks.values()) is not empty (at m.py:7), but only "
-        "Base.offload() sets self._all_hooks, and it does not run for Sub"
+        "it runs only if sorted(self.PREFIXES) is not empty (at m.py:6), but Sub sets PREFIXES = "
+        "'' in its class body, and no method of Sub's classes changes self.PREFIXES"
     )
-    kept = _one(tmp_path, LOOP.replace("        return None\n", "        super().offload()\n"))
+    kept = _one(tmp_path, LOOP.replace('PREFIXES = ""', 'PREFIXES = "c"'))
     assert kept.severity is Severity.ERROR and kept.evidence is not None
-    assert kept.evidence.guards == ("sorted(self._all_hooks.values()) is not empty",)
+    assert kept.evidence.guards == ("sorted(self.PREFIXES) is not empty",)

@@ -1,4 +1,5 @@
-"""decide: a ``self.<attr>`` condition decided for a subclass, from which methods fill it."""
+"""decide: a ``self.<attr>`` condition decided for a subclass from a class constant, and which
+methods may change it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def _touch(source: str, attr: str = "_hooks") -> int:
     [
         ("def f(self):\n    if len(self._hooks) == 0:\n        return\n", QUIET),
         ("def f(self):\n    for h in self._hooks:\n        h.remove()\n", QUIET),
-        ("def f(self):\n    self._hooks = []\n", QUIET),
+        ("def f(self):\n    self._hooks = []\n", WRITES),
+        ("def f(self):\n    del self._hooks\n", WRITES),
         ("def f(self, model):\n    setattr(model, '_hooks', [1])\n", QUIET),
         ("def f(self, v):\n    setattr(self, '_other', v)\n", QUIET),
         ("def f(self, h):\n    self._hooks.append(h)\n", WRITES),
@@ -45,22 +47,20 @@ def _touch(source: str, attr: str = "_hooks") -> int:
         ),
     ],
 )
-def test_which_uses_may_fill_the_attribute(source: str, expected: int) -> None:
+def test_which_uses_may_change_the_attribute(source: str, expected: int) -> None:
     assert _touch(source) == expected
 
 
-HOOKS = """\
+KEYED = """\
 class Base:
+    _offloaded = False
+
     def register_modules(self, **kwargs):
         for name, module in kwargs.items():
             setattr(self, name, module)
 
-    def offload(self):
-        self._all_hooks = []
-        self._all_hooks.append(1)
-
     def free(self):
-        if not hasattr(self, "_all_hooks") or len(self._all_hooks) == 0:
+        if not self._offloaded:
             return
         self.offload_to(1, device=2)
 
@@ -71,9 +71,6 @@ class Sub(Base):
     def __init__(self, unet):
         self.register_modules({modules})
 
-    def offload(self):
-        return None
-
     def offload_to(self, n, gpu=None): ...
 """
 
@@ -83,36 +80,34 @@ def _findings(tmp_path: Path, source: str) -> list[Finding]:
     return check([str(tmp_path)], options=CheckOptions(cache_dir=None, cwd=str(tmp_path))).findings
 
 
-def test_a_list_tested_by_length_and_filled_only_by_an_overridden_method_is_decided(
-    tmp_path: Path,
-) -> None:
-    # As diffusers 0.42.1's DiffusionPipeline.maybe_free_model_hooks and MusicLDMPipeline.
-    (finding,) = _findings(tmp_path, HOOKS.format(modules="unet=unet"))
+def test_a_private_flag_no_call_of_a_keyword_setter_names_is_decided(tmp_path: Path) -> None:
+    (finding,) = _findings(tmp_path, KEYED.format(modules="unet=unet"))
     assert finding.severity is Severity.WARNING and finding.evidence is not None
     assert finding.evidence.unreached == (
-        'it runs only if not (not hasattr(self, "_all_hooks") or len(self._all_hooks) == 0) '
-        "(at m.py:13), but only Base.offload() sets self._all_hooks, and it does not run for Sub"
+        "it runs only if self._offloaded (at m.py:11), but Base sets _offloaded = False "
+        "in its class body, and no method of Sub's classes changes self._offloaded"
     )
 
 
-@pytest.mark.parametrize("modules", ["_all_hooks=unet", "**{'unet': unet}"])
+@pytest.mark.parametrize("modules", ["_offloaded=unet", "**{'unet': unet}"])
 def test_a_keyword_setter_whose_calls_may_name_the_attribute_leaves_it_undecided(
     tmp_path: Path, modules: str
 ) -> None:
-    (finding,) = _findings(tmp_path, HOOKS.format(modules=modules))
+    (finding,) = _findings(tmp_path, KEYED.format(modules=modules))
     assert finding.severity is Severity.ERROR
 
 
-def test_the_same_test_stays_an_error_when_the_subclass_fills_the_list(tmp_path: Path) -> None:
-    filled = HOOKS.format(modules="unet=unet").replace(
-        "    def offload(self):\n        return None\n",
-        "    def offload(self):\n        super().offload()\n",
+def test_the_same_test_stays_an_error_when_a_method_of_the_subclass_sets_it(
+    tmp_path: Path,
+) -> None:
+    filled = KEYED.format(modules="unet=unet").replace(
+        "    def offload_to(self, n, gpu=None): ...\n",
+        "    def offload(self):\n        self._offloaded = True\n\n"
+        "    def offload_to(self, n, gpu=None): ...\n",
     )
     (finding,) = _findings(tmp_path, filled)
     assert finding.severity is Severity.ERROR and finding.evidence is not None
-    assert finding.evidence.guards == (
-        'not (not hasattr(self, "_all_hooks") or len(self._all_hooks) == 0)',
-    )
+    assert finding.evidence.guards == ("self._offloaded",)
 
 
 FLAGS = """\
@@ -145,7 +140,7 @@ def test_a_class_flag_the_subclass_sets_false_decides_the_test(tmp_path: Path) -
     assert finding.severity is Severity.WARNING and finding.evidence is not None
     assert finding.evidence.unreached == (
         "it runs only if self._USE_BASE_FACTOR (at m.py:6), but Zoom sets _USE_BASE_FACTOR = "
-        "False in its class body, and nothing in Zoom's classes sets self._USE_BASE_FACTOR"
+        "False in its class body, and no method of Zoom's classes changes self._USE_BASE_FACTOR"
     )
 
 

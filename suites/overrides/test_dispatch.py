@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
-from harness.overrides.facts.dispatch import (
+from harness.overrides.facts.records import (
     ANY_NAME,
     DESCRIPTOR_METHOD,
     DESCRIPTOR_VALUE,

@@ -196,53 +196,6 @@ def test_a_wrapper_that_pops_a_keyword_never_passes_it_to_the_override(tmp_path:
     assert [f.severity for f in found] == [Severity.ERROR]
 
 
-HOOKS = """\
-class Base:
-    def __init__(self):
-        self._hooks = []
-
-    def register(self, hook):
-        self._hooks.append(hook)
-
-    def fire(self):
-        if not self._hooks:
-            return
-        self.on_fire(1, loud=True)
-
-    def on_fire(self, n, loud=False): ...
-
-
-class Sub(Base):
-    def register(self, hook):
-        return None
-
-    def on_fire(self, n, quiet=False): ...
-"""
-
-
-def test_a_condition_on_an_attribute_only_an_overridden_method_fills_is_decided(
-    tmp_path: Path,
-) -> None:
-    f = only(findings(tmp_path, {"m.py": HOOKS}))
-    assert f.severity is Severity.WARNING and f.evidence is not None
-    assert f.evidence.unreached is not None
-    assert "it runs only if self._hooks" in f.evidence.unreached
-    assert "only Base.register() sets self._hooks, and it does not run for Sub" in (
-        f.evidence.unreached
-    )
-
-
-def test_the_same_condition_stays_an_error_when_the_subclass_fills_it(tmp_path: Path) -> None:
-    f = only(
-        findings(
-            tmp_path,
-            {"m.py": HOOKS.replace("        return None\n", "        super().register(hook)\n")},
-        )
-    )
-    assert f.severity is Severity.ERROR and f.evidence is not None
-    assert f.evidence.guards == ("self._hooks",)
-
-
 CAUGHT = """\
 class Base:
     def get_offset(self, bbox, renderer): ...

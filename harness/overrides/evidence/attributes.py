@@ -1,12 +1,13 @@
 """Where the tree may read or change an attribute: a query over the
-:class:`~harness.overrides.summary.AttributeNames` every file's summary holds (made in the
-summary pass and cached with it), so a decider asking "is ``.x`` written anywhere" reads
-only the few files that name ``x``, never every file's text again."""
+:class:`~harness.overrides.summary.AttributeNames` of every file's summary, so "is ``.x`` written
+anywhere" reads only the files that name ``x``.
+"""
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from harness.overrides.model.resolve import ModuleInfo, Project
 
@@ -20,15 +21,53 @@ def modules_naming(project: Project, attr: str, *, by_name: bool = False) -> Ite
             yield module
 
 
-def text_of(module: ModuleInfo) -> str | None:
-    """The text of ``module``'s file (``None`` when it cannot be read)."""
-    try:
-        with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
 def named_on_other_objects(text: str, attr: str) -> bool:
     """Whether ``text`` writes ``.attr`` after something else than a bare ``self``/``cls``."""
     return re.search(rf"(?<!\bself)(?<!\bcls)\.[ \t]*{re.escape(attr)}\b", text) is not None
+
+
+class Stores:
+    """Whether some file of the tree stores ``<obj>.<attr>``: assigns or deletes it, or names it in
+    ``setattr``/``delattr``; a file that does not parse counts as storing it."""
+
+    def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
+        self.project = project
+        self.tree_of = tree_of
+        self._known: dict[tuple[str, bool], bool] = {}
+
+    def stored(self, attr: str, others: bool = False) -> bool:
+        """Whether a file stores ``<obj>.<attr>`` (with ``others``: ``obj`` not a bare
+        ``self``/``cls``, bar ``setattr``/``delattr``)."""
+        key = (attr, others)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = any(
+                self._stores(module, attr, others)
+                for module in modules_naming(self.project, attr, by_name=True)
+            )
+        return known
+
+    def _stores(self, module: ModuleInfo, attr: str, others: bool) -> bool:
+        if others and attr not in module.summary.names.by_name:
+            text = self.project.text(module.file.path)
+            if text is not None and not named_on_other_objects(text, attr):
+                return False
+        tree = self.tree_of(module.file.path)
+        if tree is None or not tree.body:
+            return True
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == attr:
+                owner = node.value
+                mine = isinstance(owner, ast.Name) and owner.id in ("self", "cls")
+                if not isinstance(node.ctx, ast.Load) and not (others and mine):
+                    return True
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("setattr", "delattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value == attr
+            ):
+                return True
+        return False

@@ -1,11 +1,8 @@
 """Simulate CPython's argument binding for a call shape against a signature.
 
-Given how a call passes arguments (number of positionals, keyword names, ``*``/``**``
-unpacking) and the ``def`` it reaches, :func:`bind` returns the exact ``TypeError`` message
-CPython 3.10+ raises (with the function's ``__qualname__``), or ``None`` if the call binds.
-Checks run in CPython's order: keywords, then too many positionals, then missing
-positionals, then missing keyword-only arguments. Unpacked ``*args`` make the positional
-count unknown and ``**kwargs`` the keyword set open, so checks that depend on them are skipped.
+:func:`bind` returns the exact ``TypeError`` message CPython 3.10+ raises, checked in its order
+(keywords, too many positionals, missing positionals, missing keyword-only), or ``None`` if the call
+binds. Unpacked ``*args``/``**kwargs`` skip the checks that depend on them.
 """
 
 from __future__ import annotations
@@ -43,11 +40,8 @@ def _plural(n: int) -> str:
 def bind(
     shape: CallShape, params: Sequence[Param], qualname: str, *, implicit: int = 0
 ) -> str | None:
-    """The ``TypeError`` message for calling ``qualname`` with ``shape``, or ``None``.
-
-    ``params`` is the full parameter list as written (including ``self``); ``implicit`` is
-    the number of arguments Python prepends (1 for a bound method or class method).
-    """
+    """The ``TypeError`` message for calling ``qualname`` with ``shape``, or ``None``; ``params`` as
+    written (``self`` included), ``implicit`` the arguments Python prepends."""
     positional = [p for p in params if p.kind in POSITIONAL]
     kwonly = [p for p in params if p.kind is ParamKind.KEYWORD_ONLY]
     varargs = any(p.kind is ParamKind.VAR_POSITIONAL for p in params)

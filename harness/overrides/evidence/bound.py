@@ -1,14 +1,10 @@
 """Where a bound method goes once a method takes it: followed for reachability.
 
-``self._forward_method = self.dispatch_forward()``, with ``dispatch_forward`` returning
-``self.forward_cpu``, calls ``forward_cpu`` only where ``self._forward_method(...)`` runs.
-:meth:`Bound.taken` follows the value from the place that takes it (``self.f`` uncalled, a
-``getattr(self, ...)``) as far as the code shows (:class:`harness.overrides.facts.uses.Flow`):
-returned, to what the callers of that method do with their result; stored in
-``self.<attr>``, to the ``self.<attr>(...)`` calls and the places ``self.<attr>`` is taken in
-turn. Any other use counts as a call right there; a ``.<attr>`` written on another object
-anywhere in the tree makes it latent; a trail met again adds nothing (the least answer that
-holds), and one longer than :data:`_MAX_TRAIL` counts as a call.
+``self._fwd = self.dispatch()``, with ``dispatch`` returning ``self.forward_cpu``, calls
+``forward_cpu`` only where ``self._fwd(...)`` runs. :meth:`Bound.taken` follows the value as far as
+the code shows (:class:`harness.overrides.facts.uses.Flow`): returned, to the callers' use of the
+result; stored in ``self.<attr>``, to the ``self.<attr>(...)`` calls. Any other use counts as a call
+there.
 """
 
 from __future__ import annotations
@@ -17,11 +13,7 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.overrides.evidence.attributes import (
-    modules_naming,
-    named_on_other_objects,
-    text_of,
-)
+from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
 from harness.overrides.evidence.reach import NO, UNTYPED, YES
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.uses import RETURNED, STORED, Flow
@@ -65,12 +57,9 @@ class Bound:
         lookup: bool,
         trail: frozenset[str],
     ) -> int:
-        """The level at which the bound method that ``cls.where`` takes (``self.<method>``, or
-        a ``getattr(self, ...)``) may be called for an ``x``, following it where the code
-        shows where it goes (:meth:`.uses.Flow.destinations`): returned to the callers of
-        ``where``, or stored in ``self.<attr>`` and called as ``self.<attr>(...)``; :data:`YES`
-        when it may be called in ``where`` itself, or the trail is too long. ``trail`` holds
-        the results and attributes already on the way: met again, they add nothing."""
+        """The level at which the bound method that ``cls.where`` takes may be called for an ``x``,
+        following where it is returned or stored; :data:`YES` when it may be called in ``where``
+        itself or the trail is too long. ``trail`` holds what is already on the way."""
         if self.tree_of is None or len(trail) > _MAX_TRAIL:
             return YES
         key = (id(x), id(cls), where, method, lookup)
@@ -203,8 +192,10 @@ class Bound:
         ``self``/``cls`` (the stored method may be read and called there)."""
         known = self._elsewhere.get(attr)
         if known is None:
+            project = self.reach.project
             known = self._elsewhere[attr] = any(
-                (text := text_of(module)) is not None and named_on_other_objects(text, attr)
-                for module in modules_naming(self.reach.project, attr)
+                (text := project.text(module.file.path)) is not None
+                and named_on_other_objects(text, attr)
+                for module in modules_naming(project, attr)
             )
         return known

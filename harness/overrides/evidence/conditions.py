@@ -1,13 +1,9 @@
 """The conditions a call runs under inside its function, as source text.
 
-Shown with an error's evidence ("reached only if ..."): the tests of the ``if``/``elif``/
-``while`` blocks and ``match`` cases around the call, negated for ``else`` branches and for
-early exits before it (``if not x: return``), the left side of ``a and f()``,
-``f() if a else b``, and, for a call in a ``for`` loop's body or a comprehension's element,
-that each iterable is not empty (with the comprehension's ``if`` tests). A test that always
-holds (``while True:``) is left out. Read from the
-file when a finding needs them (only proofs do), so a check of an unchanged tree never parses
-for them.
+Shown with an error's evidence ("reached only if ..."): the tests of the blocks and ``match`` cases
+around the call, negated for ``else`` branches and early exits before it, the left side of ``a and
+f()``, and that each iterable of an enclosing loop or comprehension is not empty. Read only when a
+finding needs them.
 """
 
 from __future__ import annotations
@@ -24,18 +20,42 @@ _LIMIT = 160
 """Longest condition text shown; longer ones are cut with an ellipsis."""
 
 
-def _text(source: str, node: ast.AST) -> str:
-    text = ast.get_source_segment(source, node) or ast.unparse(node)
-    text = " ".join(text.split())
-    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+class _Source:
+    """A file's text, split into lines once (``ast.get_source_segment`` splits the whole file
+    for every node it is asked about)."""
 
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lines: list[str] | None = None
 
-def _negate(source: str, node: ast.expr) -> str:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _text(source, node.operand)
-    text = _text(source, node)
-    loose = isinstance(node, (ast.BoolOp, ast.IfExp, ast.NamedExpr, ast.Lambda))
-    return f"not ({text})" if loose else f"not {text}"
+    def segment(self, node: ast.AST) -> str:
+        """The source of ``node`` (its columns are UTF-8 byte offsets), blanks collapsed, cut
+        at ``_LIMIT`` characters; unparsed when its position is not known."""
+        first: int | None = getattr(node, "lineno", None)
+        last: int | None = getattr(node, "end_lineno", None)
+        start: int | None = getattr(node, "col_offset", None)
+        end: int | None = getattr(node, "end_col_offset", None)
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        lines = self._lines
+        text = ""
+        if first and last and start is not None and end is not None and first <= last <= len(lines):
+            if first == last:
+                text = lines[first - 1].encode()[start:end].decode(errors="replace")
+            else:
+                head = lines[first - 1].encode()[start:].decode(errors="replace")
+                tail = lines[last - 1].encode()[:end].decode(errors="replace")
+                text = "\n".join([head, *lines[first : last - 1], tail])
+        text = " ".join((text or ast.unparse(node)).split())
+        return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+
+    def negated(self, node: ast.expr) -> str:
+        """``not <node>``, parenthesised where needed."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.segment(node.operand)
+        text = self.segment(node)
+        loose = isinstance(node, (ast.BoolOp, ast.IfExp, ast.NamedExpr, ast.Lambda))
+        return f"not ({text})" if loose else f"not {text}"
 
 
 def _holds(node: ast.AST, line: int, col: int) -> bool:
@@ -75,7 +95,7 @@ def _ends_in_exit(body: Sequence[ast.stmt]) -> bool:
 class _Finder:
     """Walks from a function down to the call, collecting the conditions in force."""
 
-    def __init__(self, source: str, line: int, col: int, starts: dict[int, list[int]]) -> None:
+    def __init__(self, source: _Source, line: int, col: int, starts: dict[int, list[int]]) -> None:
         self.source = source
         self.starts = starts
         """First lines of the statements of module and class bodies, by ``id`` of the body."""
@@ -92,12 +112,12 @@ class _Finder:
         """Condition text -> the test and the value it must have."""
 
     def _pos(self, test: ast.expr) -> str:
-        text = _text(self.source, test)
+        text = self.source.segment(test)
         self.origin.setdefault(text, (test, True))
         return text
 
     def _neg(self, test: ast.expr) -> str:
-        text = _negate(self.source, test)
+        text = self.source.negated(test)
         self.origin.setdefault(text, (test, False))
         return text
 
@@ -105,14 +125,13 @@ class _Finder:
         """A loop's condition: its iterable yields something. Its test is the collection the
         items come from (``self.x`` for ``self.x.items()``, ``enumerate(self.x)``, ...),
         which must be truthy, as a test of it would be."""
-        text = f"{_text(self.source, iterable)} is not empty"
+        text = f"{self.source.segment(iterable)} is not empty"
         self.origin.setdefault(text, (_collection(iterable), True))
         return text
 
     def body(self, stmts: Sequence[ast.stmt], held: list[str], in_function: bool = True) -> bool:
-        """Descend into the statement of ``stmts`` holding the call. Early exits before it
-        count only in a function body (elsewhere none can exit), so module and class bodies
-        are searched by line (a file of thousands of classes costs a bisection per call)."""
+        """Descend into the statement of ``stmts`` holding the call; early exits count only in a
+        function body, and other bodies are searched by bisection."""
         held = list(held)
         if not in_function:
             starts = self.starts.get(id(stmts))
@@ -147,9 +166,9 @@ class _Finder:
                 return True
             return self.body(stmt.orelse, held)
         if isinstance(stmt, ast.Match):
-            subject = _text(self.source, stmt.subject)
+            subject = self.source.segment(stmt.subject)
             for case in stmt.cases:
-                pattern = _text(self.source, case.pattern)
+                pattern = self.source.segment(case.pattern)
                 if self.body(case.body, [*held, f"{subject} matches {pattern}"]):
                     return True
             return self.expr(stmt.subject, held)
@@ -172,7 +191,7 @@ class _Finder:
                         self.caught = self._catcher(stmt)
                 return True
         for handler in getattr(stmt, "handlers", ()):
-            caught = "an exception" if handler.type is None else _text(self.source, handler.type)
+            caught = "an exception" if handler.type is None else self.source.segment(handler.type)
             if self.body(handler.body, [*held, f"{caught} is raised"]):
                 return True
         return self.expr(stmt, held)
@@ -183,7 +202,7 @@ class _Finder:
         for handler in getattr(stmt, "handlers", ()):
             caught = _caught_names(handler.type)
             if handler.type is not None and caught is not None and caught & _CATCHES_TYPE_ERROR:
-                return f"except {_text(self.source, handler.type)}: at {where}"
+                return f"except {self.source.segment(handler.type)}: at {where}"
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
                 expr = item.context_expr
@@ -195,7 +214,7 @@ class _Finder:
                     continue
                 caught = _caught_names(expr.args[0] if expr.args else None)
                 if caught is not None and caught & _CATCHES_TYPE_ERROR:
-                    return f"with {_text(self.source, expr)}: at {where}"
+                    return f"with {self.source.segment(expr)}: at {where}"
         return None
 
     def expr(self, root: ast.AST, held: list[str]) -> bool:
@@ -269,40 +288,44 @@ class Conditions:
     """The conditions of calls in one file (parsed once, on the first question)."""
 
     def __init__(self, source: str) -> None:
-        self.source = source
+        self.source = _Source(source)
         self._tree: ast.Module | None = None
         self._starts: dict[int, list[int]] = {}
+        self._found: dict[tuple[int, int], _Finder] = {}
 
     @property
     def tree(self) -> ast.Module:
         """The parsed file (empty when it does not parse)."""
         if self._tree is None:
             try:
-                self._tree = ast.parse(self.source)
+                self._tree = ast.parse(self.source.text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._tree = ast.Module(body=[], type_ignores=[])
         return self._tree
 
+    def _finder(self, line: int, col: int) -> _Finder:
+        """The walk to the call at ``line``/``col`` (1-based column), made once."""
+        finder = self._found.get((line, col))
+        if finder is None:
+            finder = self._found[(line, col)] = _Finder(self.source, line, col - 1, self._starts)
+            finder.body(self.tree.body, [], in_function=False)
+        return finder
+
     def handled(self, line: int, col: int) -> list[frozenset[str] | None]:
         """What the handlers of the ``try`` blocks around the call at ``line``/``col`` catch,
         in its function (see :attr:`_Finder.handled`)."""
-        finder = _Finder(self.source, line, col - 1, self._starts)
-        finder.body(self.tree.body, [], in_function=False)
-        return finder.handled
+        return self._finder(line, col).handled
 
     def caught(self, line: int, col: int) -> str | None:
         """Where a ``TypeError`` of the call at ``line``/``col`` is handled, if anywhere in its
         function (``except TypeError:``, ``with pytest.raises(TypeError):``)."""
-        finder = _Finder(self.source, line, col - 1, self._starts)
-        finder.body(self.tree.body, [], in_function=False)
-        return finder.caught
+        return self._finder(line, col).caught
 
     def tests(self, line: int, col: int) -> list[tuple[str, ast.expr | None, bool]]:
         """The conditions of the call at ``line``/``col`` (1-based column), outermost first:
         each its text, the test it comes from (``None`` for a ``match`` case or a handler)
         and the value that test must have."""
-        finder = _Finder(self.source, line, col - 1, self._starts)
-        finder.body(self.tree.body, [], in_function=False)
+        finder = self._finder(line, col)
         out: list[tuple[str, ast.expr | None, bool]] = []
         for text in dict.fromkeys(finder.found or ()):
             test, value = finder.origin.get(text, (None, True))

@@ -1,11 +1,8 @@
 """Conditions whose value is fixed whenever Python runs the code.
 
-``if TYPE_CHECKING:`` is false at run time (``typing.TYPE_CHECKING``, as a type checker reads it
-true); ``if torch.jit.is_scripting():`` is false whenever Python runs the function (TorchScript
-reads it true while it compiles the source, where a rejected call is a compile error, never a
-``TypeError``). A call that needs such a test to hold never runs as Python. Names are read
-through the module's imports (``from typing import TYPE_CHECKING``, ``import torch.jit as
-jit``), so a project's own function of the same name decides nothing.
+``if TYPE_CHECKING:`` is false at run time; ``if torch.jit.is_scripting():`` is false whenever
+Python (not the TorchScript compiler) runs the function. Names are read through the module's
+imports, so a project's own function of the same name decides nothing.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Conditions whose value the code decides for one subclass: an attribute only filled where
-that subclass never runs.
+"""Conditions on ``self.<attr>`` that a class constant decides for one subclass.
 
-``if not self._hooks: return`` before a call (or ``if self._hooks:`` around it) is false for
-a class ``X`` when every method of ``X``'s MRO that touches ``self._hooks``, other than to
-read it inertly (a test, ``len(self._hooks) == 0``, an iteration) or to set it to an empty
-value (``[]``, ``{}``, ``None``, ``False``, ``0``, ``""``, ``()``, ``set()``), is a method
-that cannot run for ``X`` (:mod:`harness.overrides.evidence.reach`), no class of the MRO defines
-``_hooks`` otherwise, and no file of the tree writes ``._hooks`` on another object. Anything
-else leaves the condition undecided.
+``if self.NUM_EDGES == 0:`` is false for a class ``X`` whose MRO binds ``NUM_EDGES = 2`` first,
+when no method that may run for ``X`` changes ``self.NUM_EDGES`` and no file assigns it on another
+object. Anything else leaves the condition undecided.
 """
 
 from __future__ import annotations
@@ -17,36 +12,12 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from harness.overrides.evidence.attributes import (
-    modules_naming,
-    named_on_other_objects,
-    text_of,
-)
+from harness.overrides.evidence.attributes import Stores
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.reach import NO, Reach
 from harness.overrides.facts.uses import inert, parents_of
 from harness.overrides.model.classdefs import class_node
 from harness.overrides.model.resolve import ClassInfo, Project
-
-_EMPTY_CALLS = frozenset({"list", "dict", "set", "tuple", "frozenset", "str", "bytes"})
-
-
-def _is_empty(node: ast.expr | None) -> bool:
-    if node is None:
-        return True
-    if isinstance(node, ast.Constant):
-        return not node.value
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return not node.elts
-    if isinstance(node, ast.Dict):
-        return not node.keys
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in _EMPTY_CALLS
-        and not node.args
-        and not node.keywords
-    )
 
 
 def _class_binding(stmt: ast.stmt, attr: str) -> ast.expr | None:
@@ -90,7 +61,7 @@ UNSET = _Unset()
 _LOOKUP_HOOKS = ("__getattr__", "__getattribute__")
 
 QUIET = 0
-"""The function never makes the attribute truthy."""
+"""The function never changes the attribute."""
 WRITES = 1
 """It may."""
 KEYWORDS = 2
@@ -98,21 +69,14 @@ KEYWORDS = 2
 setattr(self, k, v)``): it writes the attribute only if a call passes that keyword."""
 
 
-def touches(
-    func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str, any_value: bool = False
-) -> int:
-    """Whether ``func`` may make ``self.<attr>`` truthy (with ``any_value``: may change it)
-    (:data:`WRITES`, :data:`KEYWORDS` or :data:`QUIET`): any use other than an empty
-    assignment or an inert read (a test,
-    ``len(self.<attr>) == 0``, an iteration: see :mod:`harness.overrides.facts.uses`);
-    ``setattr(self, <that or a computed name>, ...)`` (bar the name a ``__setattr__`` is
-    given), ``vars(self)`` and a change of ``self.__dict__`` count too."""
+def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> int:
+    """Whether ``func`` may change ``self.<attr>``: any use other than an inert read,
+    ``setattr(self, ...)``, ``vars(self)`` or a change of ``self.__dict__``."""
     args = [*func.args.posonlyargs, *func.args.args]
     if not args:
         return QUIET
     me = args[0].arg
     given: set[str] = {args[1].arg} if func.name == "__setattr__" and len(args) > 1 else set()
-    # with ``any_value``, an empty assignment or a ``del`` counts too: it changes the value
     keyed = _keyword_names(func)
     parents = parents_of(func)
     found = QUIET
@@ -130,22 +94,18 @@ def touches(
         if not _self_attr(node, me, attr):
             continue
         holder = parents.get(id(node))
-        if isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value:
-            if any_value or not _is_empty(holder.value):
-                return WRITES
-        elif isinstance(holder, ast.Delete):
-            if any_value:
-                return WRITES
-        elif not inert(node, parents, changes=True):
+        if (
+            isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value
+        ) or isinstance(holder, ast.Delete):
+            return WRITES
+        if not inert(node, parents, changes=True):
             return WRITES
     return found
 
 
 def _names_set(call: ast.Call, me: str) -> list[ast.expr]:
-    """The name arguments with which ``call`` may set attributes of ``<me>``:
-    ``setattr(<me>, name, ...)``, ``object.__setattr__(<me>, name, ...)``,
-    ``super().__setattr__(name, ...)``, ``<me>.__setattr__(name, ...)``; for ``vars(<me>)``
-    (whose result may be changed), a computed name stands for any."""
+    """The name arguments with which ``call`` may set attributes of ``<me>`` (``setattr``,
+    ``__setattr__``); a computed name, or ``vars(<me>)``, stands for any."""
     func, args = call.func, call.args
     if isinstance(func, ast.Name) and func.id == "vars":
         return [ast.Name(id="?", ctx=ast.Load())] if args and _is_name(args[0], me) else []
@@ -267,61 +227,15 @@ class Decider:
         self.reach = reach
         self.tree_of = tree_of
         """The parsed file at a path (``None`` when unreadable)."""
-        self._foreign: dict[tuple[str, bool], bool] = {}
-
-    def empty_for(self, x: ClassInfo, attr: str) -> str | None:
-        """Why ``self.<attr>`` is always empty for an ``x``, or ``None`` when it may not be.
-
-        The first class of the MRO whose body binds ``attr`` gives its class-level value
-        (``_USE_BASE_FACTOR = False`` in a subclass hides the base's ``True``); it must be
-        empty, or no class may bind it."""
-        project = self.project
-        if not project.fully_resolved(x) or self._written_elsewhere(attr):
-            return None
-        writers: list[str] = []
-        shown: str | None = None  # the class-level binding in force, when there is one
-        for cls in project.mro(x):
-            node = self._class_node(cls)
-            if node is None:
-                return None
-            if shown is None and attr in cls.methods:
-                return None  # a method or property of that name
-            for stmt in node.body:
-                if shown is None and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                    if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
-                        if not _is_empty(stmt.value):
-                            return None  # a class attribute with a value
-                        value = "None" if stmt.value is None else ast.unparse(stmt.value)
-                        shown = f"{cls.qualname} sets {attr} = {value} in its class body"
-                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                touch = touches(stmt, attr)
-                if touch == QUIET:
-                    continue
-                if touch == KEYWORDS and self._no_call_names(stmt.name, attr):
-                    continue
-                if self.reach.runs(x, cls, stmt.name) != NO:
-                    return None
-                writers.append(f"{cls.qualname}.{stmt.name}()")
-        head = "" if shown is None else f"{shown}, and "
-        if not writers:
-            return f"{head}nothing in {x.qualname}'s classes sets self.{attr}"
-        if len(writers) == 1:
-            return f"{head}only {writers[0]} sets self.{attr}, and it does not run for {x.qualname}"
-        listed = ", ".join(writers[:3]) + ("" if len(writers) <= 3 else ", ...")
-        return f"{head}only {listed} set self.{attr}, and none of them runs for {x.qualname}"
+        self._stores = Stores(project, tree_of)
 
     def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
-        """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it
-        raises ``AttributeError``), with why, when the code decides it: the literal the first
-        class of the MRO binding ``attr`` in its body gives it (``NUM_EDGES = 2``), or, for an
-        upper-case name (a class constant by convention, which instances are rarely given
-        from outside by a computed ``setattr``), no class binding it and none able to supply
-        it (a class decorator, a metaclass, ``__getattr__``); either way no method that may run for an ``x`` changes
-        ``self.<attr>`` and no file assigns it on another object."""
+        """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it raises),
+        with why: the literal the first class of the MRO binding ``attr`` gives it (``NUM_EDGES =
+        2``), or, for an upper-case name no class can supply, :data:`UNSET`; and no method that may
+        run for an ``x``, nor any file on another object, changes it."""
         project = self.project
-        if not project.fully_resolved(x) or self._written_elsewhere(attr, stores=True):
+        if not project.fully_resolved(x) or self._stores.stored(attr, others=True):
             return None
         found: tuple[object, str] | None = None
         open_ended = False  # a class of the MRO may supply attributes its body does not bind
@@ -347,7 +261,7 @@ class Decider:
             for stmt in node.body:
                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
-                touch = touches(stmt, attr, any_value=True)
+                touch = touches(stmt, attr)
                 if touch == QUIET or (touch == KEYWORDS and self._no_call_names(stmt.name, attr)):
                     continue
                 if self.reach.runs(x, cls, stmt.name) != NO:
@@ -360,9 +274,9 @@ class Decider:
         return found
 
     def _no_call_names(self, method: str, attr: str) -> bool:
-        """Whether no call of ``method`` can pass a keyword ``attr``: it is private (the
-        project's users pass no such keyword) and every call of that name in the tree spells
-        its keywords out, none of them ``attr``."""
+        """Whether no call of ``method`` can pass a keyword ``attr``: ``attr`` is private (users pass
+        no such keyword) and every call of that name in the tree spells out its keywords, none
+        ``attr``."""
         if not attr.startswith("_"):
             return False
         return all(
@@ -372,50 +286,3 @@ class Decider:
 
     def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
         return class_node(cls, self.tree_of)
-
-    def _written_elsewhere(self, attr: str, stores: bool = False) -> bool:
-        """Whether some file of the project may change ``<obj>.<attr>`` on another object than
-        ``self``/``cls``: a use of it that is not an inert read (``rule.NUM_EDGES == 0`` is
-        one; ``obj.attr = 1``, ``obj.attr.append(x)`` are not), or ``setattr(obj, "attr",
-        ...)``; with ``stores`` (an immutable value), only an assignment, ``del`` or
-        ``setattr``. A file that does not parse counts as writing it."""
-        known = self._foreign.get((attr, stores))
-        if known is not None:
-            return known
-        found = False
-        for module in modules_naming(self.project, attr):
-            text = text_of(module)
-            if text is None or not named_on_other_objects(text, attr):
-                continue
-            tree = self.tree_of(module.file.path)
-            if tree is None or not tree.body or _changes_elsewhere(tree, attr, stores):
-                found = True
-                break
-        self._foreign[(attr, stores)] = found
-        return found
-
-
-def _changes_elsewhere(tree: ast.Module, attr: str, stores: bool) -> bool:
-    """Whether ``tree`` changes ``<obj>.<attr>`` on an object other than a bare ``self``/``cls``
-    (assigns, deletes, ``setattr(obj, "attr", ...)``; unless ``stores``, any use but an inert
-    read, such as a call of a method of it)."""
-    parents = {} if stores else parents_of(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == attr:
-            owner = node.value
-            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
-                continue
-            if isinstance(node.ctx, (ast.Store, ast.Del)):
-                return True
-            if not stores and not inert(node, parents, changes=True):
-                return True
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "setattr"
-            and len(node.args) >= 2
-            and isinstance(node.args[1], ast.Constant)
-            and node.args[1].value == attr
-        ):
-            return True
-    return False

@@ -1,10 +1,9 @@
-"""The deciders: each says why a condition of one kind cannot hold when a call runs for a
-class, behind one protocol, asked in the order of :func:`deciders`.
+"""The deciders: each says why a condition of one kind cannot hold when a call runs for a class,
+behind one protocol, asked in the order of :func:`deciders`.
 
-A new decider is a class with :meth:`ConditionDecider.false_for` added to that list: it reads
-what the test needs (``necessary`` walks ``not``/``and``/``or`` to the leaves) and answers from
-the project's index (the resolved classes, their MROs and subclasses, the summaries), saying
-why in one clause, or ``None`` when it cannot tell (then the error stands, with its guard).
+A new decider is a class with :meth:`ConditionDecider.false_for`, added to that list: it answers
+from the project's index in one clause, or ``None`` when it cannot tell (the error then stands, with
+its guard).
 """
 
 from __future__ import annotations
@@ -13,13 +12,10 @@ import ast
 from collections.abc import Callable
 from typing import Protocol
 
-from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.constants import fixed_false
 from harness.overrides.evidence.decide import UNSET, Decider, constant_tests
-from harness.overrides.evidence.markers import Markers, mark_tests
 from harness.overrides.evidence.named_classes import Configs, needed
-from harness.overrides.evidence.nones import NoneLocals, not_none
-from harness.overrides.evidence.nonnull import NonNull, is_none
+from harness.overrides.evidence.nones import ALWAYS, NEVER, Nones, is_none, not_none
 from harness.overrides.evidence.reach import Reach
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
@@ -45,23 +41,6 @@ class RunTimeConstants:
         self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
     ) -> str | None:
         return fixed_false(module, test, value)
-
-
-class EmptyAttributes:
-    """``if self._hooks:`` where only methods that never run for the class fill it
-    (:meth:`.decide.Decider.empty_for`)."""
-
-    def __init__(self, decider: Decider) -> None:
-        self.decider = decider
-
-    def false_for(
-        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
-    ) -> str | None:
-        for attr in _self_attributes(test, value):
-            why = self.decider.empty_for(x, attr)
-            if why is not None:
-                return why
-        return None
 
 
 class ClassConstants:
@@ -98,54 +77,21 @@ class NamedClasses:
         return None
 
 
-class NeverNone:
-    """``if ids is None:`` where every value reaching the local is not ``None``
-    (:mod:`.nonnull`)."""
+class NoneLocals:
+    """``if ids is None:`` where no ``None`` reaches the local, ``if stream is not None:``
+    where only ``None`` does (:mod:`.nones`)."""
 
-    def __init__(self, nonnull: NonNull) -> None:
-        self.nonnull = nonnull
-
-    def false_for(
-        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
-    ) -> str | None:
-        for name in is_none(test, value):
-            why = self.nonnull.never_none(x, module, line, name)
-            if why is not None:
-                return why
-        return None
-
-
-class AlwaysNone:
-    """``if stream is not None:`` where the helper that gave ``stream`` returns ``None`` for
-    the class (:mod:`.nones`)."""
-
-    def __init__(self, nones: NoneLocals) -> None:
+    def __init__(self, nones: Nones) -> None:
         self.nones = nones
 
     def false_for(
         self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
     ) -> str | None:
-        for name in not_none(test, value):
-            why = self.nones.none_for(x, module, line, name)
-            if why is not None:
-                return why
-        return None
-
-
-class Marks:
-    """``if not is_default(self.build):`` from the decorators of the method the class runs
-    (:mod:`.markers`)."""
-
-    def __init__(self, markers: Markers) -> None:
-        self.markers = markers
-
-    def false_for(
-        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
-    ) -> str | None:
-        for mark in mark_tests(test, value):
-            why = self.markers.decided(x, module, mark)
-            if why is not None:
-                return why
+        for names, state in ((is_none(test, value), ALWAYS), (not_none(test, value), NEVER)):
+            for name in names:
+                why = self.nones.decided(x, module, line, name, state)
+                if why is not None:
+                    return why
         return None
 
 
@@ -156,55 +102,7 @@ def deciders(
     decider = Decider(project, reach, tree_of)
     return [
         RunTimeConstants(),
-        EmptyAttributes(decider),
         ClassConstants(decider),
         NamedClasses(configs),
-        NeverNone(NonNull(project, tree_of)),
-        AlwaysNone(NoneLocals(project, tree_of)),
-        Marks(Markers(project, tree_of)),
+        NoneLocals(Nones(project, tree_of)),
     ]
-
-
-def _self_attributes(test: ast.expr | None, value: bool) -> list[str]:
-    """The ``x`` of each ``self.x`` that the condition needs truthy when ``test`` must be
-    ``value``: ``self.x`` true, ``not self.x`` false, ``len(self.x)`` non-zero (``len(self.x)
-    == 0`` false, ``!= 0``/``> 0``/``>= 1`` true, ...), and through ``and`` (true) and ``or``
-    (false), where every operand holds."""
-    return necessary(test, value, _truthy_attribute)
-
-
-def _truthy_attribute(test: ast.expr, value: bool) -> list[str]:
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_len(test.left):
-        bound = test.comparators[0]
-        if isinstance(bound, ast.Constant) and isinstance(bound.value, int):
-            op, n = type(test.ops[0]), bound.value
-            nonzero = (
-                (op is ast.Eq and n == 0 and not value)
-                or (op is ast.NotEq and n == 0 and value)
-                or (op is ast.Gt and n >= 0 and value)
-                or (op is ast.GtE and n >= 1 and value)
-                or (op is ast.Lt and n == 1 and not value)
-                or (op is ast.LtE and n == 0 and not value)
-            )
-            if nonzero:
-                test, value = test.left, True
-    if isinstance(test, ast.Call) and _is_len(test):
-        test = test.args[0]
-    if (
-        value
-        and isinstance(test, ast.Attribute)
-        and isinstance(test.value, ast.Name)
-        and test.value.id == "self"
-    ):
-        return [test.attr]
-    return []
-
-
-def _is_len(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "len"
-        and len(node.args) == 1
-        and not node.keywords
-    )

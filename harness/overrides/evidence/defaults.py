@@ -1,11 +1,8 @@
 """Parameters that the call entering a method leaves at their default ``None``.
 
-``def __init__(self, modules=None): if modules is not None: self.update(modules)`` calls
-``update`` on no path that enters ``__init__`` through ``super().__init__()``: a condition of
-the call that needs a parameter not ``None`` (``p``, ``p is not None``, through ``not``,
-``and``, ``or``) is false when the entering call passes neither that parameter's position nor
-its keyword, nor ``*args``/``**kwargs``, its default is ``None``, and the method never binds
-the name again.
+``def __init__(self, modules=None): if modules is not None: self.update(modules)`` never calls
+``update`` when entered through ``super().__init__()``: the entering call passes neither the
+parameter nor ``*args``/``**kwargs``, its default is ``None`` and the method never rebinds it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Conditions on an attribute of an object whose class the code names for one subclass.
 
-``if getattr(config, "x", []):`` (a falsy default), ``if hasattr(config, "x"):`` is false for a
-class ``X`` when the function passes that same ``config`` (no rebinding between) to a method
-``X`` runs whose parameter is annotated with a class ``C`` (or annotates its own parameter so),
-and no class of ``C``'s hierarchy (its MRO, every subclass of it in the tree, and theirs) can
-supply ``x`` (an annotation names ``C`` or any subclass of it): each is read, fully resolved, with no ``x`` in its body (field, attribute,
-method, property), no ``self.x =`` in a method, no ``__getattr__``/``__getattribute__``/
-``__slots__``/``__dict__``/``setattr``, no metaclass, no decorator but ``dataclass``; and no
-file of the tree writes ``.x`` or ``setattr(..., "x", ...)``. Anything else is undecided.
+``if getattr(config, "x", []):`` or ``if hasattr(config, "x"):`` is false for a class ``X`` when the
+function passes that ``config`` to a method ``X`` runs whose parameter is annotated with a class
+``C``, and no class of ``C``'s hierarchy (its MRO and every subclass in the tree: an annotation
+names ``C`` or any subclass) can supply ``x``, and no file writes ``.x``. Anything else is
+undecided.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.evidence.attributes import modules_naming
+from harness.overrides.evidence.attributes import Stores
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.facts.blocks import inner_blocks
 from harness.overrides.facts.signature import MethodKind, dotted_name
@@ -166,7 +163,7 @@ class Configs:
         self.project = project
         self.tree_of = tree_of
         """The parsed file at a path (``None`` when unreadable)."""
-        self._written: dict[str, bool] = {}
+        self._stores = Stores(project, tree_of)
         self._lacks: dict[tuple[int, str], bool] = {}
         self._may_have: dict[tuple[int, str], bool] = {}
 
@@ -177,7 +174,7 @@ class Configs:
         that function runs for an ``x``; ``None`` when it may have one."""
         func, me = self._scope_at(module, line)
         for cls, said in self._classes(x, module, func, me, name, line):
-            if self._no_attr(cls, attr) and not self._written_anywhere(attr):
+            if self._no_attr(cls, attr) and not self._stores.stored(attr):
                 return (
                     f"for {x.qualname}, {name} is an instance of {cls.qualname} ({said}), and "
                     f"no class of its hierarchy defines {attr}"
@@ -187,12 +184,10 @@ class Configs:
     def unstated(
         self, x: ClassInfo, module: ModuleInfo, line: int, name: str, attr: str
     ) -> str | None:
-        """Why the code does not say that ``name`` (in the function holding ``line`` of
-        ``module``) has ``attr`` when that function runs for an ``x``: no class is named for
-        it, or the named one lacks it. ``None`` when ``name`` is the method's ``self``/``cls``
-        (a test of state, as ``self.n > 0`` is, not of type), when the function stores
-        ``name.attr`` before ``line``, or when a class the object may be may supply ``attr``:
-        an annotation names the class or any subclass of it in the tree."""
+        """Why the code does not say that ``name`` (in the function holding ``line``) has ``attr``
+        when it runs for an ``x``: no class is named for it, or the named one and its subclasses
+        lack it. ``None`` for ``self``/``cls``, when the function stores ``name.attr`` first, or
+        when a class it may be supplies ``attr``."""
         func, me = self._scope_at(module, line)
         if name == me or (func is not None and _stores_before(func, name, attr, line)):
             return None
@@ -314,10 +309,8 @@ class Configs:
         return None if name is None else self.project.resolve_class(module, name)
 
     def _provides(self, cls: ClassInfo, attr: str) -> bool:
-        """Whether the code shows that an object it annotates with ``cls`` may have ``attr``:
-        a read class of the MRO of ``cls`` may supply it (an unread base is no such evidence),
-        or a subclass of ``cls`` in the tree, or a class of its MRO below ``cls``, binds it in
-        its body (an annotation names its class or any subclass of it)."""
+        """Whether an object annotated with ``cls`` may have ``attr``: a read class of its MRO may
+        supply it, or a subclass of ``cls`` in the tree binds it."""
         key = (id(cls), attr)
         known = self._may_have.get(key)
         if known is None:
@@ -398,35 +391,3 @@ class Configs:
 
     def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
         return class_node(cls, self.tree_of)
-
-    def _written_anywhere(self, attr: str) -> bool:
-        """Whether a file of the project writes ``<obj>.<attr>`` or calls ``setattr``/
-        ``delattr`` with the name ``attr`` (files naming neither are not parsed)."""
-        known = self._written.get(attr)
-        if known is not None:
-            return known
-        found = False
-        for module in modules_naming(self.project, attr, by_name=True):
-            tree = self.tree_of(module.file.path)
-            if tree is None or self._writes(tree, attr):
-                found = True
-                break
-        self._written[attr] = found
-        return found
-
-    @staticmethod
-    def _writes(tree: ast.Module, attr: str) -> bool:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr == attr:
-                if not isinstance(node.ctx, ast.Load):
-                    return True
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("setattr", "delattr")
-                and len(node.args) >= 2
-                and isinstance(node.args[1], ast.Constant)
-                and node.args[1].value == attr
-            ):
-                return True
-        return False

@@ -1,13 +1,11 @@
-"""Locals that always hold ``None`` for one subclass: ``stream = self.m(...)`` where the ``m``
-that subclass runs returns ``None`` before anything else.
+"""Locals whose ``None``-ness at a test the code decides for one subclass.
 
-``if stream is None: ... else: self.decode(..., on_frames=stream)``: the ``else`` cannot run for
-a class ``X`` when ``stream`` is bound once in its function, to ``self.m(...)``, and the ``m``
-of ``X``'s MRO starts, before any other ``return``, ``yield`` or ``await``, with ``if <test>:
-return None`` (or a bare ``return``) whose test holds for ``X``: ``type(self).f is not C.f``
-(also ``self.__class__.f``) when ``X``'s ``f`` is not ``C``'s, ``type(self).f is C.f`` when it
-is, ``isinstance(self, C)`` when ``X`` is a ``C``, and through ``or``, ``and`` and ``not``. The
-classes must be read and fully resolved, or nothing is decided.
+``if ids is None: ids = self.all_ids()`` then ``if ids is None: ...`` is never true for a subclass
+whose ``all_ids`` returns a ``list(...)``. The statements before the test are read for one fact
+about the local: always, never or maybe ``None``, or unknown. An assignment says what its value is
+(a literal, a display or a ``self.m(...)`` whose every ``return`` is never ``None``; a
+``self.m(...)`` that first returns ``None`` when a test on the class holds); an ``if`` merges its
+branches from what its test says; any other binding makes it unknown.
 """
 
 from __future__ import annotations
@@ -18,28 +16,26 @@ from collections.abc import Callable
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.guard_atoms import atom_holds
 from harness.overrides.evidence.named_classes import enclosing
-from harness.overrides.facts.blocks import holds
+from harness.overrides.facts.blocks import SCOPES, always_exits, holds, inner_blocks
 from harness.overrides.facts.guards import test_atoms
-from harness.overrides.model.classdefs import single_def
+from harness.overrides.model.classdefs import read_def
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+State = int | None
+"""What a local is at a point: :data:`NEVER`, :data:`MAYBE`, :data:`ALWAYS` ``None``, or
+``None`` when the reading does not know."""
+NEVER, MAYBE, ALWAYS = 0, 1, 2
+_NOT_NONE_CALLS = frozenset(
+    {"list", "dict", "set", "tuple", "frozenset", "str", "int", "float", "bool", "len",
+     "range", "sorted", "reversed", "enumerate", "zip", "bytes", "repr", "type", "object"}
+)  # fmt: skip
+_NOT_NONE_VALUES = (
+    ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp,
+    ast.GeneratorExp, ast.JoinedStr, ast.BinOp, ast.Compare, ast.Lambda,
+)  # fmt: skip
+_DEPTH = 3
 _EXITS = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await)
-
-
-def not_none(test: ast.expr | None, value: bool) -> list[str]:
-    """Local names that must not be ``None`` for ``test`` to be ``value``: ``name is not None``
-    true, ``name is None`` false, ``name`` true, and through ``not``, ``and`` (true) and
-    ``or`` (false)."""
-    return necessary(test, value, _not_none)
-
-
-def _not_none(test: ast.expr, value: bool) -> list[str]:
-    compared = none_comparison(test)
-    if compared is not None:
-        name, is_none = compared
-        return [name] if value != is_none else []
-    return [test.id] if isinstance(test, ast.Name) and value else []
 
 
 def none_comparison(test: ast.expr) -> tuple[str, bool] | None:
@@ -56,9 +52,254 @@ def none_comparison(test: ast.expr) -> tuple[str, bool] | None:
     return None
 
 
-def _exits(node: ast.AST) -> bool:
-    """Whether ``node`` holds a ``return``/``yield``/``await`` of its own scope."""
-    return holds(node, _EXITS)
+def is_none(test: ast.expr | None, value: bool) -> list[str]:
+    """Local names that must be ``None`` for ``test`` to be ``value``: ``name is None`` true,
+    ``name is not None`` false, ``not name`` is not enough; through ``not``/``and``/``or``."""
+
+    def leaf(test: ast.expr, value: bool) -> list[str]:
+        compared = none_comparison(test)
+        return [compared[0]] if compared is not None and compared[1] == value else []
+
+    return necessary(test, value, leaf)
+
+
+def not_none(test: ast.expr | None, value: bool) -> list[str]:
+    """Local names that must not be ``None`` for ``test`` to be ``value``: ``name is not
+    None`` true, ``name is None`` false, ``name`` true, and through ``not``, ``and`` (true) and
+    ``or`` (false)."""
+
+    def leaf(test: ast.expr, value: bool) -> list[str]:
+        compared = none_comparison(test)
+        if compared is not None:
+            return [compared[0]] if value != compared[1] else []
+        return [test.id] if isinstance(test, ast.Name) and value else []
+
+    return necessary(test, value, leaf)
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds ``name`` in its own scope (any store or ``del``)."""
+    stack = [node]
+    while stack:
+        child = stack.pop()
+        if isinstance(child, ast.Name) and child.id == name and not isinstance(child.ctx, ast.Load):
+            return True
+        if child is node or not isinstance(child, SCOPES):
+            stack.extend(ast.iter_child_nodes(child))
+    return False
+
+
+def _merge(states: list[int], before: int) -> int:
+    """What a local is where the branches holding ``states`` meet. With none, what follows is
+    not reached, and any answer holds: the one before the branches if it was decided, else
+    never ``None``."""
+    if not states:
+        return ALWAYS if before == ALWAYS else NEVER
+    return states[0] if len(set(states)) == 1 else MAYBE
+
+
+class Nones:
+    """Decides ``name is None`` tests on locals of a method, for one class at a time."""
+
+    def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
+        self.project = project
+        self.tree_of = tree_of
+        self._x: ClassInfo | None = None
+        self._me = self._name = ""
+        self._said: dict[int, list[str]] = {NEVER: [], ALWAYS: []}
+        """Why values reaching the local are never or always ``None``."""
+
+    def decided(
+        self, x: ClassInfo, module: ModuleInfo, line: int, name: str, needed: int
+    ) -> str | None:
+        """Why local ``name`` is not what a test at ``line`` of ``module`` needs for an ``x``:
+        ``None`` (``needed`` :data:`ALWAYS`) or not ``None`` (:data:`NEVER`); ``None`` when the
+        code does not show it."""
+        state = self._state_at(x, module, line, name)
+        if state is None or state in (MAYBE, needed):
+            return None
+        said = "; ".join(dict.fromkeys(self._said[state]))
+        if state == NEVER:
+            return f"{name} is never None there for {x.qualname} ({said or 'every value it is given is one'})"
+        return said or f"{name} is None there for {x.qualname}"
+
+    def _state_at(self, x: ClassInfo, module: ModuleInfo, line: int, name: str) -> State:
+        tree = self.tree_of(module.file.path)
+        chain = enclosing(tree, line) if tree is not None else []
+        if not chain or not chain[-1][1] or not self.project.fully_resolved(x):
+            return None  # not directly in a method
+        func = chain[-1][0]
+        params = [*func.args.posonlyargs, *func.args.args]
+        if not params:
+            return None
+        self._x, self._me, self._name = x, params[0].arg, name
+        self._said = {NEVER: [], ALWAYS: []}
+        state: State = (
+            MAYBE if any(p.arg == name for p in (*params, *func.args.kwonlyargs)) else NEVER
+        )
+        if state == NEVER and not _binds(func, name):
+            return None  # a global or a closure's name: anything may have set it
+        body: list[ast.stmt] = func.body
+        while True:
+            holder = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+            if holder is None:
+                return None
+            for stmt in body[: body.index(holder)]:
+                state = self._after(stmt, state)
+                if state is None:
+                    return None
+            inner = [b for b in inner_blocks(holder) if b and b[0].lineno <= line]
+            inner = [b for b in inner if line <= (b[-1].end_lineno or b[-1].lineno)]
+            if not inner or isinstance(holder, (*SCOPES, ast.For, ast.AsyncFor, ast.While)):
+                return state  # the test itself, or a loop body (its earlier rounds are not read)
+            if isinstance(holder, ast.If):
+                state = self._refined(holder.test, inner[0] is holder.body, state)
+            body = inner[0]
+
+    def _after(self, stmt: ast.stmt, state: State) -> State:
+        """What the local is after ``stmt``."""
+        name = self._name
+        if state is None:
+            return None
+        if isinstance(stmt, ast.If) and not _binds(stmt.test, name):
+            reaching: list[int] = []  # the branches that go on past the `if`
+            for branch, truth in ((stmt.body, True), (stmt.orelse, False)):
+                if state == NEVER and name in is_none(stmt.test, truth):
+                    continue  # the branch needs the local None: it does not run
+                if state == ALWAYS and name in not_none(stmt.test, truth):
+                    continue  # the branch needs the local not None: it does not run
+                inner = self._refined(stmt.test, truth, state)
+                for each in branch:
+                    inner = self._after(each, inner)
+                if inner is None:
+                    return None
+                if not always_exits(branch):
+                    reaching.append(inner)
+            return _merge(reaching, state)
+        if not _binds(stmt, name):
+            return state
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name
+        ):
+            return None if _binds(stmt.value, name) else self._value(stmt.value, 0)
+        return None
+
+    def _refined(self, test: ast.expr, truth: bool, state: State) -> State:
+        """What the local is where ``test`` has the value ``truth``: one that is always
+        ``None`` stays so (where a test needs it not ``None``, the code does not run)."""
+        if state is None or state == ALWAYS:
+            return state
+        if any(n == self._name for n in is_none(test, not truth)) or necessary(
+            test, truth, self._isinstance
+        ):
+            return NEVER  # `x is not None` holds there, or `isinstance(x, C)`
+        return state
+
+    def _isinstance(self, test: ast.expr, value: bool) -> list[bool]:
+        if (
+            value
+            and isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0], ast.Name)
+            and test.args[0].id == self._name
+            and "None" not in ast.unparse(test.args[1])
+        ):
+            return [True]
+        return []
+
+    def _value(self, value: ast.expr, depth: int) -> State:
+        """Whether ``value`` is ``None``."""
+        if isinstance(value, ast.Constant):
+            return ALWAYS if value.value is None else NEVER
+        if isinstance(value, _NOT_NONE_VALUES):
+            return NEVER
+        if not isinstance(value, ast.Call):
+            return None
+        func = value.func
+        if isinstance(func, ast.Name) and func.id in _NOT_NONE_CALLS:
+            return NEVER
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self._me
+            and depth < _DEPTH
+        ):
+            return self._returned(func.attr, depth + 1)
+        return None
+
+    def _returned(self, method: str, depth: int) -> State:
+        """Whether the class's ``method`` returns ``None``: always, when it starts by
+        returning ``None`` under a test that holds for the class; never, when every
+        ``return`` gives a value that is not and it cannot fall off its end."""
+        x = self._x
+        assert x is not None
+        known = read_def(self.project, x, method, self.tree_of)
+        if known is None or known[1].decorator_list:
+            return None
+        definer, func = known
+        params = [*func.args.posonlyargs, *func.args.args]
+        if not params:
+            return None
+        early = self._early_none(x, definer.module, func, params[0].arg)
+        if early is not None:
+            self._said[ALWAYS].append(
+                f"{self._name} = self.{method}(...) is None for {x.qualname}: "
+                f"{definer.qualname}.{method}() returns None first when {early}"
+            )
+            return ALWAYS
+        if isinstance(func, ast.AsyncFunctionDef) or not always_exits(func.body):
+            return None  # a coroutine, or it may fall off its end
+        returns: list[ast.Return] = []
+        stack: list[ast.AST] = list(func.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return None
+            if isinstance(node, ast.Return):
+                returns.append(node)
+            if not isinstance(node, SCOPES):
+                stack.extend(ast.iter_child_nodes(node))
+        outer, self._me = self._me, params[0].arg  # `self` as the method names it
+        try:
+            if any(r.value is None or self._value(r.value, depth) != NEVER for r in returns):
+                return None
+        finally:
+            self._me = outer
+        self._said[NEVER].append(f"{definer.qualname}.{method}() never returns None")
+        return NEVER
+
+    def _early_none(self, x: ClassInfo, module: ModuleInfo, func: Function, me: str) -> str | None:
+        """The text of a leading ``if <test>: return None`` of ``func`` whose test holds for
+        an ``x``; ``None`` when something else may come first."""
+        for stmt in func.body:
+            if isinstance(stmt, ast.If) and _returns_none(stmt):
+                test = stmt.test
+                if self._holds(x, module, test, me) is True:
+                    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+                        test = next(v for v in test.values if self._holds(x, module, v, me))
+                    return ast.unparse(test)
+            if holds(stmt, _EXITS):
+                return None
+        return None
+
+    def _holds(self, x: ClassInfo, module: ModuleInfo, test: ast.expr, me: str) -> bool | None:
+        """``test``'s value for an ``x`` (``self`` named ``me``), when the code decides it."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._holds(x, module, test.operand, me)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            values = [self._holds(x, module, v, me) for v in test.values]
+            wanted = isinstance(test.op, ast.Or)  # the value that settles it
+            if wanted in values:
+                return wanted
+            return None if None in values else not wanted
+        atoms = test_atoms(test, True, me, {})
+        return atom_holds(self.project, x, module, atoms[0]) if len(atoms) == 1 else None
 
 
 def _returns_none(stmt: ast.If) -> bool:
@@ -70,99 +311,4 @@ def _returns_none(stmt: ast.If) -> bool:
         isinstance(last.value, ast.Constant) and last.value.value is None
     ):
         return False
-    return not any(_exits(s) for s in stmt.body[:-1])
-
-
-class NoneLocals:
-    """Decides ``name is None`` tests on locals bound to a ``self`` method's result."""
-
-    def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
-        self.project = project
-        self.tree_of = tree_of
-
-    def none_for(self, x: ClassInfo, module: ModuleInfo, line: int, name: str) -> str | None:
-        """Why local ``name``, in the method holding ``line`` of ``module``, is ``None`` for
-        an ``x``; ``None`` when the code does not show it."""
-        tree = self.tree_of(module.file.path)
-        chain = enclosing(tree, line) if tree is not None else []
-        if not chain or not chain[-1][1]:
-            return None  # not directly in a method
-        func = chain[-1][0]
-        params = [*func.args.posonlyargs, *func.args.args]
-        if not params:
-            return None
-        method = self._bound_to_self_call(func, params[0].arg, name)
-        if method is None or not self.project.fully_resolved(x):
-            return None
-        definer = self.project.definer(x, method)
-        callee = self._function(definer, method) if definer is not None else None
-        if definer is None or callee is None:
-            return None
-        why = self._early_none(x, definer.module, callee)
-        if why is None:
-            return None
-        return (
-            f"{name} = self.{method}(...) is None for {x.qualname}: "
-            f"{definer.qualname}.{method}() returns None first when {why}"
-        )
-
-    @staticmethod
-    def _bound_to_self_call(func: Function, me: str, name: str) -> str | None:
-        """The method ``m`` when ``name`` is bound once in ``func``, to ``<me>.m(...)``."""
-        stores = [
-            node
-            for node in ast.walk(func)
-            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
-        ]
-        if len(stores) != 1:
-            return None
-        for node in ast.walk(func):
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and node.targets[0] is stores[0]
-                and isinstance(node.value, ast.Call)
-                and isinstance(node.value.func, ast.Attribute)
-                and isinstance(node.value.func.value, ast.Name)
-                and node.value.func.value.id == me
-            ):
-                return node.value.func.attr
-        return None
-
-    def _function(self, cls: ClassInfo, method: str) -> Function | None:
-        found = single_def(cls, method, self.tree_of)
-        return found if found is not None and not found.decorator_list else None
-
-    def _early_none(self, x: ClassInfo, module: ModuleInfo, func: Function) -> str | None:
-        """The test text of a leading ``if <test>: return None`` of ``func`` that holds for
-        an ``x``; ``None`` when something else may come first."""
-        params = [*func.args.posonlyargs, *func.args.args]
-        if not params:
-            return None
-        me = params[0].arg
-        for stmt in func.body:
-            if isinstance(stmt, ast.If) and _returns_none(stmt):
-                test = stmt.test
-                if self._value(x, module, test, me) is True:
-                    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-                        test = next(v for v in test.values if self._value(x, module, v, me))
-                    return ast.unparse(test)
-            if _exits(stmt):
-                return None
-        return None
-
-    def _value(self, x: ClassInfo, module: ModuleInfo, test: ast.expr, me: str) -> bool | None:
-        """``test``'s value for an ``x`` (``self`` named ``me``), when the code decides it."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            inner = self._value(x, module, test.operand, me)
-            return None if inner is None else not inner
-        if isinstance(test, ast.BoolOp):
-            values = [self._value(x, module, v, me) for v in test.values]
-            wanted = isinstance(test.op, ast.Or)  # the value that settles it
-            if wanted in values:
-                return wanted
-            return None if None in values else not wanted
-        atoms = test_atoms(test, True, me, {})
-        if len(atoms) != 1:
-            return None
-        return atom_holds(self.project, x, module, atoms[0])
+    return not any(holds(s, _EXITS) for s in stmt.body[:-1])

@@ -1,23 +1,17 @@
 """Call-site evidence: calls in the project that an override provably rejects.
 
-One proof function per kind of receiver (:class:`_Prover`): ``self.m(...)``/``cls.m(...)`` in
-a method the subclass runs (:mod:`.reach`), ``super().m(...)`` landing on the override,
-``C(...).m(...)`` on a class inheriting it (``error``), ``x: Base`` receivers (``warning``).
-A ``self`` call is a warning, with the reason, when it cannot run for any class inheriting
-the override, when only an object of unknown type (or an unread base) leads to its method,
-when a condition is decided false for the class on every path there (``self.<attr>``:
-:mod:`.decide`; ``getattr(config, "x", [])``: :mod:`.named_classes`; a local ``None`` for it:
-:mod:`.nones`; a mark: :mod:`.markers`), when a ``self`` method that always raises for it
-runs first (:mod:`.raises`), when a decorator replaces the override (:mod:`.replacing`) or
-the override always raises, or when its ``TypeError`` is handled around it. An error lists
-the conditions of one path, entry first (:mod:`.conditions`). Rejection is decided by binding
-the call's shape against the override (:mod:`.binding`); the base rejecting it too proves
-nothing.
+One proof per kind of receiver (:class:`_Prover`): ``self.m(...)``/``cls.m(...)`` in a method the
+subclass runs, ``super().m(...)`` landing on the override, ``C(...).m(...)`` (``error``), ``x:
+Base`` receivers (``warning``). A ``self`` call is a warning, with the reason, when it cannot run
+for any inheriting class, when only objects of unknown type lead there, when a decider
+(:mod:`.deciders`) finds a condition false on every path, when the override is replaced or always
+raises, or when the ``TypeError`` is handled around the call.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import NamedTuple
 
 from harness.overrides.compare import is_catch_all
@@ -84,18 +78,14 @@ class Forwarded(NamedTuple):
 class _Files:
     """The conditions of each file read for evidence, parsed once per path."""
 
-    def __init__(self) -> None:
+    def __init__(self, text: Callable[[str], str | None]) -> None:
+        self._text = text
         self._by_path: dict[str, Conditions] = {}
 
     def conditions(self, path: str) -> Conditions:
         known = self._by_path.get(path)
         if known is None:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    known = Conditions(handle.read())
-            except OSError:
-                known = Conditions("")
-            self._by_path[path] = known
+            known = self._by_path[path] = Conditions(self._text(path) or "")
         return known
 
     def tree(self, path: str) -> ast.Module:
@@ -106,15 +96,17 @@ class _Files:
 
 
 class EvidenceIndex:
-    """Call sites of the whole project (the tree and the modules read from outside it) by
-    called method name, gathered on first request from the files that call that name (other
-    files' calls stay encoded)."""
+    """Call sites of the whole project by called method name, gathered on first request from the
+    files that call that name."""
 
     def __init__(self, project: Project) -> None:
         self.project = project
         self._by_method: dict[str, list[CallEntry]] = {}
+        self._callers: dict[str, list[ModuleInfo]] = {}
+        """Method name -> the modules calling it, in the project's order."""
+        self._indexed = 0
         self._forwarded: dict[str, list[Forwarded]] = {}
-        self._files = _Files()
+        self._files = _Files(project.text)
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
         self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree))
         self._configs = Configs(project, tree)
@@ -126,10 +118,10 @@ class EvidenceIndex:
         """Class id -> the classes of its MRO with a base bound to different classes."""
 
     def release(self) -> None:
-        """Drop the gathered call sites and break the index <-> reach reference cycle, so that
-        the project is freed at once by reference counting when the check ends; the index is
-        unusable afterwards."""
+        """Drop the gathered call sites and break the index <-> reach cycle, so reference counting
+        frees the project; the index is unusable afterwards."""
         self._by_method.clear()
+        self._callers.clear()
         self._forwarded.clear()
         self._files.clear()
         self._picked.clear()
@@ -140,10 +132,15 @@ class EvidenceIndex:
         its module."""
         found = self._by_method.get(name)
         if found is None:
+            project = self.project
+            if self._indexed < len(project.files) + len(project.external_files):
+                files = project.all_files()  # modules read from outside are added as needed
+                for module in files[self._indexed :]:
+                    for called in module.summary.called:
+                        self._callers.setdefault(called, []).append(module)
+                self._indexed = len(files)
             found = self._by_method[name] = []
-            for module in self.project.all_files():
-                if name not in module.summary.called:
-                    continue
+            for module in self._callers.get(name, ()):
                 for cls in module.members:
                     found.extend((c, cls, module) for c in cls.summary.calls if c.method == name)
                 found.extend((c, None, module) for c in module.summary.calls if c.method == name)
@@ -194,8 +191,8 @@ class EvidenceIndex:
         within: ClassInfo | None = None,
     ) -> list[Proof]:
         """Calls that reach ``cls``'s ``name`` and that its signature rejects (and ``base``'s
-        accepts), best first; with ``within``, only calls on instances of that class or of
-        its subclasses."""
+        accepts), best first; with ``within``, only calls on instances of that class or its
+        subclasses."""
         if override.is_property:
             return []
         calls = self.calls(name)
@@ -241,11 +238,9 @@ class EvidenceIndex:
         return self._files.conditions(path)
 
     def _with_guards(self, proof: Proof) -> Proof:
-        """``proof`` with the conditions its call runs under, on the whole path from the
-        entry (the method the class runs unchanged) to the call, each once, in path order; a
-        warning instead when the ``TypeError`` is handled around the call, or when a condition
-        is decided false for the class (:mod:`.decide`): one of the call's own, or one of
-        every path's."""
+        """``proof`` with the conditions on its path from the entry to the call, each once; a
+        warning instead when the ``TypeError`` is handled around the call or a condition is decided
+        false for the class."""
         call, module = proof.call, proof.module
         known = self._file(module.file.path)
         caught = known.caught(call.line, call.col)
@@ -345,10 +340,8 @@ class EvidenceIndex:
         return None
 
     def _feature_test(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
-        """Why ``call`` runs for an ``x`` only if an object has an attribute the code does not
-        say it has (``if hasattr(config, "a")``, ``if getattr(config, "a", [])``; see
-        :meth:`.Configs.unstated`): the test says some objects lack it, and which ones reach
-        here for an ``x`` is not known."""
+        """Why ``call`` runs for an ``x`` only if an object has an attribute the code does not say
+        it has (``if hasattr(config, "a")``): which objects reach here for an ``x`` is not known."""
         where = f"{module.file.display}:{call.line}"
         for text, test, value in self._file(module.file.path).tests(call.line, call.col):
             for name, attr in needed(test, value):

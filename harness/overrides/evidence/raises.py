@@ -1,16 +1,10 @@
-"""Calls that never run for one subclass because a ``self`` method called before them always
-raises for it.
+"""Calls that never run for one subclass because a ``self`` method called before them always raises
+for it.
 
-``with self.fixed(p): self.fit(...)`` never reaches ``fit`` for a subclass whose
-``_validate(...)``, called first by the ``@contextmanager`` generator ``fixed``, always
-raises.
-
-A call is unreached for a class ``X`` when a statement that runs before it on every path (an
-earlier statement of each enclosing block) is ``self.m(...)`` (alone, assigned, returned or
-awaited), or a ``with`` around it enters one, and ``X``'s ``m`` always raises: its body reaches
-a top-level ``raise``, or such a call, before any ``return`` or ``yield`` (for a
-``@contextmanager`` generator entered: before its first ``yield``). ``m`` must be one plain
-``def``, not a generator, and no unread base may come before it in ``X``'s MRO.
+``self._validate(...)`` then ``self.fit(...)`` never reaches ``fit`` for a subclass whose
+``_validate`` always raises: its body reaches a top-level ``raise`` (or such a call) before any
+``return`` or ``yield``. The call must run first on every path (an earlier statement of each
+enclosing block, or a ``with`` entering a ``@contextmanager`` method).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Whether a call inside a method can run for an instance of a given class.
 
-:meth:`Reach.verdict` answers :data:`YES` (a path of calls on ``self``/``cls`` or on objects
-known to be of that class leads there, or the method is an entry point), :data:`UNTYPED` (only
-calls on objects of unknown type, or typed as a base, lead there) or :data:`NO`, with a sentence
-saying why. A **guard** can exclude the class (``isinstance(self, C)``, ``"p" in
-inspect.signature(self.m).parameters``, ``type(self).m is C.m``), or the method is **not
-reached**: the class overrides it without ``super()`` on the way, and every call of it runs on
-paths that do not hold the class. A method also runs when it is a dunder, when it is taken as a
-bound method (``self.f``, ``getattr(self, ...)``) where that runs and the value may be called
-(:mod:`harness.overrides.evidence.bound`), or when nothing in its hierarchy calls it (a public entry
-point; a private one called only on untyped objects is :data:`UNTYPED`), or when it is public
-and the tree calls it on an object of unknown type (that object may be an instance). A public
-method of a class with an unread base, called by the tree only where the class never runs, is
-:data:`UNTYPED`, unless it is that base's hook (``forward`` under ``nn.Module``).
+:meth:`Reach.verdict` answers :data:`YES` (a path of calls on ``self``/``cls``, or on objects known
+to be of that class, leads there, or the method is an entry point), :data:`UNTYPED` (only objects of
+unknown type, or typed as a base, lead there) or :data:`NO`, with why. A guard (``isinstance(self,
+C)``, ``type(self).m is C.m``) can exclude the class; a method the class overrides without
+``super()``, called only on paths that do not hold the class, is not reached.
 """
 
 from __future__ import annotations
@@ -23,7 +15,7 @@ from typing import Protocol
 
 from harness.overrides.evidence.guard_atoms import atom_holds
 from harness.overrides.facts.callsites import CallSite, Receiver
-from harness.overrides.facts.dispatch import (
+from harness.overrides.facts.records import (
     ANY_NAME,
     GUARD_IDENTITY,
     GUARD_ISINSTANCE,
@@ -70,24 +62,6 @@ class Follower(Protocol):
         ...
 
 
-class _Unfollowed:
-    """Follows nothing: every bound method taken may be called."""
-
-    def taken(
-        self,
-        x: ClassInfo,
-        cls: ClassInfo,
-        where: str,
-        method: str,
-        lookup: bool,
-        trail: frozenset[str],
-    ) -> int:
-        return YES
-
-    def release(self) -> None:
-        pass
-
-
 def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
     raise RuntimeError("the reachability index was released")
 
@@ -100,16 +74,12 @@ class Reach:
     """Reachability of methods for instances of a class, over the tree's call sites."""
 
     def __init__(
-        self,
-        project: Project,
-        calls: CallIndex,
-        follow: Callable[[Reach], Follower] | None = None,
+        self, project: Project, calls: CallIndex, follow: Callable[[Reach], Follower]
     ) -> None:
         self.project = project
         self.calls = calls
-        self.bound: Follower = _Unfollowed() if follow is None else follow(self)
-        """Where bound methods go (:class:`harness.overrides.evidence.bound.Bound`; without
-        ``follow``, nothing is followed: a bound method taken may be called)."""
+        self.bound = follow(self)
+        """Where bound methods go (:class:`harness.overrides.evidence.bound.Bound`)."""
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
         self._children: dict[str, list[ClassInfo]] | None = None
@@ -169,14 +139,6 @@ class Reach:
             return UNTYPED, self._untyped_reason(x, owner, call.caller)
         return NO, self._unreached_reason(x, owner, call.caller)
 
-    def why_not(
-        self, x: ClassInfo, call: CallSite, owner: ClassInfo, module: ModuleInfo
-    ) -> str | None:
-        """Why ``call`` (written in ``owner.<call.caller>``) cannot run with ``self`` an
-        instance of ``x``; ``None`` when it can."""
-        level, why = self.verdict(x, call, owner, module)
-        return None if level != NO else why
-
     def guard_excludes(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
         """A guard around ``call`` that is false for instances of ``x``, described."""
         guard = self.guards.get((id(module), call.line, call.col))
@@ -222,8 +184,7 @@ class Reach:
 
     def runs(self, x: ClassInfo, owner: ClassInfo, method: str) -> int:
         """Whether ``owner.method`` can run with ``self`` an instance of ``x``: :data:`YES`,
-        :data:`UNTYPED` (only through receivers whose type is not known to be ``x``) or
-        :data:`NO`."""
+        :data:`UNTYPED` or :data:`NO`."""
         if not method:
             return YES  # a module-level function: anyone may call it
         key = (id(x), id(owner), method)
@@ -266,10 +227,9 @@ class Reach:
     def path(
         self, x: ClassInfo, owner: ClassInfo, method: str, skip: Skip | None = None
     ) -> list[Hop] | None:
-        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's
-        call first (``[]`` when ``owner.method`` is an entry point itself), over calls that
-        ``skip`` does not exclude; ``None`` when no such path is found. :attr:`cut` tells
-        whether the search stopped at its depth limit (``None`` then proves nothing)."""
+        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's call
+        first, over calls ``skip`` keeps; ``None`` when there is none (proving nothing when
+        :attr:`cut`)."""
         self.cut = False
         return self._path(x, owner, method, skip, set(), 0)
 
@@ -337,14 +297,11 @@ class Reach:
     def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str, hops: bool = True) -> int:
         """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
 
-        A method that the tree never calls on an object of ``owner``'s hierarchy is an entry
-        point (its callers are the project's users); one that the tree does call there is
-        taken to be reached only through those calls: :data:`YES` when one of them is on
-        ``self``/``cls`` along a path that runs, or on an object known to be an ``x`` or
-        annotated with a class of ``x``'s MRO (an annotation names its class or any subclass);
-        for a private method, :data:`UNTYPED` when only calls on objects of unknown type may
-        hold one. A public method called on an object of unknown type is reachable: that
-        object may be an ``x``."""
+        A method the tree never calls on ``owner``'s hierarchy is an entry point; otherwise
+        :data:`YES` needs a call on ``self``/``cls`` on a running path, or on an object known or
+        annotated to be of a class of ``x``'s MRO. A public method called on an object of unknown
+        type is reachable; a private one is :data:`UNTYPED` then.
+        """
         project = self.project
         named, wildcard = self._escapes(method, x)
         if _is_dunder(method) or YES in (named, wildcard):
@@ -411,12 +368,9 @@ class Reach:
         return not method.startswith("_") and not self.project.fully_resolved(x)
 
     def _unread_interface(self, x: ClassInfo, method: str) -> bool:
-        """Whether ``method`` is, by the tree's own evidence, part of the interface of a base of
-        ``x`` that the checker did not read: most classes of the tree that derive from that
-        base directly (as written, last name: ``nn.Module`` and ``torch.nn.Module`` alike),
-        and two at least, define it themselves, as ``forward`` under ``nn.Module``. Such a
-        base calls the method it expects every subclass to define (``nn.Module.__call__``
-        calls ``forward``); a name few of them define (``forward_cpu``) is the tree's own."""
+        """Whether ``method`` belongs to the interface of an unread base of ``x``: most (and at
+        least two) of the tree's classes deriving from that base directly define it, as ``forward``
+        under ``nn.Module``."""
         for base in {b.rpartition(".")[2] for c in self.project.mro(x) for b in c.unresolved}:
             key = (base, method)
             known = self._interface.get(key)
@@ -446,16 +400,11 @@ class Reach:
         return self.runs(x, site, call.caller)
 
     def _escapes(self, method: str, x: ClassInfo) -> tuple[int | None, int | None]:
-        """Whether ``method`` can be called from outside the call graph for an ``x``, as two
-        levels: through places that name it (``self.<method>`` uncalled, ``getattr(self,
-        "<method>")``, a matching ``getattr(self, "prefix" + ...)``), and through lookups of
-        any name (``getattr(self, name)``). Each is :data:`YES` when such a place is in a
-        class body or in a method that runs for an ``x`` (or a ``getattr(obj, "prefix" +
-        ...)`` on another object matches), :data:`UNTYPED` when the best such method runs
-        only through objects of unknown type, :data:`NO` when none of them can run for an
-        ``x``, and ``None`` when there is no such place in ``x``'s classes. A lookup of any
-        name names ``method`` when the tree writes that name as a string (``_PLATFORM_METHODS
-        = {"cpu": ("forward_cpu",)}``): the lookup is then how the method is reached."""
+        """Whether ``method`` can be called from outside the call graph for an ``x``, as two levels:
+        through places that name it (``self.m`` uncalled, ``getattr(self, "m")``, a matching
+        ``getattr(self, "prefix" + k)``) and through lookups of any name (``getattr(self, name)``,
+        when the tree writes ``"m"`` as a string). Each is the best level of the methods holding
+        such a place; ``None`` when there is none."""
         if any(method.startswith(prefix) for prefix in self.prefixes):
             return YES, None
         in_mro = self.project.in_mro
@@ -477,15 +426,13 @@ class Reach:
 
     def _quoted_names(self) -> set[str]:
         """Every identifier the tree's files write as a string literal (``"forward_cpu"``),
-        read once, on first need."""
+        found once, on first need, in the text the run read."""
         if self._quoted is None:
             self._quoted = set()
             for module in self.project.files:
-                try:
-                    with open(module.file.path, encoding="utf-8", errors="replace") as handle:
-                        self._quoted.update(_QUOTED_NAME.findall(handle.read()))
-                except OSError:
-                    continue
+                text = self.project.text(module.file.path)
+                if text is not None:
+                    self._quoted.update(_QUOTED_NAME.findall(text))
         return self._quoted
 
     def best(
@@ -568,9 +515,8 @@ class Reach:
         return None
 
     def _taking_places(self, x: ClassInfo, method: str) -> list[str]:
-        """The methods of ``x``'s classes that take ``method`` as a bound method
-        (``self.<method>`` uncalled, a ``getattr(self, ...)`` naming it), running for an
-        ``x``."""
+        """The methods of ``x``'s classes, running for an ``x``, that take ``method`` as a bound
+        method."""
         in_mro = self.project.in_mro
         quoted = method in self._quoted_names()
         places = [(cls, where) for cls, where in self.escaping.get(method, ())]

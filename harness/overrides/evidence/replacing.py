@@ -1,16 +1,9 @@
 """Decorators of the tree whose body shows they put something else in place of the method.
 
-``def inject(func): return Injector(func)`` binds the name to a descriptor that may pass an
-argument of its own (``self.query()`` is right for ``@inject def query(self, db)``): a call
-that the ``def`` rejects proves nothing then.
-
-A decorator counts when, written without a call (``@name``), it resolves to a module-level
-``def`` of the tree that :mod:`harness.overrides.model.decorators` does not already read (a wrapper
-returning an inner function of its own signature) and that returns something other than its
-parameter on some path (``return DBInjector(func)``, ``return other(func)``, no ``return``).
-A decorator that returns its parameter (a registration or a mark) leaves the method as it is.
-``unittest.mock``'s ``@patch(target)``, ``@patch.object(target, name)`` (no ``new``) and
-``@patch.multiple`` pass the mocks they make as arguments: they count too.
+``def inject(func): return Injector(func)`` binds the name to an object that may pass arguments of
+its own, so a call the ``def`` rejects proves nothing. A decorator counts when it resolves to a
+module-level ``def`` of the tree that returns something other than its parameter on some path;
+``unittest.mock``'s ``@patch`` forms count too.
 """
 
 from __future__ import annotations
@@ -18,11 +11,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.evidence.markers import tree_function
 from harness.overrides.facts.blocks import SCOPES, always_exits
 from harness.overrides.facts.signature import dotted_name
 from harness.overrides.model.classdefs import class_defs
-from harness.overrides.model.resolve import ClassInfo, Project
+from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.model.tree import FunctionInfo
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -51,6 +43,23 @@ def replacement(func: Function) -> str | None:
         if not (isinstance(value, ast.Name) and value.id == param):
             return "None" if value is None else ast.unparse(value)
     return None
+
+
+def tree_function(
+    project: Project, tree_of: Callable[[str], ast.Module | None], module: ModuleInfo, dotted: str
+) -> Function | None:
+    """The module-level ``def`` of the tree that ``dotted`` names in ``module`` (the last of
+    that name: ``@overload`` stubs come before it)."""
+    home = project.function_home(module, dotted)
+    if home is None:
+        return None
+    where, name = home
+    tree = tree_of(where.file.path)
+    found: Function | None = None
+    for stmt in tree.body if tree is not None else ():
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            found = stmt
+    return found
 
 
 class Replacing:

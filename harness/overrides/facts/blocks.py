@@ -1,7 +1,5 @@
-"""Statement blocks: the bodies a compound statement holds, what a scope holds, a class's
-functions, and whether a body always exits.
-
-The walks are iterative, so deeply nested input cannot overflow the stack.
+"""Statement blocks: the bodies a compound statement holds, what a scope holds, a class's functions,
+and whether a body always exits. The walks are iterative.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Method call sites that can prove a crash: ``self.m(...)``, ``super().m(...)``, ``C(...).m(...)``.
 
-Walking every expression of a large tree costs more than parsing it, so the walk is guided:
-regular expressions find the lines that can hold an interesting call, and only the
-statements spanning those lines are visited. Local receivers are recognised when the
-function binds them exactly once to a constructor call (``x = C(...)``) or annotates a
-parameter with a class (``x: Base``); anything that might rebind the name disqualifies it.
-
-Every scan of the source text is linear in its length: the patterns cannot backtrack over
-more than the run they match, and what must be looked up around a match (the start of its
-line, the nearest parenthesis) is found from bounded or monotonically advancing positions.
+Regular expressions find the lines that can hold such a call, and only the statements spanning them
+are visited. A local receiver is recognised when the function binds it once to ``C(...)`` or
+annotates a parameter with a class. Every text scan is linear in the text's length.
 """
 
 from __future__ import annotations
@@ -66,7 +60,9 @@ _RECEIVER_WINDOW = 80
 _WORD = re.compile(r"\w+")
 _CTOR_ASSIGN = re.compile(r"=[ \t]*([A-Za-z_][\w.]*)[ \t]*\(")
 _ASSIGN_TARGET = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?$")
-_NAME_CALL = re.compile(r"(?<![\w.])(\w+)\.(?=[ \t]*\w+[ \t]*\()")
+_DOT_CALL = re.compile(r"\.(?=[ \t]*\w+[ \t]*\()")
+"""``.m(``: the name before the dot is read backwards (a lookbehind at every position of
+the text cost a third of a parse)."""
 _SCAN_BUDGET = 4
 """Once per-name scans of one file have read this many times its length, every ``name.m(``
 of the file is indexed in one pass instead."""
@@ -208,21 +204,21 @@ class LineIndex:
         line = 1
         pos = 0
         count = text.count
-        for match in _NAME_CALL.finditer(text):
-            start = match.start()
+        for match in _DOT_CALL.finditer(text):
+            dot = start = match.start()
+            while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1  # `\w`: what str.isalnum() says, and the underscore
+            if start == dot or (start and text[start - 1] == "."):
+                continue
             line += count("\n", pos, start)
             pos = start
-            lines = out.setdefault(match.group(1), [])
+            lines = out.setdefault(text[start:dot], [])
             if not lines or lines[-1] != line:
                 lines.append(line)
         return out
 
     def assigns(self) -> list[tuple[int, str, str]]:
-        """``(line, name, Class)`` of each ``name = Class(`` (one per line).
-
-        Only the first ``=`` of a line can follow a plain assignment target, so the target
-        is matched at most once per line.
-        """
+        """``(line, name, Class)`` of each ``name = Class(`` (the first ``=`` of a line only)."""
         text = self.text
         out: list[tuple[int, str, str]] = []
         line = 1
@@ -300,10 +296,8 @@ def _annotation_class(node: ast.expr | None) -> str | None:
 
 
 def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
-    """How often each name is bound in ``func``; parameters, imports, ``global``,
-    ``nonlocal``, ``except ... as``, and an assignment of anything but a plain ``C(...)`` call
-    (``C(...) & D(...)``, ``C(...).build()``) count twice (never trusted as one constructor
-    call)."""
+    """How often each name is bound in ``func``; parameters, imports, ``global``, ``except ... as``
+    and assignments of anything but a plain ``C(...)`` count twice (never one constructor call)."""
     counts: dict[str, int] = {}
     stack: list[Any] = [func]
     children = _CHILD_FIELDS
@@ -494,11 +488,7 @@ _SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*)[=:])")
 
 
 def _self_assignments(text: str) -> list[tuple[int, str]]:
-    """``(line, name)`` of each ``self.name = `` / ``self.name: T =`` (not ``==``), in order.
-
-    The next ``=`` and newline are tracked as the scan advances, so an annotation is never
-    re-read: linear in the text.
-    """
+    """``(line, name)`` of each ``self.name =`` / ``self.name: T =``, in order, in one linear scan."""
     out: list[tuple[int, str]] = []
     line, pos = 1, 0
     resume = 0
@@ -551,11 +541,8 @@ def collect(
     self_name: str | None,
     on_class: bool = False,
 ) -> list[CallSite]:
-    """Call sites in ``func`` (including nested functions, excluding nested classes).
-
-    ``self_name`` is the name of the implicit first parameter (``None`` for functions and
-    static methods); ``on_class`` says it is a class (``cls`` of a class method).
-    """
+    """Call sites in ``func`` (nested functions included, nested classes not); ``self_name`` names
+    the implicit first parameter, ``on_class`` says it is a class."""
     if not func.body:
         return []
     first = func.body[0].lineno

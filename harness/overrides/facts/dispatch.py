@@ -1,15 +1,7 @@
-"""Per-file facts that decide whether a call can run for a given subclass, and what a
-decorated ``def`` really binds: :func:`extract` gathers them with the summary (they depend
-only on the file's bytes) for :mod:`harness.overrides.evidence.reach` and :mod:`harness.overrides.model.resolve`.
-
-* **guards** around ``self.m(...)`` calls (:mod:`harness.overrides.facts.guards`);
-* **foreign calls**, **escapes** and **dynamic dispatch**, found in the text
-  (:mod:`harness.overrides.facts.textscan`);
-* **descriptors**, unknown **decorators** of methods, and module-level functions that return
-  an inner function (:mod:`harness.overrides.facts.wrappers`).
-
-The records are in :mod:`harness.overrides.facts.records`. Extraction is guided by plain-text checks
-so that files without these shapes cost almost nothing; nothing recurses on the syntax tree.
+"""Per-file facts that decide whether a call can run for a given subclass, and what a decorated
+``def`` really binds, gathered by :func:`extract` with the summary: guards (:mod:`.guards`), foreign
+calls, escapes and dynamic dispatch (:mod:`.textscan`), descriptors, decorators and wrappers
+(:mod:`.wrappers`), as the records of :mod:`.records`.
 """
 
 from __future__ import annotations
@@ -21,21 +13,7 @@ from typing import Protocol
 from harness.overrides.facts.blocks import class_functions
 from harness.overrides.facts.callsites import CallSite
 from harness.overrides.facts.guards import call_guards
-from harness.overrides.facts.records import (
-    ANY_NAME,
-    DESCRIPTOR_METHOD,
-    DESCRIPTOR_NONE,
-    DESCRIPTOR_VALUE,
-    GUARD_IDENTITY,
-    GUARD_ISINSTANCE,
-    GUARD_PARAM,
-    Atom,
-    ClassFacts,
-    DispatchSummary,
-    ForeignCall,
-    Guard,
-    Wrapper,
-)
+from harness.overrides.facts.records import DESCRIPTOR_NONE, ClassFacts, DispatchSummary, Guard
 from harness.overrides.facts.signature import MethodKind, Signature
 from harness.overrides.facts.textscan import (
     Locator,
@@ -60,24 +38,6 @@ class ClassStatement(Protocol):
     def calls(self) -> Sequence[CallSite]: ...
 
 
-__all__ = [
-    "ANY_NAME",
-    "DESCRIPTOR_METHOD",
-    "DESCRIPTOR_NONE",
-    "DESCRIPTOR_VALUE",
-    "EMPTY",
-    "GUARD_IDENTITY",
-    "GUARD_ISINSTANCE",
-    "GUARD_PARAM",
-    "Atom",
-    "ClassFacts",
-    "DispatchSummary",
-    "ForeignCall",
-    "Guard",
-    "Wrapper",
-    "extract",
-]
-
 EMPTY = DispatchSummary((), (), (), (), ())
 _GUARD_WORDS = ("isinstance(", "signature(", "type(", "__class__.")
 
@@ -87,10 +47,12 @@ def extract(
     tree: ast.Module,
     classes: Sequence[tuple[ast.ClassDef, ClassStatement]],
     aliases: dict[str, str],
+    lines: list[str] | None = None,
 ) -> DispatchSummary:
-    """The dispatch facts of one parsed file, given its class statements and summaries."""
+    """The dispatch facts of one parsed file, given its class statements and summaries (and
+    its text split at newlines, when already done)."""
     class_nodes = [(node, summary.qualname) for node, summary in classes]
-    lines = text.split("\n")
+    lines = text.split("\n") if lines is None else lines
     code = blank_comments(text)
     code_lines = lines if code is text else code.split("\n")
     functions = [

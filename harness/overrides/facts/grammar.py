@@ -1,9 +1,6 @@
-"""Which Python version a file's syntax needs, when the running interpreter cannot parse it.
-
-The checker parses with the interpreter it runs on, so a file written for a newer Python
-(``def f[T](x)`` on 3.11) fails to parse. Its tokens still tokenize on older versions, so a
-scan for constructs each grammar version added tells a syntax error from newer syntax, and
-the unparsable-file message can say which Python the file needs. Only runs after a parse failure.
+"""Which Python version a file's syntax needs, when the running interpreter cannot parse it: a token
+scan for constructs each grammar version added (``def f[T](x)`` on 3.11), run only after a parse
+failure.
 """
 
 from __future__ import annotations

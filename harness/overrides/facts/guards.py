@@ -1,8 +1,6 @@
-"""Guards around ``self.m(...)`` calls, and the classes a function raises for.
-
-A guard is what must hold for a call to run: ``isinstance(self, C)`` tests, ``"p" in
-inspect.signature(self.m).parameters`` tests and ``type(self).m is C.m`` identity tests, in ``if``/``else`` blocks or as an early exit
-(``if test: return``) before the call, directly or through a local name bound once to the test.
+"""Guards around ``self.m(...)`` calls (``isinstance(self, C)``, ``"p" in
+inspect.signature(self.m).parameters``, ``type(self).m is C.m``, around the call or as an early exit
+before it), and the classes a function raises for.
 """
 
 from __future__ import annotations

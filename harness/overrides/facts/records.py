@@ -1,7 +1,5 @@
-"""The dispatch facts of one file, as records (extracted by :mod:`harness.overrides.facts.dispatch`).
-
-Guards around ``self.m(...)`` calls, calls on other receivers, what each class lets escape or
-looks up dynamically, descriptors and decorators, and module-level functions that wrap another.
+"""The dispatch facts of one file, as records (extracted by
+:mod:`harness.overrides.facts.dispatch`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,10 @@ from collections.abc import Iterator, Mapping
 
 from harness.overrides.facts.signature import Param, Signature, parameters
 
-_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+"""What can hold a ``return``: statements, handlers and ``case`` blocks (never an
+expression, so expressions are not walked)."""
 
 
 def _returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Return]:
@@ -25,7 +28,7 @@ def _returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Retur
         if isinstance(node, ast.Return):
             yield node
         elif not isinstance(node, _NESTED):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, _HOLDERS))
 
 
 def _callable(

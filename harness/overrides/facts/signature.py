@@ -69,11 +69,8 @@ class MethodKind(IntEnum):
 
 
 class Signature(NamedTuple):
-    """The part of a method's ``def`` that decides which calls it accepts.
-
-    ``params`` includes the implicit ``self``/``cls`` parameter as written; use
-    :meth:`explicit_params` for the parameters a caller passes.
-    """
+    """The part of a method's ``def`` that decides which calls it accepts (``params`` includes
+    ``self``/``cls`` as written; :meth:`explicit_params` does not)."""
 
     name: str
     params: tuple[Param, ...]
@@ -160,11 +157,8 @@ def dotted_name(node: ast.expr) -> str | None:
 
 
 def canonical_decorator(node: ast.expr, aliases: Mapping[str, str]) -> str | None:
-    """Map a decorator expression to one of the canonical names above, or ``None``.
-
-    ``aliases`` maps a local name to the dotted target it was imported as
-    (``{"ft": "functools", "ov": "typing.override"}``). Unimported bare names are builtins.
-    """
+    """Map a decorator expression to one of the canonical names above, or ``None``; ``aliases`` maps
+    local names to their imported dotted targets."""
     if isinstance(node, ast.Call):
         node = node.func
     name = dotted_name(node)

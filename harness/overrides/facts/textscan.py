@@ -1,9 +1,6 @@
-"""Dispatch facts found by scanning text: escapes, dynamic lookups, typed ``self.attr``,
-calls on other receivers.
-
-Regular expressions over the file's text with comments blanked, guided by plain substring
-checks, so that files without these shapes cost almost nothing; calls in strings count too
-(more calls only ever mean more reach).
+"""Dispatch facts found by scanning text with comments blanked: escapes, dynamic lookups, typed
+``self.attr``, calls on other receivers (calls in strings count too: more calls only mean more
+reach).
 """
 
 from __future__ import annotations
@@ -38,11 +35,8 @@ _RAISE_GUARD = ("isinstance(", "raise")
 
 
 class Locator:
-    """Line numbers of offsets, and the innermost class or function holding a line.
-
-    Offsets are turned into lines by counting newlines since the previous offset (scans
-    visit matches in order), so no table of line starts is built.
-    """
+    """Line numbers of offsets (counting newlines from the previous one, as scans go in order), and
+    the innermost class or function holding a line."""
 
     def __init__(self, text: str, spans: Sequence[tuple[int, int]]) -> None:
         self.text = text
@@ -125,9 +119,8 @@ _SELF_ATTR_CALL = re.compile(
 
 
 def blank_comments(text: str) -> str:
-    """``text`` with every ``#`` comment (a ``#`` at a line start or after a space) replaced by
-    spaces: same length and lines, so offsets and line numbers still hold. A ``#`` inside a
-    string is blanked too; strings are no code to scan anyway."""
+    """``text`` with every ``#`` comment (a ``#`` at a line start or after a space) blanked to
+    spaces, so offsets and line numbers hold."""
     if "#" not in text:
         return text
 
@@ -158,11 +151,9 @@ class _Methods:
         return "" if index is None else self.functions[index].name
 
     def dispatches(self, offset: int, me: str, prefix: str) -> bool:
-        """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``offset`` may call what
-        it finds (:mod:`harness.overrides.facts.uses`): not when its value is never called, nor when
-        a name with no literal prefix only fills a container (``{k: getattr(self, k, None)
-        for k in keys}`` collects data; a table of methods is built from a family of names,
-        ``getattr(self, "op_" + k)``); always, outside the class's methods."""
+        """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``offset`` may call what it
+        finds: not when its value is never called, nor when a name with no literal prefix only fills
+        a container; always outside the class's methods."""
         line = self.at.line(offset)
         index = self.at.owner(line)
         if index is None:
@@ -182,22 +173,20 @@ def _escapes_by_method(code: str, starts: list[int], node: ast.ClassDef) -> set[
     scanned on its own, then the rest (``""``: the class body itself, nested classes)."""
     found: set[tuple[str, str]] = set()
     first, last = node.lineno - 1, node.end_lineno or node.lineno
-    rest: list[str] = []
+    spans: list[tuple[int, int, str]] = []  # the text of each def, and the rest in between
     at = first
     for func in sorted(class_functions(node), key=lambda f: f.lineno):
         start = func.lineno - 1
         if start < at:
             continue  # a def inside an earlier one's span: scanned with it
         end = func.end_lineno or func.lineno
-        rest.append(code[starts[at] : starts[start]])
-        text = code[starts[start] : starts[end]]
-        found.update((name, func.name) for name in _SELF_REF.findall(text))
-        found.update((name, func.name) for name in _CLS_REF.findall(text))
+        spans.extend(((starts[at], starts[start], ""), (starts[start], starts[end], func.name)))
         at = end
-    rest.append(code[starts[at] : starts[last]])
-    text = "".join(rest)
-    found.update((name, "") for name in _SELF_REF.findall(text))
-    found.update((name, "") for name in _CLS_REF.findall(text))
+    spans.append((starts[at], starts[last], ""))
+    for begin, stop, method in spans:  # whole lines each: no match crosses a boundary
+        if begin < stop:
+            found.update((name, method) for name in _SELF_REF.findall(code, begin, stop))
+            found.update((name, method) for name in _CLS_REF.findall(code, begin, stop))
     return found
 
 
@@ -212,7 +201,7 @@ def text_facts(
     dynamic: list[list[tuple[str, str]]] = []
     starts: list[int] = []
     if class_nodes:
-        starts = [0, *accumulate(len(line) + 1 for line in code_lines)]
+        starts = list(accumulate(map((1).__add__, map(len, code_lines)), initial=0))
     for node, _ in class_nodes:
         body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
         found: set[tuple[str, str]] = set()

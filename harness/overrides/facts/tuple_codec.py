@@ -1,12 +1,9 @@
 """Encoders and decoders between NamedTuples and plain tuples, derived from ``_fields``.
 
-:func:`compile_codec` reads a type's field annotations once and writes one encoder and one
-decoder for it as straight-line Python (as :mod:`dataclasses` writes ``__init__``), so a
-NamedTuple is encoded field by field in its ``_fields`` order with no per-field function call:
-``IntEnum`` fields become ints, ``frozenset`` fields sorted tuples, NamedTuple fields and tuples
-of them are converted recursively, and builtins pass through. Decoders rebuild each tuple with
-``tuple.__new__`` (``_make`` without its checks). Rows of a tuple of NamedTuples are unpacked
-in both directions (no attribute lookups), so a row of the wrong length raises ``ValueError``.
+:func:`compile_codec` writes one encoder and one decoder per type as straight-line Python (as
+:mod:`dataclasses` writes ``__init__``): ``IntEnum`` fields become ints, ``frozenset`` fields sorted
+tuples, nested NamedTuples are converted recursively. A row of the wrong length raises
+``ValueError``.
 """
 
 from __future__ import annotations

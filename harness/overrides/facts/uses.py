@@ -1,14 +1,9 @@
 """How a function uses a value: whether it may call it, and whether it may change it.
 
-``getattr(self, layer_name)`` over a list of attribute names reads data; ``getattr(self,
-"visit_" + kind)(node)`` dispatches to a method; ``{k: getattr(self, k) for k in keys}``
-collects values into a container (whose later use is not followed). ``len(self._hooks) == 0`` tests a list;
-``self._hooks.append(h)`` fills it. A use is **inert** when the value is only tested, compared,
-iterated, subscripted, formatted, or passed to a builtin that neither calls nor changes its
-argument (``isinstance``, ``len``, ...); reading an attribute of it is inert for calling it,
-and for changing it unless the attribute is then called (``.append(h)``; a few read-only
-methods such as ``.get``/``.keys`` excepted). Anything else (a call, a return, a store
-elsewhere, an argument of any other function) may call or change it.
+A use is inert when the value is only tested, compared, iterated, subscripted, formatted, or passed
+to a builtin that neither calls nor changes it (``len(self._hooks) == 0``); reading an attribute of
+it is inert unless that attribute is called (``.append(h)``, bar read-only methods such as
+``.get``). Anything else may call or change it.
 """
 
 from __future__ import annotations
@@ -196,9 +191,8 @@ class Flow:
 
     def destinations(self, node: ast.AST, me: str) -> frozenset[str] | None:
         """Where the value of ``node`` (a bound method, ``self`` named ``me``) goes:
-        :data:`RETURNED` and ``STORED + name`` (``self.<name> = value``), through conditional
-        expressions, ``or``/``and`` and one local name; empty when every use is inert;
-        ``None`` when it may be called, or go anywhere else, in the function."""
+        :data:`RETURNED` and ``STORED + name``; empty when every use is inert; ``None`` when it may
+        go anywhere else."""
         return _destinations(node, self.parents, self.loads, me, set())
 
 

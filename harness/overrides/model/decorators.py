@@ -1,15 +1,11 @@
-"""Methods as their decorators leave them, for decorators the scanned project defines.
-
-A decorator that resolves to a descriptor class reading as a value (``__get__`` calls the
-function, like ``functools.cached_property``) makes a property; one that resolves to a function
-returning an inner function of its own signature (``def deco(fn): def wrap(dialect, conn,
-**kw): ...; return wrap``) makes that signature the method's; an instance of any other class
-replaces the function (the name is then *opaque*: bound, no longer compared as a method).
+"""Methods as their decorators leave them, for decorators the scanned project defines: a descriptor
+class whose ``__get__`` calls the function makes a property, a function returning an inner function
+makes that signature the method's, any other class makes the name opaque.
 """
 
 from __future__ import annotations
 
-from harness.overrides.facts.dispatch import (
+from harness.overrides.facts.records import (
     DESCRIPTOR_METHOD,
     DESCRIPTOR_NONE,
     DESCRIPTOR_VALUE,

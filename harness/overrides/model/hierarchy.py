@@ -1,8 +1,5 @@
-"""Hierarchy queries: which class of an MRO binds a name, and who inherits a definition.
-
-Answered over the :class:`harness.overrides.model.mro.MroIndex`: a name's binding classes are
-indexed once, so that "the first class in ``x``'s MRO binding ``name``" tests a few
-candidates for ancestry instead of walking the MRO, when few classes bind the name.
+"""Hierarchy queries over the :class:`harness.overrides.model.mro.MroIndex`: which class of an MRO
+binds a name (testing the few binding classes for ancestry), and who inherits a definition.
 """
 
 from __future__ import annotations
@@ -78,12 +75,8 @@ class Hierarchy:
         return self._first(cls, assigners, None, test) is not None
 
     def inheritors(self, cls: ClassInfo, name: str) -> list[ClassInfo]:
-        """``cls`` and its descendants whose ``name`` is ``cls``'s definition.
-
-        A descendant that binds ``name`` itself, or gets it from another base first, hides
-        ``cls``'s definition from all of its own descendants too (C3 keeps their order), so
-        the walk stops there.
-        """
+        """``cls`` and its descendants whose ``name`` is ``cls``'s definition (a descendant binding
+        ``name`` hides it from its own)."""
         return [
             cls,
             *self._below((cls,), lambda c: not c.defines(name) and self.definer(c, name) is cls),

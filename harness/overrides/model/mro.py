@@ -1,11 +1,6 @@
-"""The MRO and ancestry index: every class's C3 method resolution order, and "is ``c`` in
-``x``'s MRO" in constant time on single-base chains.
-
-A class with one usable base stores only that base (its MRO is the class, then the base's);
-a class with several stores its whole MRO. The single-base chains are numbered depth first,
-so that membership along a chain is two comparisons. Classes on an inheritance cycle, or
-whose bases have no consistent order, have the class alone as MRO and are reported
-(:attr:`MroIndex.problems`). All walks are iterative.
+"""The MRO and ancestry index: every class's C3 MRO, and "is ``c`` in ``x``'s MRO" in constant time
+on single-base chains (numbered depth first). A class on a cycle or without a consistent order has
+itself as MRO and is reported (:attr:`MroIndex.problems`).
 """
 
 from __future__ import annotations
@@ -99,9 +94,8 @@ class MroIndex:
                 self._stored_mro[id(cls)] = (cls, *merged)
 
     def _label_chains(self, classes: list[ClassInfo]) -> None:
-        """Number the single-base chains depth first (``_chain_entry``/``_chain_exit``), so
-        that "is ``c`` on ``x``'s chain" is two comparisons; ``_chain_end`` is where each
-        chain ends."""
+        """Number the single-base chains depth first, so that "is ``c`` on ``x``'s chain" is two
+        comparisons."""
         below: dict[int, list[ClassInfo]] = {}
         for cls in classes:
             up = self._single_base.get(id(cls))
@@ -139,11 +133,8 @@ class MroIndex:
 
 
 def _c3(sequences: list[list[ClassInfo]]) -> list[ClassInfo] | None:
-    """C3 merge in time linear in the sequences' total length; ``None`` if no order exists.
-
-    A class may be taken when it heads some sequence and sits in no sequence's tail; the
-    tail counts are kept up to date as the heads advance.
-    """
+    """C3 merge in time linear in the sequences' total length (tail counts kept as heads advance);
+    ``None`` if no order exists."""
     tails: dict[int, int] = {}
     for seq in sequences:
         for cls in seq[1:]:

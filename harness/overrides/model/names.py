@@ -1,20 +1,15 @@
 """Name binding: what each name of each module of the tree is bound to, and classes' bases.
 
-Resolution follows what the source says: classes defined in a module, module-level aliases
-(``X = Y``), imports (absolute, relative, ``as`` aliases, re-exports through ``__init__``),
-submodules and star imports. A base class is resolved as Python does when the ``class``
-statement runs: the binding of its name in force at that line (an import above it, not a
-class of the same name defined further down), and for a nested class the enclosing class
-body first. Anything else (computed bases, classes of modules outside the tree that no
-:class:`ExternalModules` provides) is unresolvable and silently skipped. All walks are
-iterative or depth-bounded.
+Classes, module-level aliases, imports (relative, ``as``, re-exports), submodules and star imports
+are followed. A base is resolved as when the ``class`` statement runs: the binding in force at that
+line, the enclosing class body first. Anything else is unresolvable and skipped.
 """
 
 from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from harness.overrides.discover import SourceFile
 from harness.overrides.model.tree import (
@@ -43,7 +38,10 @@ class NameBinding:
         modules: Iterable[tuple[SourceFile, FileSummary]],
         watch: Iterable[str] = (),
         external: ExternalModules | None = None,
+        sources: Mapping[str, bytes] | None = None,
     ) -> None:
+        self._sources = sources or {}
+        """The bytes of the tree's files by path, as the run read them."""
         self._watch = frozenset(watch)
         """Module names (of deleted files) whose lookups mark the looking class as affected."""
         self._touched = False
@@ -82,6 +80,19 @@ class NameBinding:
             for cls in pending:
                 self._resolve_bases(cls)
             pending = self.external_classes[loaded:]
+
+    def text(self, path: str) -> str | None:
+        """The text of the file at ``path`` (UTF-8, undecodable bytes replaced, newlines
+        universal): the bytes the run read, else read now; ``None`` when it cannot be read."""
+        data = self._sources.get(path)
+        if data is None:
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                return None
+        text = data.decode("utf-8", "replace")
+        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
     def all_classes(self) -> list[ClassInfo]:
         """Classes of the tree, then those of external modules loaded to resolve bases."""
@@ -197,10 +208,8 @@ class NameBinding:
         return info
 
     def function_home(self, module: ModuleInfo, dotted: str) -> tuple[ModuleInfo, str] | None:
-        """The module whose top level may define the function ``dotted`` names in ``module``,
-        and its name there, through the imports that re-export it (``utils.is_default`` ->
-        ``utils.python_utils``, ``is_default``); whether that module defines it is for the
-        caller to read."""
+        """The module whose top level may define the function ``dotted`` names in ``module``, and
+        its name there, through re-exporting imports."""
         head, _, name = dotted.rpartition(".")
         where = self.resolve(module, head) if head else module
         for _ in range(_MAX_DEPTH):
@@ -309,10 +318,9 @@ class NameBinding:
         return imp.module.partition(".")[0] in ("typing", "typing_extensions")
 
     def misrooted(self, cls: ClassInfo) -> list[MisrootedBase]:
-        """The unresolved bases of ``cls`` imported from a dotted module name (``pkg.base``)
-        that no module of the tree (or outside it) has, while a file of the tree sits at
-        that path below some other directory: the scan started below the import root the
-        code is written for, and the base's methods went unchecked."""
+        """The unresolved bases of ``cls`` imported from a dotted module no module has, while a tree
+        file sits at that path below another directory (the scan started below the code's import
+        root)."""
         out: list[MisrootedBase] = []
         for base in cls.unresolved:
             head, *rest = base.split(".")
@@ -353,10 +361,8 @@ class NameBinding:
         return None
 
     def _at_definition(self, cls: ClassInfo, dotted: str) -> Target | None:
-        """What ``dotted`` named when ``cls``'s statement ran: for a nested class, a class
-        bound earlier in the enclosing class body; else the latest top-level binding above
-        the outermost enclosing statement that resolves. ``None`` when no such binding
-        exists (star imports, names bound later by a function): use :meth:`resolve`."""
+        """What ``dotted`` named when ``cls``'s statement ran (the enclosing class body first, else
+        the latest top-level binding above it); ``None`` when unknown: use :meth:`resolve`."""
         head, *rest = dotted.split(".")
         qualname = cls.summary.qualname
         outer = qualname.rpartition(".")[0]

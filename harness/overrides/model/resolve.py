@@ -1,13 +1,10 @@
-"""The project: the scanned tree with its names bound (:mod:`harness.overrides.model.names`), its
-MROs computed (:mod:`harness.overrides.model.mro`), its hierarchy indexed
-(:mod:`harness.overrides.model.hierarchy`) and its methods as the project's own decorators leave
-them (:mod:`harness.overrides.model.decorators`), as the rules and the evidence ask about it. Its
-records (:mod:`harness.overrides.model.tree`) hold no reference cycle: reference counting frees it.
+"""The project: the scanned tree with its names bound, MROs computed, hierarchy indexed and
+decorators applied, as the rules and the evidence ask about it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from harness.overrides.discover import SourceFile
 from harness.overrides.model.decorators import apply_decorators
@@ -21,18 +18,16 @@ __all__ = ["ClassInfo", "ExternalModules", "ModuleInfo", "Project"]
 
 
 class Project(NameBinding):
-    """The whole scanned tree: modules, classes, bases, MROs and subclasses.
-
-    The queries of the MRO index and the hierarchy are bound once (no call through a wrapper).
-    """
+    """The whole scanned tree: modules, classes, bases, MROs and subclasses."""
 
     def __init__(
         self,
         modules: Iterable[tuple[SourceFile, FileSummary]],
         watch: Iterable[str] = (),
         external: ExternalModules | None = None,
+        sources: Mapping[str, bytes] | None = None,
     ) -> None:
-        super().__init__(modules, watch, external)
+        super().__init__(modules, watch, external, sources)
         classes = self.all_classes()
         ancestry = MroIndex(classes)
         hierarchy = Hierarchy(classes, ancestry)

@@ -1,8 +1,5 @@
-"""The scanned tree as the resolver sees it: modules, class statements and what they bind.
-
-Plain records filled in by :mod:`harness.overrides.model.names`. Modules hold their classes; a
-class refers back to its module weakly (the project holds every module), so a project's graph
-has no reference cycle and is freed by reference counting alone when the check ends.
+"""The scanned tree as the resolver sees it: modules, class statements and what they bind. A class
+refers to its module weakly, so the graph is freed by reference counting alone.
 """
 
 from __future__ import annotations
@@ -12,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from harness.overrides.discover import SourceFile
-from harness.overrides.facts.dispatch import ClassFacts, Wrapper
+from harness.overrides.facts.records import ClassFacts, Wrapper
 from harness.overrides.facts.signature import Signature
 from harness.overrides.summary import ClassSummary, FileSummary, Import
 

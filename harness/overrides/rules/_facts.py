@@ -1,10 +1,5 @@
-"""What rules look at and what they return.
-
-A rule inspects one kind of fact (its module's ``SUBJECT``): a :class:`Pair` of a base method
-and its override, a :class:`Sibling` pair that multiple inheritance puts in the same MRO, a
-:class:`NoBase` method, a file that cannot be parsed or read, a class
-whose MRO is broken, an ignore comment. It returns :class:`Issue` objects; the analysis turns
-them into located findings with the rule's code and message.
+"""What rules look at (their module's ``SUBJECT``: a :class:`Pair`, a :class:`Sibling`, a
+:class:`NoBase` method, a file, a class, an ignore comment) and what they return (:class:`Issue`).
 """
 
 from __future__ import annotations
@@ -38,11 +33,8 @@ class Pair(NamedTuple):
 
 
 class Sibling(NamedTuple):
-    """A method two unrelated bases of a class both define, the class's MRO picking one.
-
-    For an instance of the class, calls written against ``loser`` (in methods of the base
-    that defines it) dispatch to ``winner``, as if ``winner`` overrode it.
-    """
+    """A method two unrelated bases of a class both define: calls written against ``loser`` dispatch
+    to ``winner``, as if it overrode it."""
 
     winner: Signature
     loser: Signature

@@ -35,27 +35,9 @@ parameters named ``_x`` may be renamed freely; a keyword-only parameter the over
 in ``**kwargs`` is not a rename.
 
 Severity, for this rule and every method-pair rule: an ``error`` needs a call in the project
-that the override rejects and that can run for an instance of the class. A call the base's
-own signature rejects too proves nothing about the override and is not used. Where the
-source shows the call cannot run for the class, the finding stays a warning that shows the
-call and says why:
-- a guard excludes the class: ``isinstance(self, C)`` (in an ``if``/``else``, or an early
-  ``return``/``raise`` before the call), or a test of the override's own parameters such as
-  ``"value" in inspect.signature(self.m).parameters`` (directly or through a local name);
-- the calling method is reached only from methods the class overrides without calling
-  ``super()`` (torch's ``LRScheduler.__init__`` -> ``_initial_step`` -> ``self.step()``,
-  which ``ReduceLROnPlateau`` never runs). A method that the scanned tree calls is taken to
-  be reached only through those calls; one it never calls on its own hierarchy, a dunder, one
-  whose name escapes (``self.m`` passed as a callback, ``getattr(self, name)``) or one of a
-  class with a base outside what the checker can read is taken to be reachable from anywhere.
-  Calls on objects the checker cannot type count as reaching every class, except that a
-  function raising for ``isinstance(x, C)`` is taken not to call private methods on a ``C``.
-
-Decorators are applied as written: a project decorator that returns an inner function
-(``def deco(fn): def wrap(dialect, conn, **kw): ...; return wrap``) gives the method the
-inner function's signature; a pass-through wrapper (``*args, **kwargs``) keeps the ``def``'s.
-Bases from the standard library and installed packages are read from their source files (or
-``.pyi`` stubs) found on the interpreter's import path, never imported.
+that the override rejects (and the base does not) and that can run for an instance of the class;
+where the source shows it cannot (a guard, a caller the class never runs), the finding stays a
+warning that shows the call and says why (``docs/checker.md``, "Severity").
 
 ## References
 - vLLM PR #17483 (``block_table`` -> ``block_table_tensor``)
