@@ -343,9 +343,10 @@ def load(
     cache: Cache,
     jobs: int | None,
     meanwhile: Callable[[], object] | None = None,
+    ahead: Callable[[FileSummary], object] | None = None,
 ) -> tuple[dict[str, FileSummary], int]:
     """Summaries by display path (cached ones first) and the number of files parsed. ``meanwhile``
-    runs once, while the workers parse."""
+    runs once, while the workers parse; ``ahead`` on each summary they hand back."""
     out: dict[str, FileSummary] = {}
     todo: list[Source] = []
     for source in sources:
@@ -357,9 +358,12 @@ def load(
         else:
             todo.append(source)
     made: list[FileSummary | None] = [None] * len(todo)
+    ahead = ahead if _workers(len(todo), jobs) > 1 else None  # else it would only add work
     for i, blob in _summarize_all([t.data for t in todo], jobs, meanwhile):
         cache.add(todo[i].hash, blob)
-        made[i] = _decode(blob)  # decoded as the workers hand results back
+        made[i] = summary = _decode(blob)  # decoded as the workers hand results back
+        if ahead is not None and summary is not None:
+            ahead(summary)
     for source, summary in zip(todo, made, strict=True):
         if summary is not None:
             out[source.file.display] = summary
@@ -374,14 +378,19 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def _workers(files: int, jobs: int | None) -> int:
+    """Worker processes to summarise ``files`` new files with (1: in this process)."""
+    return min(jobs if jobs is not None else 8, cpu_count()) if files >= _PARALLEL_MIN else 1
+
+
 def _summarize_all(
     blobs: list[bytes], jobs: int | None, meanwhile: Callable[[], object] | None = None
 ) -> Iterator[tuple[int, bytes]]:
     """``(index, encoded summary)`` of every blob, each once, in the order they are made;
     ``meanwhile`` runs once, while the workers parse (or first, without workers)."""
-    workers = min(jobs if jobs is not None else 8, cpu_count())
+    workers = _workers(len(blobs), jobs)
     done: set[int] = set()
-    if workers > 1 and len(blobs) >= _PARALLEL_MIN:
+    if workers > 1:
         yield from _in_pool(blobs, workers, meanwhile, done)
     elif meanwhile is not None:
         meanwhile()

@@ -193,12 +193,9 @@ def _analyze(
 ) -> list[Finding]:
     from harness.overrides.cache import Cache, InstalledCache, load
     from harness.overrides.codec import CorruptSummary
-
-    cache = Cache(cache_dir)
-    summaries, stats.parsed = load(sources, cache, options.jobs, meanwhile=_import_analysis)
-    from harness.overrides.analysis import analyze
     from harness.overrides.external import InstalledModules
 
+    cache = Cache(cache_dir)
     files = [s.file for s in sources]
     external = None
     installed = InstalledCache(options.external and cache_dir is not None)
@@ -215,6 +212,15 @@ def _analyze(
             cwd=cwd,
             env=env,
         )
+    summaries, stats.parsed = load(
+        sources,
+        cache,
+        options.jobs,
+        meanwhile=_import_analysis,
+        ahead=None if external is None else external.read_ahead,
+    )
+    from harness.overrides.analysis import analyze
+
     try:
         findings, stats.classes, stats.checked_classes = analyze(
             files,
@@ -239,7 +245,6 @@ def _analyze(
 def _import_analysis() -> None:
     """Import the analysis while worker processes parse (they need none of it)."""
     importlib.import_module("harness.overrides.analysis")
-    importlib.import_module("harness.overrides.external")
 
 
 def _environment(options: CheckOptions, cwd: str) -> Environment | None:

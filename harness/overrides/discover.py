@@ -371,6 +371,15 @@ def module_names(path: str, roots: Sequence[str], cwd: str | None = None) -> tup
     return (primary, *aliases)
 
 
+def absolute_module(module: str, is_package: bool, name: str, level: int) -> str:
+    """Absolute name of ``from {'.' * level}{name} import ...`` in module ``module``."""
+    if level == 0:
+        return name
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    parts = parts[: max(len(parts) - level + 1, 0)]
+    return ".".join([*parts, name] if name else parts)
+
+
 def import_roots(paths: Sequence[str], cwd: str) -> tuple[str, ...]:
     """Directories files are named from, preferred first: the project root of ``paths``, then
     ``cwd`` (``cwd`` first without a :data:`ROOT_MARKERS` entry above the paths)."""

@@ -18,7 +18,7 @@ from importlib.machinery import ModuleSpec, PathFinder
 from typing import TYPE_CHECKING, NamedTuple
 
 from harness.overrides.cache import BlobStore, digest, summary_of
-from harness.overrides.discover import SourceFile, display_path
+from harness.overrides.discover import SourceFile, absolute_module, display_path
 
 if TYPE_CHECKING:  # a warm run finds its environment without importing the summariser
     from harness.overrides.summary import FileSummary
@@ -107,6 +107,9 @@ _INSTALLATION_DIRECTORIES = frozenset({"site-packages", "dist-packages"})
 """Directories whose packages are installed ones, never read as the project's own."""
 
 
+_Read = tuple["tuple[SourceFile, FileSummary] | None", "tuple[str, str] | None"]
+
+
 class InstalledModules:
     """Reads modules that are not in the scanned tree; see the module docstring."""
 
@@ -142,32 +145,78 @@ class InstalledModules:
         """``(path, content hash)`` of every file read."""
         self._specs: dict[str, ModuleSpec | None] = {}
         self._typeshed: str | bool | None = False
+        self._read: dict[str, _Read] = {}
+        """What :meth:`_load` gave for each module name."""
+        self._followed: set[tuple[str, str | None]] = set()
 
     def module(self, name: str) -> tuple[SourceFile, FileSummary] | None:
         """The file and summary of module ``name``, or ``None``."""
+        if name not in self._read:
+            self._read[name] = self._load(name)
+        found, used = self._read[name]
+        if used is not None:
+            self.used.append(used)
+        return found
+
+    def read_ahead(self, summary: FileSummary, name: str = "", is_package: bool = False) -> None:
+        """Read now, as :meth:`module` would later, the modules outside the tree that the bases
+        of ``summary``'s classes (module ``name``'s) are imported from, and theirs in turn: called
+        while worker processes summarise the tree, so that this work overlaps theirs."""
+        imports = {imp.name: imp for imp in summary.imports}
+        for cls in summary.classes:
+            for base in cls.bases:
+                head, _, rest = (base or "").partition(".")
+                imp = imports.get(head)
+                if imp is not None and (imp.level == 0 or name):
+                    module = absolute_module(name, is_package, imp.module, imp.level)
+                    self._ahead(module, imp.attr or rest.partition(".")[0])
+
+    def _ahead(self, name: str, attr: str | None) -> None:
+        """Read module ``name`` ahead, and the modules it takes ``attr`` from."""
+        if name.partition(".")[0] in self.tree or (name, attr) in self._followed:
+            return  # the tree's own modules are being summarised
+        self._followed.add((name, attr))
+        seen = name in self._read
+        if not seen:
+            self._read[name] = self._load(name)
+        found = self._read[name][0]
+        if found is None:
+            return
+        file, summary = found
+        if not seen:
+            self.read_ahead(summary, name, file.is_package)
+        imp = next((i for i in summary.imports if i.name == attr), None)
+        again = [(imp.module, imp.level, imp.attr)] if imp else []  # `from ._base import C`
+        again += [(m, level, attr) for m, level in summary.star_imports if attr and not imp]
+        for module, level, name_there in again:
+            self._ahead(absolute_module(name, file.is_package, module, level), name_there)
+
+    def _load(self, name: str) -> _Read:
+        """The file and summary of module ``name`` (or ``None``), and ``(path, content hash)``
+        of the file read (``None`` when none was)."""
         top = name.partition(".")[0]
         if not name or top in _NOT_READ:
-            return None
+            return None, None
         local = top in self.tree
         found = self._beside_tree(name) if local else self._source(name)
         if found is None and not local:
             found = self._source_of_project(name)
             local = found is not None
         if found is None:
-            return None
+            return None, None
         path, is_package = found
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
         except OSError:
-            return None
-        self.used.append((path, digest(data)))
+            return None, None
+        used = (path, digest(data))
         summary = summary_of(data, self.local_cache if local else self.cache)
         if summary is None:
-            return None
+            return None, used
         real = os.path.realpath(path)
         shown = display_path(path, self.cwd) if local else path
-        return SourceFile(path, shown, name, is_package, (), real), summary
+        return (SourceFile(path, shown, name, is_package, (), real), summary), used
 
     def _source_of_project(self, name: str) -> tuple[str, bool] | None:
         """A module of the project's own packages that the scanned paths left out, read beside the

@@ -23,6 +23,7 @@ from harness.overrides.cache import (
 )
 from harness.overrides.checker import CheckOptions, check
 from harness.overrides.discover import discover
+from harness.overrides.summary import FileSummary
 
 # A base calls self.build(block_table_tensor=...); the subclass renamed it (issue 12).
 BASE = """\
@@ -98,6 +99,26 @@ def test_parallel_parse_matches_serial(tmp_path: Path) -> None:
     serial, _ = load(sources, Cache(None), jobs=1)
     parallel, parsed = load(sources, Cache(None), jobs=2)
     assert parsed == 60 and parallel == serial
+
+
+def test_summaries_are_handed_ahead_only_while_workers_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load(ahead=...)`` sees each summary the pool makes (to read modules outside the tree
+    meanwhile), never the cached ones, and nothing when the files are parsed in process."""
+    monkeypatch.setattr("harness.overrides.cache.cpu_count", lambda: 2)
+    files_in(tmp_path, 60)
+    found, _ = discover([str(tmp_path)], cwd=str(tmp_path))
+    sources, _ = read_sources(found)
+    seen: list[FileSummary] = []
+    serial, _ = load(sources, Cache(None), jobs=1, ahead=seen.append)
+    assert seen == []
+    warm = Cache(None)
+    for source in sources[:10]:
+        warm.blobs[source.hash] = _encoded(source.data)
+    parallel, parsed = load(sources, warm, jobs=2, ahead=seen.append)
+    assert parsed == 50 and parallel == serial
+    assert sorted(map(id, seen)) == sorted(id(parallel[s.file.display]) for s in sources[10:])
 
 
 def test_work_given_to_do_meanwhile_runs_once_and_the_order_stays(

@@ -344,6 +344,44 @@ def test_a_root_that_cannot_be_listed_is_still_probed(
     assert found is not None and found[0].path == str(tmp_path / "pkg" / "base.py")
 
 
+def test_bases_read_ahead_are_handed_out_when_asked_and_only_then_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``read_ahead`` reads the standard-library modules a file's bases come from, through a
+    re-export (``concurrent.futures`` takes ``Executor`` from ``concurrent.futures._base``),
+    never the tree's own; ``module`` then hands them out without reading again, and records
+    a file as used only once it is asked for."""
+    from harness.overrides import external
+    from harness.overrides.summary import summarize
+
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "base.py").write_text("class Base:\n    pass\n", encoding="utf-8")
+    modules = external.InstalledModules(
+        _Blobs(), ["app"], import_roots=lambda: [str(tmp_path)], cwd=str(tmp_path)
+    )
+    code = (
+        "import argparse\nfrom concurrent.futures import Executor\nfrom app.base import Base\n"
+        "from . import near\n\nclass A(argparse.Action): pass\nclass B(Executor): pass\n"
+        "class C(Base): pass\nclass D(near.Near): pass\n"
+    )
+    read: list[str] = []
+    real = external.summary_of
+
+    def summary_of(data: bytes, store: external.BlobStore) -> object:
+        read.append(data.decode().partition("\n")[0])
+        return real(data, store)
+
+    monkeypatch.setattr(external, "summary_of", summary_of)
+    modules.read_ahead(summarize(code.encode()))
+    assert len(read) >= 3 and not any("class Base" in r for r in read)
+    assert modules.used == []
+    monkeypatch.setattr(external, "summary_of", None)  # asking again would fail
+    for name in ("argparse", "concurrent.futures", "concurrent.futures._base"):
+        found = modules.module(name)
+        assert found is not None and found[0].module == name
+    assert [Path(p).name for p, _ in modules.used] == ["argparse.py", "__init__.py", "_base.py"]
+
+
 class _Blobs:
     """An in-memory blob store."""
 

@@ -11,7 +11,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 
-from harness.overrides.discover import SourceFile
+from harness.overrides.discover import SourceFile, absolute_module
 from harness.overrides.model.tree import (
     Binding,
     ClassInfo,
@@ -139,13 +139,7 @@ class NameBinding:
 
     def absolute_module(self, module: ModuleInfo, name: str, level: int) -> str:
         """Absolute module name of ``from {'.' * level}{name} import ...`` in ``module``."""
-        if level == 0:
-            return name
-        parts = module.name.split(".")
-        if not module.file.is_package:
-            parts = parts[:-1]
-        parts = parts[: max(len(parts) - level + 1, 0)]
-        return ".".join([*parts, name] if name else parts)
+        return absolute_module(module.name, module.file.is_package, name, level)
 
     def resolve(self, module: ModuleInfo, dotted: str) -> Target | None:
         """What ``dotted`` names at the top level of ``module``, if it is in the tree."""
