@@ -16,7 +16,6 @@ from typing import NamedTuple
 
 from harness.overrides.compare import is_catch_all
 from harness.overrides.evidence.binding import CallShape, bind_method
-from harness.overrides.evidence.bound import Bound
 from harness.overrides.evidence.conditions import Conditions
 from harness.overrides.evidence.deciders import deciders
 from harness.overrides.evidence.defaults import left_at_none
@@ -54,11 +53,6 @@ class Proof(NamedTuple):
     """The class the call is written in, for ``self``/``super()`` calls."""
 
 
-def shape_of(call: CallSite) -> CallShape:
-    """The argument shape of a recorded call."""
-    return CallShape(call.n_positional, call.keywords, call.star, call.starstar)
-
-
 CallEntry = tuple[CallSite, ClassInfo | None, ModuleInfo]
 
 
@@ -75,24 +69,19 @@ class Forwarded(NamedTuple):
     """The forwarding method's name."""
 
 
-class _Files:
-    """The conditions of each file read for evidence, parsed once per path."""
+class _Files(dict[str, Conditions]):
+    """The conditions of each file read for evidence, by path, parsed once."""
 
     def __init__(self, text: Callable[[str], str | None]) -> None:
+        super().__init__()
         self._text = text
-        self._by_path: dict[str, Conditions] = {}
 
-    def conditions(self, path: str) -> Conditions:
-        known = self._by_path.get(path)
-        if known is None:
-            known = self._by_path[path] = Conditions(self._text(path) or "")
-        return known
+    def __missing__(self, path: str) -> Conditions:
+        found = self[path] = Conditions(self._text(path) or "")
+        return found
 
     def tree(self, path: str) -> ast.Module:
-        return self.conditions(path).tree
-
-    def clear(self) -> None:
-        self._by_path.clear()
+        return self[path].tree
 
 
 class EvidenceIndex:
@@ -108,7 +97,7 @@ class EvidenceIndex:
         self._forwarded: dict[str, list[Forwarded]] = {}
         self._files = _Files(project.text)
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
-        self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree))
+        self.reach = Reach(project, self.calls, tree)
         self._configs = Configs(project, tree)
         self._deciders = deciders(project, self.reach, self._configs, tree)
         """Each decides conditions of one kind, asked in turn (:mod:`.deciders`)."""
@@ -229,69 +218,50 @@ class EvidenceIndex:
         escapes where the override's own exception was handled."""
         if not expected:
             return False
-        handlers = self._file(proof.module.file.path).handled(proof.call.line, proof.call.col)
+        handlers = self._files[proof.module.file.path].handled(proof.call.line, proof.call.col)
         if any(c is None or c & {"Exception", "BaseException", "TypeError"} for c in handlers):
             return False  # a handler takes the TypeError too
         return any(expected in c for c in handlers if c is not None)
-
-    def _file(self, path: str) -> Conditions:
-        return self._files.conditions(path)
 
     def _with_guards(self, proof: Proof) -> Proof:
         """``proof`` with the conditions on its path from the entry to the call, each once; a
         warning instead when the ``TypeError`` is handled around the call or a condition is decided
         false for the class."""
         call, module = proof.call, proof.module
-        known = self._file(module.file.path)
-        caught = known.caught(call.line, call.col)
+        own = self._texts(call, module)
+        caught = self._files[module.file.path].caught(call.line, call.col)
         if caught is not None:
             said = f"the TypeError is handled where it is raised ({caught})"
-            return proof._replace(certain=False, unreached=said, guards=self._texts(call, module))
+            return proof._replace(certain=False, unreached=said, guards=own)
         x, owner = proof.subject, proof.owner
         if x is None or owner is None:
-            return proof._replace(guards=self._texts(call, module))
+            return proof._replace(guards=own)
         why = self._decided(x, call, module)
         if why is not None:
-            return proof._replace(certain=False, unreached=why, guards=self._texts(call, module))
+            return proof._replace(certain=False, unreached=why, guards=own)
+        banned: set[int] = set()  # entering calls that leave a needed parameter at None
+
+        def skip(c: CallSite, _: ClassInfo, m: ModuleInfo) -> bool:
+            return id(c) in banned or self._decided(x, c, m) is not None
+
         reach = self.reach
         hops = reach.path(x, owner, call.caller)
-        if hops is not None:
-            blocked = next(
-                (w for w in (self._decided(x, c, m) for c, _, m in hops) if w is not None), None
-            )
-            if blocked is not None:
-                hops = reach.path(
-                    x, owner, call.caller, lambda c, _, m: self._decided(x, c, m) is not None
-                )
+        why = next((w for c, _, m in hops or () if (w := self._decided(x, c, m)) is not None), None)
+        first: str | None = None  # the first entering call found leaving a parameter at None
+        while True:
+            if why is not None:  # the path found does not run: search around it
+                hops = reach.path(x, owner, call.caller, skip)
                 if hops is None and not reach.cut:
-                    return proof._replace(
-                        certain=False, unreached=blocked, guards=self._texts(call, module)
-                    )
-        banned: set[int] = set()  # entering calls that leave a needed parameter at None
-        first: str | None = None
-        while hops:
-            why = self._left_at_none(owner, call, module, hops[-1])
-            if why is None:
+                    return proof._replace(certain=False, unreached=first or why, guards=own)
+            why = self._left_at_none(owner, call, module, hops[-1]) if hops else None
+            if why is None or not hops:
                 break
             first = first or why
             banned.add(id(hops[-1][0]))
-            hops = reach.path(
-                x,
-                owner,
-                call.caller,
-                lambda c, _, m: id(c) in banned or self._decided(x, c, m) is not None,
-            )
-            if hops is None and not reach.cut:
-                return proof._replace(
-                    certain=False, unreached=first, guards=self._texts(call, module)
-                )
-        texts = [t for c, _, m in hops or () for t in self._texts(c, m)]
-        texts.extend(self._texts(call, module))
-        guards = tuple(dict.fromkeys(texts))
         steps = [*((c, m) for c, _, m in hops or ()), (call, module)]
-        feature = next((w for w in (self._feature_test(x, c, m) for c, m in steps) if w), None)
-        if feature is None:
-            feature = self._picked_base(x, owner)
+        guards = tuple(dict.fromkeys(t for c, m in steps for t in self._texts(c, m)))
+        feature = next((w for c, m in steps if (w := self._feature_test(x, c, m))), None)
+        feature = feature or self._picked_base(x, owner)
         if feature is not None:
             return proof._replace(certain=False, untyped=feature, guards=guards)
         return proof._replace(guards=guards)
@@ -305,7 +275,7 @@ class EvidenceIndex:
         sig = owner.methods.get(call.caller)
         if func is None or sig is None:
             return None
-        tests = self._file(module.file.path).tests(call.line, call.col)
+        tests = self._files[module.file.path].tests(call.line, call.col)
         bound_self = sig.kind is not MethodKind.STATIC
         found = left_at_none(func, bound_self, tests, entry[0])
         if found is None:
@@ -343,7 +313,7 @@ class EvidenceIndex:
         """Why ``call`` runs for an ``x`` only if an object has an attribute the code does not say
         it has (``if hasattr(config, "a")``): which objects reach here for an ``x`` is not known."""
         where = f"{module.file.display}:{call.line}"
-        for text, test, value in self._file(module.file.path).tests(call.line, call.col):
+        for text, test, value in self._files[module.file.path].tests(call.line, call.col):
             for name, attr in needed(test, value):
                 said = self._configs.unstated(x, module, call.line, name, attr)
                 if said is not None:
@@ -354,22 +324,16 @@ class EvidenceIndex:
         return None
 
     def _texts(self, call: CallSite, module: ModuleInfo) -> tuple[str, ...]:
-        return self._file(module.file.path).at(call.line, call.col)
+        return self._files[module.file.path].at(call.line, call.col)
 
     def _decided(self, x: ClassInfo, call: CallSite, module: ModuleInfo) -> str | None:
         """Why ``call`` cannot run for an ``x``: a condition of it decided false, said."""
         where = f"{module.file.display}:{call.line}"
-        for text, test, value in self._file(module.file.path).tests(call.line, call.col):
-            why = next(
-                (
-                    w
-                    for d in self._deciders
-                    if (w := d.false_for(x, module, call.line, test, value))
-                ),
-                None,
-            )
-            if why is not None:
-                return f"it runs only if {text} (at {where}), but {why}"
+        for text, test, value in self._files[module.file.path].tests(call.line, call.col):
+            for decider in self._deciders:
+                why = decider.false_for(x, module, call.line, test, value)
+                if why:
+                    return f"it runs only if {text} (at {where}), but {why}"
         return self._raisers.before(x, module, call.line)
 
 
@@ -457,18 +421,7 @@ class _Prover:
                 best = (level, why)
         if best is None:
             return
-        level, why = best
-        self.add(
-            call,
-            module,
-            level == YES,
-            through=not on_class,
-            unreached=why if level == NO else None,
-            untyped=why if level == UNTYPED else None,
-            hop=hop,
-            subject=subject,
-            owner=site,
-        )
+        self.add(call, module, *best, through=not on_class, hop=hop, subject=subject, owner=site)
 
     def on_super(self, call: CallSite, site: ClassInfo, module: ModuleInfo) -> None:
         """``super().m(...)`` in ``site``: the next ``m`` after ``site`` is the override."""
@@ -480,15 +433,8 @@ class _Prover:
             return
         if self.within is not None and not project.in_mro(self.within, site):
             return
-        level, why = self.reach.verdict(site, call, site, module)
         self.add(
-            call,
-            module,
-            level == YES,
-            unreached=why if level == NO else None,
-            untyped=why if level == UNTYPED else None,
-            subject=site,
-            owner=site,
+            call, module, *self.reach.verdict(site, call, site, module), subject=site, owner=site
         )
 
     def on_constructed(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
@@ -496,7 +442,7 @@ class _Prover:
         assert call.receiver_class is not None
         target = self.project.resolve_class(module, call.receiver_class)
         if target is not None and target in self.inheritors and self._hops(target, hop):
-            self.add(call, module, True, hop=hop)
+            self.add(call, module, YES, hop=hop)
 
     def on_annotated(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
         """``x: C`` then ``x.m(...)``: ``x`` may be any subclass of ``C``, so a warning."""
@@ -510,26 +456,26 @@ class _Prover:
             within = self.within
             related = related and (project.in_mro(within, target) or project.in_mro(target, within))
         if related and not project.shadowed(target, self.name):
-            self.add(call, module, False, hop=hop)
+            self.add(call, module, UNTYPED, hop=hop)
 
     def add(
         self,
         call: CallSite,
         module: ModuleInfo,
-        certain: bool,
+        level: int,
+        why: str | None = None,
         *,
         through: bool = True,
-        unreached: str | None = None,
-        untyped: str | None = None,
         hop: Forwarded | None = None,
         subject: ClassInfo | None = None,
         owner: ClassInfo | None = None,
     ) -> None:
-        """Record the proof if the override rejects the call and the base does not."""
+        """Record the proof if the override rejects the call and the base does not: an error at
+        :data:`YES`, else a warning with ``why`` the call is unreached (:data:`NO`) or latent."""
         key = (module.file.display, call.line, call.col)
         if key in self.seen:
             return
-        shape = shape_of(call)
+        shape = CallShape(call.n_positional, call.keywords, call.star, call.starstar)
         error = bind_method(shape, self.override, self.qualname, through_instance=through)
         if error is None:
             return
@@ -544,6 +490,14 @@ class _Prover:
         via = None if hop is None else f"{hop.forwarder.qualname}.{hop.method}(*args, **kwargs)"
         self.out.append(
             Proof(
-                call, module, error, certain, unreached, via, untyped, subject=subject, owner=owner
+                call,
+                module,
+                error,
+                level == YES,
+                why if level == NO else None,
+                via,
+                why if level == UNTYPED else None,
+                subject=subject,
+                owner=owner,
             )
         )

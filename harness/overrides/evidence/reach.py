@@ -9,10 +9,11 @@ C)``, ``type(self).m is C.m``) can exclude the class; a method the class overrid
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Iterator
-from typing import Protocol
 
+from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
 from harness.overrides.evidence.guard_atoms import atom_holds
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.records import (
@@ -22,9 +23,15 @@ from harness.overrides.facts.records import (
     ForeignCall,
     Guard,
 )
+from harness.overrides.facts.uses import RETURNED, STORED, Flow
+from harness.overrides.model.classdefs import class_defs
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_OWN = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
 _MAX_DEPTH = 60
+_MAX_TRAIL = 8
+"""Returns and stores followed from one place a bound method is taken, at most."""
 _QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
 NO = 0
 """The method cannot run for the class."""
@@ -40,9 +47,25 @@ CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
 """``calls(name)``: every call of a method of that name, with its class and module."""
 
 
-class Follower(Protocol):
-    """What reachability asks of the code that follows bound methods
-    (:class:`harness.overrides.evidence.bound.Bound`)."""
+def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
+    raise RuntimeError("the reachability index was released")
+
+
+class Bound:
+    """Where a bound method goes once a method takes it, as far as the code shows
+    (:class:`harness.overrides.facts.uses.Flow`): returned, to the callers' use of the result;
+    stored in ``self.<attr>``, to the ``self.<attr>(...)`` calls; any other use is a call there.
+    ``self._fwd = self.dispatch()``, with ``dispatch`` returning ``self.forward_cpu``, calls
+    ``forward_cpu`` only where ``self._fwd(...)`` runs."""
+
+    def __init__(self, reach: Reach, tree_of: Callable[[str], ast.Module | None]) -> None:
+        self.reach = reach
+        self.tree_of = tree_of
+        self._elsewhere: dict[str, bool] = {}
+        self._taken_memo: dict[tuple[int, int, str, str, bool], int] = {}
+        self._ends: dict[tuple[int, str], int] = {}
+        self._methods: dict[int, dict[str, list[Function]]] = {}
+        self._flows: dict[int, Flow] = {}
 
     def taken(
         self,
@@ -53,33 +76,140 @@ class Follower(Protocol):
         lookup: bool,
         trail: frozenset[str],
     ) -> int:
-        """The level at which the bound method ``cls.where`` takes may be called for an
-        ``x``."""
-        ...
+        """The level at which the bound method that ``cls.where`` takes may be called for an ``x``;
+        :data:`YES` when it may be called in ``where`` itself or the trail (what is already on the
+        way) is too long."""
+        if len(trail) > _MAX_TRAIL:
+            return YES
+        key = (id(x), id(cls), where, method, lookup)
+        if key in self._taken_memo:
+            return self._taken_memo[key]
+        level = NO
+        found = self._method(cls, where)
+        if found is None:
+            level = YES
+        else:
+            _, me, flow = found  # no node found: the text matched inside a string, NO
+            for node in flow.taken(me, method, lookup):
+                ends = flow.destinations(node, me)
+                level = (
+                    YES if ends is None else max(level, self._reached(x, ends, cls, where, trail))
+                )
+                if level == YES:
+                    break
+        self._taken_memo[key] = level
+        return level
 
-    def release(self) -> None:
-        """Drop what was gathered."""
-        ...
+    def _reached(
+        self, x: ClassInfo, found: frozenset[str], cls: ClassInfo, where: str, trail: frozenset[str]
+    ) -> int:
+        level = NO
+        for destination in found:
+            key = f"{id(cls)}.{where}" if destination == RETURNED else destination
+            if key in trail:
+                continue  # already on the way: its other ends are counted there
+            memo = (id(x), key)
+            if memo not in self._ends:
+                if destination == RETURNED:
+                    known = self._result_called(x, where, trail | {key})
+                else:
+                    known = self._attribute_called(x, destination[len(STORED) :], trail | {key})
+                self._ends[memo] = known
+            level = max(level, self._ends[memo])
+        return level
 
+    def _result_called(self, x: ClassInfo, method: str, trail: frozenset[str]) -> int:
+        """The level at which the result of a method ``method`` may be called for an ``x``."""
+        level = UNTYPED if self.reach.foreign.get(method) else NO
+        for call, site, module in self.reach.calls(method):
+            if call.receiver not in _OWN or site is None:
+                named = call.receiver_class
+                target = self.reach.project.resolve_class(module, named) if named else None
+                level = max(level, YES if target is x else UNTYPED)
+                continue
+            if not self.reach.project.in_mro(site, x) or not call.caller:
+                continue
+            runs = self.reach.call_runs(x, call, site, module)
+            if runs == NO:
+                continue
+            found = self._call_destinations(site, call)
+            if found is not None:
+                runs = min(runs, self._reached(x, found, site, call.caller, trail))
+            level = max(level, runs)
+            if level == YES:
+                break
+        return level
 
-def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
-    raise RuntimeError("the reachability index was released")
+    def _attribute_called(self, x: ClassInfo, attr: str, trail: frozenset[str]) -> int:
+        """The level at which ``self.<attr>``, holding a bound method, may be called for an
+        ``x``: its ``self.<attr>(...)`` calls, the places it is taken on (``self.<attr>``
+        uncalled), and any ``.<attr>`` on another object (:data:`UNTYPED`)."""
+        level = UNTYPED if self._named_elsewhere(attr) else NO
+        in_mro = self.reach.project.in_mro
+        for call, site, module in self.reach.calls(attr):
+            own = call.receiver in (Receiver.SELF, Receiver.CLS)
+            if own and site is not None and in_mro(site, x):
+                level = max(level, self.reach.call_runs(x, call, site, module))
+        if level != YES:
+            places = [(c, w, False) for c, w in self.reach.escaping.get(attr, ()) if in_mro(c, x)]
+            level = max(level, self.reach.best(x, attr, places, trail) or NO)
+        return level
 
+    def _call_destinations(self, site: ClassInfo, call: CallSite) -> frozenset[str] | None:
+        """Where the value of ``call`` goes in its method (``None``: anywhere)."""
+        found = self._method(site, call.caller)
+        if found is None:
+            return None
+        func, me, flow = found
+        for node in ast.walk(func):
+            if (
+                isinstance(node, ast.Call)
+                and node.lineno == call.line
+                and node.col_offset + 1 == call.col
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == call.method
+            ):
+                return flow.destinations(node, me)
+        return None
 
-def _is_dunder(name: str) -> bool:
-    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+    def _method(self, cls: ClassInfo, name: str) -> tuple[Function, str, Flow] | None:
+        """The last ``def name`` of ``cls``'s body (the class statement found once), the name
+        of its receiver and its flow; ``None`` when there is none or it takes no receiver."""
+        if id(cls) not in self._methods:
+            self._methods[id(cls)] = class_defs(cls, self.tree_of)
+        defs = self._methods[id(cls)].get(name)
+        params = [*defs[-1].args.posonlyargs, *defs[-1].args.args] if defs else []
+        if not defs or not params:
+            return None
+        func = defs[-1]
+        flow = self._flows.get(id(func))
+        if flow is None or flow.func is not func:
+            flow = self._flows[id(func)] = Flow(func)
+        return func, params[0].arg, flow
+
+    def _named_elsewhere(self, attr: str) -> bool:
+        """Whether a file of the project writes ``.<attr>`` on an object other than
+        ``self``/``cls`` (the stored method may be read and called there)."""
+        if attr not in self._elsewhere:
+            project = self.reach.project
+            self._elsewhere[attr] = any(
+                (text := project.text(module.file.path)) is not None
+                and named_on_other_objects(text, attr)
+                for module in modules_naming(project, attr)
+            )
+        return self._elsewhere[attr]
 
 
 class Reach:
     """Reachability of methods for instances of a class, over the tree's call sites."""
 
     def __init__(
-        self, project: Project, calls: CallIndex, follow: Callable[[Reach], Follower]
+        self, project: Project, calls: CallIndex, tree_of: Callable[[str], ast.Module | None]
     ) -> None:
         self.project = project
         self.calls = calls
-        self.bound = follow(self)
-        """Where bound methods go (:class:`harness.overrides.evidence.bound.Bound`)."""
+        self.bound = Bound(self, tree_of)
+        """Where bound methods go."""
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
         self._children: dict[str, list[ClassInfo]] | None = None
@@ -115,7 +245,6 @@ class Reach:
         """Drop what was gathered, and the call index (a bound method of its owner: a
         reference cycle); unusable afterwards."""
         self.calls = _released
-        self.bound.release()
         del self.bound  # it refers back to this reach
         for table in (self.foreign, self.guards, self.escaping, self._memo, self._interface):
             table.clear()
@@ -256,8 +385,8 @@ class Reach:
             return None
         candidates: list[tuple[CallSite, ClassInfo, ModuleInfo]] = []
         if project.definer(x, method) is owner:
-            if self._entry(x, owner, method):
-                return []
+            if self._dispatched(x, owner, method, hops=False) == YES:
+                return []  # an entry: no call of the tree on self/cls leads there
             own = (Receiver.SELF, Receiver.CLS)
             candidates.extend(
                 (call, site, module)
@@ -289,11 +418,6 @@ class Reach:
             if project.definer(x, method, after=start) is owner:
                 yield call, site, module
 
-    def _entry(self, x: ClassInfo, owner: ClassInfo, method: str) -> bool:
-        """Whether ``x_instance.method(...)`` runs with no call of the tree on ``self``/``cls``
-        leading there (see :meth:`_dispatched`)."""
-        return self._dispatched(x, owner, method, hops=False) == YES
-
     def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str, hops: bool = True) -> int:
         """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
 
@@ -304,7 +428,8 @@ class Reach:
         """
         project = self.project
         named, wildcard = self._escapes(method, x)
-        if _is_dunder(method) or YES in (named, wildcard):
+        dunder = len(method) > 4 and method.startswith("__") and method.endswith("__")
+        if dunder or YES in (named, wildcard):
             return YES
         resolved = project.fully_resolved(x)
         internal = 0 if named is None else 1  # it escapes only where an x may not run
@@ -318,7 +443,7 @@ class Reach:
                 else:
                     unknown = True
                 continue
-            target = project.resolve_class(module, other.receiver_class)
+            target = self.resolved(module, other.receiver_class)
             if target is x:
                 return YES
             if target is None:
@@ -333,11 +458,7 @@ class Reach:
                         return YES
                 internal += self._related(site, owner)
             elif call.receiver in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
-                target = (
-                    None
-                    if call.receiver_class is None
-                    else project.resolve_class(module, call.receiver_class)
-                )
+                target = self.resolved(module, call.receiver_class)
                 if target is x:
                     return YES
                 annotated = call.receiver is Receiver.ANNOTATED
@@ -460,11 +581,14 @@ class Reach:
         return level
 
     def _rejects(self, rejected: tuple[str, ...], module: ModuleInfo, x: ClassInfo) -> bool:
-        for name in rejected:
-            target = self.project.resolve_class(module, name)
-            if target is not None and self.project.in_mro(target, x):
-                return True
-        return False
+        return any(
+            (t := self.resolved(module, n)) is not None and self.project.in_mro(t, x)
+            for n in rejected
+        )
+
+    def resolved(self, module: ModuleInfo, name: str | None) -> ClassInfo | None:
+        """The class ``name`` (a receiver's class as written) names in ``module``."""
+        return None if name is None else self.project.resolve_class(module, name)
 
     # -- explanation -------------------------------------------------------------------------
 
@@ -557,18 +681,15 @@ class Reach:
         for other, module in self.foreign.get(method, ()):
             if other.receiver_class is None and not self._rejects(other.rejected, module, x):
                 places[f"obj.{method}() in {module.file.display}"] = None
-            elif other.receiver_class is not None and (
-                project.resolve_class(module, other.receiver_class) is None
+            elif (
+                other.receiver_class is not None
+                and self.resolved(module, other.receiver_class) is None
             ):
                 places[f"self.<attr>.{method}() in {module.file.display}"] = None
         for call, _, module in self.calls(method):
             if call.receiver not in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
                 continue
-            target = (
-                None
-                if call.receiver_class is None
-                else project.resolve_class(module, call.receiver_class)
-            )
+            target = self.resolved(module, call.receiver_class)
             if target is None or (
                 call.receiver is Receiver.ANNOTATED
                 and target is not x
@@ -582,7 +703,7 @@ class Reach:
     ) -> tuple[ClassInfo, str] | None:
         """A ``self`` call of ``owner.method`` whose own method is reached only untyped."""
         for call, site, module in self.calls(method):
-            if call.receiver not in (Receiver.SELF, Receiver.CLS, Receiver.SUPER) or site is None:
+            if call.receiver not in _OWN or site is None:
                 continue
             if not self.project.in_mro(site, x) or not call.caller:
                 continue
@@ -594,9 +715,8 @@ class Reach:
         """Name the callers of ``owner.method`` and why each does not run for ``x``."""
         project = self.project
         callers: dict[str, str] = {}
-        own = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
         for call, site, module in self.calls(method):
-            if site is None or call.receiver not in own or not project.in_mro(site, x):
+            if site is None or call.receiver not in _OWN or not project.in_mro(site, x):
                 continue
             name = f"{site.qualname}.{call.caller}()"
             if name in callers:
