@@ -107,6 +107,20 @@ def enclosing(tree: ast.Module, line: int) -> list[tuple[Function, bool]]:
         body = [s for b in inner for s in b]
 
 
+def receiver(func: Function) -> str | None:
+    """The name of ``func``'s first positional parameter (``self`` in a method)."""
+    params = _params(func)
+    return params[0].arg if params else None
+
+
+def method_at(tree: ast.Module | None, line: int) -> tuple[Function, str] | None:
+    """The innermost function holding ``line`` when it is a method taking a receiver (a ``def``
+    directly in a class body), and its receiver's name."""
+    chain = enclosing(tree, line) if tree is not None else []
+    me = receiver(chain[-1][0]) if chain and chain[-1][1] else None
+    return None if me is None else (chain[-1][0], me)
+
+
 def _same_value(func: Function, name: str, first: int, last: int) -> bool:
     """Whether ``name`` holds one value from line ``first`` to ``last`` in ``func``."""
     first, last = min(first, last), max(first, last)
@@ -140,16 +154,6 @@ def _stores_before(func: Function, name: str, attr: str, line: int) -> bool:
         and node.lineno < line
         for node in _scope(func)
     )
-
-
-def _annotation(arg: ast.arg) -> str | None:
-    node = arg.annotation
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
-            return None
-    return None if node is None else dotted_name(node)
 
 
 def _params(func: Function) -> list[ast.arg]:
@@ -212,8 +216,7 @@ class Configs:
         tree = self.tree_of(module.file.path)
         chain = enclosing(tree, line) if tree is not None else []
         methods = [f for f, is_method in chain if is_method]
-        receiver = _params(methods[-1])[:1] if methods else []
-        return (chain[-1][0] if chain else None), (receiver[0].arg if receiver else None)
+        return (chain[-1][0] if chain else None), (receiver(methods[-1]) if methods else None)
 
     def _classes(
         self,
@@ -224,30 +227,23 @@ class Configs:
         name: str,
         line: int,
     ) -> list[tuple[ClassInfo, str]]:
-        """The classes the code names for ``name`` in ``func`` (a method's receiver ``me``)
-        when it runs for an ``x``, each with where it says so."""
-        if func is None or me is None or not self._bound_in(func, name):
+        """The classes the code says ``name`` is an instance of at ``line`` of ``func`` (a
+        method's receiver ``me``) when it runs for an ``x``, each with where it says so."""
+        if func is None or me is None:
             return []
-        return list(self._named(x, module, func, me, name, line))
-
-    def _bound_in(self, func: Function, name: str) -> bool:
-        if any(a.arg == name for a in (*_params(func), *func.args.kwonlyargs)):
-            return True
-        return any(
+        params = (*_params(func), *func.args.kwonlyargs)
+        if not any(a.arg == name for a in params) and not any(
             isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
             for n in _scope(func)
-        )
-
-    def _named(
-        self, x: ClassInfo, module: ModuleInfo, func: Function, me: str, name: str, line: int
-    ) -> Iterator[tuple[ClassInfo, str]]:
-        """Classes the code says ``name`` is an instance of at ``line``, each with where."""
-        project = self.project
-        for arg in (*_params(func), *func.args.kwonlyargs):
-            if arg.arg == name and _same_value(func, name, func.lineno, line):
-                cls = self._resolve(module, _annotation(arg))
-                if cls is not None:
-                    yield cls, f"{func.name}() annotates it"
+        ):
+            return []
+        found = [
+            (cls, f"{func.name}() annotates it")
+            for arg in params
+            if arg.arg == name
+            and _same_value(func, name, func.lineno, line)
+            and (cls := self._annotated(module, arg)) is not None
+        ]
         for node in _scope(func):
             if not (
                 isinstance(node, ast.Call)
@@ -260,14 +256,14 @@ class Configs:
             at = self._argument(node, name)
             if at is None or not _same_value(func, name, node.lineno, line):
                 continue
-            definer = project.definer(x, method)
+            definer = self.project.definer(x, method)
             if definer is None or method not in definer.methods:
                 continue
             target = self._parameter(definer, method, at)
-            if target is not None:
-                cls = self._resolve(definer.module, _annotation(target))
-                if cls is not None:
-                    yield cls, f"{definer.qualname}.{method}() annotates it"
+            cls = None if target is None else self._annotated(definer.module, target)
+            if cls is not None:
+                found.append((cls, f"{definer.qualname}.{method}() annotates it"))
+        return found
 
     @staticmethod
     def _argument(call: ast.Call, name: str) -> int | str | None:
@@ -285,7 +281,7 @@ class Configs:
 
     def _parameter(self, definer: ClassInfo, method: str, at: int | str) -> ast.arg | None:
         sig = definer.methods[method]
-        node = self._class_node(definer)
+        node = class_node(definer, self.tree_of)
         if node is None:
             return None
         func = next(
@@ -305,7 +301,15 @@ class Configs:
         positional = _params(func)[0 if sig.kind is MethodKind.STATIC else 1 :]
         return positional[at] if at < len(positional) else None
 
-    def _resolve(self, module: ModuleInfo, name: str | None) -> ClassInfo | None:
+    def _annotated(self, module: ModuleInfo, arg: ast.arg) -> ClassInfo | None:
+        """The class ``arg``'s annotation names in ``module`` (a string one parsed)."""
+        node = arg.annotation
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                node = ast.parse(node.value, mode="eval").body
+            except SyntaxError:
+                return None
+        name = None if node is None else dotted_name(node)
         return None if name is None else self.project.resolve_class(module, name)
 
     def _provides(self, cls: ClassInfo, attr: str) -> bool:
@@ -331,7 +335,7 @@ class Configs:
     def _binds(self, cls: ClassInfo, attr: str) -> bool:
         """Whether ``cls``'s body binds ``attr``: a field, class attribute, method, property
         or nested class of that name, or a ``self.<attr>`` store in one of its methods."""
-        node = self._class_node(cls)
+        node = class_node(cls, self.tree_of)
         if node is None:
             return False
         for child in ast.walk(node):
@@ -362,7 +366,7 @@ class Configs:
 
     def _plain(self, cls: ClassInfo, attr: str) -> bool:
         """Whether ``cls``'s body provably does not supply ``attr``."""
-        node = self._class_node(cls)
+        node = class_node(cls, self.tree_of)
         if node is None or node.keywords:
             return False
         for decorator in node.decorator_list:
@@ -388,6 +392,3 @@ class Configs:
             ):
                 return False
         return True
-
-    def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
-        return class_node(cls, self.tree_of)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.guard_atoms import atom_holds
-from harness.overrides.evidence.named_classes import enclosing
+from harness.overrides.evidence.named_classes import method_at, receiver
 from harness.overrides.facts.blocks import SCOPES, always_exits, holds, inner_blocks
 from harness.overrides.facts.guards import test_atoms
 from harness.overrides.model.classdefs import read_def
@@ -124,19 +124,14 @@ class Nones:
         return said or f"{name} is None there for {x.qualname}"
 
     def _state_at(self, x: ClassInfo, module: ModuleInfo, line: int, name: str) -> State:
-        tree = self.tree_of(module.file.path)
-        chain = enclosing(tree, line) if tree is not None else []
-        if not chain or not chain[-1][1] or not self.project.fully_resolved(x):
+        found = method_at(self.tree_of(module.file.path), line)
+        if found is None or not self.project.fully_resolved(x):
             return None  # not directly in a method
-        func = chain[-1][0]
-        params = [*func.args.posonlyargs, *func.args.args]
-        if not params:
-            return None
-        self._x, self._me, self._name = x, params[0].arg, name
+        func, self._me = found
+        self._x, self._name = x, name
         self._said = {NEVER: [], ALWAYS: []}
-        state: State = (
-            MAYBE if any(p.arg == name for p in (*params, *func.args.kwonlyargs)) else NEVER
-        )
+        params = (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)
+        state: State = MAYBE if any(p.arg == name for p in params) else NEVER
         if state == NEVER and not _binds(func, name):
             return None  # a global or a closure's name: anything may have set it
         body: list[ast.stmt] = func.body
@@ -242,10 +237,10 @@ class Nones:
         if known is None or known[1].decorator_list:
             return None
         definer, func = known
-        params = [*func.args.posonlyargs, *func.args.args]
-        if not params:
+        me = receiver(func)
+        if me is None:
             return None
-        early = self._early_none(x, definer.module, func, params[0].arg)
+        early = self._early_none(x, definer.module, func, me)
         if early is not None:
             self._said[ALWAYS].append(
                 f"{self._name} = self.{method}(...) is None for {x.qualname}: "
@@ -264,7 +259,7 @@ class Nones:
                 returns.append(node)
             if not isinstance(node, SCOPES):
                 stack.extend(ast.iter_child_nodes(node))
-        outer, self._me = self._me, params[0].arg  # `self` as the method names it
+        outer, self._me = self._me, me  # `self` as the method names it
         try:
             if any(r.value is None or self._value(r.value, depth) != NEVER for r in returns):
                 return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.evidence.named_classes import enclosing
+from harness.overrides.evidence.named_classes import method_at, receiver
 from harness.overrides.facts.blocks import SCOPES, holds, inner_blocks
 from harness.overrides.facts.signature import dotted_name
 from harness.overrides.model.classdefs import read_def
@@ -41,11 +41,6 @@ def self_call(stmt: ast.stmt | ast.expr, me: str) -> str | None:
     ):
         return value.func.attr
     return None
-
-
-def _first_param(func: Function) -> str | None:
-    params = [*func.args.posonlyargs, *func.args.args]
-    return params[0].arg if params else None
 
 
 def _before(body: list[ast.stmt], line: int) -> Iterator[ast.stmt | ast.expr]:
@@ -83,14 +78,10 @@ class Raisers:
     def before(self, x: ClassInfo, module: ModuleInfo, line: int) -> str | None:
         """Why the call at ``line`` of ``module`` never runs for an ``x``: what raises before
         it, said; ``None`` when the code does not show it."""
-        tree = self.tree_of(module.file.path)
-        chain = enclosing(tree, line) if tree is not None else []
-        if not chain or not chain[-1][1]:
+        found = method_at(self.tree_of(module.file.path), line)
+        if found is None:
             return None  # not directly in a method
-        func = chain[-1][0]
-        me = _first_param(func)
-        if me is None:
-            return None
+        func, me = found
         for earlier in _before(func.body, line):
             method = self_call(earlier, me)
             if method is None:
@@ -139,7 +130,7 @@ class Raisers:
             or holds(func, (ast.Yield, ast.YieldFrom))
         ):
             return None  # a coroutine or generator function runs nothing when called
-        me = _first_param(func)
+        me = receiver(func)
         if me is None:
             return None
         name = f"{definer.qualname}.{method}()"

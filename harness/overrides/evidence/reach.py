@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
 from harness.overrides.evidence.guard_atoms import atom_holds
+from harness.overrides.evidence.named_classes import receiver
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.records import (
     ANY_NAME,
@@ -178,14 +179,14 @@ class Bound:
         if id(cls) not in self._methods:
             self._methods[id(cls)] = class_defs(cls, self.tree_of)
         defs = self._methods[id(cls)].get(name)
-        params = [*defs[-1].args.posonlyargs, *defs[-1].args.args] if defs else []
-        if not defs or not params:
+        me = receiver(defs[-1]) if defs else None
+        if not defs or me is None:
             return None
         func = defs[-1]
         flow = self._flows.get(id(func))
         if flow is None or flow.func is not func:
             flow = self._flows[id(func)] = Flow(func)
-        return func, params[0].arg, flow
+        return func, me, flow
 
     def _named_elsewhere(self, attr: str) -> bool:
         """Whether a file of the project writes ``.<attr>`` on an object other than
