@@ -51,20 +51,6 @@ def analyze(
         sources=sources,
     )
     rules = RuleSet(select)
-    findings, classes, checked = _analyze(project, summaries, changed, rules)
-    for path in unreadable:
-        findings.extend(
-            located(rule, issue, path.display, 1, 1) for rule, issue in rules.check(path)
-        )
-    return findings, classes, checked
-
-
-def _analyze(
-    project: Project,
-    summaries: Mapping[str, FileSummary],
-    changed: set[str] | None,
-    rules: RuleSet,
-) -> tuple[list[Finding], int, int]:
     findings: list[Finding] = []
     scope = _scope(project, changed)
     audit = set(summaries) if changed is None else changed & set(summaries)
@@ -94,6 +80,10 @@ def _analyze(
         if comment.path in audit:  # only files whose every class was checked
             for rule, issue in rules.check(comment):
                 findings.append(located(rule, issue, comment.path, comment.line, 1))
+    for path in unreadable:
+        findings.extend(
+            located(rule, issue, path.display, 1, 1) for rule, issue in rules.check(path)
+        )
     return findings, len(project.classes), len(scope)
 
 
@@ -277,58 +267,42 @@ def _check_siblings(
             project.in_mro(winner_cls, b) and project.in_mro(loser_cls, b) for b in cls.bases
         ):
             continue  # ordinary overrides only, or a conflict a base already has
-        out.extend(_sibling_findings(project, cls, name, winner_cls, loser_cls, rules, evidence))
-    return out
-
-
-def _sibling_findings(
-    project: Project,
-    cls: ClassInfo,
-    name: str,
-    winner_cls: ClassInfo,
-    loser_cls: ClassInfo,
-    rules: RuleSet,
-    evidence: EvidenceIndex,
-) -> list[Finding]:
-    winner, loser = winner_cls.methods[name], loser_cls.methods[name]
-    if winner.is_overload or loser.is_overload:
-        return []
-    names = {"override": f"{winner_cls.qualname}.{name}", "base": f"{loser_cls.qualname}.{name}"}
-    pair = Pair(loser, winner, align(loser, winner), _is_protocol(loser_cls))
-    differences = tuple(
-        f"{rule.symbol}: {rule.format({**dict(issue.fields), **names})}"
-        for rule, issue in rules.check(pair)
-        if not rule.needs_evidence
-    )
-    out: list[Finding] = []
-    for rule, issue in rules.check(Sibling(winner, loser, differences)):
-        proofs = evidence.proofs(winner_cls, name, winner, loser, within=cls)
-        severity, said, ev = _evidence(proofs[0] if proofs else None, cls)
-        fields = {
-            **dict(issue.fields),
-            "cls": cls.qualname,
-            "winner": names["override"],
-            "loser": names["base"],
-        }
-        out.append(
-            Finding(
-                path=cls.module.file.display,
-                line=cls.summary.line,
-                col=cls.summary.col,
-                code=rule.code,
-                symbol=rule.symbol,
-                severity=severity,
-                message=rule.format(fields) + said,
-                class_name=cls.key,
-                method=name,
-                base_class=loser_cls.key,
-                base_path=loser_cls.module.file.display,
-                base_line=loser.line,
-                signature=winner.render(f"{winner_cls.qualname}.{name}"),
-                base_signature=loser.render(f"{loser_cls.qualname}.{name}"),
-                evidence=ev,
+        winner, loser = winner_cls.methods[name], loser_cls.methods[name]
+        if winner.is_overload or loser.is_overload:
+            continue
+        names = {"winner": f"{winner_cls.qualname}.{name}", "loser": f"{loser_cls.qualname}.{name}"}
+        pair = Pair(loser, winner, align(loser, winner), _is_protocol(loser_cls))
+        differences = tuple(
+            f"{rule.symbol}: "
+            + rule.format(
+                {**dict(issue.fields), "override": names["winner"], "base": names["loser"]}
             )
+            for rule, issue in rules.check(pair)
+            if not rule.needs_evidence
         )
+        for rule, issue in rules.check(Sibling(winner, loser, differences)):
+            proofs = evidence.proofs(winner_cls, name, winner, loser, within=cls)
+            severity, said, ev = _evidence(proofs[0] if proofs else None, cls)
+            fields = {**dict(issue.fields), "cls": cls.qualname, **names}
+            out.append(
+                Finding(
+                    path=cls.module.file.display,
+                    line=cls.summary.line,
+                    col=cls.summary.col,
+                    code=rule.code,
+                    symbol=rule.symbol,
+                    severity=severity,
+                    message=rule.format(fields) + said,
+                    class_name=cls.key,
+                    method=name,
+                    base_class=loser_cls.key,
+                    base_path=loser_cls.module.file.display,
+                    base_line=loser.line,
+                    signature=winner.render(names["winner"]),
+                    base_signature=loser.render(names["loser"]),
+                    evidence=ev,
+                )
+            )
     return out
 
 

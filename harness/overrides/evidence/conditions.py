@@ -79,13 +79,11 @@ def _caught_names(node: ast.expr | None) -> frozenset[str] | None:
     if node is None:
         return None
     items = node.elts if isinstance(node, ast.Tuple) else [node]
-    names: set[str] = set()
-    for item in items:
-        if isinstance(item, ast.Attribute):
-            names.add(item.attr)
-        elif isinstance(item, ast.Name):
-            names.add(item.id)
-    return frozenset(names)
+    return frozenset(
+        i.attr if isinstance(i, ast.Attribute) else i.id
+        for i in items
+        if isinstance(i, ast.Attribute | ast.Name)
+    )
 
 
 def _ends_in_exit(body: Sequence[ast.stmt]) -> bool:

@@ -43,12 +43,7 @@ def _class_binding(stmt: ast.stmt, attr: str) -> ast.expr | None:
 
 
 def _self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == attr
-        and isinstance(node.value, ast.Name)
-        and node.value.id == self_name
-    )
+    return isinstance(node, ast.Attribute) and node.attr == attr and _is_name(node.value, self_name)
 
 
 class _Unset:
@@ -240,7 +235,7 @@ class Decider:
         found: tuple[object, str] | None = None
         open_ended = False  # a class of the MRO may supply attributes its body does not bind
         for cls in project.mro(x):
-            node = self._class_node(cls)
+            node = class_node(cls, self.tree_of)
             if node is None:
                 return None
             if found is None and cls.defines(attr):
@@ -277,12 +272,7 @@ class Decider:
         """Whether no call of ``method`` can pass a keyword ``attr``: ``attr`` is private (users pass
         no such keyword) and every call of that name in the tree spells out its keywords, none
         ``attr``."""
-        if not attr.startswith("_"):
-            return False
-        return all(
+        return attr.startswith("_") and all(
             not call.starstar and attr not in call.keywords
             for call, _, _ in self.reach.calls(method)
         )
-
-    def _class_node(self, cls: ClassInfo) -> ast.ClassDef | None:
-        return class_node(cls, self.tree_of)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from harness.overrides.evidence.constants import fixed_false
@@ -43,12 +44,12 @@ class RunTimeConstants:
         return fixed_false(module, test, value)
 
 
+@dataclass
 class ClassConstants:
     """``if self.NUM_EDGES == 2:`` from the class constant the MRO binds first
     (:meth:`.decide.Decider.constant_for`)."""
 
-    def __init__(self, decider: Decider) -> None:
-        self.decider = decider
+    decider: Decider
 
     def false_for(
         self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
@@ -60,12 +61,12 @@ class ClassConstants:
         return None
 
 
+@dataclass
 class NamedClasses:
     """``if getattr(config, "x", []):`` against the classes an annotation names for
     ``config`` (:meth:`.named_classes.Configs.absent`)."""
 
-    def __init__(self, configs: Configs) -> None:
-        self.configs = configs
+    configs: Configs
 
     def false_for(
         self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
@@ -77,12 +78,12 @@ class NamedClasses:
         return None
 
 
+@dataclass
 class NoneLocals:
     """``if ids is None:`` where no ``None`` reaches the local, ``if stream is not None:``
     where only ``None`` does (:mod:`.nones`)."""
 
-    def __init__(self, nones: Nones) -> None:
-        self.nones = nones
+    nones: Nones
 
     def false_for(
         self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool

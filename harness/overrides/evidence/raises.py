@@ -87,24 +87,19 @@ class Raisers:
             if method is None:
                 continue
             entered = isinstance(earlier, ast.expr)
-            why = self.raises(x, method, entered, 0)
-            if why is not None:
+            raised = self.raised(x, method, entered)
+            if raised is not None:
                 where = f"{module.file.display}:{earlier.lineno}"
                 shown = f"with self.{method}(...)" if entered else f"self.{method}(...)"
-                return f"{shown} (at {where}) comes before it, and {why}"
+                return f"{shown} (at {where}) comes before it, and {raised[1]}"
         return None
-
-    def raises(self, x: ClassInfo, method: str, entered: bool, depth: int) -> str | None:
-        """How ``x``'s ``method`` always raises when called (``entered``: or, for a
-        ``@contextmanager`` generator, when entered), said; ``None`` when it may not."""
-        found = self.raised(x, method, entered, depth)
-        return None if found is None else found[1]
 
     def raised(
         self, x: ClassInfo, method: str, entered: bool = False, depth: int = 0
     ) -> tuple[str, str] | None:
-        """What :meth:`raises` says, with the last name of the exception class raised
-        (``""`` when not written as a name)."""
+        """The last name of the exception class ``x``'s ``method`` always raises when called
+        (``entered``: or, for a ``@contextmanager`` generator, when entered; ``""`` when not
+        written as a name), and how, said; ``None`` when it may not raise."""
         key = (id(x), method, entered)
         if key in self._memo:
             return self._memo[key]
