@@ -1,9 +1,5 @@
-"""Analysis of a loaded tree: resolve classes, run the rules on their facts, attach proofs,
-suppress.
-
-``changed`` mode checks the classes of the changed files and every class whose MRO reaches one, so a
-rename in a base still reports the stale subclass in an untouched file.
-"""
+"""Analysis of a loaded tree: resolve classes, run the rules, attach proofs, suppress. ``changed``
+mode checks the classes of the changed files and every class whose MRO reaches one."""
 
 from __future__ import annotations
 

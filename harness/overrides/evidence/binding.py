@@ -1,9 +1,5 @@
-"""Simulate CPython's argument binding for a call shape against a signature.
-
-:func:`bind` returns the exact ``TypeError`` message CPython 3.10+ raises, checked in its order
-(keywords, too many positionals, missing positionals, missing keyword-only), or ``None`` if the call
-binds. Unpacked ``*args``/``**kwargs`` skip the checks that depend on them.
-"""
+"""CPython's argument binding for a call shape against a signature: :func:`bind` returns the
+``TypeError`` message CPython 3.10+ raises, or ``None`` if the call binds."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The conditions a call runs under inside its function, as source text.
-
-Shown with an error's evidence ("reached only if ..."): the tests of the blocks and ``match`` cases
-around the call, negated for ``else`` branches and early exits before it, the left side of ``a and
-f()``, and that each iterable of an enclosing loop or comprehension is not empty. Read only when a
-finding needs them.
-"""
+"""The conditions a call runs under inside its function, as source text: the tests of the blocks
+around it (negated for ``else`` and early exits), ``a`` of ``a and f()``, non-empty iterables."""
 
 from __future__ import annotations
 

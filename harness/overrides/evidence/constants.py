@@ -1,9 +1,5 @@
-"""Conditions whose value is fixed whenever Python runs the code.
-
-``if TYPE_CHECKING:`` is false at run time; ``if torch.jit.is_scripting():`` is false whenever
-Python (not the TorchScript compiler) runs the function. Names are read through the module's
-imports, so a project's own function of the same name decides nothing.
-"""
+"""Conditions fixed whenever Python runs the code (``TYPE_CHECKING``,
+``torch.jit.is_scripting()``), read through the module's imports."""
 
 from __future__ import annotations
 

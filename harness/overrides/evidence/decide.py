@@ -1,9 +1,6 @@
-"""Conditions on ``self.<attr>`` that a class constant decides for one subclass.
-
-``if self.NUM_EDGES == 0:`` is false for a class ``X`` whose MRO binds ``NUM_EDGES = 2`` first,
-when no method that may run for ``X`` changes ``self.NUM_EDGES`` and no file assigns it on another
-object. Anything else leaves the condition undecided.
-"""
+"""``if self.NUM_EDGES == 0:`` decided for a class from the literal the first class of its MRO
+binding ``NUM_EDGES`` gives it, when no method that may run, nor any file on another object,
+changes it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The deciders: each says why a condition of one kind cannot hold when a call runs for a class,
-behind one protocol, asked in the order of :func:`deciders`.
-
-A new decider is a class with :meth:`ConditionDecider.false_for`, added to that list: it answers
-from the project's index in one clause, or ``None`` when it cannot tell (the error then stands, with
-its guard).
-"""
+"""The deciders, asked in the order of :func:`deciders`: each says why a condition of one kind
+cannot hold when a call runs for a class, or ``None`` when it cannot tell (the error stands)."""
 
 from __future__ import annotations
 

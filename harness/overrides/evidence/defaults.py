@@ -1,9 +1,5 @@
-"""Parameters that the call entering a method leaves at their default ``None``.
-
-``def __init__(self, modules=None): if modules is not None: self.update(modules)`` never calls
-``update`` when entered through ``super().__init__()``: the entering call passes neither the
-parameter nor ``*args``/``**kwargs``, its default is ``None`` and the method never rebinds it.
-"""
+"""Parameters the call entering a method leaves at their default ``None``: ``def __init__(self,
+m=None): if m is not None: self.update(m)`` never calls ``update`` through ``super().__init__()``."""
 
 from __future__ import annotations
 

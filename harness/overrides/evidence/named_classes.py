@@ -1,11 +1,6 @@
-"""Conditions on an attribute of an object whose class the code names for one subclass.
-
-``if getattr(config, "x", []):`` or ``if hasattr(config, "x"):`` is false for a class ``X`` when the
-function passes that ``config`` to a method ``X`` runs whose parameter is annotated with a class
-``C``, and no class of ``C``'s hierarchy (its MRO and every subclass in the tree: an annotation
-names ``C`` or any subclass) can supply ``x``, and no file writes ``.x``. Anything else is
-undecided.
-"""
+"""``if getattr(config, "x", []):`` is false for a class when the code annotates ``config`` (for
+that class) with a class ``C`` none of whose hierarchy (its MRO, every subclass in the tree) can
+supply ``x``, and no file writes ``.x``."""
 
 from __future__ import annotations
 

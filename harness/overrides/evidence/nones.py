@@ -1,12 +1,6 @@
-"""Locals whose ``None``-ness at a test the code decides for one subclass.
-
-``if ids is None: ids = self.all_ids()`` then ``if ids is None: ...`` is never true for a subclass
-whose ``all_ids`` returns a ``list(...)``. The statements before the test are read for one fact
-about the local: always, never or maybe ``None``, or unknown. An assignment says what its value is
-(a literal, a display or a ``self.m(...)`` whose every ``return`` is never ``None``; a
-``self.m(...)`` that first returns ``None`` when a test on the class holds); an ``if`` merges its
-branches from what its test says; any other binding makes it unknown.
-"""
+"""Locals whose ``None``-ness at a test the code decides for one class: after ``if ids is None:
+ids = self.all_ids()``, ``if ids is None:`` is false for a class whose ``all_ids`` never returns
+``None``. The statements before the test are read for one fact: never, maybe or always ``None``."""
 
 from __future__ import annotations
 
@@ -14,8 +8,9 @@ import ast
 from collections.abc import Callable
 
 from harness.overrides.evidence.conditions import necessary
-from harness.overrides.evidence.guard_atoms import atom_holds
 from harness.overrides.evidence.named_classes import method_at, receiver
+from harness.overrides.evidence.reach import atom_holds
+from harness.overrides.evidence.replacing import own_returns
 from harness.overrides.facts.blocks import SCOPES, always_exits, holds, inner_blocks
 from harness.overrides.facts.guards import test_atoms
 from harness.overrides.model.classdefs import read_def
@@ -247,18 +242,13 @@ class Nones:
                 f"{definer.qualname}.{method}() returns None first when {early}"
             )
             return ALWAYS
-        if isinstance(func, ast.AsyncFunctionDef) or not always_exits(func.body):
-            return None  # a coroutine, or it may fall off its end
-        returns: list[ast.Return] = []
-        stack: list[ast.AST] = list(func.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                return None
-            if isinstance(node, ast.Return):
-                returns.append(node)
-            if not isinstance(node, SCOPES):
-                stack.extend(ast.iter_child_nodes(node))
+        if (
+            isinstance(func, ast.AsyncFunctionDef)
+            or not always_exits(func.body)
+            or holds(func, (ast.Yield, ast.YieldFrom))
+        ):
+            return None  # a coroutine or a generator, or it may fall off its end
+        returns = own_returns(func)
         outer, self._me = self._me, me  # `self` as the method names it
         try:
             if any(r.value is None or self._value(r.value, depth) != NEVER for r in returns):

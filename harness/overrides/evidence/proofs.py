@@ -1,12 +1,6 @@
-"""Call-site evidence: calls in the project that an override provably rejects.
-
-One proof per kind of receiver (:class:`_Prover`): ``self.m(...)``/``cls.m(...)`` in a method the
-subclass runs, ``super().m(...)`` landing on the override, ``C(...).m(...)`` (``error``), ``x:
-Base`` receivers (``warning``). A ``self`` call is a warning, with the reason, when it cannot run
-for any inheriting class, when only objects of unknown type lead there, when a decider
-(:mod:`.deciders`) finds a condition false on every path, when the override is replaced or always
-raises, or when the ``TypeError`` is handled around the call.
-"""
+"""Calls in the project that an override provably rejects, one proof per kind of receiver
+(:class:`_Prover`): an error where dispatch to the override is certain, else a warning saying why
+(unreached, latent, decided false on every path, replaced, always raising, handled)."""
 
 from __future__ import annotations
 
@@ -488,16 +482,7 @@ class _Prover:
             return  # wrong against the base as well: not evidence about this override
         self.seen.add(key)
         via = None if hop is None else f"{hop.forwarder.qualname}.{hop.method}(*args, **kwargs)"
+        no, latent = (why if level == NO else None), (why if level == UNTYPED else None)
         self.out.append(
-            Proof(
-                call,
-                module,
-                error,
-                level == YES,
-                why if level == NO else None,
-                via,
-                why if level == UNTYPED else None,
-                subject=subject,
-                owner=owner,
-            )
+            Proof(call, module, error, level == YES, no, via, latent, subject=subject, owner=owner)
         )

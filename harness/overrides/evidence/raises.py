@@ -1,11 +1,5 @@
-"""Calls that never run for one subclass because a ``self`` method called before them always raises
-for it.
-
-``self._validate(...)`` then ``self.fit(...)`` never reaches ``fit`` for a subclass whose
-``_validate`` always raises: its body reaches a top-level ``raise`` (or such a call) before any
-``return`` or ``yield``. The call must run first on every path (an earlier statement of each
-enclosing block, or a ``with`` entering a ``@contextmanager`` method).
-"""
+"""Calls that never run for a class because ``self.m(...)`` runs before them on every path and
+the class's ``m`` always raises (a top-level ``raise`` before any ``return`` or ``yield``)."""
 
 from __future__ import annotations
 

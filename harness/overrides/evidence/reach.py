@@ -1,11 +1,6 @@
-"""Whether a call inside a method can run for an instance of a given class.
-
-:meth:`Reach.verdict` answers :data:`YES` (a path of calls on ``self``/``cls``, or on objects known
-to be of that class, leads there, or the method is an entry point), :data:`UNTYPED` (only objects of
-unknown type, or typed as a base, lead there) or :data:`NO`, with why. A guard (``isinstance(self,
-C)``, ``type(self).m is C.m``) can exclude the class; a method the class overrides without
-``super()``, called only on paths that do not hold the class, is not reached.
-"""
+"""Whether a call inside a method can run for an instance of a class: :meth:`Reach.verdict`
+answers :data:`YES`, :data:`UNTYPED` (only objects of unknown type, or typed as a base, lead there)
+or :data:`NO`, with why; :class:`Bound` follows the bound methods a method takes."""
 
 from __future__ import annotations
 
@@ -14,13 +9,13 @@ import re
 from collections.abc import Callable, Iterator
 
 from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
-from harness.overrides.evidence.guard_atoms import atom_holds
 from harness.overrides.evidence.named_classes import receiver
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.records import (
     ANY_NAME,
     GUARD_IDENTITY,
     GUARD_ISINSTANCE,
+    Atom,
     ForeignCall,
     Guard,
 )
@@ -46,6 +41,28 @@ Skip = Callable[[CallSite, ClassInfo, ModuleInfo], bool]
 """Whether a path may not go through a call (a condition of it is decided false)."""
 CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
 """``calls(name)``: every call of a method of that name, with its class and module."""
+
+
+def atom_holds(project: Project, x: ClassInfo, module: ModuleInfo, atom: Atom) -> bool | None:
+    """Whether an ``isinstance``/identity ``atom`` (written in ``module``) holds for an ``x``;
+    ``None`` when the code does not decide it (a class not found, or a base of ``x`` not read
+    that may be one of them)."""
+    if atom.kind == GUARD_ISINSTANCE:
+        targets = [project.resolve_class(module, n) for n in atom.names]
+        if any(t is None for t in targets):
+            return None
+        holds = any(t is not None and project.in_mro(t, x) for t in targets)
+        if not holds and not project.fully_resolved(x):
+            return None  # an unresolved base might be one of them
+        return holds != atom.negated
+    if atom.kind == GUARD_IDENTITY:
+        method, name = atom.names
+        target = project.resolve_class(module, name)
+        if target is None or not project.fully_resolved(x):
+            return None
+        same = project.definer(x, method) is project.definer(target, method)
+        return same != atom.negated
+    return None
 
 
 def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:

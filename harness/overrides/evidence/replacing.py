@@ -1,10 +1,5 @@
-"""Decorators of the tree whose body shows they put something else in place of the method.
-
-``def inject(func): return Injector(func)`` binds the name to an object that may pass arguments of
-its own, so a call the ``def`` rejects proves nothing. A decorator counts when it resolves to a
-module-level ``def`` of the tree that returns something other than its parameter on some path;
-``unittest.mock``'s ``@patch`` forms count too.
-"""
+"""Decorators that put something else in place of the method (``def inject(func): return
+Injector(func)``, ``unittest.mock.patch``): a call the ``def`` rejects proves nothing."""
 
 from __future__ import annotations
 
@@ -20,14 +15,8 @@ from harness.overrides.model.tree import FunctionInfo
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def replacement(func: Function) -> str | None:
-    """What a one-argument decorator ``func`` returns instead of its argument (the source of
-    the first other ``return``, or ``"None"`` when it may fall off its end); ``None`` when
-    it always returns the argument itself."""
-    params = [*func.args.posonlyargs, *func.args.args]
-    if not params:
-        return None
-    param = params[0].arg
+def own_returns(func: Function) -> list[ast.Return]:
+    """The ``return`` statements of ``func``'s own scope."""
     stack: list[ast.AST] = list(func.body)
     returns: list[ast.Return] = []
     while stack:
@@ -36,9 +25,20 @@ def replacement(func: Function) -> str | None:
             returns.append(node)
         elif not isinstance(node, SCOPES):
             stack.extend(ast.iter_child_nodes(node))
+    return returns
+
+
+def replacement(func: Function) -> str | None:
+    """What a one-argument decorator ``func`` returns instead of its argument (the source of
+    the first other ``return``, or ``"None"`` when it may fall off its end); ``None`` when
+    it always returns the argument itself."""
+    params = [*func.args.posonlyargs, *func.args.args]
+    if not params:
+        return None
+    param = params[0].arg
     if not always_exits(func.body):
         return "None"  # it may fall off its end
-    for found in sorted(returns, key=lambda r: (r.lineno, r.col_offset)):
+    for found in sorted(own_returns(func), key=lambda r: (r.lineno, r.col_offset)):
         value = found.value
         if not (isinstance(value, ast.Name) and value.id == param):
             return "None" if value is None else ast.unparse(value)
