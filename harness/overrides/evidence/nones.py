@@ -8,7 +8,7 @@ import ast
 from collections.abc import Callable
 
 from harness.overrides.evidence.conditions import necessary
-from harness.overrides.evidence.named_classes import method_at, receiver
+from harness.overrides.evidence.named_classes import Function, method_at, receiver
 from harness.overrides.evidence.reach import atom_holds
 from harness.overrides.evidence.replacing import own_returns
 from harness.overrides.facts.blocks import SCOPES, always_exits, holds, inner_blocks
@@ -16,7 +16,6 @@ from harness.overrides.facts.guards import test_atoms
 from harness.overrides.model.classdefs import read_def
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 State = int | None
 """What a local is at a point: :data:`NEVER`, :data:`MAYBE`, :data:`ALWAYS` ``None``, or
 ``None`` when the reading does not know."""

@@ -12,7 +12,6 @@ from harness.overrides.facts.signature import dotted_name
 from harness.overrides.model.classdefs import read_def
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 _LEAVES = (ast.Return, ast.Yield, ast.YieldFrom)
 _DEPTH = 4
 """How many always-raising calls deep a method is followed."""

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
-from harness.overrides.evidence.named_classes import receiver
+from harness.overrides.evidence.named_classes import Function, receiver
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.records import (
     ANY_NAME,
@@ -23,7 +23,6 @@ from harness.overrides.facts.uses import RETURNED, STORED, Flow
 from harness.overrides.model.classdefs import class_defs
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 _OWN = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
 _MAX_DEPTH = 60
 _MAX_TRAIL = 8
@@ -294,37 +293,30 @@ class Reach:
         project = self.project
         for atom in guard.atoms:
             where = f"{module.file.display}:{atom.line}"
-            if atom.kind == GUARD_ISINSTANCE:
-                if atom_holds(project, x, module, atom) is False:
-                    names = ", ".join(atom.names)
-                    test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
-                    wanted = "false" if atom.negated else "true"
-                    return (
-                        f"it runs only when {test} is {wanted} (at {where}), "
-                        f"which it is not for {x.qualname}"
-                    )
-            elif atom.kind == GUARD_IDENTITY:
-                if atom_holds(project, x, module, atom) is False:
-                    method, name = atom.names
-                    test = f"type(self).{method} is {'not ' if atom.negated else ''}{name}.{method}"
-                    return (
-                        f"it runs only when {test} (tested at {where}), which it is not for "
-                        f"{x.qualname}"
-                    )
-            else:
-                method, param = atom.names
-                definer = project.definer(x, method)
-                if definer is None or method not in definer.methods:
-                    continue
-                sig = definer.methods[method]
-                has = any(p.name == param for p in sig.params)
-                if has == atom.negated:
-                    state = "lacks" if atom.negated else "has"
-                    actual = "has" if has else "lacks"
-                    return (
-                        f"it runs only when {method}() {state} a parameter '{param}' (tested at "
-                        f"{where}), and {definer.qualname}.{method}() {actual} one"
-                    )
+            if atom.kind == GUARD_ISINSTANCE and atom_holds(project, x, module, atom) is False:
+                names = ", ".join(atom.names)
+                test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
+                wanted = "false" if atom.negated else "true"
+                said = f"{test} is {wanted} (at {where})"
+                return f"it runs only when {said}, which it is not for {x.qualname}"
+            if atom.kind == GUARD_IDENTITY and atom_holds(project, x, module, atom) is False:
+                method, name = atom.names
+                test = f"type(self).{method} is {'not ' if atom.negated else ''}{name}.{method}"
+                said = f"{test} (tested at {where})"
+                return f"it runs only when {said}, which it is not for {x.qualname}"
+            if atom.kind in (GUARD_ISINSTANCE, GUARD_IDENTITY):
+                continue
+            method, param = atom.names
+            definer = project.definer(x, method)
+            if definer is None or method not in definer.methods:
+                continue
+            has = any(p.name == param for p in definer.methods[method].params)
+            if has == atom.negated:
+                state, actual = ("lacks", "has") if has else ("has", "lacks")
+                return (
+                    f"it runs only when {method}() {state} a parameter '{param}' (tested at "
+                    f"{where}), and {definer.qualname}.{method}() {actual} one"
+                )
         return None
 
     # -- reachability ----------------------------------------------------------------------
