@@ -8,6 +8,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from harness.overrides.facts.blocks import inner_blocks
+
 T = TypeVar("T")
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -85,7 +87,7 @@ def _ends_in_exit(body: Sequence[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], _EXITS)
 
 
-class _Finder:
+class Finder:
     """Walks from a function down to the call, collecting the conditions in force."""
 
     def __init__(self, source: _Source, line: int, col: int, starts: dict[int, list[int]]) -> None:
@@ -169,21 +171,16 @@ class _Finder:
             return self.body(stmt.body, [])  # what held where it was defined is not a test
         if isinstance(stmt, ast.ClassDef):
             return self.body(stmt.body, [], in_function=False)
-        blocks: list[Sequence[ast.stmt]] = []
-        for name in ("body", "orelse", "finalbody"):
-            value = getattr(stmt, name, None)
-            if isinstance(value, list):
-                blocks.append(value)  # pyright: ignore[reportUnknownArgumentType]
-        for block in blocks:
+        handlers = getattr(stmt, "handlers", ())
+        blocks = inner_blocks(stmt)  # the body, else and finally blocks, then the handlers'
+        for block in blocks[: len(blocks) - len(handlers)]:
             if self.body(block, held):
                 if block is getattr(stmt, "body", None):
-                    self.handled.extend(
-                        _caught_names(h.type) for h in getattr(stmt, "handlers", ())
-                    )
+                    self.handled.extend(_caught_names(h.type) for h in handlers)
                     if self.caught is None:
                         self.caught = self._catcher(stmt)
                 return True
-        for handler in getattr(stmt, "handlers", ()):
+        for handler in handlers:
             caught = "an exception" if handler.type is None else self.source.segment(handler.type)
             if self.body(handler.body, [*held, f"{caught} is raised"]):
                 return True
@@ -284,7 +281,7 @@ class Conditions:
         self.source = _Source(source)
         self._tree: ast.Module | None = None
         self._starts: dict[int, list[int]] = {}
-        self._found: dict[tuple[int, int], _Finder] = {}
+        self._found: dict[tuple[int, int], Finder] = {}
 
     @property
     def tree(self) -> ast.Module:
@@ -296,29 +293,20 @@ class Conditions:
                 self._tree = ast.Module(body=[], type_ignores=[])
         return self._tree
 
-    def _finder(self, line: int, col: int) -> _Finder:
-        """The walk to the call at ``line``/``col`` (1-based column), made once."""
+    def finder(self, line: int, col: int) -> Finder:
+        """The walk to the call at ``line``/``col`` (1-based column), made once: its conditions,
+        the handlers around it (:attr:`Finder.handled`) and where a ``TypeError`` is caught."""
         finder = self._found.get((line, col))
         if finder is None:
-            finder = self._found[(line, col)] = _Finder(self.source, line, col - 1, self._starts)
+            finder = self._found[(line, col)] = Finder(self.source, line, col - 1, self._starts)
             finder.body(self.tree.body, [], in_function=False)
         return finder
-
-    def handled(self, line: int, col: int) -> list[frozenset[str] | None]:
-        """What the handlers of the ``try`` blocks around the call at ``line``/``col`` catch,
-        in its function (see :attr:`_Finder.handled`)."""
-        return self._finder(line, col).handled
-
-    def caught(self, line: int, col: int) -> str | None:
-        """Where a ``TypeError`` of the call at ``line``/``col`` is handled, if anywhere in its
-        function (``except TypeError:``, ``with pytest.raises(TypeError):``)."""
-        return self._finder(line, col).caught
 
     def tests(self, line: int, col: int) -> list[tuple[str, ast.expr | None, bool]]:
         """The conditions of the call at ``line``/``col`` (1-based column), outermost first:
         each its text, the test it comes from (``None`` for a ``match`` case or a handler)
         and the value that test must have."""
-        finder = self._finder(line, col)
+        finder = self.finder(line, col)
         out: list[tuple[str, ast.expr | None, bool]] = []
         for text in dict.fromkeys(finder.found or ()):
             test, value = finder.origin.get(text, (None, True))

@@ -212,7 +212,9 @@ class EvidenceIndex:
         escapes where the override's own exception was handled."""
         if not expected:
             return False
-        handlers = self._files[proof.module.file.path].handled(proof.call.line, proof.call.col)
+        handlers = (
+            self._files[proof.module.file.path].finder(proof.call.line, proof.call.col).handled
+        )
         if any(c is None or c & {"Exception", "BaseException", "TypeError"} for c in handlers):
             return False  # a handler takes the TypeError too
         return any(expected in c for c in handlers if c is not None)
@@ -223,7 +225,7 @@ class EvidenceIndex:
         false for the class."""
         call, module = proof.call, proof.module
         own = self._texts(call, module)
-        caught = self._files[module.file.path].caught(call.line, call.col)
+        caught = self._files[module.file.path].finder(call.line, call.col).caught
         if caught is not None:
             said = f"the TypeError is handled where it is raised ({caught})"
             return proof._replace(certain=False, unreached=said, guards=own)
