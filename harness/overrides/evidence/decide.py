@@ -43,12 +43,7 @@ def _self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == attr and _is_name(node.value, self_name)
 
 
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET = _Unset()
+UNSET = object()
 """The value of an attribute nothing sets: reading it raises ``AttributeError``."""
 _LOOKUP_HOOKS = ("__getattr__", "__getattribute__")
 
@@ -180,9 +175,7 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
 
 
 def _self_attr_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.attr if node.value.id == "self" else None
-    return None
+    return node.attr if isinstance(node, ast.Attribute) and _is_name(node.value, "self") else None
 
 
 def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:

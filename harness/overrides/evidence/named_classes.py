@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 from harness.overrides.evidence.attributes import Stores
 from harness.overrides.evidence.conditions import necessary
-from harness.overrides.facts.blocks import inner_blocks
+from harness.overrides.facts.blocks import SCOPES, inner_blocks
 from harness.overrides.facts.signature import MethodKind, dotted_name
 from harness.overrides.model.classdefs import class_node
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
@@ -17,7 +17,6 @@ from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 _EMPTY = (None, False, 0, "", b"")
 _DYNAMIC = frozenset({"__getattr__", "__getattribute__", "__slots__", "__dict__"})
 _WRITERS = frozenset({"setattr", "vars", "delattr", "exec", "eval"})
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -77,7 +76,7 @@ def _scope(node: ast.AST) -> Iterator[ast.AST]:
     while stack:
         child = stack.pop()
         yield child
-        if not isinstance(child, (*_SCOPES, ast.comprehension)):
+        if not isinstance(child, (*SCOPES, ast.comprehension)):
             stack.extend(ast.iter_child_nodes(child))
 
 
