@@ -422,9 +422,7 @@ class _Prover:
     def on_super(self, call: CallSite, site: ClassInfo, module: ModuleInfo) -> None:
         """``super().m(...)`` in ``site``: the next ``m`` after ``site`` is the override."""
         project = self.project
-        start = site
-        if call.receiver_class is not None:
-            start = project.resolve_class(module, call.receiver_class) or site
+        start = self.reach.resolved(module, call.receiver_class) or site
         if project.definer(site, self.name, after=start) is not self.cls:
             return
         if self.within is not None and not project.in_mro(self.within, site):
@@ -435,16 +433,14 @@ class _Prover:
 
     def on_constructed(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
         """``C(...).m(...)``: an error when ``C`` inherits the override."""
-        assert call.receiver_class is not None
-        target = self.project.resolve_class(module, call.receiver_class)
+        target = self.reach.resolved(module, call.receiver_class)
         if target is not None and target in self.inheritors and self._hops(target, hop):
             self.add(call, module, YES, hop=hop)
 
     def on_annotated(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
         """``x: C`` then ``x.m(...)``: ``x`` may be any subclass of ``C``, so a warning."""
-        assert call.receiver_class is not None
         project = self.project
-        target = project.resolve_class(module, call.receiver_class)
+        target = self.reach.resolved(module, call.receiver_class)
         if target is None or not self._hops(target, hop):
             return
         related = project.in_mro(self.cls, target) or project.in_mro(target, self.cls)

@@ -422,9 +422,7 @@ class Reach:
         for call, site, module in self.calls(method):
             if call.receiver is not Receiver.SUPER or site is None or not project.in_mro(site, x):
                 continue
-            start = site
-            if call.receiver_class is not None:
-                start = project.resolve_class(module, call.receiver_class) or site
+            start = self.resolved(module, call.receiver_class) or site
             if project.definer(x, method, after=start) is owner:
                 yield call, site, module
 
@@ -625,10 +623,25 @@ class Reach:
 
     def _untyped_end(self, x: ClassInfo, owner: ClassInfo, method: str) -> str | None:
         """Why ``owner.method``, which no untyped call names, is reached only untyped: taken as
-        a bound method that goes only there, or called by an unread base, or found by a
-        lookup of any name; ``None`` when none of these says it."""
+        a bound method (in a method of ``x``'s classes running for an ``x``) that goes only there,
+        or called by an unread base, or found by a lookup of any name; ``None`` when none says it."""
         target = f"{owner.qualname}.{method}()"
-        taking = self._taking_places(x, method)
+        in_mro = self.project.in_mro
+        quoted = method in self._quoted_names()
+        places = list(self.escaping.get(method, ()))
+        places.extend(
+            (cls, where)
+            for cls, lookups in self._dynamic
+            for prefix, where in lookups
+            if (prefix == ANY_NAME and quoted) or (prefix and method.startswith(prefix))
+        )
+        taking = list(
+            dict.fromkeys(
+                f"{cls.qualname}.{where}()"
+                for cls, where in places
+                if where and where != method and in_mro(cls, x) and self.runs(x, cls, where) != NO
+            )
+        )
         if taking:
             return (
                 f"{target} is taken as a bound method (self.{method} or getattr(self, ...)) "
@@ -636,54 +649,26 @@ class Reach:
                 "objects whose class is unknown"
             )
         if self._unread_may_call(x, method):
+            names = dict.fromkeys(b for c in self.project.mro(x) for b in c.unresolved)
+            shown = ", ".join(list(names)[:2]) + ("" if len(names) <= 2 else ", ...")
+            bases = f"a base ({shown})" if len(names) == 1 else f"one of its bases ({shown})"
             return (
-                f"{target} runs only if {self._unread_bases(x)}, which the checker did not read, "
+                f"{target} runs only if {bases}, which the checker did not read, "
                 f"calls it ({self._unreached_reason(x, owner, method)})"
             )
-        lookups = self._untyped_lookups(x)
+        lookups = [
+            f"{cls.qualname}.{where}()"
+            for cls, found in self._dynamic
+            if in_mro(cls, x)
+            for prefix, where in found
+            if prefix == ANY_NAME and where and self.runs(x, cls, where) == UNTYPED
+        ]
         if lookups:
             return (
                 f"{target} runs only if a getattr(self, <any name>) in {', '.join(lookups[:2])}, "
                 "reached only through objects whose class is unknown, finds it"
             )
         return None
-
-    def _taking_places(self, x: ClassInfo, method: str) -> list[str]:
-        """The methods of ``x``'s classes, running for an ``x``, that take ``method`` as a bound
-        method."""
-        in_mro = self.project.in_mro
-        quoted = method in self._quoted_names()
-        places = [(cls, where) for cls, where in self.escaping.get(method, ())]
-        places.extend(
-            (cls, where)
-            for cls, lookups in self._dynamic
-            for prefix, where in lookups
-            if (prefix == ANY_NAME and quoted) or (prefix and method.startswith(prefix))
-        )
-        return list(
-            dict.fromkeys(
-                f"{cls.qualname}.{where}()"
-                for cls, where in places
-                if where and where != method and in_mro(cls, x) and self.runs(x, cls, where) != NO
-            )
-        )
-
-    def _untyped_lookups(self, x: ClassInfo) -> list[str]:
-        """The methods of ``x``'s classes holding a lookup of any name that run only through
-        objects of unknown type."""
-        return [
-            f"{cls.qualname}.{where}()"
-            for cls, lookups in self._dynamic
-            if self.project.in_mro(cls, x)
-            for prefix, where in lookups
-            if prefix == ANY_NAME and where and self.runs(x, cls, where) == UNTYPED
-        ]
-
-    def _unread_bases(self, x: ClassInfo) -> str:
-        """The bases of ``x``'s MRO that resolve to no class, as written (``nn.Module``)."""
-        names = dict.fromkeys(b for c in self.project.mro(x) for b in c.unresolved)
-        shown = ", ".join(list(names)[:2]) + ("" if len(names) <= 2 else ", ...")
-        return f"a base ({shown})" if len(names) == 1 else f"one of its bases ({shown})"
 
     def _untyped_places(self, x: ClassInfo, method: str) -> list[str]:
         project = self.project
