@@ -119,8 +119,7 @@ def _check_class(
         base_cls = project.definer(cls, name, after=cls)
         if base_cls is None:
             if rules.inspect(NoBase):
-                lone = NoBase(sig, project.fully_resolved(cls))
-                found = rules.check(lone)
+                found = rules.check(NoBase(sig, project.fully_resolved(cls)))
                 out.extend(_method_finding(cls, sig, rule, issue) for rule, issue in found)
             continue
         base = base_cls.methods.get(name)
@@ -224,18 +223,14 @@ def _evidence(proof: Proof | None, cls: ClassInfo) -> tuple[Severity, str, Evide
             f"; the call at {where} would raise {ev.error} for {cls.qualname}, "
             f"but the code does not show that one gets there (latent): {proof.untyped}"
         )
-        return Severity.WARNING, said, ev
-    if proof.unreached is not None:
+    elif proof.unreached is not None:
         said = (
             f"; the call at {where} would raise {ev.error}, "
             f"but it cannot run for {cls.qualname}: {proof.unreached}"
         )
-        return Severity.WARNING, said, ev
-    return (
-        Severity.WARNING,
-        f"; a caller typed as a base class at {where} would raise {ev.error}",
-        ev,
-    )
+    else:
+        said = f"; a caller typed as a base class at {where} would raise {ev.error}"
+    return Severity.WARNING, said, ev
 
 
 def _check_siblings(

@@ -289,10 +289,8 @@ class Nones:
 def _returns_none(stmt: ast.If) -> bool:
     """``if ...: return None`` (or ``return``), nothing else in the branch returning."""
     last = stmt.body[-1]
-    if not isinstance(last, ast.Return):
-        return False
-    if last.value is not None and not (
-        isinstance(last.value, ast.Constant) and last.value.value is None
-    ):
-        return False
-    return not any(holds(s, _EXITS) for s in stmt.body[:-1])
+    value = last.value if isinstance(last, ast.Return) else None
+    none = value is None or (isinstance(value, ast.Constant) and value.value is None)
+    return (
+        isinstance(last, ast.Return) and none and not any(holds(s, _EXITS) for s in stmt.body[:-1])
+    )

@@ -709,6 +709,13 @@ class Reach:
     def _unreached_reason(self, x: ClassInfo, owner: ClassInfo, method: str) -> str:
         """Name the callers of ``owner.method`` and why each does not run for ``x``."""
         project = self.project
+
+        def why(shown: str, site: ClassInfo, caller: str) -> str:
+            definer = project.definer(x, caller)
+            if definer is not None and definer is not site:
+                return f"{shown}, which {definer.qualname} overrides without calling super()"
+            return f"{shown}, which is itself not reached"
+
         callers: dict[str, str] = {}
         for call, site, module in self.calls(method):
             if site is None or call.receiver not in _OWN or not project.in_mro(site, x):
@@ -716,27 +723,14 @@ class Reach:
             name = f"{site.qualname}.{call.caller}()"
             if name in callers:
                 continue
-            definer = project.definer(x, call.caller)
             if self.guard_excludes(x, call, module) is not None:
                 callers[name] = f"{name} (only under a guard that excludes it)"
-            elif definer is not None and definer is not site:
-                callers[name] = (
-                    f"{name}, which {definer.qualname} overrides without calling super()"
-                )
             else:
-                callers[name] = f"{name}, which is itself not reached"
+                callers[name] = why(name, site, call.caller)
         for cls, where in self.escaping.get(method, ()):
-            if not where or not project.in_mro(cls, x):
-                continue
-            name = f"{cls.qualname}.{where}()"
-            definer = project.definer(x, where)
-            callers.setdefault(
-                name,
-                f"{name} (as self.{method}), which {definer.qualname} overrides without "
-                "calling super()"
-                if definer is not None and definer is not cls
-                else f"{name} (as self.{method}), which is itself not reached",
-            )
+            if where and project.in_mro(cls, x):
+                name = f"{cls.qualname}.{where}()"
+                callers.setdefault(name, why(f"{name} (as self.{method})", cls, where))
         rejected = any(other.rejected for other, _ in self.foreign.get(method, ()))
         target = f"{owner.qualname}.{method}()"
         if not callers:
