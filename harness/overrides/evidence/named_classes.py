@@ -310,8 +310,7 @@ class Configs:
         """Whether an object annotated with ``cls`` may have ``attr``: a read class of its MRO may
         supply it, or a subclass of ``cls`` in the tree binds it."""
         key = (id(cls), attr)
-        known = self._may_have.get(key)
-        if known is None:
+        if key not in self._may_have:
             project = self.project
             above = {id(c) for c in project.mro(cls)}
             below = {
@@ -320,11 +319,10 @@ class Configs:
                 for c in project.mro(member)
                 if id(c) not in above
             }
-            known = any(not self._plain(c, attr) for c in project.mro(cls)) or any(
+            self._may_have[key] = any(not self._plain(c, attr) for c in project.mro(cls)) or any(
                 self._binds(c, attr) for c in below.values()
             )
-            self._may_have[key] = known
-        return known
+        return self._may_have[key]
 
     def _binds(self, cls: ClassInfo, attr: str) -> bool:
         """Whether ``cls``'s body binds ``attr``: a field, class attribute, method, property
@@ -345,18 +343,14 @@ class Configs:
     def _no_attr(self, cls: ClassInfo, attr: str) -> bool:
         """Whether no class of ``cls``'s hierarchy can supply ``attr``."""
         key = (id(cls), attr)
-        known = self._lacks.get(key)
-        if known is None:
+        if key not in self._lacks:
             project = self.project
-            family: dict[int, ClassInfo] = {}
-            for member in (cls, *project.descendants(cls)):
-                if not project.fully_resolved(member):
-                    self._lacks[key] = False
-                    return False
-                family.update((id(c), c) for c in project.mro(member))
-            known = all(self._plain(c, attr) for c in family.values())
-            self._lacks[key] = known
-        return known
+            members = (cls, *project.descendants(cls))
+            family = {id(c): c for member in members for c in project.mro(member)}
+            self._lacks[key] = all(project.fully_resolved(m) for m in members) and all(
+                self._plain(c, attr) for c in family.values()
+            )
+        return self._lacks[key]
 
     def _plain(self, cls: ClassInfo, attr: str) -> bool:
         """Whether ``cls``'s body provably does not supply ``attr``."""
@@ -377,9 +371,9 @@ class Configs:
                 ):
                     return False
             elif isinstance(child, ast.Attribute):
-                if child.attr in _DYNAMIC:
-                    return False
-                if child.attr == attr and not isinstance(child.ctx, ast.Load):
+                if child.attr in _DYNAMIC or (
+                    child.attr == attr and not isinstance(child.ctx, ast.Load)
+                ):
                     return False
             elif isinstance(child, (ast.Import, ast.ImportFrom)) and any(
                 (a.asname or a.name) == attr for a in child.names
