@@ -81,11 +81,8 @@ def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> int:
         if not _self_attr(node, me, attr):
             continue
         holder = parents.get(id(node))
-        if (
-            isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value
-        ) or isinstance(holder, ast.Delete):
-            return WRITES
-        if not inert(node, parents, changes=True):
+        stored = isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value
+        if stored or isinstance(holder, ast.Delete) or not inert(node, parents, changes=True):
             return WRITES
     return found
 
@@ -234,13 +231,11 @@ class Decider:
                     value = _class_binding(stmt, attr) or value  # the last binding wins
                 if attr in cls.methods or not isinstance(value, ast.Constant):
                     return None  # a method, or bound to something else than a literal
-                found = (
-                    value.value,
-                    (
-                        f"{cls.qualname} sets {attr} = {value.value!r} in its class body, and no "
-                        f"method of {x.qualname}'s classes changes self.{attr}"
-                    ),
+                said = (
+                    f"{cls.qualname} sets {attr} = {value.value!r} in its class body, and no "
+                    f"method of {x.qualname}'s classes changes self.{attr}"
                 )
+                found = (value.value, said)
             open_ended = open_ended or bool(node.decorator_list or node.keywords)
             open_ended = open_ended or any(n in cls.methods for n in _LOOKUP_HOOKS)
             for stmt in node.body:

@@ -153,10 +153,10 @@ class Nones:
         if isinstance(stmt, ast.If) and not _binds(stmt.test, name):
             reaching: list[int] = []  # the branches that go on past the `if`
             for branch, truth in ((stmt.body, True), (stmt.orelse, False)):
-                if state == NEVER and name in is_none(stmt.test, truth):
-                    continue  # the branch needs the local None: it does not run
-                if state == ALWAYS and name in not_none(stmt.test, truth):
-                    continue  # the branch needs the local not None: it does not run
+                if (state == NEVER and name in is_none(stmt.test, truth)) or (
+                    state == ALWAYS and name in not_none(stmt.test, truth)
+                ):
+                    continue  # the branch needs the local otherwise: it does not run
                 inner = self._refined(stmt.test, truth, state)
                 for each in branch:
                     inner = self._after(each, inner)
@@ -181,14 +181,12 @@ class Nones:
         ``None`` stays so (where a test needs it not ``None``, the code does not run)."""
         if state is None or state == ALWAYS:
             return state
-        if any(n == self._name for n in is_none(test, not truth)) or necessary(
-            test, truth, self._isinstance
-        ):
+        if self._name in is_none(test, not truth) or necessary(test, truth, self._isinstance):
             return NEVER  # `x is not None` holds there, or `isinstance(x, C)`
         return state
 
     def _isinstance(self, test: ast.expr, value: bool) -> list[bool]:
-        if (
+        found = (
             value
             and isinstance(test, ast.Call)
             and isinstance(test.func, ast.Name)
@@ -197,9 +195,8 @@ class Nones:
             and isinstance(test.args[0], ast.Name)
             and test.args[0].id == self._name
             and "None" not in ast.unparse(test.args[1])
-        ):
-            return [True]
-        return []
+        )
+        return [True] if found else []
 
     def _value(self, value: ast.expr, depth: int) -> State:
         """Whether ``value`` is ``None``."""
