@@ -213,13 +213,13 @@ class Finder:
         while True:
             step: ast.AST | None = None
             if isinstance(node, ast.BoolOp):
-                for i, value in enumerate(node.values):
-                    if _holds(value, self.line, self.col):
-                        for before in node.values[:i]:
-                            and_ = isinstance(node.op, ast.And)
-                            held.append(self._pos(before) if and_ else self._neg(before))
-                        step = value
-                        break
+                at = next(
+                    (i for i, v in enumerate(node.values) if _holds(v, self.line, self.col)), -1
+                )
+                if at >= 0:
+                    and_ = isinstance(node.op, ast.And)
+                    held.extend(self._pos(b) if and_ else self._neg(b) for b in node.values[:at])
+                    step = node.values[at]
             elif isinstance(node, _COMPREHENSIONS):
                 step = self._comprehension(node, held)
             elif isinstance(node, ast.IfExp):
@@ -230,10 +230,8 @@ class Finder:
                     held.append(self._neg(node.test))
                     step = node.orelse
             if step is None:
-                for child in ast.iter_child_nodes(node):
-                    if isinstance(child, ast.expr) and _holds(child, self.line, self.col):
-                        step = child
-                        break
+                inner = (c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+                step = next((c for c in inner if _holds(c, self.line, self.col)), None)
             if step is None:
                 self.found = held
                 return True
