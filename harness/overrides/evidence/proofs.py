@@ -439,15 +439,13 @@ class _Prover:
 
     def on_annotated(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
         """``x: C`` then ``x.m(...)``: ``x`` may be any subclass of ``C``, so a warning."""
-        project = self.project
         target = self.reach.resolved(module, call.receiver_class)
         if target is None or not self._hops(target, hop):
             return
-        related = project.in_mro(self.cls, target) or project.in_mro(target, self.cls)
-        if self.within is not None:
-            within = self.within
-            related = related and (project.in_mro(within, target) or project.in_mro(target, within))
-        if related and not project.shadowed(target, self.name):
+        related = self.reach.related(target, self.cls) and (
+            self.within is None or self.reach.related(target, self.within)
+        )
+        if related and not self.project.shadowed(target, self.name):
             self.add(call, module, UNTYPED, hop=hop)
 
     def add(

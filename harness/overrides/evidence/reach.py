@@ -457,14 +457,14 @@ class Reach:
             if target is None:
                 unknown = True
             else:
-                internal += self._related(target, owner)
+                internal += self.related(target, owner)
         for call, site, module in self.calls(method):
             if call.receiver in (Receiver.SELF, Receiver.CLS) and site is not None:
                 if hops and project.in_mro(site, x):
                     best = max(best, self.call_runs(x, call, site, module))
                     if best == YES:
                         return YES
-                internal += self._related(site, owner)
+                internal += self.related(site, owner)
             elif call.receiver in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
                 target = self.resolved(module, call.receiver_class)
                 if target is x:
@@ -475,7 +475,7 @@ class Reach:
                 if target is None:
                     unknown = True
                 else:
-                    internal += self._related(target, owner)
+                    internal += self.related(target, owner)
         if unknown and not method.startswith("_"):
             # A call on an object of unknown type may hold an x: the public method it names is
             # reachable by it, whatever calls of the same name other classes receive.
@@ -520,7 +520,8 @@ class Reach:
                     self._children.setdefault(written, []).append(cls)
         return self._children.get(base, [])
 
-    def _related(self, a: ClassInfo, b: ClassInfo) -> bool:
+    def related(self, a: ClassInfo, b: ClassInfo) -> bool:
+        """Whether one of ``a`` and ``b`` derives from the other."""
         return self.project.in_mro(b, a) or self.project.in_mro(a, b)
 
     def call_runs(self, x: ClassInfo, call: CallSite, site: ClassInfo, module: ModuleInfo) -> int:
