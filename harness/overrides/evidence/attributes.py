@@ -39,13 +39,12 @@ class Stores:
         """Whether a file stores ``<obj>.<attr>`` (with ``others``: ``obj`` not a bare
         ``self``/``cls``, bar ``setattr``/``delattr``)."""
         key = (attr, others)
-        known = self._known.get(key)
-        if known is None:
-            known = self._known[key] = any(
+        if key not in self._known:
+            self._known[key] = any(
                 self._stores(module, attr, others)
                 for module in modules_naming(self.project, attr, by_name=True)
             )
-        return known
+        return self._known[key]
 
     def _stores(self, module: ModuleInfo, attr: str, others: bool) -> bool:
         if others and attr not in module.summary.names.by_name:

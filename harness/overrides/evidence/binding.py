@@ -22,10 +22,8 @@ class CallShape(NamedTuple):
 def _quote_list(names: Sequence[str]) -> str:
     """CPython's ``format_missing``: 'a' / 'a' and 'b' / 'a', 'b', and 'c'."""
     quoted = [f"'{n}'" for n in names]
-    if len(quoted) == 1:
-        return quoted[0]
-    if len(quoted) == 2:
-        return f"{quoted[0]} and {quoted[1]}"
+    if len(quoted) <= 2:
+        return " and ".join(quoted)
     return ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
 
 

@@ -55,11 +55,11 @@ def tree_function(
         return None
     where, name = home
     tree = tree_of(where.file.path)
-    found: Function | None = None
-    for stmt in tree.body if tree is not None else ():
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
-            found = stmt
-    return found
+    body = tree.body if tree is not None else []
+    defs = [
+        s for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name
+    ]
+    return defs[-1] if defs else None
 
 
 class Replacing:
@@ -113,10 +113,7 @@ class Replacing:
         source = "" if head is None else ".".join(filter(None, (head.module, head.attr)))
         if not (source.startswith("unittest") or source.partition(".")[0] == "mock"):
             return False
-        positional = len(decorator.args)
-        given = {k.arg for k in decorator.keywords}
-        if kind == "patch":
-            return positional == 1 and "new" not in given
-        if kind == "patch.object":
-            return positional == 2 and "new" not in given
-        return kind == "patch.multiple"
+        if kind == "patch.multiple":
+            return True
+        wanted = {"patch": 1, "patch.object": 2}.get(kind)
+        return len(decorator.args) == wanted and "new" not in {k.arg for k in decorator.keywords}
