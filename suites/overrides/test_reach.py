@@ -1,5 +1,4 @@
-"""reach: whether the method holding a call can run for the subclass (cycles, super chains, bound
-methods a class takes)."""
+"""reach: whether the method holding a call can run for the subclass (cycles, super chains)."""
 
 from __future__ import annotations
 
@@ -405,59 +404,3 @@ def test_a_method_most_direct_children_of_an_unread_base_define_is_that_bases_ho
         tmp_path, HOOK.format(body="    def other(self, x):\n        return x\n")
     )
     assert finding.severity is Severity.WARNING
-
-
-DISPATCH = """\
-import sys
-
-
-class CustomOp:
-    def __init__(self):
-        self._forward_method = self.dispatch_forward()
-
-    def dispatch_forward(self):
-        if sys.platform == "cpu":
-            return self.forward_cpu
-        return self.forward_cuda
-
-    def forward(self, *args):
-        return self._forward_method(*args)
-
-    def forward_cpu(self, x, y):
-        return self.forward_native(x, y, True)
-
-    def forward_cuda(self, x, y):
-        return x
-
-    def forward_native(self, x, y, fused=False):
-        return x
-
-
-class Rope(CustomOp):
-{forward}    def forward_native(self, x, y):
-        return x
-"""
-
-
-def _native(tmp_path: Path, source: str) -> list[Finding]:
-    return [f for f in _findings(tmp_path, source) if f.method == "forward_native"]
-
-
-def test_a_bound_method_stored_and_called_only_by_an_overridden_method_does_not_reach(
-    tmp_path: Path,
-) -> None:
-    # As vLLM's CustomOp.dispatch_forward and sglang 0.5.23's BaseFusedOp with
-    # Ernie4_5_VLRotaryEmbedding, which overrides forward() without super().
-    overridden = "    def forward(self, x, y):\n        return self.forward_cuda(x, y)\n\n"
-    (finding,) = _native(tmp_path, DISPATCH.format(forward=overridden))
-    assert finding.severity is Severity.WARNING and finding.evidence is not None
-    assert finding.evidence.unreached is not None
-    (finding,) = _native(tmp_path, DISPATCH.format(forward=""))
-    assert finding.severity is Severity.ERROR  # CustomOp.forward calls self._forward_method
-    elsewhere = (
-        DISPATCH.format(forward=overridden)
-        + "\n\ndef run(op, x):\n    return op._forward_method(x, x)\n"
-    )
-    (finding,) = _native(tmp_path, elsewhere)
-    assert finding.severity is Severity.WARNING and finding.evidence is not None
-    assert finding.evidence.untyped is not None  # read on another object: latent

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from harness.overrides.compare import is_catch_all
 from harness.overrides.evidence.binding import CallShape, bind_method
+from harness.overrides.evidence.bound import Bound
 from harness.overrides.evidence.conditions import Conditions
 from harness.overrides.evidence.deciders import deciders
 from harness.overrides.evidence.defaults import left_at_none
@@ -91,7 +92,7 @@ class EvidenceIndex:
         self._forwarded: dict[str, list[Forwarded]] = {}
         self._files = _Files(project.text)
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
-        self.reach = Reach(project, self.calls, tree)
+        self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree))
         self._configs = Configs(project, tree)
         self._deciders = deciders(project, self.reach, self._configs, tree)
         """Each decides conditions of one kind, asked in turn (:mod:`.deciders`)."""
