@@ -11,10 +11,11 @@ import re
 import tokenize
 from collections.abc import Callable, Iterator, Mapping
 from io import StringIO
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from harness.overrides.facts import callsites, grammar
 from harness.overrides.facts import dispatch as dispatch_facts
+from harness.overrides.facts.blocks import blocks
 from harness.overrides.facts.callsites import CallSite, FileHits
 from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.returned import returned_callables
@@ -56,7 +57,25 @@ class Deferred(Generic[T]):
         self.load = load
 
 
-class ClassSummary:
+class _Compared:
+    """Equality and ``repr`` over the fields ``_compared`` names (mutable caches inside: not hashed)."""
+
+    __slots__ = ()
+    _compared: tuple[str, ...] = ()
+
+    def _key(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._compared)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{self._key()!r}"
+
+
+class ClassSummary(_Compared):
     """A class statement: where it is, its bases, its methods and the calls inside them (kept
     encoded, :class:`Deferred`, until first asked for)."""
 
@@ -71,6 +90,8 @@ class ClassSummary:
         "method_names",
         "qualname",
     )
+    _compared: tuple[str, ...] = ("qualname", "line", "col", "bases", "methods", "attributes")
+    _compared += ("instance_attributes", "calls")
 
     def __init__(
         self,
@@ -116,26 +137,6 @@ class ClassSummary:
             self._calls = self._calls.load(self._calls.blob)
         return self._calls
 
-    def _key(self) -> tuple[object, ...]:
-        return (
-            self.qualname,
-            self.line,
-            self.col,
-            self.bases,
-            self.methods,
-            self.attributes,
-            self.instance_attributes,
-            self.calls,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ClassSummary) and self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable caches inside: compared, not hashed
-
-    def __repr__(self) -> str:
-        return f"ClassSummary{self._key()!r}"
-
 
 class ParseFailure(NamedTuple):
     """Why a file's source could not be read as Python (undecodable, NUL byte, syntax)."""
@@ -174,7 +175,7 @@ def attribute_names(text: str) -> AttributeNames:
     return AttributeNames(frozenset(_DOTTED.findall(text)), frozenset(by_name))
 
 
-class FileSummary:
+class FileSummary(_Compared):
     """Everything the checker knows about one file (module-level calls may stay encoded)."""
 
     __slots__ = (
@@ -189,6 +190,8 @@ class FileSummary:
         "parse_failures",
         "star_imports",
     )
+    _compared: tuple[str, ...] = ("classes", "imports", "star_imports", "aliases", "ignores")
+    _compared += ("calls", "parse_failures", "called", "dispatch")
 
     def __init__(
         self,
@@ -232,27 +235,6 @@ class FileSummary:
         if isinstance(self._calls, Deferred):
             self._calls = self._calls.load(self._calls.blob)
         return self._calls
-
-    def _key(self) -> tuple[object, ...]:
-        return (
-            self.classes,
-            self.imports,
-            self.star_imports,
-            self.aliases,
-            self.ignores,
-            self.calls,
-            self.parse_failures,
-            self.called,
-            self.dispatch,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FileSummary) and self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable caches inside: compared, not hashed
-
-    def __repr__(self) -> str:
-        return f"FileSummary{self._key()!r}"
 
 
 _PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
@@ -304,16 +286,6 @@ def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     return tuple(found)
 
 
-def _import_aliases(imports: list[Import]) -> dict[str, str]:
-    """Local name -> absolute dotted target, for recognising decorators."""
-    aliases: dict[str, str] = {}
-    for imp in imports:
-        if imp.level:
-            continue
-        aliases[imp.name] = f"{imp.module}.{imp.attr}" if imp.attr else imp.module
-    return aliases
-
-
 def _imports_of(stmt: ast.Import | ast.ImportFrom) -> Iterator[Import]:
     if isinstance(stmt, ast.Import):
         for alias in stmt.names:
@@ -330,45 +302,9 @@ def _imports_of(stmt: ast.Import | ast.ImportFrom) -> Iterator[Import]:
             )
 
 
-def _base_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Subscript):
-        node = node.value
-    return dotted_name(node)
-
-
-_TRY_STAR: tuple[type[ast.stmt], ...] = tuple(
-    t for t in (getattr(ast, "TryStar", None),) if isinstance(t, type)
-)
-"""``ast.TryStar`` where the interpreter has it (3.11+)."""
-_TRY: tuple[type[ast.stmt], ...] = (ast.Try, *_TRY_STAR)
-
-
-def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
-    """Statement lists of a compound statement that run at the same scope (if/try/with...)."""
-    if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
-        yield stmt.body
-        yield stmt.orelse
-    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-        yield stmt.body
-    elif isinstance(stmt, _TRY):
-        node: Any = stmt  # ast.TryStar (3.11+) has the same fields as ast.Try
-        yield node.body
-        for handler in node.handlers:
-            yield handler.body
-        yield node.orelse
-        yield node.finalbody
-
-
-_COMPOUND: tuple[type[ast.stmt], ...] = (
-    ast.If,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.With,
-    ast.AsyncWith,
-    ast.Try,
-    *_TRY_STAR,
-)
+_TRY_STAR = getattr(ast, "TryStar", ast.Try)  # 3.11+
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, _TRY_STAR)
+"""The statements whose blocks run at the same scope (``match`` not among them)."""
 
 
 def _flatten(body: list[ast.stmt]) -> list[ast.stmt] | Iterator[ast.stmt]:
@@ -402,8 +338,8 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             continue
         yield stmt
         if isinstance(stmt, _COMPOUND):
-            for block in reversed(list(_blocks(stmt))):
-                stack.append(iter(block))
+            inner = [stmt.body, stmt.orelse] if isinstance(stmt, ast.If) else blocks(stmt)
+            stack.extend(iter(block) for block in reversed(inner))
 
 
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
@@ -484,7 +420,7 @@ def _class(
             returns = returned_callables(func, _self_name(func, sig), methods, functions)
             if returns:
                 methods[func.name] = sig._replace(returns=returns)
-    bases = tuple(_base_name(b) for b in node.bases)
+    bases = tuple(dotted_name(b.value if isinstance(b, ast.Subscript) else b) for b in node.bases)
     return ClassSummary(
         qualname=qualname,
         line=node.lineno,
@@ -564,7 +500,11 @@ def _summarize_text(text: str) -> FileSummary:
                 aliases_out.extend(
                     (t.id, target, stmt.lineno) for t in stmt.targets if isinstance(t, ast.Name)
                 )
-    aliases = _import_aliases(imports)
+    aliases = {  # local name -> absolute dotted target, for recognising decorators
+        imp.name: f"{imp.module}.{imp.attr}" if imp.attr else imp.module
+        for imp in imports
+        if not imp.level
+    }
     external = frozenset(
         name for name, target in aliases.items() if target.partition(".")[0] in callsites.EXTERNAL
     )
