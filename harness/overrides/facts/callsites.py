@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import IntEnum
 from itertools import accumulate
 from typing import Any, NamedTuple
@@ -84,41 +84,11 @@ def _child_fields(cls: type) -> tuple[str, ...]:
 
 _TEXT_LIMIT = 200
 EXTERNAL = frozenset(
-    {
-        "torch",
-        "numpy",
-        "np",
-        "typing",
-        "typing_extensions",
-        "collections",
-        "transformers",
-        "jax",
-        "tensorflow",
-        "triton",
-        "PIL",
-        "pydantic",
-        "msgspec",
-        "fastapi",
-        "starlette",
-        "ray",
-        "zmq",
-        "asyncio",
-        "enum",
-        "dataclasses",
-        "abc",
-        "builtins",
-        "os",
-        "pathlib",
-        "re",
-        "io",
-        "logging",
-        "json",
-        "argparse",
-        "functools",
-        "itertools",
-        "concurrent",
-    }
-)
+    {"torch", "numpy", "np", "typing", "typing_extensions", "collections", "transformers", "jax",
+     "tensorflow", "triton", "PIL", "pydantic", "msgspec", "fastapi", "starlette", "ray", "zmq",
+     "asyncio", "enum", "dataclasses", "abc", "builtins", "os", "pathlib", "re", "io", "logging",
+     "json", "argparse", "functools", "itertools", "concurrent"}
+)  # fmt: skip
 """Top-level packages that cannot hold project classes: annotated receivers typed with
 their classes (``x: torch.Tensor``) are not worth walking for."""
 
@@ -142,8 +112,10 @@ class LineIndex:
         """One source line without its line ending."""
         return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
 
-    def _line_numbers(self, pattern: re.Pattern[str], check_before: bool) -> list[int]:
-        """Sorted distinct lines where ``pattern`` matches (not preceded by ``[\\w.]``)."""
+    def _line_numbers(
+        self, pattern: re.Pattern[str], keep: Callable[[str, int], bool]
+    ) -> list[int]:
+        """Sorted distinct lines where ``pattern`` matches and ``keep(text, start)`` holds."""
         text = self.text
         out: list[int] = []
         line = 1
@@ -151,7 +123,7 @@ class LineIndex:
         count = text.count
         for match in pattern.finditer(text):
             start = match.start()
-            if check_before and start and text[start - 1] in _ID_CHARS_DOT:
+            if not keep(text, start):
                 continue
             line += count("\n", pos, start)
             pos = start
@@ -161,19 +133,10 @@ class LineIndex:
 
     def self_lines(self) -> list[int]:
         """Lines of ``self.m(``/``cls.m(``/``super().m(``/``C(...).m(`` calls."""
-        lines = set(self._line_numbers(_SELF_CALL, True))
+        lines = set(self._line_numbers(_SELF_CALL, _starts_word))
         if "cls" in self.text:
-            lines.update(self._line_numbers(_CLS_CALL, True))
-        text = self.text
-        line = 1
-        pos = 0
-        count = text.count
-        for match in _PAREN_CALL.finditer(text):
-            start = match.start()
-            if _closes_receiver_call(text, start):
-                line += count("\n", pos, start)
-                pos = start
-                lines.add(line)
+            lines.update(self._line_numbers(_CLS_CALL, _starts_word))
+        lines.update(self._line_numbers(_PAREN_CALL, _closes_receiver_call))
         return sorted(lines)
 
     def name_lines(self, name: str, first: int = 1, last: int | None = None) -> list[int]:
@@ -187,9 +150,7 @@ class LineIndex:
         count = text.count
         start = text.find(needle, pos, end)
         while start != -1:
-            if (not start or text[start - 1] not in _ID_CHARS_DOT) and _AFTER_DOT.match(
-                text, start + len(needle)
-            ):
+            if _starts_word(text, start) and _AFTER_DOT.match(text, start + len(needle)):
                 line += count("\n", pos, start)
                 pos = start
                 if not out or out[-1] != line:
@@ -243,6 +204,11 @@ class LineIndex:
             if target is not None:
                 out.append((line, target.group(1), callee))
         return out
+
+
+def _starts_word(text: str, start: int) -> bool:
+    """Whether no ``[\\w.]`` comes right before ``start``."""
+    return not start or text[start - 1] not in _ID_CHARS_DOT
 
 
 def _closes_receiver_call(text: str, close: int) -> bool:
@@ -337,13 +303,20 @@ def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
 class _Collector:
     """Collects call sites of one function, walking only statements on hit lines."""
 
-    def __init__(self, lines: LineIndex, caller: str) -> None:
+    def __init__(
+        self,
+        lines: LineIndex,
+        caller: str,
+        self_name: str | None,
+        on_class: bool,
+        local_receivers: dict[str, tuple[Receiver, str]],
+    ) -> None:
         self.lines = lines
         self.caller = caller
-        self.self_name: str | None = None
-        self.on_class = False
+        self.self_name = self_name
+        self.on_class = on_class
         """True in a class method: ``self_name`` is the class."""
-        self.locals: dict[str, tuple[Receiver, str]] = {}
+        self.locals = local_receivers
         self.out: list[CallSite] = []
 
     def visit_body(self, body: Sequence[ast.stmt], hits: Sequence[int]) -> None:
@@ -575,9 +548,6 @@ def collect(
         own.extend(lines)
     if not own:
         return []
-    collector = _Collector(hits.lines, caller)
-    collector.self_name = self_name
-    collector.on_class = on_class
-    collector.locals = local_receivers
+    collector = _Collector(hits.lines, caller, self_name, on_class, local_receivers)
     collector.visit_body(func.body, sorted(set(own)))
     return sorted(collector.out, key=lambda c: (c.line, c.col))
