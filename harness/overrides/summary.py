@@ -21,11 +21,9 @@ from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.returned import returned_callables
 from harness.overrides.facts.signature import (
     MethodKind,
-    Param,
     Signature,
     dotted_name,
     from_function,
-    parameters,
 )
 from harness.overrides.suppress import IGNORE_COMMENT
 
@@ -372,7 +370,7 @@ def _class(
     aliases: dict[str, str],
     hits: FileHits,
     nested: list[tuple[ast.ClassDef, str]],
-    functions: Mapping[str, tuple[Param, ...]],
+    functions: Mapping[str, ast.FunctionDef],
 ) -> ClassSummary:
     methods: dict[str, Signature] = {}
     attributes: set[str] = set()
@@ -433,29 +431,6 @@ def _class(
     )
 
 
-class _Parameters(Mapping[str, tuple[Param, ...]]):
-    """The parameters of a module's top-level ``def`` statements by name, each read on first
-    use (only a decorated method that returns a module function asks)."""
-
-    __slots__ = ("_defs", "_read")
-
-    def __init__(self, defs: dict[str, ast.FunctionDef]) -> None:
-        self._defs = defs
-        self._read: dict[str, tuple[Param, ...]] = {}
-
-    def __getitem__(self, name: str) -> tuple[Param, ...]:
-        params = self._read.get(name)
-        if params is None:
-            params = self._read[name] = parameters(self._defs[name].args)
-        return params
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._defs)
-
-    def __len__(self) -> int:
-        return len(self._defs)
-
-
 def summarize(data: bytes) -> FileSummary:
     """Summarise one file's bytes. Never raises for bad input: records a parse failure."""
     text = decode(data)
@@ -512,7 +487,7 @@ def _summarize_text(text: str) -> FileSummary:
     calls: list[CallSite] = []
     pending: list[tuple[ast.ClassDef, str]] = []
     static: set[int] = _type_checking_only(tree.body) if "TYPE_CHECKING" in text else set()
-    functions = _Parameters({stmt.name: stmt for stmt in top if isinstance(stmt, ast.FunctionDef)})
+    functions = {stmt.name: stmt for stmt in top if isinstance(stmt, ast.FunctionDef)}
     for stmt in top:
         if isinstance(stmt, ast.ClassDef):
             if id(stmt) not in static:

@@ -104,7 +104,7 @@ def extract(
                 or f"{self_name}.__class__." in f_text
             ):
                 guards.extend(call_guards(stmt, self_name, calls))
-    facts = tuple(
+    facts = (
         ClassFacts(
             qualname=qualname,
             escapes=tuple(sorted(escapes[i])),
@@ -115,21 +115,14 @@ def extract(
         )
         for i, (_, qualname) in enumerate(class_nodes)
     )
-    wrappers = tuple(
-        w
-        for w in (
-            wrapper_of(stmt)
-            for stmt in tree.body
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-        )
-        if w is not None
-    )
-    facts = tuple(
-        c for c in facts if c.escapes or c.dynamic or c.attr_types or c.descriptor or c.decorators
+    wrappers = (
+        wrapper_of(stmt)
+        for stmt in tree.body
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
     )
     return DispatchSummary(
-        classes=facts,
-        wrappers=wrappers,
+        classes=tuple(c for c in facts if any(c[1:])),  # a class with a fact beside its name
+        wrappers=tuple(w for w in wrappers if w is not None),
         foreign=tuple(
             sorted(foreign, key=lambda f: (f.method, f.receiver_class or "", f.rejected))
         ),

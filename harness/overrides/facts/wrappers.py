@@ -49,13 +49,12 @@ def descriptor_kind(node: ast.ClassDef) -> int:
         for inner in ast.walk(get):
             if not isinstance(inner, ast.Call):
                 continue
-            callee = dotted_name(inner.func) if not isinstance(inner.func, ast.Call) else None
-            if callee is None:
-                continue
-            last = callee.rpartition(".")[2]
-            if last in ("__get__", "MethodType", "partial"):
-                return DESCRIPTOR_METHOD
-            if isinstance(inner.func, ast.Attribute) and inner.func.attr == "__get__":
+            callee = dotted_name(inner.func)
+            if callee is not None and callee.rpartition(".")[2] in (
+                "__get__",
+                "MethodType",
+                "partial",
+            ):
                 return DESCRIPTOR_METHOD
     return DESCRIPTOR_VALUE
 
@@ -73,7 +72,7 @@ def _returned_function(
     if isinstance(value, ast.Name):
         name = value.id
     elif isinstance(value, ast.Call):
-        callee = dotted_name(value.func) if not isinstance(value.func, ast.Call) else None
+        callee = dotted_name(value.func)
         if callee is not None and callee.rpartition(".")[2] == "update_wrapper" and value.args:
             first = value.args[0]
             name = first.id if isinstance(first, ast.Name) else None
