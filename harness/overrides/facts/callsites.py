@@ -15,6 +15,7 @@ from enum import IntEnum
 from itertools import accumulate
 from typing import Any, NamedTuple
 
+from harness.overrides.facts.blocks import inner_blocks
 from harness.overrides.facts.signature import dotted_name
 
 
@@ -69,7 +70,7 @@ of the file is indexed in one pass instead."""
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
 _AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
-_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody"})
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 _LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "kind", "type_comment", "n", "s", "op"})
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 """Node class -> fields that can hold nested calls (empty for leaves and non-nodes)."""
@@ -333,18 +334,10 @@ class _Collector:
                 stmt.args
             ):
                 continue  # `def helper(self): ...` inside a method: another object
-            blocks: list[list[ast.stmt]] = []
             for name in stmt._fields:
-                value: Any = getattr(stmt, name)
-                if name in _BLOCK_FIELDS:
-                    blocks.append(value)
-                elif name == "handlers":
-                    blocks.extend(handler.body for handler in value)
-                elif name == "cases":
-                    blocks.extend(case.body for case in value)
-                else:
-                    self._walk_expr(value)
-            for block in reversed(blocks):
+                if name not in _BLOCK_FIELDS:
+                    self._walk_expr(getattr(stmt, name))
+            for block in reversed(inner_blocks(stmt)):
                 stack.extend(reversed(block))
 
     def _walk_expr(self, root: object) -> None:
