@@ -23,6 +23,7 @@ from harness.overrides.facts.signature import (
     MethodKind,
     Signature,
     dotted_name,
+    first_param,
     from_function,
 )
 from harness.overrides.suppress import IGNORE_COMMENT
@@ -274,7 +275,7 @@ def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
         for tok in tokenize.generate_tokens(StringIO(text).readline):
             if tok.type != tokenize.COMMENT:
                 continue
-            match = IGNORE_COMMENT.match(tok.string) or IGNORE_COMMENT.search(tok.string)
+            match = IGNORE_COMMENT.search(tok.string)
             if match is None:
                 continue
             codes = tuple(c.strip() for c in (match.group(1) or "").split(",") if c.strip())
@@ -358,10 +359,7 @@ def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> boo
 
 
 def _self_name(func: ast.FunctionDef | ast.AsyncFunctionDef, sig: Signature) -> str | None:
-    if sig.kind is MethodKind.STATIC:
-        return None
-    positional = [*func.args.posonlyargs, *func.args.args]
-    return positional[0].arg if positional else None
+    return None if sig.kind is MethodKind.STATIC else first_param(func)
 
 
 def _class(

@@ -14,7 +14,7 @@ from harness.overrides.facts.blocks import class_functions
 from harness.overrides.facts.callsites import CallSite
 from harness.overrides.facts.guards import call_guards
 from harness.overrides.facts.records import DESCRIPTOR_NONE, ClassFacts, DispatchSummary, Guard
-from harness.overrides.facts.signature import MethodKind, Signature
+from harness.overrides.facts.signature import MethodKind, Signature, first_param
 from harness.overrides.facts.textscan import (
     Locator,
     blank_comments,
@@ -86,17 +86,16 @@ def extract(
                     decorated[i].append((stmt.lineno, unknown))
             if not has_guards or sig.kind is MethodKind.STATIC:
                 continue
-            positional = [*stmt.args.posonlyargs, *stmt.args.args]
+            self_name = first_param(stmt)
             f_last = stmt.end_lineno or stmt.lineno
             calls = [
                 (c.line, c.col)
                 for c in summary.calls
                 if c.caller == stmt.name and stmt.lineno <= c.line <= f_last
             ]
-            if not positional or not calls:
+            if self_name is None or not calls:
                 continue
             f_text = "\n".join(lines[stmt.lineno - 1 : f_last])
-            self_name = positional[0].arg
             if (
                 f"isinstance({self_name}" in f_text
                 or "signature(" in f_text

@@ -18,6 +18,7 @@ from harness.overrides.facts.signature import (
     ParamKind,
     canonical_decorator,
     dotted_name,
+    first_param,
     from_function,
 )
 
@@ -99,7 +100,7 @@ def wrapper_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
     nested = _returned_function(inner)
     if nested is not None:  # def deco(arg): def decorator(fn): def wrap(...)
         holder, inner, factory = inner, nested, True
-    wrapped = _first_param(holder)
+    wrapped = first_param(holder)
     if wrapped is None or not _uses(inner, wrapped):
         return None
     params = from_function(inner, {}).params
@@ -139,11 +140,6 @@ def _with_popped(params: tuple[Param, ...], popped: dict[str, bool]) -> tuple[Pa
         return params
     last = [p for p in params if p.kind is ParamKind.VAR_KEYWORD]
     return (*(p for p in params if p.kind is not ParamKind.VAR_KEYWORD), *extra, *last)
-
-
-def _first_param(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    positional = [*func.args.posonlyargs, *func.args.args]
-    return positional[0].arg if positional else None
 
 
 def _uses(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
