@@ -343,8 +343,6 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
     """Whether the function's own body yields (textual check, then an AST check)."""
-    if not func.body:
-        return False
     first, last = func.body[0].lineno, func.end_lineno or func.lineno
     if not any("yield" in line for line in hits.lines.lines[first - 1 : last]):
         return False
@@ -439,21 +437,19 @@ def summarize(data: bytes) -> FileSummary:
     try:
         return _summarize_text(text)
     except _PARSE_FAILURES as exc:
-        return _empty(_parse_failure(exc, text), attribute_names(text))
+        newer = grammar.newer_syntax(text) if isinstance(exc, SyntaxError) else None
+        if newer is not None:
+            failure = ParseFailure(newer.line, 1, newer.describe())
+        elif isinstance(exc, SyntaxError):
+            failure = ParseFailure(exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
+        elif isinstance(exc, (RecursionError, MemoryError)):
+            failure = ParseFailure(1, 1, "file is nested too deeply to parse")
+        else:
+            failure = ParseFailure(1, 1, f"cannot parse file: {exc}")
+        return _empty(failure, attribute_names(text))
     finally:
         if enabled:
             gc.enable()
-
-
-def _parse_failure(exc: BaseException, text: str = "") -> ParseFailure:
-    if isinstance(exc, SyntaxError):
-        newer = grammar.newer_syntax(text) if text else None
-        if newer is not None:
-            return ParseFailure(newer.line, 1, newer.describe())
-        return ParseFailure(exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
-    if isinstance(exc, (RecursionError, MemoryError)):
-        return ParseFailure(1, 1, "file is nested too deeply to parse")
-    return ParseFailure(1, 1, f"cannot parse file: {exc}")
 
 
 def _summarize_text(text: str) -> FileSummary:

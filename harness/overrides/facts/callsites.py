@@ -509,8 +509,6 @@ def collect(
 ) -> list[CallSite]:
     """Call sites in ``func`` (nested functions included, nested classes not); ``self_name`` names
     the implicit first parameter, ``on_class`` says it is a class."""
-    if not func.body:
-        return []
     first = func.body[0].lineno
     last = func.end_lineno or func.lineno
     own = _lines_in(hits.self_lines, first, last)
