@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from enum import IntEnum
 from itertools import accumulate
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from harness.overrides.facts.blocks import inner_blocks
 from harness.overrides.facts.signature import dotted_name
@@ -230,11 +230,6 @@ def _closes_receiver_call(text: str, close: int) -> bool:
     return name.startswith("repus") or any("A" <= c <= "Z" for c in name)
 
 
-def _spans(lines: Sequence[int], first: int, last: int) -> bool:
-    i = bisect_left(lines, first)
-    return i < len(lines) and lines[i] <= last
-
-
 def _is_class_like(name: str) -> bool:
     return name.rpartition(".")[2][:1].isupper()
 
@@ -325,9 +320,9 @@ class _Collector:
         stack: list[ast.stmt] = list(reversed(body))
         while stack:
             stmt = stack.pop()
-            end = stmt.end_lineno or stmt.lineno
-            if not _spans(hits, stmt.lineno, end):
-                continue
+            i = bisect_left(hits, stmt.lineno)
+            if i == len(hits) or hits[i] > (stmt.end_lineno or stmt.lineno):
+                continue  # no hit line in the statement's span
             if isinstance(stmt, ast.ClassDef):
                 continue  # a nested class has its own `self`
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and self._rebinds_self(
@@ -444,10 +439,7 @@ class FileHits:
         ``first..last`` (textual: cheap and conservative; one scan of the file)."""
         if self._self_assigned is None:
             self._self_assigned = _self_assignments(self.lines.text)
-        found = self._self_assigned
-        i = bisect_left(found, (first,))
-        j = bisect_left(found, (last + 1,), i)
-        return frozenset(name for _, name in found[i:j])
+        return frozenset(name for _, name in _rows_in(self._self_assigned, first, last))
 
 
 _SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*)[=:])")
@@ -491,12 +483,13 @@ def _lines_in(lines: Sequence[int], first: int, last: int) -> list[int]:
     return list(lines[i:j])
 
 
-def _assigns_in(
-    assigns: list[tuple[int, str, str]], first: int, last: int
-) -> list[tuple[int, str, str]]:
-    i = bisect_left(assigns, (first,))
-    j = bisect_left(assigns, (last + 1,), i)
-    return assigns[i:j]
+R = TypeVar("R", bound=tuple[Any, ...])
+
+
+def _rows_in(rows: list[R], first: int, last: int) -> list[R]:
+    """The rows (sorted tuples starting with a line number) on lines ``first..last``."""
+    i = bisect_left(rows, (first,))
+    return rows[i : bisect_left(rows, (last + 1,), i)]
 
 
 def collect(
@@ -523,7 +516,7 @@ def collect(
         if lines:
             local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
             own.extend(lines)
-    assigns = _assigns_in(hits.assigns, first, last)
+    assigns = _rows_in(hits.assigns, first, last)
     bound: dict[str, int] | None = None
     for _, name, callee in assigns:
         if name == self_name or name in local_receivers:
