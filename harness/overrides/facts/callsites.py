@@ -369,14 +369,11 @@ class _Collector:
         if isinstance(value, ast.Name):
             if value.id == self.self_name:
                 return (Receiver.CLS if self.on_class else Receiver.SELF), None
-            known = self.locals.get(value.id)
-            return (known[0], known[1]) if known is not None else None
+            return self.locals.get(value.id)
         if isinstance(value, ast.Call):
             func = value.func
             if isinstance(func, ast.Name) and func.id == "super":
-                if not value.args:
-                    return Receiver.SUPER, None
-                return Receiver.SUPER, dotted_name(value.args[0])
+                return Receiver.SUPER, dotted_name(value.args[0]) if value.args else None
             name = dotted_name(func)
             if name is not None and _is_class_like(name):
                 return Receiver.CONSTRUCTED, name
@@ -386,24 +383,19 @@ class _Collector:
         receiver = self._receiver(func.value)
         if receiver is None:
             return
-        star = any(isinstance(a, ast.Starred) for a in call.args)
-        n_positional = sum(1 for a in call.args if not isinstance(a, ast.Starred))
-        keywords = tuple(k.arg for k in call.keywords if k.arg is not None)
-        starstar = any(k.arg is None for k in call.keywords)
-        text = self.lines.line(call.lineno).strip()[:_TEXT_LIMIT]
         self.out.append(
             CallSite(
                 receiver=receiver[0],
                 receiver_class=receiver[1],
                 method=func.attr,
                 caller=self.caller,
-                n_positional=n_positional,
-                keywords=keywords,
-                star=star,
-                starstar=starstar,
+                n_positional=sum(1 for a in call.args if not isinstance(a, ast.Starred)),
+                keywords=tuple(k.arg for k in call.keywords if k.arg is not None),
+                star=any(isinstance(a, ast.Starred) for a in call.args),
+                starstar=any(k.arg is None for k in call.keywords),
                 line=call.lineno,
                 col=call.col_offset + 1,
-                text=text,
+                text=self.lines.line(call.lineno).strip()[:_TEXT_LIMIT],
             )
         )
 

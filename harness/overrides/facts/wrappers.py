@@ -106,8 +106,11 @@ def wrapper_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
     params = from_function(inner, {}).params
     kinds = {p.kind for p in params}
     passthrough = ParamKind.VAR_POSITIONAL in kinds and ParamKind.VAR_KEYWORD in kinds
-    if passthrough and inner.args.kwarg is not None:
-        params = _with_popped(params, popped_keywords(inner, inner.args.kwarg.arg))
+    if passthrough and inner.args.kwarg is not None:  # popped keywords: before **kwargs (last)
+        popped = popped_keywords(inner, inner.args.kwarg.arg)
+        names = {p.name for p in params}
+        extra = [Param(n, ParamKind.KEYWORD_ONLY, d) for n, d in popped.items() if n not in names]
+        params = (*params[:-1], *extra, params[-1])
     return Wrapper(func.name, func.lineno, params, factory, passthrough)
 
 
@@ -130,16 +133,6 @@ def popped_keywords(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -
             ):
                 out[node.args[0].value] = True  # absent, it is a KeyError, not a TypeError
     return out
-
-
-def _with_popped(params: tuple[Param, ...], popped: dict[str, bool]) -> tuple[Param, ...]:
-    """``params`` with the popped keywords as keyword-only parameters before ``**kwargs``."""
-    names = {p.name for p in params}
-    extra = [Param(n, ParamKind.KEYWORD_ONLY, d) for n, d in popped.items() if n not in names]
-    if not extra:
-        return params
-    last = [p for p in params if p.kind is ParamKind.VAR_KEYWORD]
-    return (*(p for p in params if p.kind is not ParamKind.VAR_KEYWORD), *extra, *last)
 
 
 def _uses(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
