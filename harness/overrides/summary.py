@@ -495,9 +495,8 @@ def _summarize_text(text: str) -> FileSummary:
             statements.append((node, _class(node, qualname, aliases, hits, nested, functions)))
         pending = nested
     statements.sort(key=lambda pair: pair[1].line)
-    classes = [summary for _, summary in statements]
     return FileSummary(
-        classes=tuple(classes),
+        classes=tuple(summary for _, summary in statements),
         imports=tuple(imports),
         star_imports=tuple(stars),
         aliases=tuple(aliases_out),

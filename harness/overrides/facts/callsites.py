@@ -241,16 +241,13 @@ def _annotation_class(node: ast.expr | None) -> str | None:
             value = node.value.strip()
             return value if value.replace(".", "").isidentifier() else None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            right = node.right
-            none = isinstance(right, ast.Constant) and right.value is None
+            none = isinstance(node.right, ast.Constant) and node.right.value is None
             node = node.left if none else None
             continue
         if isinstance(node, ast.Subscript):
             outer = dotted_name(node.value)
-            if outer is not None and outer.rpartition(".")[2] == "Optional":
-                node = node.slice
-                continue
-            node = node.value
+            optional = outer is not None and outer.rpartition(".")[2] == "Optional"
+            node = node.slice if optional else node.value
             continue
         name = dotted_name(node)
         return name if name is not None and _is_class_like(name) else None
