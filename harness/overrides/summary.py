@@ -287,12 +287,10 @@ def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
 
 def _imports_of(stmt: ast.Import | ast.ImportFrom) -> Iterator[Import]:
     if isinstance(stmt, ast.Import):
-        for alias in stmt.names:
-            if alias.asname:
-                yield Import(alias.asname, alias.name, 0, None, stmt.lineno)
-            else:
-                head = alias.name.partition(".")[0]
-                yield Import(head, head, 0, None, stmt.lineno)
+        for alias in stmt.names:  # `import a.b` binds `a`; `import a.b as x` binds `x` to `a.b`
+            head = alias.name.partition(".")[0]
+            module = alias.name if alias.asname else head
+            yield Import(alias.asname or head, module, 0, None, stmt.lineno)
         return
     for alias in stmt.names:
         if alias.name != "*":

@@ -28,14 +28,10 @@ def unknown_decorators(
 ) -> tuple[str, ...]:
     out: list[str] = []
     for dec in func.decorator_list:
-        if canonical_decorator(dec, aliases) is not None:
-            continue
-        target = dec.func if isinstance(dec, ast.Call) else dec
-        name = dotted_name(target)
-        if name is None:
-            out.append("?")
-            continue
-        out.append(f"{name}()" if isinstance(dec, ast.Call) else name)
+        if canonical_decorator(dec, aliases) is None:
+            called = isinstance(dec, ast.Call)
+            name = dotted_name(dec.func if isinstance(dec, ast.Call) else dec)
+            out.append("?" if name is None else f"{name}()" if called else name)
     return tuple(out)
 
 
@@ -46,17 +42,11 @@ def descriptor_kind(node: ast.ClassDef) -> int:
     gets = [f for f in class_functions(node) if f.name == "__get__"]
     if not gets:
         return DESCRIPTOR_NONE
-    for get in gets:
-        for inner in ast.walk(get):
-            if not isinstance(inner, ast.Call):
-                continue
-            callee = dotted_name(inner.func)
-            if callee is not None and callee.rpartition(".")[2] in (
-                "__get__",
-                "MethodType",
-                "partial",
-            ):
-                return DESCRIPTOR_METHOD
+    binders = ("__get__", "MethodType", "partial")
+    for inner in (node for get in gets for node in ast.walk(get)):
+        callee = dotted_name(inner.func) if isinstance(inner, ast.Call) else None
+        if callee is not None and callee.rpartition(".")[2] in binders:
+            return DESCRIPTOR_METHOD
     return DESCRIPTOR_VALUE
 
 
