@@ -11,20 +11,20 @@ import re
 import tokenize
 from collections.abc import Callable, Iterator, Mapping
 from io import StringIO
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from harness.overrides.facts import callsites, grammar
 from harness.overrides.facts import dispatch as dispatch_facts
+from harness.overrides.facts.blocks import blocks
 from harness.overrides.facts.callsites import CallSite, FileHits
 from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.returned import returned_callables
 from harness.overrides.facts.signature import (
     MethodKind,
-    Param,
     Signature,
     dotted_name,
+    first_param,
     from_function,
-    parameters,
 )
 from harness.overrides.suppress import IGNORE_COMMENT
 
@@ -56,7 +56,25 @@ class Deferred(Generic[T]):
         self.load = load
 
 
-class ClassSummary:
+class _Compared:
+    """Equality and ``repr`` over the fields ``_compared`` names (mutable caches inside: not hashed)."""
+
+    __slots__ = ()
+    _compared: tuple[str, ...] = ()
+
+    def _key(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._compared)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{self._key()!r}"
+
+
+class ClassSummary(_Compared):
     """A class statement: where it is, its bases, its methods and the calls inside them (kept
     encoded, :class:`Deferred`, until first asked for)."""
 
@@ -71,6 +89,8 @@ class ClassSummary:
         "method_names",
         "qualname",
     )
+    _compared: tuple[str, ...] = ("qualname", "line", "col", "bases", "methods", "attributes")
+    _compared += ("instance_attributes", "calls")
 
     def __init__(
         self,
@@ -116,26 +136,6 @@ class ClassSummary:
             self._calls = self._calls.load(self._calls.blob)
         return self._calls
 
-    def _key(self) -> tuple[object, ...]:
-        return (
-            self.qualname,
-            self.line,
-            self.col,
-            self.bases,
-            self.methods,
-            self.attributes,
-            self.instance_attributes,
-            self.calls,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ClassSummary) and self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable caches inside: compared, not hashed
-
-    def __repr__(self) -> str:
-        return f"ClassSummary{self._key()!r}"
-
 
 class ParseFailure(NamedTuple):
     """Why a file's source could not be read as Python (undecodable, NUL byte, syntax)."""
@@ -174,7 +174,7 @@ def attribute_names(text: str) -> AttributeNames:
     return AttributeNames(frozenset(_DOTTED.findall(text)), frozenset(by_name))
 
 
-class FileSummary:
+class FileSummary(_Compared):
     """Everything the checker knows about one file (module-level calls may stay encoded)."""
 
     __slots__ = (
@@ -189,6 +189,8 @@ class FileSummary:
         "parse_failures",
         "star_imports",
     )
+    _compared: tuple[str, ...] = ("classes", "imports", "star_imports", "aliases", "ignores")
+    _compared += ("calls", "parse_failures", "called", "dispatch")
 
     def __init__(
         self,
@@ -233,27 +235,6 @@ class FileSummary:
             self._calls = self._calls.load(self._calls.blob)
         return self._calls
 
-    def _key(self) -> tuple[object, ...]:
-        return (
-            self.classes,
-            self.imports,
-            self.star_imports,
-            self.aliases,
-            self.ignores,
-            self.calls,
-            self.parse_failures,
-            self.called,
-            self.dispatch,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FileSummary) and self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable caches inside: compared, not hashed
-
-    def __repr__(self) -> str:
-        return f"FileSummary{self._key()!r}"
-
 
 _PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 
@@ -294,7 +275,7 @@ def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
         for tok in tokenize.generate_tokens(StringIO(text).readline):
             if tok.type != tokenize.COMMENT:
                 continue
-            match = IGNORE_COMMENT.match(tok.string) or IGNORE_COMMENT.search(tok.string)
+            match = IGNORE_COMMENT.search(tok.string)
             if match is None:
                 continue
             codes = tuple(c.strip() for c in (match.group(1) or "").split(",") if c.strip())
@@ -304,24 +285,12 @@ def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     return tuple(found)
 
 
-def _import_aliases(imports: list[Import]) -> dict[str, str]:
-    """Local name -> absolute dotted target, for recognising decorators."""
-    aliases: dict[str, str] = {}
-    for imp in imports:
-        if imp.level:
-            continue
-        aliases[imp.name] = f"{imp.module}.{imp.attr}" if imp.attr else imp.module
-    return aliases
-
-
 def _imports_of(stmt: ast.Import | ast.ImportFrom) -> Iterator[Import]:
     if isinstance(stmt, ast.Import):
-        for alias in stmt.names:
-            if alias.asname:
-                yield Import(alias.asname, alias.name, 0, None, stmt.lineno)
-            else:
-                head = alias.name.partition(".")[0]
-                yield Import(head, head, 0, None, stmt.lineno)
+        for alias in stmt.names:  # `import a.b` binds `a`; `import a.b as x` binds `x` to `a.b`
+            head = alias.name.partition(".")[0]
+            module = alias.name if alias.asname else head
+            yield Import(alias.asname or head, module, 0, None, stmt.lineno)
         return
     for alias in stmt.names:
         if alias.name != "*":
@@ -330,45 +299,9 @@ def _imports_of(stmt: ast.Import | ast.ImportFrom) -> Iterator[Import]:
             )
 
 
-def _base_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Subscript):
-        node = node.value
-    return dotted_name(node)
-
-
-_TRY_STAR: tuple[type[ast.stmt], ...] = tuple(
-    t for t in (getattr(ast, "TryStar", None),) if isinstance(t, type)
-)
-"""``ast.TryStar`` where the interpreter has it (3.11+)."""
-_TRY: tuple[type[ast.stmt], ...] = (ast.Try, *_TRY_STAR)
-
-
-def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
-    """Statement lists of a compound statement that run at the same scope (if/try/with...)."""
-    if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
-        yield stmt.body
-        yield stmt.orelse
-    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-        yield stmt.body
-    elif isinstance(stmt, _TRY):
-        node: Any = stmt  # ast.TryStar (3.11+) has the same fields as ast.Try
-        yield node.body
-        for handler in node.handlers:
-            yield handler.body
-        yield node.orelse
-        yield node.finalbody
-
-
-_COMPOUND: tuple[type[ast.stmt], ...] = (
-    ast.If,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.With,
-    ast.AsyncWith,
-    ast.Try,
-    *_TRY_STAR,
-)
+_TRY_STAR = getattr(ast, "TryStar", ast.Try)  # 3.11+
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, _TRY_STAR)
+"""The statements whose blocks run at the same scope (``match`` not among them)."""
 
 
 def _flatten(body: list[ast.stmt]) -> list[ast.stmt] | Iterator[ast.stmt]:
@@ -402,14 +335,12 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             continue
         yield stmt
         if isinstance(stmt, _COMPOUND):
-            for block in reversed(list(_blocks(stmt))):
-                stack.append(iter(block))
+            inner = [stmt.body, stmt.orelse] if isinstance(stmt, ast.If) else blocks(stmt)
+            stack.extend(iter(block) for block in reversed(inner))
 
 
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
     """Whether the function's own body yields (textual check, then an AST check)."""
-    if not func.body:
-        return False
     first, last = func.body[0].lineno, func.end_lineno or func.lineno
     if not any("yield" in line for line in hits.lines.lines[first - 1 : last]):
         return False
@@ -424,10 +355,7 @@ def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> boo
 
 
 def _self_name(func: ast.FunctionDef | ast.AsyncFunctionDef, sig: Signature) -> str | None:
-    if sig.kind is MethodKind.STATIC:
-        return None
-    positional = [*func.args.posonlyargs, *func.args.args]
-    return positional[0].arg if positional else None
+    return None if sig.kind is MethodKind.STATIC else first_param(func)
 
 
 def _class(
@@ -436,7 +364,7 @@ def _class(
     aliases: dict[str, str],
     hits: FileHits,
     nested: list[tuple[ast.ClassDef, str]],
-    functions: Mapping[str, tuple[Param, ...]],
+    functions: Mapping[str, ast.FunctionDef],
 ) -> ClassSummary:
     methods: dict[str, Signature] = {}
     attributes: set[str] = set()
@@ -484,7 +412,7 @@ def _class(
             returns = returned_callables(func, _self_name(func, sig), methods, functions)
             if returns:
                 methods[func.name] = sig._replace(returns=returns)
-    bases = tuple(_base_name(b) for b in node.bases)
+    bases = tuple(dotted_name(b.value if isinstance(b, ast.Subscript) else b) for b in node.bases)
     return ClassSummary(
         qualname=qualname,
         line=node.lineno,
@@ -497,29 +425,6 @@ def _class(
     )
 
 
-class _Parameters(Mapping[str, tuple[Param, ...]]):
-    """The parameters of a module's top-level ``def`` statements by name, each read on first
-    use (only a decorated method that returns a module function asks)."""
-
-    __slots__ = ("_defs", "_read")
-
-    def __init__(self, defs: dict[str, ast.FunctionDef]) -> None:
-        self._defs = defs
-        self._read: dict[str, tuple[Param, ...]] = {}
-
-    def __getitem__(self, name: str) -> tuple[Param, ...]:
-        params = self._read.get(name)
-        if params is None:
-            params = self._read[name] = parameters(self._defs[name].args)
-        return params
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._defs)
-
-    def __len__(self) -> int:
-        return len(self._defs)
-
-
 def summarize(data: bytes) -> FileSummary:
     """Summarise one file's bytes. Never raises for bad input: records a parse failure."""
     text = decode(data)
@@ -530,21 +435,19 @@ def summarize(data: bytes) -> FileSummary:
     try:
         return _summarize_text(text)
     except _PARSE_FAILURES as exc:
-        return _empty(_parse_failure(exc, text), attribute_names(text))
+        newer = grammar.newer_syntax(text) if isinstance(exc, SyntaxError) else None
+        if newer is not None:
+            failure = ParseFailure(newer.line, 1, newer.describe())
+        elif isinstance(exc, SyntaxError):
+            failure = ParseFailure(exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
+        elif isinstance(exc, (RecursionError, MemoryError)):
+            failure = ParseFailure(1, 1, "file is nested too deeply to parse")
+        else:
+            failure = ParseFailure(1, 1, f"cannot parse file: {exc}")
+        return _empty(failure, attribute_names(text))
     finally:
         if enabled:
             gc.enable()
-
-
-def _parse_failure(exc: BaseException, text: str = "") -> ParseFailure:
-    if isinstance(exc, SyntaxError):
-        newer = grammar.newer_syntax(text) if text else None
-        if newer is not None:
-            return ParseFailure(newer.line, 1, newer.describe())
-        return ParseFailure(exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
-    if isinstance(exc, (RecursionError, MemoryError)):
-        return ParseFailure(1, 1, "file is nested too deeply to parse")
-    return ParseFailure(1, 1, f"cannot parse file: {exc}")
 
 
 def _summarize_text(text: str) -> FileSummary:
@@ -564,7 +467,11 @@ def _summarize_text(text: str) -> FileSummary:
                 aliases_out.extend(
                     (t.id, target, stmt.lineno) for t in stmt.targets if isinstance(t, ast.Name)
                 )
-    aliases = _import_aliases(imports)
+    aliases = {  # local name -> absolute dotted target, for recognising decorators
+        imp.name: f"{imp.module}.{imp.attr}" if imp.attr else imp.module
+        for imp in imports
+        if not imp.level
+    }
     external = frozenset(
         name for name, target in aliases.items() if target.partition(".")[0] in callsites.EXTERNAL
     )
@@ -572,7 +479,7 @@ def _summarize_text(text: str) -> FileSummary:
     calls: list[CallSite] = []
     pending: list[tuple[ast.ClassDef, str]] = []
     static: set[int] = _type_checking_only(tree.body) if "TYPE_CHECKING" in text else set()
-    functions = _Parameters({stmt.name: stmt for stmt in top if isinstance(stmt, ast.FunctionDef)})
+    functions = {stmt.name: stmt for stmt in top if isinstance(stmt, ast.FunctionDef)}
     for stmt in top:
         if isinstance(stmt, ast.ClassDef):
             if id(stmt) not in static:
@@ -586,9 +493,8 @@ def _summarize_text(text: str) -> FileSummary:
             statements.append((node, _class(node, qualname, aliases, hits, nested, functions)))
         pending = nested
     statements.sort(key=lambda pair: pair[1].line)
-    classes = [summary for _, summary in statements]
     return FileSummary(
-        classes=tuple(classes),
+        classes=tuple(summary for _, summary in statements),
         imports=tuple(imports),
         star_imports=tuple(stars),
         aliases=tuple(aliases_out),

@@ -7,14 +7,14 @@ import ast
 import pytest
 
 from harness.overrides.facts.returned import accepts, returned_callables
-from harness.overrides.facts.signature import Param, ParamKind, from_function, parameters
+from harness.overrides.facts.signature import Param, ParamKind, from_function
 
 _POS = ParamKind.POSITIONAL_OR_KEYWORD
 
 
 def _returns(source: str) -> tuple[tuple[Param, ...], ...]:
     module = ast.parse(source)
-    functions = {s.name: parameters(s.args) for s in module.body if isinstance(s, ast.FunctionDef)}
+    functions = {s.name: s for s in module.body if isinstance(s, ast.FunctionDef)}
     (cls,) = (s for s in module.body if isinstance(s, ast.ClassDef))
     defs = [s for s in cls.body if isinstance(s, ast.FunctionDef)]
     methods = {d.name: from_function(d, {}) for d in defs}

@@ -152,7 +152,7 @@ def test_module_functions_are_read_only_for_the_methods_that_return_them(
 ) -> None:
     """A file's top-level ``def`` parameters are read on demand: here once, for the function a
     cached property returns, never for the many others."""
-    from harness.overrides import summary as summary_module
+    from harness.overrides.facts import returned
 
     others = "".join(f"def helper_{i}(a, b=1, *c, **d):\n    return a\n\n" for i in range(30))
     source = (
@@ -164,13 +164,13 @@ def test_module_functions_are_read_only_for_the_methods_that_return_them(
         "    def convert(self):\n        return noop\n"
     )
     read: list[int] = []
-    real = summary_module.parameters
+    real = returned.parameters
 
     def counting(args: ast.arguments) -> tuple[Param, ...]:
         read.append(len(args.args))
         return real(args)
 
-    monkeypatch.setattr(summary_module, "parameters", counting)
+    monkeypatch.setattr(returned, "parameters", counting)
     (field,) = summarize(source.encode()).classes
     (convert,) = field.methods
     assert [p.name for p in convert.returns[0]] == ["value", "expression", "connection"]

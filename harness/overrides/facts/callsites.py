@@ -10,11 +10,12 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import IntEnum
 from itertools import accumulate
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
+from harness.overrides.facts.blocks import inner_blocks
 from harness.overrides.facts.signature import dotted_name
 
 
@@ -69,7 +70,7 @@ of the file is indexed in one pass instead."""
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
 _AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
-_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody"})
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 _LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "kind", "type_comment", "n", "s", "op"})
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 """Node class -> fields that can hold nested calls (empty for leaves and non-nodes)."""
@@ -84,41 +85,11 @@ def _child_fields(cls: type) -> tuple[str, ...]:
 
 _TEXT_LIMIT = 200
 EXTERNAL = frozenset(
-    {
-        "torch",
-        "numpy",
-        "np",
-        "typing",
-        "typing_extensions",
-        "collections",
-        "transformers",
-        "jax",
-        "tensorflow",
-        "triton",
-        "PIL",
-        "pydantic",
-        "msgspec",
-        "fastapi",
-        "starlette",
-        "ray",
-        "zmq",
-        "asyncio",
-        "enum",
-        "dataclasses",
-        "abc",
-        "builtins",
-        "os",
-        "pathlib",
-        "re",
-        "io",
-        "logging",
-        "json",
-        "argparse",
-        "functools",
-        "itertools",
-        "concurrent",
-    }
-)
+    {"torch", "numpy", "np", "typing", "typing_extensions", "collections", "transformers", "jax",
+     "tensorflow", "triton", "PIL", "pydantic", "msgspec", "fastapi", "starlette", "ray", "zmq",
+     "asyncio", "enum", "dataclasses", "abc", "builtins", "os", "pathlib", "re", "io", "logging",
+     "json", "argparse", "functools", "itertools", "concurrent"}
+)  # fmt: skip
 """Top-level packages that cannot hold project classes: annotated receivers typed with
 their classes (``x: torch.Tensor``) are not worth walking for."""
 
@@ -142,8 +113,10 @@ class LineIndex:
         """One source line without its line ending."""
         return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
 
-    def _line_numbers(self, pattern: re.Pattern[str], check_before: bool) -> list[int]:
-        """Sorted distinct lines where ``pattern`` matches (not preceded by ``[\\w.]``)."""
+    def _line_numbers(
+        self, pattern: re.Pattern[str], keep: Callable[[str, int], bool]
+    ) -> list[int]:
+        """Sorted distinct lines where ``pattern`` matches and ``keep(text, start)`` holds."""
         text = self.text
         out: list[int] = []
         line = 1
@@ -151,7 +124,7 @@ class LineIndex:
         count = text.count
         for match in pattern.finditer(text):
             start = match.start()
-            if check_before and start and text[start - 1] in _ID_CHARS_DOT:
+            if not keep(text, start):
                 continue
             line += count("\n", pos, start)
             pos = start
@@ -161,19 +134,10 @@ class LineIndex:
 
     def self_lines(self) -> list[int]:
         """Lines of ``self.m(``/``cls.m(``/``super().m(``/``C(...).m(`` calls."""
-        lines = set(self._line_numbers(_SELF_CALL, True))
+        lines = set(self._line_numbers(_SELF_CALL, _starts_word))
         if "cls" in self.text:
-            lines.update(self._line_numbers(_CLS_CALL, True))
-        text = self.text
-        line = 1
-        pos = 0
-        count = text.count
-        for match in _PAREN_CALL.finditer(text):
-            start = match.start()
-            if _closes_receiver_call(text, start):
-                line += count("\n", pos, start)
-                pos = start
-                lines.add(line)
+            lines.update(self._line_numbers(_CLS_CALL, _starts_word))
+        lines.update(self._line_numbers(_PAREN_CALL, _closes_receiver_call))
         return sorted(lines)
 
     def name_lines(self, name: str, first: int = 1, last: int | None = None) -> list[int]:
@@ -187,9 +151,7 @@ class LineIndex:
         count = text.count
         start = text.find(needle, pos, end)
         while start != -1:
-            if (not start or text[start - 1] not in _ID_CHARS_DOT) and _AFTER_DOT.match(
-                text, start + len(needle)
-            ):
+            if _starts_word(text, start) and _AFTER_DOT.match(text, start + len(needle)):
                 line += count("\n", pos, start)
                 pos = start
                 if not out or out[-1] != line:
@@ -245,6 +207,11 @@ class LineIndex:
         return out
 
 
+def _starts_word(text: str, start: int) -> bool:
+    """Whether no ``[\\w.]`` comes right before ``start``."""
+    return not start or text[start - 1] not in _ID_CHARS_DOT
+
+
 def _closes_receiver_call(text: str, close: int) -> bool:
     """Whether the ``)`` at ``close`` ends ``C(...)`` or ``super(...)`` (a capitalised or
     ``super`` name, then arguments without parentheses or newlines) starting at most
@@ -263,11 +230,6 @@ def _closes_receiver_call(text: str, close: int) -> bool:
     return name.startswith("repus") or any("A" <= c <= "Z" for c in name)
 
 
-def _spans(lines: Sequence[int], first: int, last: int) -> bool:
-    i = bisect_left(lines, first)
-    return i < len(lines) and lines[i] <= last
-
-
 def _is_class_like(name: str) -> bool:
     return name.rpartition(".")[2][:1].isupper()
 
@@ -279,16 +241,13 @@ def _annotation_class(node: ast.expr | None) -> str | None:
             value = node.value.strip()
             return value if value.replace(".", "").isidentifier() else None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            right = node.right
-            none = isinstance(right, ast.Constant) and right.value is None
+            none = isinstance(node.right, ast.Constant) and node.right.value is None
             node = node.left if none else None
             continue
         if isinstance(node, ast.Subscript):
             outer = dotted_name(node.value)
-            if outer is not None and outer.rpartition(".")[2] == "Optional":
-                node = node.slice
-                continue
-            node = node.value
+            optional = outer is not None and outer.rpartition(".")[2] == "Optional"
+            node = node.slice if optional else node.value
             continue
         name = dotted_name(node)
         return name if name is not None and _is_class_like(name) else None
@@ -337,13 +296,20 @@ def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
 class _Collector:
     """Collects call sites of one function, walking only statements on hit lines."""
 
-    def __init__(self, lines: LineIndex, caller: str) -> None:
+    def __init__(
+        self,
+        lines: LineIndex,
+        caller: str,
+        self_name: str | None,
+        on_class: bool,
+        local_receivers: dict[str, tuple[Receiver, str]],
+    ) -> None:
         self.lines = lines
         self.caller = caller
-        self.self_name: str | None = None
-        self.on_class = False
+        self.self_name = self_name
+        self.on_class = on_class
         """True in a class method: ``self_name`` is the class."""
-        self.locals: dict[str, tuple[Receiver, str]] = {}
+        self.locals = local_receivers
         self.out: list[CallSite] = []
 
     def visit_body(self, body: Sequence[ast.stmt], hits: Sequence[int]) -> None:
@@ -351,27 +317,19 @@ class _Collector:
         stack: list[ast.stmt] = list(reversed(body))
         while stack:
             stmt = stack.pop()
-            end = stmt.end_lineno or stmt.lineno
-            if not _spans(hits, stmt.lineno, end):
-                continue
+            i = bisect_left(hits, stmt.lineno)
+            if i == len(hits) or hits[i] > (stmt.end_lineno or stmt.lineno):
+                continue  # no hit line in the statement's span
             if isinstance(stmt, ast.ClassDef):
                 continue  # a nested class has its own `self`
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and self._rebinds_self(
                 stmt.args
             ):
                 continue  # `def helper(self): ...` inside a method: another object
-            blocks: list[list[ast.stmt]] = []
             for name in stmt._fields:
-                value: Any = getattr(stmt, name)
-                if name in _BLOCK_FIELDS:
-                    blocks.append(value)
-                elif name == "handlers":
-                    blocks.extend(handler.body for handler in value)
-                elif name == "cases":
-                    blocks.extend(case.body for case in value)
-                else:
-                    self._walk_expr(value)
-            for block in reversed(blocks):
+                if name not in _BLOCK_FIELDS:
+                    self._walk_expr(getattr(stmt, name))
+            for block in reversed(inner_blocks(stmt)):
                 stack.extend(reversed(block))
 
     def _walk_expr(self, root: object) -> None:
@@ -408,14 +366,11 @@ class _Collector:
         if isinstance(value, ast.Name):
             if value.id == self.self_name:
                 return (Receiver.CLS if self.on_class else Receiver.SELF), None
-            known = self.locals.get(value.id)
-            return (known[0], known[1]) if known is not None else None
+            return self.locals.get(value.id)
         if isinstance(value, ast.Call):
             func = value.func
             if isinstance(func, ast.Name) and func.id == "super":
-                if not value.args:
-                    return Receiver.SUPER, None
-                return Receiver.SUPER, dotted_name(value.args[0])
+                return Receiver.SUPER, dotted_name(value.args[0]) if value.args else None
             name = dotted_name(func)
             if name is not None and _is_class_like(name):
                 return Receiver.CONSTRUCTED, name
@@ -425,24 +380,19 @@ class _Collector:
         receiver = self._receiver(func.value)
         if receiver is None:
             return
-        star = any(isinstance(a, ast.Starred) for a in call.args)
-        n_positional = sum(1 for a in call.args if not isinstance(a, ast.Starred))
-        keywords = tuple(k.arg for k in call.keywords if k.arg is not None)
-        starstar = any(k.arg is None for k in call.keywords)
-        text = self.lines.line(call.lineno).strip()[:_TEXT_LIMIT]
         self.out.append(
             CallSite(
                 receiver=receiver[0],
                 receiver_class=receiver[1],
                 method=func.attr,
                 caller=self.caller,
-                n_positional=n_positional,
-                keywords=keywords,
-                star=star,
-                starstar=starstar,
+                n_positional=sum(1 for a in call.args if not isinstance(a, ast.Starred)),
+                keywords=tuple(k.arg for k in call.keywords if k.arg is not None),
+                star=any(isinstance(a, ast.Starred) for a in call.args),
+                starstar=any(k.arg is None for k in call.keywords),
                 line=call.lineno,
                 col=call.col_offset + 1,
-                text=text,
+                text=self.lines.line(call.lineno).strip()[:_TEXT_LIMIT],
             )
         )
 
@@ -478,10 +428,7 @@ class FileHits:
         ``first..last`` (textual: cheap and conservative; one scan of the file)."""
         if self._self_assigned is None:
             self._self_assigned = _self_assignments(self.lines.text)
-        found = self._self_assigned
-        i = bisect_left(found, (first,))
-        j = bisect_left(found, (last + 1,), i)
-        return frozenset(name for _, name in found[i:j])
+        return frozenset(name for _, name in _rows_in(self._self_assigned, first, last))
 
 
 _SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*)[=:])")
@@ -525,12 +472,13 @@ def _lines_in(lines: Sequence[int], first: int, last: int) -> list[int]:
     return list(lines[i:j])
 
 
-def _assigns_in(
-    assigns: list[tuple[int, str, str]], first: int, last: int
-) -> list[tuple[int, str, str]]:
-    i = bisect_left(assigns, (first,))
-    j = bisect_left(assigns, (last + 1,), i)
-    return assigns[i:j]
+R = TypeVar("R", bound=tuple[Any, ...])
+
+
+def _rows_in(rows: list[R], first: int, last: int) -> list[R]:
+    """The rows (sorted tuples starting with a line number) on lines ``first..last``."""
+    i = bisect_left(rows, (first,))
+    return rows[i : bisect_left(rows, (last + 1,), i)]
 
 
 def collect(
@@ -543,8 +491,6 @@ def collect(
 ) -> list[CallSite]:
     """Call sites in ``func`` (nested functions included, nested classes not); ``self_name`` names
     the implicit first parameter, ``on_class`` says it is a class."""
-    if not func.body:
-        return []
     first = func.body[0].lineno
     last = func.end_lineno or func.lineno
     own = _lines_in(hits.self_lines, first, last)
@@ -559,7 +505,7 @@ def collect(
         if lines:
             local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
             own.extend(lines)
-    assigns = _assigns_in(hits.assigns, first, last)
+    assigns = _rows_in(hits.assigns, first, last)
     bound: dict[str, int] | None = None
     for _, name, callee in assigns:
         if name == self_name or name in local_receivers:
@@ -575,9 +521,6 @@ def collect(
         own.extend(lines)
     if not own:
         return []
-    collector = _Collector(hits.lines, caller)
-    collector.self_name = self_name
-    collector.on_class = on_class
-    collector.locals = local_receivers
+    collector = _Collector(hits.lines, caller, self_name, on_class, local_receivers)
     collector.visit_body(func.body, sorted(set(own)))
     return sorted(collector.out, key=lambda c: (c.line, c.col))

@@ -14,7 +14,7 @@ from harness.overrides.facts.blocks import class_functions
 from harness.overrides.facts.callsites import CallSite
 from harness.overrides.facts.guards import call_guards
 from harness.overrides.facts.records import DESCRIPTOR_NONE, ClassFacts, DispatchSummary, Guard
-from harness.overrides.facts.signature import MethodKind, Signature
+from harness.overrides.facts.signature import MethodKind, Signature, first_param
 from harness.overrides.facts.textscan import (
     Locator,
     blank_comments,
@@ -86,17 +86,16 @@ def extract(
                     decorated[i].append((stmt.lineno, unknown))
             if not has_guards or sig.kind is MethodKind.STATIC:
                 continue
-            positional = [*stmt.args.posonlyargs, *stmt.args.args]
+            self_name = first_param(stmt)
             f_last = stmt.end_lineno or stmt.lineno
             calls = [
                 (c.line, c.col)
                 for c in summary.calls
                 if c.caller == stmt.name and stmt.lineno <= c.line <= f_last
             ]
-            if not positional or not calls:
+            if self_name is None or not calls:
                 continue
             f_text = "\n".join(lines[stmt.lineno - 1 : f_last])
-            self_name = positional[0].arg
             if (
                 f"isinstance({self_name}" in f_text
                 or "signature(" in f_text
@@ -104,7 +103,7 @@ def extract(
                 or f"{self_name}.__class__." in f_text
             ):
                 guards.extend(call_guards(stmt, self_name, calls))
-    facts = tuple(
+    facts = (
         ClassFacts(
             qualname=qualname,
             escapes=tuple(sorted(escapes[i])),
@@ -115,21 +114,14 @@ def extract(
         )
         for i, (_, qualname) in enumerate(class_nodes)
     )
-    wrappers = tuple(
-        w
-        for w in (
-            wrapper_of(stmt)
-            for stmt in tree.body
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-        )
-        if w is not None
-    )
-    facts = tuple(
-        c for c in facts if c.escapes or c.dynamic or c.attr_types or c.descriptor or c.decorators
+    wrappers = (
+        wrapper_of(stmt)
+        for stmt in tree.body
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
     )
     return DispatchSummary(
-        classes=facts,
-        wrappers=wrappers,
+        classes=tuple(c for c in facts if any(c[1:])),  # a class with a fact beside its name
+        wrappers=tuple(w for w in wrappers if w is not None),
         foreign=tuple(
             sorted(foreign, key=lambda f: (f.method, f.receiver_class or "", f.rejected))
         ),

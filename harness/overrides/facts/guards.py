@@ -38,16 +38,9 @@ def test_atoms(
         return []
     if isinstance(test, ast.Name) and test.id in bound:
         return test_atoms(bound[test.id], truth, self_name, bound, depth + 1)
-    if (
-        isinstance(test, ast.Call)
-        and isinstance(test.func, ast.Name)
-        and test.func.id == "isinstance"
-        and len(test.args) == 2
-        and isinstance(test.args[0], ast.Name)
-        and test.args[0].id == self_name
-    ):
-        kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
-        names = [dotted_name(k) for k in kinds]
+    checked = _isinstance_of(test)
+    if checked is not None and isinstance(checked[0], ast.Name) and checked[0].id == self_name:
+        names = [dotted_name(k) for k in checked[1]]
         if all(n is not None for n in names):
             return [Atom(GUARD_ISINSTANCE, tuple(n for n in names if n), not truth, test.lineno)]
         return []
@@ -67,6 +60,19 @@ def test_atoms(
             holds = truth if isinstance(test.ops[0], ast.In) else not truth
             return [Atom(GUARD_PARAM, (method, test.left.value), not holds, test.lineno)]
     return []
+
+
+def _isinstance_of(test: ast.expr) -> tuple[ast.expr, list[ast.expr]] | None:
+    """The subject and the classes of ``isinstance(x, C)`` / ``isinstance(x, (C, D))``."""
+    if not (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+    ):
+        return None
+    kinds = test.args[1]
+    return test.args[0], kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
 
 
 def _identity_test(test: ast.expr, self_name: str) -> tuple[str, str, bool] | None:
@@ -222,17 +228,9 @@ def rejected_classes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str,
     """Classes ``func`` raises for: ``if isinstance(x, C): ... raise``, any subject."""
     out: list[str] = []
     for node in ast.walk(func):
-        if not (isinstance(node, ast.If) and _ends_in_exit(node.body)):
+        if not (isinstance(node, ast.If) and node.body and isinstance(node.body[-1], ast.Raise)):
             continue
-        if not isinstance(node.body[-1], ast.Raise):
-            continue
-        test = node.test
-        if (
-            isinstance(test, ast.Call)
-            and isinstance(test.func, ast.Name)
-            and test.func.id == "isinstance"
-            and len(test.args) == 2
-        ):
-            kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
-            out.extend(n for n in (dotted_name(k) for k in kinds) if n is not None)
+        checked = _isinstance_of(node.test)
+        if checked is not None:
+            out.extend(n for n in map(dotted_name, checked[1]) if n is not None)
     return tuple(dict.fromkeys(out))

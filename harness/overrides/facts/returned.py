@@ -35,12 +35,13 @@ def _callable(
     value: ast.expr,
     self_name: str,
     methods: Mapping[str, Signature],
-    functions: Mapping[str, tuple[Param, ...]],
+    functions: Mapping[str, ast.FunctionDef],
 ) -> tuple[Param, ...] | None:
     if isinstance(value, ast.Lambda):
         return parameters(value.args)
     if isinstance(value, ast.Name):
-        return functions.get(value.id)
+        function = functions.get(value.id)
+        return None if function is None else parameters(function.args)
     if (
         isinstance(value, ast.Attribute)
         and isinstance(value.value, ast.Name)
@@ -57,11 +58,11 @@ def returned_callables(
     func: ast.FunctionDef | ast.AsyncFunctionDef,
     self_name: str | None,
     methods: Mapping[str, Signature],
-    functions: Mapping[str, tuple[Param, ...]],
+    functions: Mapping[str, ast.FunctionDef],
 ) -> tuple[tuple[Param, ...], ...]:
     """The parameters of each callable ``func`` returns, or ``()`` when any returned value is
     not a callable read from this file (``methods``: the class's, by name; ``functions``: the
-    module's top-level ``def`` parameters)."""
+    module's top-level ``def`` statements)."""
     if self_name is None or isinstance(func, ast.AsyncFunctionDef):
         return ()
     found: list[tuple[Param, ...]] = []

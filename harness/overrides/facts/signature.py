@@ -156,6 +156,12 @@ def dotted_name(node: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
+def first_param(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The name of the first positional parameter (a method's ``self``/``cls``), if any."""
+    positional = func.args.posonlyargs or func.args.args
+    return positional[0].arg if positional else None
+
+
 def canonical_decorator(node: ast.expr, aliases: Mapping[str, str]) -> str | None:
     """Map a decorator expression to one of the canonical names above, or ``None``; ``aliases`` maps
     local names to their imported dotted targets."""

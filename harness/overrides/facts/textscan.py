@@ -75,39 +75,25 @@ class Locator:
         return None
 
 
-def _string_prefix(source: str) -> str | None:
-    """The literal text a computed attribute name starts with: ``"_visit_" + x`` ->
-    ``_visit_``; ``f"_m_{k}"`` -> ``_m_``; ``name`` -> ``""``; a plain literal -> ``None``."""
+def _name_argument(source: str) -> tuple[bool, str]:
+    """``(True, name)`` for a constant name (``"name")``), else ``(False, prefix)``: the literal
+    text the computed name starts with (``"_visit_" + x`` -> ``_visit_``; ``f"_m_{k}"`` -> ``_m_``;
+    ``name`` -> :data:`ANY_NAME`)."""
     match = _STRING_HEAD.match(source)
-    if match is None:
-        return ANY_NAME
-    prefix_flags, quote = match.group(1).lower(), match.group(2)
-    start = match.end()
-    end = source.find(quote, start)
-    if end == -1:
-        return ANY_NAME
-    literal = source[start:end]
-    rest = source[end + 1 :].lstrip()
-    if "f" in prefix_flags:
+    end = -1 if match is None else source.find(match.group(2), match.end())
+    if match is None or end == -1:
+        return False, ANY_NAME
+    literal = source[match.end() : end]
+    closed = source[end + 1 :].lstrip()[:1] in (")", ",")
+    if "f" in match.group(1).lower():
         brace = literal.find("{")
-        return literal if brace == -1 and rest[:1] in (")", ",") else literal[: max(brace, 0)]
-    if rest[:1] in (")", ","):
-        return None  # a constant name
+        return False, literal if brace == -1 and closed else literal[: max(brace, 0)]
+    if closed:
+        return True, literal
     for mark in ("%", "{"):
         if mark in literal:
-            return literal[: literal.index(mark)]
-    return literal
-
-
-def _constant_name(source: str) -> str | None:
-    match = _STRING_HEAD.match(source)
-    if match is None or "f" in match.group(1).lower():
-        return None
-    end = source.find(match.group(2), match.end())
-    if end == -1:
-        return None
-    rest = source[end + 1 :].lstrip()
-    return source[match.end() : end] if rest[:1] in (")", ",") else None
+            return False, literal[: literal.index(mark)]
+    return False, literal
 
 
 _SELF_CALL = re.compile(r"s(?<![\w.]s)elf[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
@@ -220,16 +206,12 @@ def text_facts(
             for match in _GETATTR.finditer(body):
                 if match.group(1) not in ("self", "cls"):
                     continue
-                argument = body[match.end() : match.end() + 120]
-                constant = _constant_name(argument)
-                if constant is not None:
-                    methods = methods or _Methods(node, body)
-                    found.add((constant, methods.name(match.start())))
-                else:
-                    methods = methods or _Methods(node, body)
-                    prefix = _string_prefix(argument) or ANY_NAME
-                    if methods.dispatches(match.start(), match.group(1), prefix):
-                        prefixes.append((prefix, methods.name(match.start())))
+                constant, name = _name_argument(body[match.end() : match.end() + 120])
+                methods = methods or _Methods(node, body)
+                if constant:
+                    found.add((name, methods.name(match.start())))
+                elif methods.dispatches(match.start(), match.group(1), name):
+                    prefixes.append((name, methods.name(match.start())))
         typed.append(attrs)
         escapes.append(found)
         dynamic.append(prefixes)
@@ -244,11 +226,9 @@ def global_prefixes(code: str) -> list[str]:
     for match in _GETATTR.finditer(code):
         if match.group(1) in ("self", "cls"):
             continue
-        argument = code[match.end() : match.end() + 120]
-        if _constant_name(argument) is None:
-            prefix = _string_prefix(argument)
-            if prefix and len(prefix.strip("_")) >= MIN_PREFIX:
-                out.append(prefix)
+        constant, prefix = _name_argument(code[match.end() : match.end() + 120])
+        if not constant and len(prefix.strip("_")) >= MIN_PREFIX:
+            out.append(prefix)
     return out
 
 

@@ -30,9 +30,7 @@ def inert(node: ast.AST, parents: Parents, *, changes: bool) -> bool:
     """Whether the expression around ``node`` uses its value without calling it (and, with
     ``changes``, without changing it either)."""
     parent = parents.get(id(node))
-    if isinstance(parent, ast.Attribute):
-        if parent.value is not node:
-            return False
+    if isinstance(parent, ast.Attribute):  # `node` is its value (its one expression)
         if not changes:
             return True
         call = parents.get(id(parent))
@@ -163,11 +161,7 @@ class Flow:
             first, name = call.args[0], call.args[1]
             if not (isinstance(first, ast.Name) and first.id == me):
                 continue
-            if isinstance(name, ast.Constant):
-                wanted = not lookup and name.value == method
-            else:
-                wanted = lookup
-            if wanted:
+            if (not lookup and name.value == method) if isinstance(name, ast.Constant) else lookup:
                 out.append(call)
         if not lookup:
             out.extend(

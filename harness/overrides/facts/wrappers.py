@@ -18,6 +18,7 @@ from harness.overrides.facts.signature import (
     ParamKind,
     canonical_decorator,
     dotted_name,
+    first_param,
     from_function,
 )
 
@@ -27,14 +28,10 @@ def unknown_decorators(
 ) -> tuple[str, ...]:
     out: list[str] = []
     for dec in func.decorator_list:
-        if canonical_decorator(dec, aliases) is not None:
-            continue
-        target = dec.func if isinstance(dec, ast.Call) else dec
-        name = dotted_name(target)
-        if name is None:
-            out.append("?")
-            continue
-        out.append(f"{name}()" if isinstance(dec, ast.Call) else name)
+        if canonical_decorator(dec, aliases) is None:
+            called = isinstance(dec, ast.Call)
+            name = dotted_name(dec.func if isinstance(dec, ast.Call) else dec)
+            out.append("?" if name is None else f"{name}()" if called else name)
     return tuple(out)
 
 
@@ -45,18 +42,11 @@ def descriptor_kind(node: ast.ClassDef) -> int:
     gets = [f for f in class_functions(node) if f.name == "__get__"]
     if not gets:
         return DESCRIPTOR_NONE
-    for get in gets:
-        for inner in ast.walk(get):
-            if not isinstance(inner, ast.Call):
-                continue
-            callee = dotted_name(inner.func) if not isinstance(inner.func, ast.Call) else None
-            if callee is None:
-                continue
-            last = callee.rpartition(".")[2]
-            if last in ("__get__", "MethodType", "partial"):
-                return DESCRIPTOR_METHOD
-            if isinstance(inner.func, ast.Attribute) and inner.func.attr == "__get__":
-                return DESCRIPTOR_METHOD
+    binders = ("__get__", "MethodType", "partial")
+    for inner in (node for get in gets for node in ast.walk(get)):
+        callee = dotted_name(inner.func) if isinstance(inner, ast.Call) else None
+        if callee is not None and callee.rpartition(".")[2] in binders:
+            return DESCRIPTOR_METHOD
     return DESCRIPTOR_VALUE
 
 
@@ -73,7 +63,7 @@ def _returned_function(
     if isinstance(value, ast.Name):
         name = value.id
     elif isinstance(value, ast.Call):
-        callee = dotted_name(value.func) if not isinstance(value.func, ast.Call) else None
+        callee = dotted_name(value.func)
         if callee is not None and callee.rpartition(".")[2] == "update_wrapper" and value.args:
             first = value.args[0]
             name = first.id if isinstance(first, ast.Name) else None
@@ -100,14 +90,17 @@ def wrapper_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
     nested = _returned_function(inner)
     if nested is not None:  # def deco(arg): def decorator(fn): def wrap(...)
         holder, inner, factory = inner, nested, True
-    wrapped = _first_param(holder)
+    wrapped = first_param(holder)
     if wrapped is None or not _uses(inner, wrapped):
         return None
     params = from_function(inner, {}).params
     kinds = {p.kind for p in params}
     passthrough = ParamKind.VAR_POSITIONAL in kinds and ParamKind.VAR_KEYWORD in kinds
-    if passthrough and inner.args.kwarg is not None:
-        params = _with_popped(params, popped_keywords(inner, inner.args.kwarg.arg))
+    if passthrough and inner.args.kwarg is not None:  # popped keywords: before **kwargs (last)
+        popped = popped_keywords(inner, inner.args.kwarg.arg)
+        names = {p.name for p in params}
+        extra = [Param(n, ParamKind.KEYWORD_ONLY, d) for n, d in popped.items() if n not in names]
+        params = (*params[:-1], *extra, params[-1])
     return Wrapper(func.name, func.lineno, params, factory, passthrough)
 
 
@@ -130,21 +123,6 @@ def popped_keywords(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -
             ):
                 out[node.args[0].value] = True  # absent, it is a KeyError, not a TypeError
     return out
-
-
-def _with_popped(params: tuple[Param, ...], popped: dict[str, bool]) -> tuple[Param, ...]:
-    """``params`` with the popped keywords as keyword-only parameters before ``**kwargs``."""
-    names = {p.name for p in params}
-    extra = [Param(n, ParamKind.KEYWORD_ONLY, d) for n, d in popped.items() if n not in names]
-    if not extra:
-        return params
-    last = [p for p in params if p.kind is ParamKind.VAR_KEYWORD]
-    return (*(p for p in params if p.kind is not ParamKind.VAR_KEYWORD), *extra, *last)
-
-
-def _first_param(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    positional = [*func.args.posonlyargs, *func.args.args]
-    return positional[0].arg if positional else None
 
 
 def _uses(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:

@@ -13,12 +13,11 @@ _FEW = 4
 """Up to this many candidate classes are tested for MRO membership instead of walking the MRO."""
 
 
-class Hierarchy:
-    """Subclasses, definers and inheritors of names, over one project's classes."""
+class Hierarchy(MroIndex):
+    """Subclasses, definers and inheritors of names, over one project's classes and their MROs."""
 
-    def __init__(self, classes: list[ClassInfo], index: MroIndex) -> None:
-        self._in_mro = index.in_mro
-        self._walk = index.walk
+    def __init__(self, classes: list[ClassInfo]) -> None:
+        super().__init__(classes)
         self._fully_resolved: dict[int, bool] = {}
         """A class -> whether every base in its MRO resolved (memo of :meth:`fully_resolved`)."""
         self.subclasses: dict[int, list[ClassInfo]] = {}
@@ -46,11 +45,11 @@ class Hierarchy:
         ``after`` (from the start if ``None``): few are tested for membership, else the MRO is
         walked until one passes."""
         if len(among) <= _FEW and (after is None or after is cls):
-            found = [c for c in among if c is not after and self._in_mro(c, cls)]
+            found = [c for c in among if c is not after and self.in_mro(c, cls)]
             if len(found) <= 1:
                 return found[0] if found else None
         seeking = after is None
-        for candidate in self._walk(cls):
+        for candidate in self.walk(cls):
             if seeking and test(candidate):
                 return candidate
             seeking = seeking or candidate is after
@@ -110,7 +109,7 @@ class Hierarchy:
         definer = self.definer(cls, name)
         if definer is None or name not in definer.methods:
             return None
-        for candidate in self._walk(cls):
+        for candidate in self.walk(cls):
             if candidate is definer:
                 return definer
             if candidate.unresolved_bases:
@@ -121,6 +120,6 @@ class Hierarchy:
         """True when no class in the MRO has a base the checker could not resolve."""
         known = self._fully_resolved.get(id(cls))
         if known is None:
-            known = not any(c.unresolved_bases for c in self._walk(cls))
+            known = not any(c.unresolved_bases for c in self.walk(cls))
             self._fully_resolved[id(cls)] = known
         return known
