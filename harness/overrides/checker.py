@@ -25,7 +25,7 @@ from harness.overrides.discover import (
     module_names,
 )
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.result_cache import ResultStore, fingerprint, run_key
+from harness.overrides.result_cache import ResultStore, fingerprint
 
 if TYPE_CHECKING:
     from harness.overrides.baseline import StaleEntry
@@ -130,28 +130,33 @@ def _check(
     changed_paths = None if changed is None else sorted(_changed_files(files, present))
     deleted = frozenset(name for p in missing for name in module_names(p, roots, cwd))
     cache_dir = locate(options.cache_dir, roots, cwd)
-    env = _environment(options, cwd)
+    env: Environment | None = None
+    if options.external:  # where bases outside the tree are read from
+        from harness.overrides.external import environment
+
+        try:
+            env = environment(options.python, cwd)
+        except ValueError as exc:
+            raise HarnessError(str(exc)) from None
     sources, unread = read_sources(files)
     unreadable = [*unreadable, *unread]
-    key = run_key(
-        [
-            __version__,
-            sys.version,  # the grammar, and so what parses, is the interpreter's
-            str(SCHEMA),
-            code_version(),
-            cwd,
-            "\0".join(sorted(os.path.abspath(r) for r in roots)),
-            None if changed_paths is None else "\0".join(changed_paths),
-            "\0".join(sorted(deleted)),
-            ",".join(sorted(options.select)),
-            None if options.excluder is None else "\0".join(options.excluder.patterns),
-            str(options.external),
-            None if env is None else "\0".join((env.version, *env.search)),
-        ]
+    key = fingerprint(
+        __version__,
+        sys.version,  # the grammar, and so what parses, is the interpreter's
+        str(SCHEMA),
+        code_version(),
+        cwd,
+        "\0".join(sorted(os.path.abspath(r) for r in roots)),
+        None if changed_paths is None else "\0".join(changed_paths),
+        "\0".join(sorted(deleted)),
+        ",".join(sorted(options.select)),
+        None if options.excluder is None else "\0".join(options.excluder.patterns),
+        str(options.external),
+        None if env is None else "\0".join((env.version, *env.search)),
     )
     print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
-        [(s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources],
-        [f"{u.display}:{u.reason}" for u in unreadable],
+        tuple((s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources),
+        tuple(f"{u.display}:{u.reason}" for u in unreadable),
     )
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)
@@ -216,7 +221,9 @@ def _analyze(
         sources,
         cache,
         options.jobs,
-        meanwhile=_import_analysis,
+        meanwhile=lambda: importlib.import_module(
+            "harness.overrides.analysis"
+        ),  # workers need none
         ahead=None if external is None else external.read_ahead,
     )
     from harness.overrides.analysis import analyze
@@ -240,23 +247,6 @@ def _analyze(
     if external is not None:
         stats.external = tuple(sorted(set(external.used)))
     return findings
-
-
-def _import_analysis() -> None:
-    """Import the analysis while worker processes parse (they need none of it)."""
-    importlib.import_module("harness.overrides.analysis")
-
-
-def _environment(options: CheckOptions, cwd: str) -> Environment | None:
-    """Where bases outside the tree are read from (``None`` when they are not read)."""
-    if not options.external:
-        return None
-    from harness.overrides.external import environment
-
-    try:
-        return environment(options.python, cwd)
-    except ValueError as exc:
-        raise HarnessError(str(exc)) from None
 
 
 def _naming_roots(sources: Sequence[Source]) -> list[str]:

@@ -19,15 +19,10 @@ _MAX_RUNS = 32
 _HEADER = ("harness-overrides-results", SCHEMA)
 
 
-def fingerprint(entries: Sequence[tuple[str, ...]], extra: Sequence[str]) -> bytes:
-    """Digest of ``(path, content hash, module names...)`` of every file plus other
-    run-relevant strings."""
-    return hashlib.blake2b(marshal.dumps((tuple(entries), tuple(extra))), digest_size=20).digest()
-
-
-def run_key(parts: Sequence[str | None]) -> bytes:
-    """Digest of the run's inputs."""
-    return hashlib.blake2b(marshal.dumps(tuple(parts)), digest_size=20).digest()
+def fingerprint(*parts: Any) -> bytes:
+    """Digest of marshallable ``parts``: a run's inputs (its key), or every file's ``(path,
+    content hash, module names...)`` and the unreadable paths (what the run saw)."""
+    return hashlib.blake2b(marshal.dumps(parts), digest_size=20).digest()
 
 
 def _encode(f: Finding) -> tuple[Any, ...]:
@@ -53,9 +48,11 @@ _FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 
 def _shaped(raw: Any, shape: tuple[Any, ...]) -> tuple[Any, ...]:
     """``raw`` if it is a tuple whose items have these types; ``ValueError`` otherwise."""
-    if not isinstance(raw, tuple) or len(raw) != len(shape):  # pyright: ignore[reportUnknownArgumentType]
-        raise ValueError("stored finding of the wrong shape")
-    if not all(isinstance(v, t) for v, t in zip(raw, shape, strict=True)):  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    if not (
+        isinstance(raw, tuple)
+        and len(raw) == len(shape)  # pyright: ignore[reportUnknownArgumentType]
+        and all(isinstance(v, t) for v, t in zip(raw, shape, strict=True))  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    ):
         raise ValueError("stored finding of the wrong shape")
     return raw  # pyright: ignore[reportUnknownVariableType]
 
