@@ -6,13 +6,11 @@ positional-or-keyword parameter at the same position, or a keyword-only paramete
 order with the override's new keyword-only parameters).
 
 ## Why it matters
-vLLM PR #17483 renamed ``MLACommonMetadataBuilder._build_decode(block_table, seq_lens)`` to
-``_build_decode(block_table_tensor, seq_lens)``; ``build()`` calls it as
-``self._build_decode(block_table_tensor=..., seq_lens=...)``. The ROCm subclass
-``AiterMLAMetadataBuilder`` kept ``block_table`` and crashed on the first decode batch with
-``TypeError: AiterMLAMetadataBuilder._build_decode() got an unexpected keyword argument
-'block_table_tensor'``. mypy accepts the rename in every mode. When a call in the project
-proves the crash, the finding is an ``error`` and shows the call.
+vLLM PR #17483 renamed ``MLACommonMetadataBuilder._build_decode(block_table, seq_lens)``'s
+``block_table`` to ``block_table_tensor`` and ``build()`` passes it by keyword; the ROCm
+subclass ``AiterMLAMetadataBuilder`` kept ``block_table`` and crashed on the first decode batch
+with ``TypeError: ... got an unexpected keyword argument 'block_table_tensor'``. mypy accepts the
+rename in every mode.
 
 ## Example
 ```python

@@ -5,9 +5,9 @@ Reports a method decorated with ``@override`` when no resolvable base class defi
 of that name.
 
 ## Why it matters
-After a base method is renamed (vLLM PR #17483 renamed ``_build_decode``'s parameters; a
-method rename is the same mistake one level up), the subclass's method becomes dead code that
-nobody calls. ``@override`` exists to catch this.
+After a base method is renamed (vLLM PR #17483 renamed ``_build_decode``'s parameters; a method
+rename is the same mistake one level up), the subclass's method is dead code. ``@override``
+exists to catch this.
 
 ## Example
 ```python
