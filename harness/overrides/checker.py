@@ -23,6 +23,7 @@ from harness.overrides.discover import (
     discover,
     display_path,
     module_names,
+    scanned_root,
 )
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.result_cache import ResultStore, fingerprint
@@ -123,7 +124,9 @@ def _check(
     missing = tuple(p for p in changed or () if p not in found)
     excluded: tuple[str, ...] = ()
     if options.excluder is not None and present:
-        kept = [p for p in present if not options.excluder.excluded_below(p, _top(p, roots))]
+        kept = [
+            p for p in present if not options.excluder.excluded_below(p, scanned_root(p, roots))
+        ]
         excluded = tuple(p for p in present if p not in kept)
         present = kept
     files, unreadable = discover([*roots, *present], cwd, options.excluder)
@@ -266,18 +269,6 @@ def _naming_roots(sources: Sequence[Source]) -> list[str]:
                 root = full[: cut - 1] or sep
                 counts[root] = counts.get(root, 0) + 1
     return sorted(counts, key=lambda r: -counts[r])
-
-
-def _top(path: str, roots: Sequence[str]) -> str:
-    """The scanned root holding ``path`` (the longest), else its own directory: where the
-    judging of its parent directories against the exclusions stops."""
-    absolute = os.path.abspath(path)
-    holding = [
-        os.path.abspath(r)
-        for r in roots
-        if absolute.startswith(os.path.abspath(r).rstrip(os.sep) + os.sep)
-    ]
-    return max(holding, key=len) if holding else os.path.dirname(absolute)
 
 
 def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[str]:
