@@ -199,8 +199,8 @@ class InstalledModules:
             return None, None
         local = top in self.tree
         found = self._beside_tree(name) if local else self._source(name)
-        if found is None and not local:
-            found = self._source_of_project(name)
+        if found is None and not local:  # a module of the project the scanned paths left out
+            found = self._beside_tree(name, project_only=True)
             local = found is not None
         if found is None:
             return None, None
@@ -218,14 +218,10 @@ class InstalledModules:
         shown = display_path(path, self.cwd) if local else path
         return (SourceFile(path, shown, name, is_package, (), real), summary), used
 
-    def _source_of_project(self, name: str) -> tuple[str, bool] | None:
-        """A module of the project's own packages that the scanned paths left out, read beside the
-        tree when the environment has no such module (never from an installation directory)."""
-        return self._beside_tree(name, project_only=True)
-
     def _beside_tree(self, name: str, project_only: bool = False) -> tuple[str, bool] | None:
         """``(path, is package)`` of module ``name`` under the first import root holding it
-        (a regular or namespace package's ``.py`` file, or a stub)."""
+        (a regular or namespace package's ``.py`` file, or a stub); ``project_only``: never under an
+        installation directory."""
         parts = name.split(".")
         if not all(p.isidentifier() for p in parts):
             return None
@@ -234,14 +230,9 @@ class InstalledModules:
         for root in self._roots:
             if project_only and os.path.basename(root) in _INSTALLATION_DIRECTORIES:
                 continue
-            if not self._may_hold(root, parts[0]):
-                continue
-            base = os.path.join(root, *parts)
-            for suffix in (".py", ".pyi"):
-                if os.path.isfile(os.path.join(base, f"__init__{suffix}")):
-                    return os.path.join(base, f"__init__{suffix}"), True
-                if os.path.isfile(base + suffix):
-                    return base + suffix, False
+            found = self._may_hold(root, parts[0]) and _module_file(root, parts, (".py", ".pyi"))
+            if found:
+                return found
         return None
 
     def _may_hold(self, root: str, head: str) -> bool:
@@ -305,13 +296,7 @@ class InstalledModules:
             typeshed = self._typeshed_stdlib()
             if typeshed is not None:
                 roots.append(typeshed)
-        for root in roots:
-            base = os.path.join(root, top, *parts)
-            if os.path.isfile(os.path.join(base, "__init__.pyi")):
-                return os.path.join(base, "__init__.pyi"), True
-            if os.path.isfile(base + ".pyi"):
-                return base + ".pyi", False
-        return None
+        return next((f for r in roots if (f := _module_file(r, [top, *parts], (".pyi",)))), None)
 
     def _typeshed_stdlib(self) -> str | None:
         """The standard-library stubs of an installed typeshed copy (mypy's), if any."""
@@ -324,3 +309,19 @@ class InstalledModules:
                     self._typeshed = candidate
                     break
         return self._typeshed if isinstance(self._typeshed, str) else None
+
+
+def _module_file(
+    root: str, parts: Sequence[str], suffixes: Sequence[str]
+) -> tuple[str, bool] | None:
+    """``(path, is package)`` of the module spelled ``parts`` under ``root``: a package's
+    ``__init__`` or a module file, per suffix in order."""
+    base = os.path.join(root, *parts)
+    for suffix in suffixes:
+        for path, is_package in (
+            (os.path.join(base, f"__init__{suffix}"), True),
+            (base + suffix, False),
+        ):
+            if os.path.isfile(path):
+                return path, is_package
+    return None

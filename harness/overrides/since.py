@@ -41,14 +41,6 @@ def _git(root: str, *argv: str, failure: str | None = None) -> bytes:
     return done.stdout
 
 
-def repository_root(cwd: str) -> str:
-    """The top of the git work tree holding ``cwd``; a clear error outside one."""
-    try:
-        return os.fsdecode(_git(cwd, "rev-parse", "--show-toplevel")).strip()
-    except HarnessError as exc:
-        raise HarnessError(f"--since needs a git repository: {exc}") from None
-
-
 def resolve(root: str, ref: str) -> tuple[str, str]:
     """``(commit, tree)`` hashes of ``ref``; a one-line error when it names no commit."""
     if ref.startswith("-"):
@@ -59,11 +51,6 @@ def resolve(root: str, ref: str) -> tuple[str, str]:
     except HarnessError:
         raise HarnessError(f"--since {ref}: no such commit in {root}") from None
     return commit.strip(), tree.strip()
-
-
-def cache_directory() -> str | None:
-    """Where REF's findings are kept, by tree hash; ``None`` without a usable home."""
-    return user_cache_directory("since")
 
 
 def export(root: str, commit: str, target: str) -> None:
@@ -160,7 +147,10 @@ def ref_keys(
 ) -> tuple[Counter[str], str]:
     """The finding keys of REF's tree for ``paths`` (those of files renamed since REF read as
     the new files', by ``head``'s findings) and REF's short commit hash."""
-    root = repository_root(cwd)
+    try:
+        root = os.fsdecode(_git(cwd, "rev-parse", "--show-toplevel")).strip()
+    except HarnessError as exc:
+        raise HarnessError(f"--since needs a git repository: {exc}") from None
     commit, tree = resolve(root, ref)
     here = os.path.relpath(os.path.realpath(cwd), os.path.realpath(root))
     relative = [
@@ -175,7 +165,7 @@ def ref_keys(
     flags = [getattr(args, n) for n in ("exclude", "extend_exclude", "config", "isolated")]
     rules = [sorted(options.select), sorted(options.ignore)]
     fingerprint = json.dumps([code_version(), sys.version, here, relative, *rules, *flags])
-    directory = None if options.cache_dir is None else cache_directory()
+    directory = None if options.cache_dir is None else user_cache_directory("since")  # by tree
     name = f"{tree}-{digest(fingerprint.encode())[:16]}.json"
     entry = None if directory is None else os.path.join(directory, name)
     moved = renames(root, commit)
