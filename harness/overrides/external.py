@@ -9,6 +9,7 @@ read is recorded for result reuse.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sys
@@ -144,7 +145,6 @@ class InstalledModules:
         self.used: list[tuple[str, str]] = []
         """``(path, content hash)`` of every file read."""
         self._specs: dict[str, ModuleSpec | None] = {}
-        self._typeshed: str | bool | None = False
         self._read: dict[str, _Read] = {}
         """What :meth:`_load` gave for each module name."""
         self._followed: set[tuple[str, str | None]] = set()
@@ -293,22 +293,18 @@ class InstalledModules:
             roots.extend(os.path.dirname(p) for p in stubs.submodule_search_locations)
             top = f"{top}-stubs"
         elif top in sys.stdlib_module_names:
-            typeshed = self._typeshed_stdlib()
-            if typeshed is not None:
-                roots.append(typeshed)
+            roots.extend(self._typeshed_stdlib)
         return next((f for r in roots if (f := _module_file(r, [top, *parts], (".pyi",)))), None)
 
-    def _typeshed_stdlib(self) -> str | None:
+    @functools.cached_property
+    def _typeshed_stdlib(self) -> list[str]:
         """The standard-library stubs of an installed typeshed copy (mypy's), if any."""
-        if self._typeshed is False:
-            self._typeshed = None
-            spec = self._spec("mypy")
-            for location in (spec.submodule_search_locations or []) if spec else []:
-                candidate = os.path.join(location, "typeshed", "stdlib")
-                if os.path.isdir(candidate):
-                    self._typeshed = candidate
-                    break
-        return self._typeshed if isinstance(self._typeshed, str) else None
+        spec = self._spec("mypy")
+        found = [
+            os.path.join(p, "typeshed", "stdlib")
+            for p in (spec and spec.submodule_search_locations) or []
+        ]
+        return [p for p in found if os.path.isdir(p)][:1]
 
 
 def _module_file(

@@ -68,17 +68,13 @@ def renames(root: str, commit: str) -> dict[str, str]:
     """Old path -> new path (relative to ``root``) of the files git finds renamed between
     ``commit`` and the working tree (staged or committed moves; git's rename detection)."""
     said = _git(root, "diff", "--no-ext-diff", "--find-renames", "--name-status", "-z", commit)
-    fields = os.fsdecode(said).split("\0")
+    fields = iter(os.fsdecode(said).split("\0")[:-1])  # status, path[, new path], ...
     moved: dict[str, str] = {}
-    i = 0
-    while i < len(fields) - 1:
-        status = fields[i]
-        if status[:1] in ("R", "C"):
+    for status, path in zip(fields, fields, strict=False):
+        if status[:1] in ("R", "C"):  # a rename or copy: the new path follows
+            new = next(fields, path)
             if status[:1] == "R":
-                moved[fields[i + 1]] = fields[i + 2]
-            i += 3
-        else:
-            i += 2
+                moved[path] = new
     return moved
 
 
