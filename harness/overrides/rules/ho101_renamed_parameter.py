@@ -22,10 +22,7 @@ class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):
 ```
 
 ## Use instead
-```python
-class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):
-    def _build_decode(self, block_table_tensor, seq_lens): ...
-```
+The base's names: ``def _build_decode(self, block_table_tensor, seq_lens): ...``.
 
 ## Limitations
 Positional-only parameters, operands of operator dunders (``__eq__(self, other)``) and base

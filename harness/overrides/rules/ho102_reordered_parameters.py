@@ -19,13 +19,11 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def build(self, common_prefix_len, common_attn_metadata): ...
-```
+The base's order: ``def build(self, common_prefix_len, common_attn_metadata): ...``.
 
 ## Limitations
-Only positional parameters are compared; keyword-only order is irrelevant. Severity as for every method-pair rule: ``harness overrides --explain HO101``.
+Only positional parameters are compared; keyword-only order is irrelevant. Severity as for every
+method-pair rule: ``harness overrides --explain HO101``.
 
 ## References
 - vLLM PR #17483; pylint ``arguments-differ`` (W0221)

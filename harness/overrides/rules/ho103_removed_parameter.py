@@ -21,10 +21,8 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def _build_decode(self, block_table_tensor, seq_lens): ...  # or accept and ignore it
-```
+Keep the parameter (accept and ignore it if unused):
+``def _build_decode(self, block_table_tensor, seq_lens): ...``.
 
 ## Limitations
 A removal at a position where the override has a new name is reported as a rename (HO101).

@@ -19,16 +19,15 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def build(self, common_prefix_len, common_attn_metadata=None): ...
-```
+Give the new parameter a default:
+``def build(self, common_prefix_len, common_attn_metadata=None): ...``.
 
 ## Limitations
 If the base accepts ``*args``/``**kwargs``, extra parameters are covered by HO107 instead.
 Members of ``typing.Protocol`` classes are not checked: vLLM's ``SupportsPP`` declares
 ``forward(self, *, intermediate_tensors)`` and every model adds its own positional inputs (171
-findings on vLLM 0.9.0, none a crash). Severity as for every method-pair rule: ``harness overrides --explain HO101``.
+findings on vLLM 0.9.0, none a crash). Severity as for every method-pair rule: ``harness
+overrides --explain HO101``.
 
 ## References
 - vLLM PR #17483; pylint ``arguments-differ`` (W0221)

@@ -19,13 +19,11 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def _build_decode(self, block_table_tensor, seq_lens): ...
-```
+The base's kinds: ``def _build_decode(self, block_table_tensor, seq_lens): ...``.
 
 ## Limitations
-Operator dunders are treated as positional-only on both sides. Severity as for every method-pair rule: ``harness overrides --explain HO101``.
+Operator dunders are treated as positional-only on both sides. Severity as for every method-pair
+rule: ``harness overrides --explain HO101``.
 
 ## References
 - PEP 3102 (keyword-only arguments), PEP 570 (positional-only parameters)

@@ -18,13 +18,11 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def build(self, num_reqs, common_prefix_len=0): ...
-```
+Keep the default: ``def build(self, num_reqs, common_prefix_len=0): ...``.
 
 ## Limitations
-The default values themselves are not compared. Severity as for every method-pair rule: ``harness overrides --explain HO101``.
+The default values themselves are not compared. Severity as for every method-pair rule:
+``harness overrides --explain HO101``.
 
 ## References
 - pylint ``arguments-differ`` (W0221); mypy ``[override]``

@@ -18,10 +18,7 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def build(self, common_prefix_len, **kwargs): ...
-```
+Keep the variadic: ``def build(self, common_prefix_len, **kwargs): ...``.
 
 ## Limitations
 Extra parameters of the override that the base's variadics covered are not reported again.

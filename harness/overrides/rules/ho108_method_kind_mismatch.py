@@ -22,11 +22,7 @@ class MyBackend(AttentionBackend):
 ```
 
 ## Use instead
-```python
-class MyBackend(AttentionBackend):
-    @staticmethod
-    def get_builder_cls(): ...
-```
+Keep the kind: ``@staticmethod`` on ``def get_builder_cls(): ...`` in ``MyBackend`` too.
 
 ## Limitations
 Parameters are not compared when the kinds differ (they are misaligned by construction).

@@ -27,11 +27,7 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    @property
-    def block_size(self): ...
-```
+Keep the kind: ``@property`` on ``def block_size(self): ...`` in ``Sub`` too.
 
 ## Limitations
 A class attribute overriding a method is not reported, nor a method that a decorator replaces

@@ -19,15 +19,13 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    async def get_model_config(self): ...
-```
+Keep the kind: ``async def get_model_config(self): ...``.
 
 ## Limitations
 A sync method returning an awaitable is still reported. An ``async def`` that yields (an
 async generator, called without ``await``) may override a plain ``def`` returning an
-``AsyncGenerator`` and vice versa, as vLLM's ``EngineClient.generate`` is declared. Severity as for every method-pair rule: ``harness overrides --explain HO101``.
+``AsyncGenerator`` and vice versa, as vLLM's ``EngineClient.generate`` is declared. Severity as
+for every method-pair rule: ``harness overrides --explain HO101``.
 
 ## References
 - PEP 492 (coroutines with async and await syntax)

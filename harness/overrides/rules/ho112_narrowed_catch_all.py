@@ -29,10 +29,7 @@ class SiluAndMul(CustomOp):
 ```
 
 ## Use instead
-```python
-class SiluAndMul(CustomOp):
-    def forward_cuda(self, x, residual=None): ...
-```
+Accept what callers pass: ``def forward_cuda(self, x, residual=None): ...``.
 
 ## Limitations
 Without a call that passes a rejected argument nothing is reported: a catch-all base is a

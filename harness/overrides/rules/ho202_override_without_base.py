@@ -17,11 +17,7 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    @override
-    def _build_decode(self, block_table_tensor, seq_lens): ...
-```
+Name a method the base defines: ``@override def _build_decode(self, block_table_tensor, seq_lens)``.
 
 ## Limitations
 Classes with a base the checker cannot resolve (outside the scanned tree) are skipped: the

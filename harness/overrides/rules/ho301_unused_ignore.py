@@ -13,9 +13,7 @@ def _build_decode(self, block_table_tensor, seq_lens):  # harness: ignore[HO101]
 ```
 
 ## Use instead
-```python
-def _build_decode(self, block_table_tensor, seq_lens):
-```
+Drop the comment: ``def _build_decode(self, block_table_tensor, seq_lens):``.
 
 ## Limitations
 In ``--changed`` mode only the changed files are checked for unused ignores.

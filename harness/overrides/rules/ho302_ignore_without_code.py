@@ -13,9 +13,7 @@ def _build_decode(self, block_table, seq_lens):  # harness: ignore
 ```
 
 ## Use instead
-```python
-def _build_decode(self, block_table, seq_lens):  # harness: ignore[HO101]
-```
+Name the code: ``def _build_decode(self, block_table, seq_lens):  # harness: ignore[HO101]``.
 
 ## Limitations
 None known.

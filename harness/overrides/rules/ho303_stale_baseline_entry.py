@@ -16,9 +16,7 @@ baselined warning would accept the rename again if someone reintroduced it.
 ```
 
 ## Use instead
-```console
-harness overrides --write-baseline overrides-baseline.json vllm
-```
+Write the baseline again: ``harness overrides --write-baseline overrides-baseline.json vllm``.
 
 ## Limitations
 Reported only by whole-tree runs: with ``--changed`` most entries are out of scope.

@@ -17,9 +17,7 @@ class C(A, B): ...
 ```
 
 ## Use instead
-```python
-class C(B): ...
-```
+Drop the redundant base: ``class C(B): ...``.
 
 ## Limitations
 Only classes the checker can resolve take part. A base is resolved as Python does when the
