@@ -29,10 +29,9 @@ Positional-only parameters, operands of operator dunders (``__eq__(self, other)`
 parameters named ``_x`` may be renamed freely; a keyword-only parameter the override takes
 in ``**kwargs`` is not a rename.
 
-Severity, for this rule and every method-pair rule: an ``error`` needs a call in the project
-that the override rejects (and the base does not) and that can run for an instance of the class;
-where the source shows it cannot (a guard, a caller the class never runs), the finding stays a
-warning that shows the call and says why (``docs/checker.md``, "Severity").
+Severity, for every method-pair rule: an ``error`` needs a call in the project that the override
+rejects (and the base does not) and that can run for an instance of the class; where the source
+shows it cannot (a guard, a caller the class never runs), a warning shows the call and says why.
 
 ## References
 - vLLM PR #17483 (``block_table`` -> ``block_table_tensor``)

@@ -1,15 +1,11 @@
 """HO109 property-method-mismatch
 
 ## What it does
-Reports a property overridden by a plain method, or a method overridden by a property. A
-property is ``@property``, ``@functools.cached_property`` or a project descriptor whose
-``__get__`` returns what the function computes (a ``memoized_property``); a descriptor whose
-``__get__`` binds the function (``fn.__get__(obj)``, a ``hybridmethod``) reads as a method.
-
-A property whose every ``return`` gives a callable with the method's call signature (a
-``lambda``, ``self.<method>`` or a module function) is no mismatch: ``@cached_property def
-convert_value(self)`` returning converters called as ``(value, expression, connection)``,
-overridden by ``def convert_value(self, value, expression, connection)``.
+Reports a property (``@property``, ``@functools.cached_property``, a project descriptor whose
+``__get__`` returns what the function computes) overridden by a plain method, or the reverse. A
+descriptor whose ``__get__`` binds the function (``fn.__get__(obj)``) reads as a method. A
+property whose every ``return`` gives a callable with the method's call signature (a ``lambda``,
+``self.<method>``, a module function) is no mismatch.
 
 ## Why it matters
 ``obj.x()`` on a property calls the property's value; ``obj.x`` on a method returns a bound

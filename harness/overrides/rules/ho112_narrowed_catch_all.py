@@ -2,10 +2,9 @@
 
 ## What it does
 Reports an override with a fixed signature of a base method that takes only ``*args,
-**kwargs``, when a call in the project passes it arguments the override rejects: directly,
-or through a base method that forwards its own ``*args, **kwargs`` to it
-(``def forward_hip(self, *args, **kwargs): return self.forward_cuda(*args, **kwargs)``). An
-``error`` when the call certainly reaches this override, else a warning with the call.
+**kwargs``, when a call in the project passes it arguments the override rejects, directly or
+through a base method forwarding its own ``*args, **kwargs`` to it. An ``error`` when the call
+certainly reaches this override, else a warning with the call.
 
 ## Why it matters
 A catch-all base declares no signature to compare with, so mypy accepts any override, yet

@@ -8,9 +8,8 @@ name from another import root: the scan started below the directory the code is 
 ## Why it matters
 Files are named as ``python -m`` would from the working directory and the project root (a
 ``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git`` or ``.hg`` above the scanned paths).
-Checked from inside a namespace package without those (``cd pkg && harness overrides .``),
-``pkg.base`` is unresolved: the subclass is compared with nothing, and a drift such as vLLM PR
-#17483's ``block_table`` -> ``block_table_tensor`` would pass without a word.
+From inside a namespace package without those, ``pkg.base`` is unresolved and the subclass is
+compared with nothing: a drift like vLLM PR #17483's ``block_table`` would pass without a word.
 
 ## Example
 ```
