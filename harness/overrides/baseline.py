@@ -95,11 +95,10 @@ def read(path: str | Path) -> list[Entry]:
             except ValueError:
                 continue
             lines.setdefault(str(value), []).append(number)
-    out: list[Entry] = []
-    for entry in entries:  # pyright: ignore[reportUnknownVariableType]
-        found = lines.get(str(entry))  # pyright: ignore[reportUnknownArgumentType]
-        out.append(Entry(str(entry), found.pop(0) if found else 1))  # pyright: ignore[reportUnknownArgumentType]
-    return out
+    return [
+        Entry(str(e), found.pop(0) if (found := lines.get(str(e))) else 1)  # pyright: ignore[reportUnknownArgumentType]
+        for e in entries  # pyright: ignore[reportUnknownVariableType]
+    ]
 
 
 def keys(entries: Iterable[Entry]) -> Counter[str]:
