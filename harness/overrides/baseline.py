@@ -1,9 +1,8 @@
 """Baselines: accept today's findings, fail only on new ones.
 
 A finding's key is its rule code, severity, class, method and drifted parameter names, never its
-line, so editing unrelated code does not resurface baselined drift; keys are counted, so a second
-identical finding is new. Entries no finding uses are stale: a whole-tree run reports them and
-``--write-baseline`` drops them.
+line; keys are counted, so a second identical finding is new. Entries no finding uses are stale:
+a whole-tree run reports them and ``--write-baseline`` drops them.
 """
 
 from __future__ import annotations

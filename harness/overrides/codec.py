@@ -1,8 +1,7 @@
 """Compact, fast serialisation of :class:`FileSummary` for the cache and worker processes.
 
 Summaries are flattened to tuples of builtins (:mod:`harness.overrides.facts.tuple_codec`) and
-written with :mod:`marshal`. A class's signatures and calls are marshalled separately and decoded
-only when first asked for (:class:`harness.overrides.summary.Deferred`).
+marshalled; a class's signatures and calls separately, decoded when first asked for (``Deferred``).
 """
 
 from __future__ import annotations
@@ -87,9 +86,8 @@ _calls: Callable[[bytes], tuple[CallSite, ...]] = _lazy(_dec_call_sites)
 
 
 def loads(data: bytes) -> FileSummary:
-    """Deserialise one summary, signatures and calls deferred (raises ``ValueError``,
-    ``EOFError``, ``TypeError`` or ``LookupError`` if its outer structure is corrupt;
-    :class:`CorruptSummary` later, when a deferred part is)."""
+    """Deserialise one summary, signatures and calls deferred (``ValueError``, ``EOFError``,
+    ``TypeError`` or ``LookupError`` now, :class:`CorruptSummary` on first use, if corrupt)."""
     classes, imports, stars, aliases, ignores, calls, failures, called, dispatch, names = (
         marshal.loads(data)
     )

@@ -327,8 +327,7 @@ def discover(
     paths: Iterable[str], cwd: str | None = None, excluder: Excluder | None = None
 ) -> tuple[list[SourceFile], list[Unreadable]]:
     """All ``.py`` files under ``paths``, each once, sorted; a walk leaves out what ``excluder``
-    excludes, a file named in ``paths`` is always taken. :class:`HarnessError` for a missing path.
-    """
+    excludes, a file named in ``paths`` is always taken. :class:`HarnessError` for a missing path."""
     base = os.path.abspath(cwd or os.getcwd())
     paths = list(paths)
     walker = _Walker(base, import_roots(paths, base), _marked_root(paths or [base]))

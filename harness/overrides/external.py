@@ -1,10 +1,9 @@
 """Modules outside the scanned tree, read from source files without importing anything.
 
 The standard library is the running interpreter's; installed packages come only from an environment
-the user names (``--python``), so a verdict never depends on what is installed beside the checker.
-Modules are found as ``import`` would with :class:`importlib.machinery.PathFinder` (no package
-``__init__`` runs), or from stubs, summarised like the tree's files, cached per machine; every file
-read is recorded for result reuse.
+the user names (``--python``), never from what is installed beside the checker. Modules are found
+as ``import`` would (:class:`importlib.machinery.PathFinder`, no ``__init__`` runs) or from stubs,
+summarised like the tree's files and cached per machine; every file read is recorded.
 """
 
 from __future__ import annotations
@@ -69,9 +68,8 @@ def _interpreter_of(directory: str) -> str | None:
 
 def environment(python: str | None, base: str | None = None) -> Environment:
     """The search path for modules outside the tree: the standard library alone when ``python`` is
-    ``None``; else that of the interpreter, virtual environment or package directory ``python``
-    names (relative to ``base``). ``ValueError`` with a one-line reason when it names nothing usable
-    (an empty ``python`` included)."""
+    ``None``, else that of the interpreter, virtual environment or package directory it names
+    (relative to ``base``). ``ValueError`` with a one-line reason when it names nothing usable."""
     if python is None:
         return Environment(tuple(_stdlib()), platform.python_version(), None)
     if not python.strip():

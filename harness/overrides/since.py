@@ -1,8 +1,8 @@
 """``harness overrides --since REF``: report only the findings HEAD adds relative to REF.
 
 REF's tree is exported with ``git archive`` into a temporary directory (the checkout is never
-touched), checked with the same options and cached by tree hash. Findings match as baselines do
-(never by line); a file git sees renamed keeps REF's findings.
+touched), checked with the same options and cached by tree hash. Findings match as baselines do;
+a file git sees renamed keeps REF's findings.
 """
 
 from __future__ import annotations
