@@ -342,8 +342,7 @@ def load(
     out: dict[str, FileSummary] = {}
     todo: list[Source] = []
     for source in sources:
-        cache.used.add(source.hash)
-        blob = cache.blobs.get(source.hash)
+        blob = cache.get(source.hash)
         summary = None if blob is None else _decode(blob)
         if summary is not None:
             out[source.file.display] = summary

@@ -227,7 +227,7 @@ class _Walker:
 
     def walk(self, start: str, real: str, root: str, linked: bool = False) -> None:
         """Collect the ``.py`` files under ``start``, each real directory once, queueing symlinked
-        directories for :meth:`walk_linked`; names are relative to ``root``."""
+        directories for :func:`discover` to walk last; names are relative to ``root``."""
         stack = [(start, real)]
         while stack:
             directory, canonical = stack.pop()
@@ -246,13 +246,6 @@ class _Walker:
             for entry in entries:
                 self._entry(entry, root, canonical, subdirs, linked)
             stack.extend(reversed(subdirs))
-
-    def walk_linked(self) -> None:
-        """Walk the queued symlinked directories (those whose targets a walk has reached
-        only for their names, :meth:`walk_aliases`)."""
-        while self.linked:
-            path, real, root = self.linked.pop(0)
-            self.walk(path, real, root, linked=True)
 
     def walk_aliases(self, start: str, real: str, root: str) -> None:
         """Add the names the files under ``start`` have through this symlinked path (``aaa -> pkg``:
@@ -346,7 +339,9 @@ def discover(
             walker.unreadable.append(
                 Unreadable(walker.display(absolute), _symlink_reason(absolute))
             )
-    walker.walk_linked()
+    while walker.linked:  # symlinked directories, after every real one
+        path, real, root = walker.linked.pop(0)
+        walker.walk(path, real, root, linked=True)
     ordered = sorted((file for _, file in walker.by_real.values()), key=lambda f: f.display)
     return ordered, walker.unreadable
 
