@@ -53,8 +53,7 @@ _PROBE = "import json, platform, sys; print(json.dumps([sys.path, platform.pytho
 
 def _stdlib() -> list[str]:
     paths = sysconfig.get_paths()
-    out = [paths["stdlib"], paths["platstdlib"]]
-    out.append(os.path.join(paths["platstdlib"], "lib-dynload"))
+    out = (paths["stdlib"], paths["platstdlib"], os.path.join(paths["platstdlib"], "lib-dynload"))
     return list(dict.fromkeys(os.path.abspath(p) for p in out if os.path.isdir(p)))
 
 
@@ -81,9 +80,8 @@ def environment(python: str | None, base: str | None = None) -> Environment:
     executable = path if os.path.isfile(path) else None
     if executable is None and os.path.isdir(path):
         executable = _interpreter_of(path)
-        if executable is None:
-            search = (*_stdlib(), path)
-            return Environment(search, platform.python_version(), python)
+        if executable is None:  # a directory of packages
+            return Environment((*_stdlib(), path), platform.python_version(), python)
     if executable is None:
         raise ValueError(f"--python {python}: no such interpreter or directory")
     import json
