@@ -45,12 +45,10 @@ def resolve(root: str, ref: str) -> tuple[str, str]:
     """``(commit, tree)`` hashes of ``ref``; a one-line error when it names no commit."""
     if ref.startswith("-"):
         raise HarnessError(f"--since {ref}: not a git revision")
-    try:
-        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode()
-        tree = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}").decode()
-    except HarnessError:
-        raise HarnessError(f"--since {ref}: no such commit in {root}") from None
-    return commit.strip(), tree.strip()
+    failure = f"--since {ref}: no such commit in {root}"
+    commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", failure=failure)
+    tree = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}", failure=failure)
+    return commit.decode().strip(), tree.decode().strip()
 
 
 def export(root: str, commit: str, target: str) -> None:
