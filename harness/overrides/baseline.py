@@ -111,10 +111,9 @@ def filter_new(findings: Iterable[Finding], baseline: Counter[str]) -> list[Find
     out: list[Finding] = []
     for finding in findings:
         k = key(finding)
-        if remaining[k] > 0:
-            remaining[k] -= 1
-            continue
-        out.append(finding)
+        remaining[k] -= 1
+        if remaining[k] < 0:
+            out.append(finding)
     return out
 
 

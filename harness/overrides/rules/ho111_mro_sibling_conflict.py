@@ -9,9 +9,7 @@ rejected by the method the MRO picks, else a warning listing the differences.
 
 ## Why it matters
 vLLM PR #17483's ``_build_decode`` rename (``block_table`` -> ``block_table_tensor``) crashes
-with no override in sight when a class combines a base calling
-``self._build_decode(block_table_tensor=...)`` with a mixin defining ``_build_decode(self,
-block_table, ...)``: in ``class Builder(DecodeMixin, MLACommonBuilder)`` the mixin's method runs.
+with no override in sight when a mixin keeping the old name comes first in the bases (below).
 
 ## Example
 ```python
