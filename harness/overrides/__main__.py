@@ -1,6 +1,5 @@
-"""``python -m harness.overrides ...``: the ``harness overrides`` subcommand without the rest
-of the CLI (whose other subcommands import torch), for pre-commit hooks and CI steps that
-must start fast."""
+"""``python -m harness.overrides ...``: ``harness overrides`` without the rest of the CLI (whose
+other subcommands import torch), for pre-commit hooks and CI steps that must start fast."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Baselines: accept today's findings, fail only on new ones.
 
 A finding's key is its rule code, severity, class, method and drifted parameter names, never its
-line, so editing unrelated code does not resurface baselined drift; keys are counted, so a second
-identical finding is new. Entries no finding uses are stale: a whole-tree run reports them and
-``--write-baseline`` drops them.
+line; keys are counted, so a second identical finding is new. Entries no finding uses are stale:
+a whole-tree run reports them and ``--write-baseline`` drops them.
 """
 
 from __future__ import annotations
@@ -95,11 +94,10 @@ def read(path: str | Path) -> list[Entry]:
             except ValueError:
                 continue
             lines.setdefault(str(value), []).append(number)
-    out: list[Entry] = []
-    for entry in entries:  # pyright: ignore[reportUnknownVariableType]
-        found = lines.get(str(entry))  # pyright: ignore[reportUnknownArgumentType]
-        out.append(Entry(str(entry), found.pop(0) if found else 1))  # pyright: ignore[reportUnknownArgumentType]
-    return out
+    return [
+        Entry(str(e), found.pop(0) if (found := lines.get(str(e))) else 1)  # pyright: ignore[reportUnknownArgumentType]
+        for e in entries  # pyright: ignore[reportUnknownVariableType]
+    ]
 
 
 def keys(entries: Iterable[Entry]) -> Counter[str]:
@@ -113,10 +111,9 @@ def filter_new(findings: Iterable[Finding], baseline: Counter[str]) -> list[Find
     out: list[Finding] = []
     for finding in findings:
         k = key(finding)
-        if remaining[k] > 0:
-            remaining[k] -= 1
-            continue
-        out.append(finding)
+        remaining[k] -= 1
+        if remaining[k] < 0:
+            out.append(finding)
     return out
 
 

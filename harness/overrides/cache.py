@@ -13,6 +13,7 @@ import functools
 import hashlib
 import marshal
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -127,14 +128,7 @@ def _prune_installed(directory: str) -> None:
     except OSError:
         return
     for entry in entries[_INSTALLED_KEEP:]:
-        for root, dirs, files in os.walk(entry.path, topdown=False):
-            with contextlib.suppress(OSError):
-                for name in files:
-                    os.unlink(os.path.join(root, name))
-                for name in dirs:
-                    os.rmdir(os.path.join(root, name))
-        with contextlib.suppress(OSError):
-            os.rmdir(entry.path)
+        shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def _data_dir(directory: str) -> str:
@@ -227,9 +221,7 @@ class Cache:
 
     def clear(self) -> None:
         """Forget every entry, on disk too."""
-        self.blobs = {}
-        self.journal = {}
-        self.dirty = True
+        self.blobs, self.journal, self.dirty = {}, {}, True
         self.save(compact=True)
 
     def get(self, key: str) -> bytes | None:
@@ -350,23 +342,20 @@ def load(
     out: dict[str, FileSummary] = {}
     todo: list[Source] = []
     for source in sources:
-        cache.used.add(source.hash)
-        blob = cache.blobs.get(source.hash)
+        blob = cache.get(source.hash)
         summary = None if blob is None else _decode(blob)
         if summary is not None:
             out[source.file.display] = summary
         else:
             todo.append(source)
-    made: list[FileSummary | None] = [None] * len(todo)
+    made: dict[int, FileSummary | None] = {}
     ahead = ahead if _workers(len(todo), jobs) > 1 else None  # else it would only add work
     for i, blob in _summarize_all([t.data for t in todo], jobs, meanwhile):
         cache.add(todo[i].hash, blob)
         made[i] = summary = _decode(blob)  # decoded as the workers hand results back
         if ahead is not None and summary is not None:
             ahead(summary)
-    for source, summary in zip(todo, made, strict=True):
-        if summary is not None:
-            out[source.file.display] = summary
+    out.update((s.file.display, m) for i, s in enumerate(todo) if (m := made[i]) is not None)
     return out, len(todo)
 
 
@@ -411,19 +400,14 @@ def _exit_with_parent(run: int) -> None:
 
     parent = os.getppid()  # the run (fork, spawn) or a fork server that ends with it
 
-    def gone() -> bool:
-        if os.getppid() != parent:
-            return True
-        try:
-            os.kill(run, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:
-            pass
-        return False
-
     def watch() -> None:
-        while not gone():
+        while os.getppid() == parent:
+            try:
+                os.kill(run, 0)
+            except ProcessLookupError:
+                break
+            except OSError:  # alive, but not ours to signal
+                pass
             time.sleep(_PARENT_POLL)
         os._exit(1)
 

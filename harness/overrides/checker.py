@@ -23,9 +23,10 @@ from harness.overrides.discover import (
     discover,
     display_path,
     module_names,
+    scanned_root,
 )
 from harness.overrides.findings import Finding, Severity
-from harness.overrides.result_cache import ResultStore, fingerprint, run_key
+from harness.overrides.result_cache import ResultStore, fingerprint
 
 if TYPE_CHECKING:
     from harness.overrides.baseline import StaleEntry
@@ -123,35 +124,42 @@ def _check(
     missing = tuple(p for p in changed or () if p not in found)
     excluded: tuple[str, ...] = ()
     if options.excluder is not None and present:
-        kept = [p for p in present if not options.excluder.excluded_below(p, _top(p, roots))]
+        kept = [
+            p for p in present if not options.excluder.excluded_below(p, scanned_root(p, roots))
+        ]
         excluded = tuple(p for p in present if p not in kept)
         present = kept
     files, unreadable = discover([*roots, *present], cwd, options.excluder)
     changed_paths = None if changed is None else sorted(_changed_files(files, present))
     deleted = frozenset(name for p in missing for name in module_names(p, roots, cwd))
     cache_dir = locate(options.cache_dir, roots, cwd)
-    env = _environment(options, cwd)
+    env: Environment | None = None
+    if options.external:  # where bases outside the tree are read from
+        from harness.overrides.external import environment
+
+        try:
+            env = environment(options.python, cwd)
+        except ValueError as exc:
+            raise HarnessError(str(exc)) from None
     sources, unread = read_sources(files)
     unreadable = [*unreadable, *unread]
-    key = run_key(
-        [
-            __version__,
-            sys.version,  # the grammar, and so what parses, is the interpreter's
-            str(SCHEMA),
-            code_version(),
-            cwd,
-            "\0".join(sorted(os.path.abspath(r) for r in roots)),
-            None if changed_paths is None else "\0".join(changed_paths),
-            "\0".join(sorted(deleted)),
-            ",".join(sorted(options.select)),
-            None if options.excluder is None else "\0".join(options.excluder.patterns),
-            str(options.external),
-            None if env is None else "\0".join((env.version, *env.search)),
-        ]
+    key = fingerprint(
+        __version__,
+        sys.version,  # the grammar, and so what parses, is the interpreter's
+        str(SCHEMA),
+        code_version(),
+        cwd,
+        "\0".join(sorted(os.path.abspath(r) for r in roots)),
+        None if changed_paths is None else "\0".join(changed_paths),
+        "\0".join(sorted(deleted)),
+        ",".join(sorted(options.select)),
+        None if options.excluder is None else "\0".join(options.excluder.patterns),
+        str(options.external),
+        None if env is None else "\0".join((env.version, *env.search)),
     )
     print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
-        [(s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources],
-        [f"{u.display}:{u.reason}" for u in unreadable],
+        tuple((s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources),
+        tuple(f"{u.display}:{u.reason}" for u in unreadable),
     )
     store = ResultStore(cache_dir)
     findings = store.get(key, print_)
@@ -216,7 +224,9 @@ def _analyze(
         sources,
         cache,
         options.jobs,
-        meanwhile=_import_analysis,
+        meanwhile=lambda: importlib.import_module(
+            "harness.overrides.analysis"
+        ),  # workers need none
         ahead=None if external is None else external.read_ahead,
     )
     from harness.overrides.analysis import analyze
@@ -242,23 +252,6 @@ def _analyze(
     return findings
 
 
-def _import_analysis() -> None:
-    """Import the analysis while worker processes parse (they need none of it)."""
-    importlib.import_module("harness.overrides.analysis")
-
-
-def _environment(options: CheckOptions, cwd: str) -> Environment | None:
-    """Where bases outside the tree are read from (``None`` when they are not read)."""
-    if not options.external:
-        return None
-    from harness.overrides.external import environment
-
-    try:
-        return environment(options.python, cwd)
-    except ValueError as exc:
-        raise HarnessError(str(exc)) from None
-
-
 def _naming_roots(sources: Sequence[Source]) -> list[str]:
     """The directories that name the scanned files: each file's path less its dotted name
     (``/p`` for ``/p/pkg/sub.py`` named ``pkg.sub``), most used first. Names that do not
@@ -276,18 +269,6 @@ def _naming_roots(sources: Sequence[Source]) -> list[str]:
                 root = full[: cut - 1] or sep
                 counts[root] = counts.get(root, 0) + 1
     return sorted(counts, key=lambda r: -counts[r])
-
-
-def _top(path: str, roots: Sequence[str]) -> str:
-    """The scanned root holding ``path`` (the longest), else its own directory: where the
-    judging of its parent directories against the exclusions stops."""
-    absolute = os.path.abspath(path)
-    holding = [
-        os.path.abspath(r)
-        for r in roots
-        if absolute.startswith(os.path.abspath(r).rstrip(os.sep) + os.sep)
-    ]
-    return max(holding, key=len) if holding else os.path.dirname(absolute)
 
 
 def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[str]:

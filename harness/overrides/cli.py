@@ -298,7 +298,8 @@ def _write_baseline(path: str, findings: Sequence[Finding]) -> None:
 
 def _emit(text: str) -> int:
     """Write ``text`` to standard output; an output that cannot take it is one line on standard
-    error and exit 2. Lone surrogates (non-UTF-8 file names) are written back as their bytes."""
+    error, exit 2, and standard output then points at the null device. Lone surrogates (non-UTF-8
+    file names) are written back as their bytes."""
     out = sys.stdout
     try:
         out.flush()
@@ -320,17 +321,11 @@ def _emit(text: str) -> int:
             view = view[written:]
         buffer.flush()
     except OSError as exc:
-        _discard_stdout()
+        with contextlib.suppress(OSError, ValueError):  # so the final flush raises nothing more
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
         reason = exc.strerror or type(exc).__name__
         print(f"harness overrides: error: cannot write the report: {reason}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
-
-
-def _discard_stdout() -> None:
-    """Point standard output at the null device, so that the interpreter's final flush of
-    what could not be written raises nothing more."""
-    with contextlib.suppress(OSError, ValueError):
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)

@@ -1,16 +1,17 @@
 """Compact, fast serialisation of :class:`FileSummary` for the cache and worker processes.
 
 Summaries are flattened to tuples of builtins (:mod:`harness.overrides.facts.tuple_codec`) and
-written with :mod:`marshal`. A class's signatures and calls are marshalled separately and decoded
-only when first asked for (:class:`harness.overrides.summary.Deferred`).
+marshalled; a class's signatures and calls separately, decoded when first asked for (``Deferred``).
 """
 
 from __future__ import annotations
 
 import marshal
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from harness.overrides.facts.callsites import CallSite
+from harness.overrides.facts.dispatch import EMPTY
 from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.signature import Signature
 from harness.overrides.facts.tuple_codec import compile_codec
@@ -23,7 +24,7 @@ from harness.overrides.summary import (
     ParseFailure,
 )
 
-EMPTY_DISPATCH = DispatchSummary((), (), (), (), ())
+T = TypeVar("T")
 
 _enc_signatures, _dec_signatures = compile_codec(tuple[Signature, ...])
 _enc_call_sites, _dec_call_sites = compile_codec(tuple[CallSite, ...])
@@ -36,8 +37,8 @@ class CorruptSummary(Exception):
     """A deferred part of a cached summary could not be decoded."""
 
 
-def encode(summary: FileSummary) -> tuple[Any, ...]:
-    """Nested tuples of builtins, with the deferrable parts as marshalled bytes."""
+def dumps(summary: FileSummary) -> bytes:
+    """Serialise one summary: nested tuples of builtins, the deferrable parts as marshalled bytes."""
     classes = tuple(
         (
             c.qualname,
@@ -52,46 +53,44 @@ def encode(summary: FileSummary) -> tuple[Any, ...]:
         )
         for c in summary.classes
     )
-    return (
-        classes,
-        _enc_imports(summary.imports),
-        summary.star_imports,
-        summary.aliases,
-        summary.ignores,
-        marshal.dumps(_enc_call_sites(summary.calls)),
-        _enc_failures(summary.parse_failures),
-        tuple(sorted(summary.called)),
-        _enc_dispatch(summary.dispatch),
-        tuple(tuple(sorted(names)) for names in summary.names),
+    return marshal.dumps(
+        (
+            classes,
+            _enc_imports(summary.imports),
+            summary.star_imports,
+            summary.aliases,
+            summary.ignores,
+            marshal.dumps(_enc_call_sites(summary.calls)),
+            _enc_failures(summary.parse_failures),
+            tuple(sorted(summary.called)),
+            _enc_dispatch(summary.dispatch),
+            tuple(tuple(sorted(names)) for names in summary.names),
+        )
     )
 
 
-def dumps(summary: FileSummary) -> bytes:
-    """Serialise one summary."""
-    return marshal.dumps(encode(summary))
+def _lazy(decode: Callable[[Any], T]) -> Callable[[bytes], T]:
+    """A decoder of one deferred part (:class:`CorruptSummary` if it is not well formed)."""
+
+    def load(blob: bytes) -> T:
+        try:
+            return decode(marshal.loads(blob))
+        except Exception as exc:  # marshal and unpacking raise many types; all mean "corrupt"
+            raise CorruptSummary(str(exc)) from exc
+
+    return load
 
 
-def _signatures(blob: bytes) -> tuple[Signature, ...]:
-    """Decode a class's signatures (:class:`CorruptSummary` if they are not well formed)."""
-    try:
-        out: tuple[Signature, ...] = _dec_signatures(marshal.loads(blob))
-    except Exception as exc:  # marshal and unpacking raise many types; all mean "corrupt"
-        raise CorruptSummary(str(exc)) from exc
-    return out
+_signatures: Callable[[bytes], tuple[Signature, ...]] = _lazy(_dec_signatures)
+_calls: Callable[[bytes], tuple[CallSite, ...]] = _lazy(_dec_call_sites)
 
 
-def _calls(blob: bytes) -> tuple[CallSite, ...]:
-    """Decode call sites (:class:`CorruptSummary` if they are not well formed)."""
-    try:
-        out: tuple[CallSite, ...] = _dec_call_sites(marshal.loads(blob))
-    except Exception as exc:  # marshal and unpacking raise many types; all mean "corrupt"
-        raise CorruptSummary(str(exc)) from exc
-    return out
-
-
-def decode(raw: Any) -> FileSummary:
-    """Rebuild a summary from :func:`encode`'s output (signatures and calls deferred)."""
-    classes, imports, stars, aliases, ignores, calls, failures, called, dispatch, names = raw
+def loads(data: bytes) -> FileSummary:
+    """Deserialise one summary, signatures and calls deferred (``ValueError``, ``EOFError``,
+    ``TypeError`` or ``LookupError`` now, :class:`CorruptSummary` on first use, if corrupt)."""
+    classes, imports, stars, aliases, ignores, calls, failures, called, dispatch, names = (
+        marshal.loads(data)
+    )
     return FileSummary(
         tuple(
             [
@@ -116,13 +115,6 @@ def decode(raw: Any) -> FileSummary:
         Deferred(calls, _calls),
         _dec_failures(failures),
         frozenset(called),
-        EMPTY_DISPATCH if not any(dispatch) else _dec_dispatch(dispatch),
+        EMPTY if not any(dispatch) else _dec_dispatch(dispatch),
         AttributeNames(*(frozenset(n) for n in names)),
     )
-
-
-def loads(data: bytes) -> FileSummary:
-    """Deserialise one summary (raises ``ValueError``, ``EOFError``, ``TypeError`` or
-    ``LookupError`` if its outer structure is corrupt; :class:`CorruptSummary` later, when a
-    deferred part is)."""
-    return decode(marshal.loads(data))

@@ -7,6 +7,7 @@ are listed in ``docs/checker.md``.
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -78,17 +79,20 @@ def working_directory() -> str:
         ) from None
 
 
+def common_directory(paths: Sequence[str]) -> str:
+    """The directory ``paths`` (files or directories) have in common; the first one's when they
+    have none (other drives)."""
+    dirs = [p if os.path.isdir(p) else os.path.dirname(p) for p in map(os.path.abspath, paths)]
+    try:
+        return os.path.commonpath(dirs)
+    except ValueError:
+        return dirs[0]
+
+
 def find(paths: Sequence[str], cwd: str) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.harness.overrides]`` table, walking up
     from the directory the scanned ``paths`` have in common (``cwd`` when none is given)."""
-    dirs = [
-        p if os.path.isdir(p) else os.path.dirname(p)
-        for p in (os.path.abspath(os.path.join(cwd, given)) for given in paths or ["."])
-    ]
-    try:
-        start = Path(os.path.commonpath(dirs))
-    except ValueError:  # nothing in common (other drives)
-        start = Path(dirs[0])
+    start = Path(common_directory([os.path.join(cwd, given) for given in paths or ["."]]))
     for directory in (start, *start.parents):
         candidate = directory / FILENAME
         if candidate.is_file() and _table(_read(candidate), candidate) is not None:
@@ -248,11 +252,9 @@ class Excluder:
 
     def extended(self, patterns: Iterable[str], root: str) -> Excluder:
         """A copy that also leaves out ``patterns`` (relative to ``root``)."""
-        out = Excluder((), root)
-        out._groups = [*self._groups]
-        out._literal = set(self._literal)
-        out._prefixes = list(self._prefixes)
-        out.patterns = self.patterns
+        out = copy.copy(self)
+        out._groups, out._literal = [*self._groups], {*self._literal}
+        out._prefixes = [*self._prefixes]
         out._add(patterns, root)
         return out
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from harness.errors import HarnessError
-from harness.overrides.config import DEFAULT_EXCLUDE, Excluder
+from harness.overrides.config import DEFAULT_EXCLUDE, Excluder, common_directory
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -218,9 +218,16 @@ class _Walker:
             file, linked = keep._replace(aliases=merged), known[0] and linked
         self.by_real[real] = (linked, file)
 
+    def _scan(self, directory: str) -> list[os.DirEntry[str]]:
+        """The entries of ``directory`` by name (``OSError`` when it cannot be listed)."""
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        self.has_init[directory] = any(e.name == "__init__.py" for e in entries)
+        return entries
+
     def walk(self, start: str, real: str, root: str, linked: bool = False) -> None:
         """Collect the ``.py`` files under ``start``, each real directory once, queueing symlinked
-        directories for :meth:`walk_linked`; names are relative to ``root``."""
+        directories for :func:`discover` to walk last; names are relative to ``root``."""
         stack = [(start, real)]
         while stack:
             directory, canonical = stack.pop()
@@ -230,24 +237,15 @@ class _Walker:
                 continue
             self.seen_dirs.add(canonical)
             try:
-                with os.scandir(directory) as it:
-                    entries = sorted(it, key=lambda e: e.name)
+                entries = self._scan(directory)
             except OSError as exc:
                 reason = f"cannot list directory: {exc.strerror}"
                 self.unreadable.append(Unreadable(self.display(directory), reason))
                 continue
-            self.has_init[directory] = any(e.name == "__init__.py" for e in entries)
             subdirs: list[tuple[str, str]] = []
             for entry in entries:
                 self._entry(entry, root, canonical, subdirs, linked)
             stack.extend(reversed(subdirs))
-
-    def walk_linked(self) -> None:
-        """Walk the queued symlinked directories (those whose targets a walk has reached
-        only for their names, :meth:`walk_aliases`)."""
-        while self.linked:
-            path, real, root = self.linked.pop(0)
-            self.walk(path, real, root, linked=True)
 
     def walk_aliases(self, start: str, real: str, root: str) -> None:
         """Add the names the files under ``start`` have through this symlinked path (``aaa -> pkg``:
@@ -261,16 +259,12 @@ class _Walker:
                 continue
             seen.add(canonical)
             try:
-                with os.scandir(directory) as it:
-                    entries = sorted(it, key=lambda e: e.name)
+                entries = self._scan(directory)
             except OSError:
                 continue
-            self.has_init[directory] = any(e.name == "__init__.py" for e in entries)
             for entry in entries:
                 try:
-                    link = entry.is_symlink()
-                    is_dir = entry.is_dir()
-                    is_file = not is_dir and entry.is_file()
+                    link, is_dir, is_file = _kinds(entry)
                 except OSError:
                     continue
                 if self.excluder.excluded(entry.path) or (is_dir and link):
@@ -278,7 +272,7 @@ class _Walker:
                 target = os.path.join(canonical, entry.name)
                 if is_dir:
                     stack.append((entry.path, target))
-                elif is_file and _is_source(entry.name):
+                elif is_file and entry.name.endswith(".py"):
                     self.add(entry.path, root, os.path.realpath(target) if link else target, True)
 
     def _entry(
@@ -291,9 +285,7 @@ class _Walker:
     ) -> None:
         name = entry.name
         try:
-            link = entry.is_symlink()
-            is_dir = entry.is_dir()
-            is_file = not is_dir and entry.is_file()
+            link, is_dir, is_file = _kinds(entry)
         except OSError as exc:
             reason = "symlink loop" if exc.errno == errno.ELOOP else f"cannot stat: {exc.strerror}"
             self.unreadable.append(Unreadable(self.display(entry.path), reason))
@@ -310,24 +302,25 @@ class _Walker:
             else:
                 subdirs.append((entry.path, canonical))
         elif is_file:
-            if _is_source(name) and not self.excluder.excluded(entry.path):
+            if name.endswith(".py") and not self.excluder.excluded(entry.path):
                 self.add(entry.path, root, canonical, linked or link)
         elif link:
             reason = _symlink_reason(entry.path)
-            if reason == "symlink loop" or _is_source(name):
+            if reason == "symlink loop" or name.endswith(".py"):
                 self.unreadable.append(Unreadable(self.display(entry.path), reason))
 
 
-def _is_source(name: str) -> bool:
-    return name.endswith(".py")
+def _kinds(entry: os.DirEntry[str]) -> tuple[bool, bool, bool]:
+    """Whether ``entry`` is a symlink, a directory, a file (``OSError`` when it cannot be told)."""
+    link, is_dir = entry.is_symlink(), entry.is_dir()
+    return link, is_dir, not is_dir and entry.is_file()
 
 
 def discover(
     paths: Iterable[str], cwd: str | None = None, excluder: Excluder | None = None
 ) -> tuple[list[SourceFile], list[Unreadable]]:
     """All ``.py`` files under ``paths``, each once, sorted; a walk leaves out what ``excluder``
-    excludes, a file named in ``paths`` is always taken. :class:`HarnessError` for a missing path.
-    """
+    excludes, a file named in ``paths`` is always taken. :class:`HarnessError` for a missing path."""
     base = os.path.abspath(cwd or os.getcwd())
     paths = list(paths)
     walker = _Walker(base, import_roots(paths, base), _marked_root(paths or [base]))
@@ -346,7 +339,9 @@ def discover(
             walker.unreadable.append(
                 Unreadable(walker.display(absolute), _symlink_reason(absolute))
             )
-    walker.walk_linked()
+    while walker.linked:  # symlinked directories, after every real one
+        path, real, root = walker.linked.pop(0)
+        walker.walk(path, real, root, linked=True)
     ordered = sorted((file for _, file in walker.by_real.values()), key=lambda f: f.display)
     return ordered, walker.unreadable
 
@@ -361,14 +356,17 @@ def module_names(path: str, roots: Sequence[str], cwd: str | None = None) -> tup
     base = os.path.abspath(cwd or os.getcwd())
     project = _marked_root(list(roots) or [base])
     walker = _Walker(os.path.dirname(absolute), import_roots(roots, base), project)
-    within = [os.path.abspath(r) for r in roots]
-    root = max(
-        (r for r in within if absolute.startswith(r.rstrip(os.sep) + os.sep)),
-        key=len,
-        default=os.path.dirname(absolute),
-    )
-    primary, _, aliases = walker.names(absolute, root)
+    primary, _, aliases = walker.names(absolute, scanned_root(absolute, roots))
     return (primary, *aliases)
+
+
+def scanned_root(path: str, roots: Sequence[str]) -> str:
+    """The longest of ``roots`` holding ``path``, else ``path``'s own directory (absolute)."""
+    absolute = os.path.abspath(path)
+    holding = [
+        a for a in map(os.path.abspath, roots) if absolute.startswith(a.rstrip(os.sep) + os.sep)
+    ]
+    return max(holding, key=len, default=os.path.dirname(absolute))
 
 
 def absolute_module(module: str, is_package: bool, name: str, level: int) -> str:
@@ -404,18 +402,10 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", ".hg")
 """Files or directories that mark a project root."""
 
 
-def _common(paths: Sequence[str]) -> str:
-    dirs = [p if os.path.isdir(p) else os.path.dirname(p) for p in map(os.path.abspath, paths)]
-    try:
-        return os.path.commonpath(dirs)
-    except ValueError:  # nothing in common (other drives)
-        return dirs[0]
-
-
 def _marked_root(paths: Sequence[str]) -> str | None:
     """The nearest directory at or above the paths' common directory holding a
     :data:`ROOT_MARKERS` entry, or ``None``."""
-    current = _common(paths)
+    current = common_directory(paths)
     while True:
         if any(os.path.exists(os.path.join(current, m)) for m in ROOT_MARKERS):
             return current
@@ -428,7 +418,7 @@ def _marked_root(paths: Sequence[str]) -> str | None:
 def project_root(paths: Sequence[str]) -> str:
     """The nearest directory at or above the scanned paths' common directory that holds a
     :data:`ROOT_MARKERS` entry; the common directory itself when none does."""
-    return _marked_root(paths) or _common(paths)
+    return _marked_root(paths) or common_directory(paths)
 
 
 def _symlink_reason(path: str) -> str:

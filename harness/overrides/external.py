@@ -1,14 +1,14 @@
 """Modules outside the scanned tree, read from source files without importing anything.
 
 The standard library is the running interpreter's; installed packages come only from an environment
-the user names (``--python``), so a verdict never depends on what is installed beside the checker.
-Modules are found as ``import`` would with :class:`importlib.machinery.PathFinder` (no package
-``__init__`` runs), or from stubs, summarised like the tree's files, cached per machine; every file
-read is recorded for result reuse.
+the user names (``--python``), never from what is installed beside the checker. Modules are found
+as ``import`` would (:class:`importlib.machinery.PathFinder`, no ``__init__`` runs) or from stubs,
+summarised like the tree's files and cached per machine; every file read is recorded.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sys
@@ -53,8 +53,7 @@ _PROBE = "import json, platform, sys; print(json.dumps([sys.path, platform.pytho
 
 def _stdlib() -> list[str]:
     paths = sysconfig.get_paths()
-    out = [paths["stdlib"], paths["platstdlib"]]
-    out.append(os.path.join(paths["platstdlib"], "lib-dynload"))
+    out = (paths["stdlib"], paths["platstdlib"], os.path.join(paths["platstdlib"], "lib-dynload"))
     return list(dict.fromkeys(os.path.abspath(p) for p in out if os.path.isdir(p)))
 
 
@@ -68,9 +67,8 @@ def _interpreter_of(directory: str) -> str | None:
 
 def environment(python: str | None, base: str | None = None) -> Environment:
     """The search path for modules outside the tree: the standard library alone when ``python`` is
-    ``None``; else that of the interpreter, virtual environment or package directory ``python``
-    names (relative to ``base``). ``ValueError`` with a one-line reason when it names nothing usable
-    (an empty ``python`` included)."""
+    ``None``, else that of the interpreter, virtual environment or package directory it names
+    (relative to ``base``). ``ValueError`` with a one-line reason when it names nothing usable."""
     if python is None:
         return Environment(tuple(_stdlib()), platform.python_version(), None)
     if not python.strip():
@@ -82,9 +80,8 @@ def environment(python: str | None, base: str | None = None) -> Environment:
     executable = path if os.path.isfile(path) else None
     if executable is None and os.path.isdir(path):
         executable = _interpreter_of(path)
-        if executable is None:
-            search = (*_stdlib(), path)
-            return Environment(search, platform.python_version(), python)
+        if executable is None:  # a directory of packages
+            return Environment((*_stdlib(), path), platform.python_version(), python)
     if executable is None:
         raise ValueError(f"--python {python}: no such interpreter or directory")
     import json
@@ -144,7 +141,6 @@ class InstalledModules:
         self.used: list[tuple[str, str]] = []
         """``(path, content hash)`` of every file read."""
         self._specs: dict[str, ModuleSpec | None] = {}
-        self._typeshed: str | bool | None = False
         self._read: dict[str, _Read] = {}
         """What :meth:`_load` gave for each module name."""
         self._followed: set[tuple[str, str | None]] = set()
@@ -199,8 +195,8 @@ class InstalledModules:
             return None, None
         local = top in self.tree
         found = self._beside_tree(name) if local else self._source(name)
-        if found is None and not local:
-            found = self._source_of_project(name)
+        if found is None and not local:  # a module of the project the scanned paths left out
+            found = self._beside_tree(name, project_only=True)
             local = found is not None
         if found is None:
             return None, None
@@ -218,14 +214,10 @@ class InstalledModules:
         shown = display_path(path, self.cwd) if local else path
         return (SourceFile(path, shown, name, is_package, (), real), summary), used
 
-    def _source_of_project(self, name: str) -> tuple[str, bool] | None:
-        """A module of the project's own packages that the scanned paths left out, read beside the
-        tree when the environment has no such module (never from an installation directory)."""
-        return self._beside_tree(name, project_only=True)
-
     def _beside_tree(self, name: str, project_only: bool = False) -> tuple[str, bool] | None:
         """``(path, is package)`` of module ``name`` under the first import root holding it
-        (a regular or namespace package's ``.py`` file, or a stub)."""
+        (a regular or namespace package's ``.py`` file, or a stub); ``project_only``: never under an
+        installation directory."""
         parts = name.split(".")
         if not all(p.isidentifier() for p in parts):
             return None
@@ -234,14 +226,9 @@ class InstalledModules:
         for root in self._roots:
             if project_only and os.path.basename(root) in _INSTALLATION_DIRECTORIES:
                 continue
-            if not self._may_hold(root, parts[0]):
-                continue
-            base = os.path.join(root, *parts)
-            for suffix in (".py", ".pyi"):
-                if os.path.isfile(os.path.join(base, f"__init__{suffix}")):
-                    return os.path.join(base, f"__init__{suffix}"), True
-                if os.path.isfile(base + suffix):
-                    return base + suffix, False
+            found = self._may_hold(root, parts[0]) and _module_file(root, parts, (".py", ".pyi"))
+            if found:
+                return found
         return None
 
     def _may_hold(self, root: str, head: str) -> bool:
@@ -302,25 +289,31 @@ class InstalledModules:
             roots.extend(os.path.dirname(p) for p in stubs.submodule_search_locations)
             top = f"{top}-stubs"
         elif top in sys.stdlib_module_names:
-            typeshed = self._typeshed_stdlib()
-            if typeshed is not None:
-                roots.append(typeshed)
-        for root in roots:
-            base = os.path.join(root, top, *parts)
-            if os.path.isfile(os.path.join(base, "__init__.pyi")):
-                return os.path.join(base, "__init__.pyi"), True
-            if os.path.isfile(base + ".pyi"):
-                return base + ".pyi", False
-        return None
+            roots.extend(self._typeshed_stdlib)
+        return next((f for r in roots if (f := _module_file(r, [top, *parts], (".pyi",)))), None)
 
-    def _typeshed_stdlib(self) -> str | None:
+    @functools.cached_property
+    def _typeshed_stdlib(self) -> list[str]:
         """The standard-library stubs of an installed typeshed copy (mypy's), if any."""
-        if self._typeshed is False:
-            self._typeshed = None
-            spec = self._spec("mypy")
-            for location in (spec.submodule_search_locations or []) if spec else []:
-                candidate = os.path.join(location, "typeshed", "stdlib")
-                if os.path.isdir(candidate):
-                    self._typeshed = candidate
-                    break
-        return self._typeshed if isinstance(self._typeshed, str) else None
+        spec = self._spec("mypy")
+        found = [
+            os.path.join(p, "typeshed", "stdlib")
+            for p in (spec and spec.submodule_search_locations) or []
+        ]
+        return [p for p in found if os.path.isdir(p)][:1]
+
+
+def _module_file(
+    root: str, parts: Sequence[str], suffixes: Sequence[str]
+) -> tuple[str, bool] | None:
+    """``(path, is package)`` of the module spelled ``parts`` under ``root``: a package's
+    ``__init__`` or a module file, per suffix in order."""
+    base = os.path.join(root, *parts)
+    for suffix in suffixes:
+        for path, is_package in (
+            (os.path.join(base, f"__init__{suffix}"), True),
+            (base + suffix, False),
+        ):
+            if os.path.isfile(path):
+                return path, is_package
+    return None

@@ -63,9 +63,8 @@ class Difference:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One reported problem, located at the subclass's ``def`` line for drift: every difference
-    between the two signatures (the first giving ``code`` and ``symbol``), once per override and
-    call site."""
+    """One reported problem; for drift, at the override's ``def`` line, with every difference of the
+    two signatures (the first gives ``code`` and ``symbol``), once per override and call site."""
 
     path: str
     line: int

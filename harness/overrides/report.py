@@ -26,9 +26,8 @@ def render(findings: Sequence[Finding], fmt: str) -> str:
 
 
 def one_line(value: str) -> str:
-    """``value`` with every control character and line or paragraph separator written as its
-    escape (``\\n``, ``\\x1b``, ``\\u2028``): a path or source text from the scanned tree
-    cannot start a line of its own (a forged ``::error`` annotation) nor steer a terminal."""
+    """``value`` with control characters and line or paragraph separators escaped (``\\n``,
+    ``\\u2028``): text from the scanned tree cannot start a forged line nor steer a terminal."""
     if value.isprintable():
         return value
     return "".join(
@@ -77,9 +76,8 @@ def github(finding: Finding) -> str:
 
 
 def artifact_location(path: str) -> dict[str, str]:
-    """A SARIF ``artifactLocation`` for a reported path: an RFC 3986 URI reference, every
-    byte outside the unreserved set and ``/`` percent-encoded (a file name that is not UTF-8
-    is encoded from its original bytes), relative to ``%SRCROOT%`` unless absolute."""
+    """A SARIF ``artifactLocation``: an RFC 3986 URI reference of the path's bytes (non-UTF-8 names
+    included), percent-encoded but for ``/``, relative to ``%SRCROOT%`` unless absolute."""
     encoded = quote(path.encode("utf-8", "surrogateescape"), safe="/")
     if path.startswith("/"):
         return {"uri": f"file://{encoded}"}
@@ -110,9 +108,7 @@ def sarif(findings: Sequence[Finding]) -> dict[str, Any]:
             "id": rule.code,
             "name": rule.symbol,
             "shortDescription": {"text": rule.description},
-            "fullDescription": {
-                "text": rule.doc.split("\n\n")[1] if "\n\n" in rule.doc else rule.description
-            },
+            "fullDescription": {"text": rule.doc.split("\n\n")[1]},  # "## What it does"
             "help": {"text": rule.doc, "markdown": rule.doc},
             "defaultConfiguration": {"level": "warning"},
         }

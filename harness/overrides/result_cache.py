@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import astuple, fields
 from typing import Any
 
 from harness.overrides.cache import digest, read_framed, write_framed
@@ -19,29 +19,15 @@ _MAX_RUNS = 32
 _HEADER = ("harness-overrides-results", SCHEMA)
 
 
-def fingerprint(entries: Sequence[tuple[str, ...]], extra: Sequence[str]) -> bytes:
-    """Digest of ``(path, content hash, module names...)`` of every file plus other
-    run-relevant strings."""
-    return hashlib.blake2b(marshal.dumps((tuple(entries), tuple(extra))), digest_size=20).digest()
-
-
-def run_key(parts: Sequence[str | None]) -> bytes:
-    """Digest of the run's inputs."""
-    return hashlib.blake2b(marshal.dumps(tuple(parts)), digest_size=20).digest()
+def fingerprint(*parts: Any) -> bytes:
+    """Digest of marshallable ``parts``: a run's inputs (its key), or every file's ``(path,
+    content hash, module names...)`` and the unreadable paths (what the run saw)."""
+    return hashlib.blake2b(marshal.dumps(parts), digest_size=20).digest()
 
 
 def _encode(f: Finding) -> tuple[Any, ...]:
-    ev = f.evidence
-    evidence: tuple[Any, ...] | None = None
-    if ev is not None:
-        evidence = (ev.path, ev.line, ev.col, ev.text, ev.error, ev.receiver, ev.unreached)
-        evidence += (ev.via, ev.untyped, ev.guards)
-    differences = tuple((d.code, d.symbol, d.message, d.params) for d in f.differences)
-    return (
-        f.path, f.line, f.col, f.code, f.symbol, f.severity.value, f.message, f.class_name,
-        f.method, f.base_class, f.base_path, f.base_line, f.params, f.signature,
-        f.base_signature, evidence, differences, f.extra_key,
-    )  # fmt: skip
+    raw = astuple(f)  # the evidence and the differences as tuples too
+    return (*raw[:5], f.severity.value, *raw[6:])
 
 
 _S, _I, _NS, _NI = str, int, (str, type(None)), (int, type(None))
@@ -53,9 +39,11 @@ _FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 
 def _shaped(raw: Any, shape: tuple[Any, ...]) -> tuple[Any, ...]:
     """``raw`` if it is a tuple whose items have these types; ``ValueError`` otherwise."""
-    if not isinstance(raw, tuple) or len(raw) != len(shape):  # pyright: ignore[reportUnknownArgumentType]
-        raise ValueError("stored finding of the wrong shape")
-    if not all(isinstance(v, t) for v, t in zip(raw, shape, strict=True)):  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    if not (
+        isinstance(raw, tuple)
+        and len(raw) == len(shape)  # pyright: ignore[reportUnknownArgumentType]
+        and all(isinstance(v, t) for v, t in zip(raw, shape, strict=True))  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    ):
         raise ValueError("stored finding of the wrong shape")
     return raw  # pyright: ignore[reportUnknownVariableType]
 

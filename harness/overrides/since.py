@@ -1,8 +1,8 @@
 """``harness overrides --since REF``: report only the findings HEAD adds relative to REF.
 
 REF's tree is exported with ``git archive`` into a temporary directory (the checkout is never
-touched), checked with the same options and cached by tree hash. Findings match as baselines do
-(never by line); a file git sees renamed keeps REF's findings.
+touched), checked with the same options and cached by tree hash. Findings match as baselines do;
+a file git sees renamed keeps REF's findings.
 """
 
 from __future__ import annotations
@@ -41,29 +41,14 @@ def _git(root: str, *argv: str, failure: str | None = None) -> bytes:
     return done.stdout
 
 
-def repository_root(cwd: str) -> str:
-    """The top of the git work tree holding ``cwd``; a clear error outside one."""
-    try:
-        return os.fsdecode(_git(cwd, "rev-parse", "--show-toplevel")).strip()
-    except HarnessError as exc:
-        raise HarnessError(f"--since needs a git repository: {exc}") from None
-
-
 def resolve(root: str, ref: str) -> tuple[str, str]:
     """``(commit, tree)`` hashes of ``ref``; a one-line error when it names no commit."""
     if ref.startswith("-"):
         raise HarnessError(f"--since {ref}: not a git revision")
-    try:
-        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode()
-        tree = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}").decode()
-    except HarnessError:
-        raise HarnessError(f"--since {ref}: no such commit in {root}") from None
-    return commit.strip(), tree.strip()
-
-
-def cache_directory() -> str | None:
-    """Where REF's findings are kept, by tree hash; ``None`` without a usable home."""
-    return user_cache_directory("since")
+    failure = f"--since {ref}: no such commit in {root}"
+    commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", failure=failure)
+    tree = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}", failure=failure)
+    return commit.decode().strip(), tree.decode().strip()
 
 
 def export(root: str, commit: str, target: str) -> None:
@@ -81,17 +66,13 @@ def renames(root: str, commit: str) -> dict[str, str]:
     """Old path -> new path (relative to ``root``) of the files git finds renamed between
     ``commit`` and the working tree (staged or committed moves; git's rename detection)."""
     said = _git(root, "diff", "--no-ext-diff", "--find-renames", "--name-status", "-z", commit)
-    fields = os.fsdecode(said).split("\0")
+    fields = iter(os.fsdecode(said).split("\0")[:-1])  # status, path[, new path], ...
     moved: dict[str, str] = {}
-    i = 0
-    while i < len(fields) - 1:
-        status = fields[i]
-        if status[:1] in ("R", "C"):
+    for status, path in zip(fields, fields, strict=False):
+        if status[:1] in ("R", "C"):  # a rename or copy: the new path follows
+            new = next(fields, path)
             if status[:1] == "R":
-                moved[fields[i + 1]] = fields[i + 2]
-            i += 3
-        else:
-            i += 2
+                moved[path] = new
     return moved
 
 
@@ -160,7 +141,10 @@ def ref_keys(
 ) -> tuple[Counter[str], str]:
     """The finding keys of REF's tree for ``paths`` (those of files renamed since REF read as
     the new files', by ``head``'s findings) and REF's short commit hash."""
-    root = repository_root(cwd)
+    try:
+        root = os.fsdecode(_git(cwd, "rev-parse", "--show-toplevel")).strip()
+    except HarnessError as exc:
+        raise HarnessError(f"--since needs a git repository: {exc}") from None
     commit, tree = resolve(root, ref)
     here = os.path.relpath(os.path.realpath(cwd), os.path.realpath(root))
     relative = [
@@ -175,7 +159,7 @@ def ref_keys(
     flags = [getattr(args, n) for n in ("exclude", "extend_exclude", "config", "isolated")]
     rules = [sorted(options.select), sorted(options.ignore)]
     fingerprint = json.dumps([code_version(), sys.version, here, relative, *rules, *flags])
-    directory = None if options.cache_dir is None else cache_directory()
+    directory = None if options.cache_dir is None else user_cache_directory("since")  # by tree
     name = f"{tree}-{digest(fingerprint.encode())[:16]}.json"
     entry = None if directory is None else os.path.join(directory, name)
     moved = renames(root, commit)

@@ -37,11 +37,10 @@ def apply(
     used: set[tuple[str, int, str]] = set()
     kept: list[Finding] = []
     for finding in findings:
-        wanted = by_line.get((finding.path, finding.line))
-        if wanted and finding.code in wanted:
+        if finding.code in by_line.get((finding.path, finding.line), ()):
             used.add((finding.path, finding.line, finding.code))
-            continue
-        kept.append(finding)
+        else:
+            kept.append(finding)
     return kept, [
         IgnoreComment(
             path,

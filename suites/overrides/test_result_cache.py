@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.overrides.findings import Evidence, Finding, Severity
-from harness.overrides.result_cache import ResultStore, fingerprint, run_key
+from harness.overrides.result_cache import ResultStore, fingerprint
 
 FINDINGS = [
     Finding("a.py", 3, 5, "HO101", "renamed-parameter", Severity.ERROR, "m", class_name="a.B",
@@ -17,13 +17,13 @@ FINDINGS = [
 
 
 def test_round_trip_and_invalidation(tmp_path: Path) -> None:
-    key = run_key(["v", "roots"])
-    print_ = fingerprint([("a.py", "hash-1")], [])
+    key = fingerprint("v", "roots")
+    print_ = fingerprint((("a.py", "hash-1"),), ())
     ResultStore(str(tmp_path)).put(key, print_, FINDINGS)
     store = ResultStore(str(tmp_path))
     assert store.get(key, print_) == FINDINGS
-    assert store.get(key, fingerprint([("a.py", "hash-2")], [])) is None  # a file changed
-    assert store.get(run_key(["v", "other roots"]), print_) is None
+    assert store.get(key, fingerprint((("a.py", "hash-2"),), ())) is None  # a file changed
+    assert store.get(fingerprint("v", "other roots"), print_) is None
 
 
 def test_disabled_and_corrupt_stores_are_empty(tmp_path: Path) -> None:

@@ -45,31 +45,25 @@ class Rule(NamedTuple):
         return self.message.format(**fields)
 
 
-def _rule(module: ModuleType) -> Rule:
-    return Rule(
-        code=module.CODE,
-        symbol=module.SYMBOL,
-        message=module.MESSAGE,
-        description=module.DESCRIPTION,
-        doc=(module.__doc__ or "").strip(),
-        enabled_by_default=getattr(module, "ENABLED_BY_DEFAULT", True),
-        subject=module.SUBJECT,
-        check=module.check,
-        needs_evidence=getattr(module, "NEEDS_EVIDENCE", False),
-        drift=getattr(module, "DRIFT", False),
-        module=module.__name__,
-    )
-
-
 def _registry(modules: list[ModuleType]) -> dict[str, Rule]:
     rules: dict[str, Rule] = {}
-    symbols: set[str] = set()
     for module in modules:
-        rule = _rule(module)
-        if rule.code in rules or rule.symbol in symbols:
+        rule = Rule(
+            code=module.CODE,
+            symbol=module.SYMBOL,
+            message=module.MESSAGE,
+            description=module.DESCRIPTION,
+            doc=(module.__doc__ or "").strip(),
+            enabled_by_default=getattr(module, "ENABLED_BY_DEFAULT", True),
+            subject=module.SUBJECT,
+            check=module.check,
+            needs_evidence=getattr(module, "NEEDS_EVIDENCE", False),
+            drift=getattr(module, "DRIFT", False),
+            module=module.__name__,
+        )
+        if rule.code in rules or any(r.symbol == rule.symbol for r in rules.values()):
             raise RuntimeError(f"duplicate rule registration: {rule.code} {rule.symbol}")
         rules[rule.code] = rule
-        symbols.add(rule.symbol)
     return rules
 
 

@@ -6,13 +6,11 @@ positional-or-keyword parameter at the same position, or a keyword-only paramete
 order with the override's new keyword-only parameters).
 
 ## Why it matters
-vLLM PR #17483 renamed ``MLACommonMetadataBuilder._build_decode(block_table, seq_lens)`` to
-``_build_decode(block_table_tensor, seq_lens)``; ``build()`` calls it as
-``self._build_decode(block_table_tensor=..., seq_lens=...)``. The ROCm subclass
-``AiterMLAMetadataBuilder`` kept ``block_table`` and crashed on the first decode batch with
-``TypeError: AiterMLAMetadataBuilder._build_decode() got an unexpected keyword argument
-'block_table_tensor'``. mypy accepts the rename in every mode. When a call in the project
-proves the crash, the finding is an ``error`` and shows the call.
+vLLM PR #17483 renamed ``MLACommonMetadataBuilder._build_decode(block_table, seq_lens)``'s
+``block_table`` to ``block_table_tensor`` and ``build()`` passes it by keyword; the ROCm
+subclass ``AiterMLAMetadataBuilder`` kept ``block_table`` and crashed on the first decode batch
+with ``TypeError: ... got an unexpected keyword argument 'block_table_tensor'``. mypy accepts the
+rename in every mode.
 
 ## Example
 ```python
@@ -24,20 +22,16 @@ class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):
 ```
 
 ## Use instead
-```python
-class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):
-    def _build_decode(self, block_table_tensor, seq_lens): ...
-```
+The base's names: ``def _build_decode(self, block_table_tensor, seq_lens): ...``.
 
 ## Limitations
 Positional-only parameters, operands of operator dunders (``__eq__(self, other)``) and base
 parameters named ``_x`` may be renamed freely; a keyword-only parameter the override takes
 in ``**kwargs`` is not a rename.
 
-Severity, for this rule and every method-pair rule: an ``error`` needs a call in the project
-that the override rejects (and the base does not) and that can run for an instance of the class;
-where the source shows it cannot (a guard, a caller the class never runs), the finding stays a
-warning that shows the call and says why (``docs/checker.md``, "Severity").
+Severity, for every method-pair rule: an ``error`` needs a call in the project that the override
+rejects (and the base does not) and that can run for an instance of the class; where the source
+shows it cannot (a guard, a caller the class never runs), a warning shows the call and says why.
 
 ## References
 - vLLM PR #17483 (``block_table`` -> ``block_table_tensor``)

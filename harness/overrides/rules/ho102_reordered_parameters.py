@@ -5,11 +5,9 @@ Reports an override that keeps the base method's parameter names but puts them a
 positions (including inserting a new parameter before existing ones).
 
 ## Why it matters
-Positional callers bind values by position: after the reorder each value lands in the wrong
-parameter, silently, or the call fails with ``missing`` / ``multiple values``. vLLM PR #17483
-changed how ``MLACommonMetadataBuilder.build()`` calls ``_build_decode`` (by keyword, with the
-renamed ``block_table_tensor``); a subclass that reorders the parameters of such a hook is
-harmless for keyword callers and silently wrong for positional ones.
+Positional callers bind each value to the wrong parameter, silently, or fail with ``missing`` /
+``multiple values``. vLLM PR #17483 calls ``_build_decode`` by keyword, which a reorder does not
+break; a positional call of the same hook would be silently wrong.
 
 ## Example
 ```python
@@ -21,15 +19,11 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def build(self, common_prefix_len, common_attn_metadata): ...
-```
+The base's order: ``def build(self, common_prefix_len, common_attn_metadata): ...``.
 
 ## Limitations
-Only the order of positional parameters is compared; keyword-only order is irrelevant.
-An ``error`` needs a call that can run for the class (guards and unreached callers leave a
-warning with the reason): see ``harness overrides --explain renamed-parameter``.
+Only positional parameters are compared; keyword-only order is irrelevant. Severity as for every
+method-pair rule: ``harness overrides --explain HO101``.
 
 ## References
 - vLLM PR #17483; pylint ``arguments-differ`` (W0221)

@@ -7,9 +7,9 @@ override absorbs it with ``*args``/``**kwargs``.
 
 ## Why it matters
 Every caller that still passes the argument crashes with ``takes N positional arguments but
-M were given`` or ``got an unexpected keyword argument``. vLLM PR #17483 removed and renamed
-arguments of ``_build_decode`` in the base class; a subclass that drops a parameter the base
-``build()`` still passes fails only on the code path (decode, prefill) that calls it.
+M were given`` or ``got an unexpected keyword argument``: a subclass of vLLM PR #17483's
+builders that dropped a parameter ``build()`` passes to ``_build_decode`` fails on the decode
+path only.
 
 ## Example
 ```python
@@ -21,15 +21,12 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def _build_decode(self, block_table_tensor, seq_lens): ...  # or accept and ignore it
-```
+Keep the parameter (accept and ignore it if unused):
+``def _build_decode(self, block_table_tensor, seq_lens): ...``.
 
 ## Limitations
 A removal at a position where the override has a new name is reported as a rename (HO101).
-An ``error`` needs a call that can run for the class (guards and unreached callers leave a
-warning with the reason): see ``harness overrides --explain renamed-parameter``.
+Severity as for every method-pair rule: ``harness overrides --explain HO101``.
 
 ## References
 - vLLM PR #17483; pylint ``arguments-differ`` (W0221)

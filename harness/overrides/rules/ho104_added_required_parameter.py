@@ -6,10 +6,8 @@ have. Adding parameters with defaults is fine.
 
 ## Why it matters
 Every caller written against the base signature omits the new argument and crashes with
-``missing 1 required positional argument``. vLLM PR #17483 reshaped the builder hooks
-(``_build_decode(block_table_tensor, seq_lens)`` called by keyword from ``build()``); a
-subclass that adds a required argument to such a hook breaks the base-class caller, which
-only passes what the base signature names.
+``missing 1 required positional argument``: vLLM PR #17483's ``build()`` passes
+``_build_decode`` only the arguments the base signature names.
 
 ## Example
 ```python
@@ -21,18 +19,15 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def build(self, common_prefix_len, common_attn_metadata=None): ...
-```
+Give the new parameter a default:
+``def build(self, common_prefix_len, common_attn_metadata=None): ...``.
 
 ## Limitations
 If the base accepts ``*args``/``**kwargs``, extra parameters are covered by HO107 instead.
-Members of ``typing.Protocol`` classes are not checked by this rule: vLLM's ``SupportsPP``
-declares ``forward(self, *, intermediate_tensors)`` and every model adds its own positional
-inputs (171 findings on vLLM 0.9.0, none a crash).
-An ``error`` needs a call that can run for the class (guards and unreached callers leave a
-warning with the reason): see ``harness overrides --explain renamed-parameter``.
+Members of ``typing.Protocol`` classes are not checked: vLLM's ``SupportsPP`` declares
+``forward(self, *, intermediate_tensors)`` and every model adds its own positional inputs (171
+findings on vLLM 0.9.0, none a crash). Severity as for every method-pair rule: ``harness
+overrides --explain HO101``.
 
 ## References
 - vLLM PR #17483; pylint ``arguments-differ`` (W0221)

@@ -5,10 +5,9 @@ Reports a positional-or-keyword base parameter that the override makes keyword-o
 ``*``) or positional-only (before ``/``). The opposite direction is legal widening.
 
 ## Why it matters
-Keyword-only breaks positional callers; positional-only breaks keyword callers. Since vLLM
-PR #17483, ``MLACommonMetadataBuilder.build()`` passes ``_build_decode(block_table_tensor=...,
-seq_lens=...)`` by keyword, so a subclass that makes ``block_table_tensor`` positional-only
-crashes exactly like the renamed ROCm override did.
+Keyword-only breaks positional callers; positional-only breaks keyword callers. vLLM PR #17483's
+``build()`` passes ``_build_decode(block_table_tensor=..., seq_lens=...)`` by keyword, so a
+positional-only ``block_table_tensor`` crashes like the renamed ROCm override did.
 
 ## Example
 ```python
@@ -20,15 +19,11 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def _build_decode(self, block_table_tensor, seq_lens): ...
-```
+The base's kinds: ``def _build_decode(self, block_table_tensor, seq_lens): ...``.
 
 ## Limitations
-Operator dunders are treated as positional-only on both sides.
-An ``error`` needs a call that can run for the class (guards and unreached callers leave a
-warning with the reason): see ``harness overrides --explain renamed-parameter``.
+Operator dunders are treated as positional-only on both sides. Severity as for every method-pair
+rule: ``harness overrides --explain HO101``.
 
 ## References
 - PEP 3102 (keyword-only arguments), PEP 570 (positional-only parameters)

@@ -4,9 +4,9 @@
 Reports a parameter that has a default in the base method and none in the override.
 
 ## Why it matters
-Callers that rely on the default now crash with ``missing 1 required ... argument``, and
-only on the path that omits the argument, which CI may never run (vLLM PR #17483's
-``_build_decode`` crash surfaced only on the first decode batch on ROCm).
+Callers that rely on the default crash with ``missing 1 required ... argument``, only on the
+path that omits the argument, which CI may never run (vLLM PR #17483's ``_build_decode``
+crash surfaced only on the first decode batch on ROCm).
 
 ## Example
 ```python
@@ -18,15 +18,11 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def build(self, num_reqs, common_prefix_len=0): ...
-```
+Keep the default: ``def build(self, num_reqs, common_prefix_len=0): ...``.
 
 ## Limitations
-The default values themselves are not compared.
-An ``error`` needs a call that can run for the class (guards and unreached callers leave a
-warning with the reason): see ``harness overrides --explain renamed-parameter``.
+The default values themselves are not compared. Severity as for every method-pair rule:
+``harness overrides --explain HO101``.
 
 ## References
 - pylint ``arguments-differ`` (W0221); mypy ``[override]``

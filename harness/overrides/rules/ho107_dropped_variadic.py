@@ -4,10 +4,9 @@
 Reports an override that drops the ``*args`` or ``**kwargs`` of the base method.
 
 ## Why it matters
-A base that accepts ``**kwargs`` invites callers to pass extra keywords, and vLLM PR #17483's
-keyword call ``self._build_decode(block_table_tensor=..., seq_lens=...)`` shows that the
-keywords of builder hooks change between releases. An override without ``**kwargs`` turns
-every such call into ``got an unexpected keyword argument``.
+A base with ``**kwargs`` invites extra keywords, and the keywords of builder hooks change
+between releases (vLLM PR #17483's ``self._build_decode(block_table_tensor=..., ...)``): an
+override without ``**kwargs`` turns such calls into ``got an unexpected keyword argument``.
 
 ## Example
 ```python
@@ -19,15 +18,11 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    def build(self, common_prefix_len, **kwargs): ...
-```
+Keep the variadic: ``def build(self, common_prefix_len, **kwargs): ...``.
 
 ## Limitations
 Extra parameters of the override that the base's variadics covered are not reported again.
-An ``error`` needs a call that can run for the class (guards and unreached callers leave a
-warning with the reason): see ``harness overrides --explain renamed-parameter``.
+Severity as for every method-pair rule: ``harness overrides --explain HO101``.
 
 ## References
 - pylint ``arguments-differ`` (W0221)

@@ -6,13 +6,10 @@ overridden by a class or static method keeps ``self.m(...)`` working; its explic
 parameters are compared as usual.)
 
 ## Why it matters
-The implicit first argument changes: a caller using ``Class.hook(x)`` (the normal way to
-call a static or class method) passes ``x`` where the instance-method override expects
-``self``, so every argument shifts by one or goes missing.
-vLLM's builders mix class-level factories and instance hooks (``get_builder_cls()`` is a
-``@staticmethod`` on the backend, ``_build_decode`` an instance method, PR #17483); a subclass
-that drops ``@staticmethod`` from such a factory breaks every ``Backend.get_builder_cls()``
-call.
+A caller of ``Class.hook(x)`` passes ``x`` where the override expects ``self``, so every
+argument shifts by one or goes missing. vLLM's backends mix static factories
+(``get_builder_cls()``) and instance hooks (``_build_decode``, PR #17483); dropping
+``@staticmethod`` from such a factory breaks every ``Backend.get_builder_cls()`` call.
 
 ## Example
 ```python
@@ -25,16 +22,11 @@ class MyBackend(AttentionBackend):
 ```
 
 ## Use instead
-```python
-class MyBackend(AttentionBackend):
-    @staticmethod
-    def get_builder_cls(): ...
-```
+Keep the kind: ``@staticmethod`` on ``def get_builder_cls(): ...`` in ``MyBackend`` too.
 
 ## Limitations
 Parameters are not compared when the kinds differ (they are misaligned by construction).
-An ``error`` needs a call that can run for the class (guards and unreached callers leave a
-warning with the reason): see ``harness overrides --explain renamed-parameter``.
+Severity as for every method-pair rule: ``harness overrides --explain HO101``.
 
 ## References
 - Python data model, "staticmethod" and "classmethod"; pyright ``reportIncompatibleMethodOverride``

@@ -1,23 +1,16 @@
 """HO109 property-method-mismatch
 
 ## What it does
-Reports a property (``@property``, ``@functools.cached_property``, or a project descriptor
-class whose ``__get__`` returns what the function computes, a ``memoized_property`` or
-``cached_property`` of its own) overridden by a plain method, or a method overridden by a
-property. A descriptor whose ``__get__`` binds the function (``fn.__get__(obj)``, a
-``hybridmethod``) reads as a method.
-
-A property whose every returned value is a callable with the method's call signature (a
-``lambda``, ``self.<method>`` or a module function, read from its ``return`` statements) is no
-mismatch: ``@cached_property def convert_value(self)`` returning converters called as
-``(value, expression, connection)``, overridden by ``def convert_value(self, value,
-expression, connection)``.
+Reports a property (``@property``, ``@functools.cached_property``, a project descriptor whose
+``__get__`` returns what the function computes) overridden by a plain method, or the reverse. A
+descriptor whose ``__get__`` binds the function (``fn.__get__(obj)``) reads as a method. A
+property whose every ``return`` gives a callable with the method's call signature (a ``lambda``,
+``self.<method>``, a module function) is no mismatch.
 
 ## Why it matters
 ``obj.x()`` on a property calls the property's value; ``obj.x`` on a method returns a bound
-method instead of the value. Both fail far from the cause. vLLM's builders and backends expose
-configuration both ways (``get_name()`` methods next to properties); in the PR #17483 refactor
-a hook that changed shape in the base crashed only in the subclass that was not updated.
+method instead of the value. Both fail far from the cause, like the hook vLLM PR #17483
+reshaped in the base crashed only in the subclass that was not updated.
 
 ## Example
 ```python
@@ -30,11 +23,7 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    @property
-    def block_size(self): ...
-```
+Keep the kind: ``@property`` on ``def block_size(self): ...`` in ``Sub`` too.
 
 ## Limitations
 A class attribute overriding a method is not reported, nor a method that a decorator replaces

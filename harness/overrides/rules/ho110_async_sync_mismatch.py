@@ -4,11 +4,10 @@
 Reports an ``async def`` override of a plain method, or a plain override of an ``async def``.
 
 ## Why it matters
-Callers of an async base ``await`` the result; a sync override returns a value that cannot be
-awaited (``TypeError: object ... can't be used in 'await' expression``). Callers of a sync
-base get a coroutine object instead of the value, and the work never runs. vLLM's engine
-clients (``EngineClient`` in ``vllm/engine/protocol.py``) mix async and sync methods that
-subclasses must follow exactly, like the ``_build_decode`` hook of PR #17483 had to be.
+Callers of an async base ``await`` the result, which a sync override's value does not support
+(``TypeError: object ... can't be used in 'await' expression``); callers of a sync base get a
+coroutine and the work never runs. vLLM's ``EngineClient`` (``vllm/engine/protocol.py``) mixes
+both, and subclasses must follow it exactly, as ``_build_decode``'s had to in PR #17483.
 
 ## Example
 ```python
@@ -20,17 +19,13 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    async def get_model_config(self): ...
-```
+Keep the kind: ``async def get_model_config(self): ...``.
 
 ## Limitations
 A sync method returning an awaitable is still reported. An ``async def`` that yields (an
 async generator, called without ``await``) may override a plain ``def`` returning an
-``AsyncGenerator`` and vice versa: vLLM's ``EngineClient.generate`` is declared that way.
-An ``error`` needs a call that can run for the class (guards and unreached callers leave a
-warning with the reason): see ``harness overrides --explain renamed-parameter``.
+``AsyncGenerator`` and vice versa, as vLLM's ``EngineClient.generate`` is declared. Severity as
+for every method-pair rule: ``harness overrides --explain HO101``.
 
 ## References
 - PEP 492 (coroutines with async and await syntax)

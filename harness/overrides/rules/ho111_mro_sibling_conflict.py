@@ -1,22 +1,15 @@
 """HO111 mro-sibling-conflict
 
 ## What it does
-Reports a class with several bases whose method resolution order puts one base's method
-ahead of a *sibling* base's method of the same name with a different signature: the two
-bases do not inherit from one another, so no override relation between them was ever
-checked, but for an instance of this class the methods of the second base that call
-``self.name(...)`` reach the first base's definition. An ``error`` when such a call in the
-project is rejected by the method the MRO picks (the ``TypeError`` is certain for this class),
-else a warning listing the differences.
+Reports a class with several bases whose MRO puts one base's method ahead of a *sibling*
+base's method of the same name and another signature: the bases do not inherit from one
+another, so no override check ever compared them, yet the second base's ``self.name(...)``
+calls reach the first base's definition. An ``error`` when such a call in the project is
+rejected by the method the MRO picks, else a warning listing the differences.
 
 ## Why it matters
-vLLM PR #17483 renamed ``_build_decode``'s ``block_table`` to ``block_table_tensor`` and a
-subclass that kept the old name crashed on ``self._build_decode(block_table_tensor=...)``.
-The same rename crashes with no override in sight when a class combines a base that calls
-``self._build_decode(block_table_tensor=...)`` with a mixin that defines its own
-``_build_decode(self, block_table, ...)``: ``class Builder(DecodeMixin, MLACommonBuilder)``
-makes the mixin's method the one that runs. Type checkers report the incompatible bases;
-this rule adds the call that proves the crash.
+vLLM PR #17483's ``_build_decode`` rename (``block_table`` -> ``block_table_tensor``) crashes
+with no override in sight when a mixin keeping the old name comes first in the bases (below).
 
 ## Example
 ```python
@@ -33,8 +26,7 @@ class Builder(DecodeMixin, MLACommonBuilder):  # build() now reaches DecodeMixin
 ```
 
 ## Use instead
-Give the sibling methods the same signature, or override the method in the class that
-combines them and call each base explicitly:
+Give the sibling methods the same signature, or override the method in the combining class:
 ```python
 class Builder(DecodeMixin, MLACommonBuilder):
     def _build_decode(self, block_table_tensor, seq_lens):
@@ -42,14 +34,13 @@ class Builder(DecodeMixin, MLACommonBuilder):
 ```
 
 ## Limitations
-Reported once, at the first class whose bases bring the two definitions together (its
-subclasses inherit the conflict). A class that defines the method itself is checked against
-its first base's definition only (HO101-HO110).
+Reported once, at the first class whose bases bring the two definitions together. A class
+that defines the method itself is checked against its first base's definition only
+(HO101-HO110).
 
 ## References
-- Python's C3 method resolution order (``__mro__``)
-- pyright ``reportIncompatibleMethodOverride`` on multiple inheritance; mypy "Definition of
-  ... in base class ... is incompatible with definition in base class ..."
+- Python's C3 method resolution order (``__mro__``); pyright
+  ``reportIncompatibleMethodOverride`` and mypy's "incompatible with definition in base class"
 """
 
 from __future__ import annotations

@@ -2,20 +2,17 @@
 
 ## What it does
 Reports an override with a fixed signature of a base method that takes only ``*args,
-**kwargs``, when a call in the project passes it arguments the override rejects: directly,
-or through a base method that forwards its own ``*args, **kwargs`` to it
-(``def forward_hip(self, *args, **kwargs): return self.forward_cuda(*args, **kwargs)``). An
-``error`` when the call certainly reaches this override, else a warning with the call.
+**kwargs``, when a call in the project passes it arguments the override rejects, directly or
+through a base method forwarding its own ``*args, **kwargs`` to it. An ``error`` when the call
+certainly reaches this override, else a warning with the call.
 
 ## Why it matters
-A catch-all base declares no signature, so no drift rule can compare the override with it,
-and mypy accepts any override. But callers still pass real arguments. vLLM's ``CustomOp``
-(``vllm/model_executor/custom_op.py``) declares ``forward_native``, ``forward_cuda`` and the
-platform slots as ``(self, *args, **kwargs)`` and forwards ``forward_hip``/``forward_cpu`` to
-``forward_cuda(*args, **kwargs)``; every layer fixes its own signature
-(``RMSNorm.forward_cuda(self, x, residual=None)`` in vLLM 0.9.0). A call that passes
-``residual=`` to a layer whose override lacks it fails only on the platforms that dispatch
-there, as vLLM PR #17483's renamed ``_build_decode`` argument failed only on ROCm.
+A catch-all base declares no signature to compare with, so mypy accepts any override, yet
+callers pass real arguments. vLLM's ``CustomOp`` declares ``forward_cuda`` and the other
+platform slots as ``(self, *args, **kwargs)`` and forwards ``forward_hip`` to it; each layer
+fixes its own (``RMSNorm.forward_cuda(self, x, residual=None)`` in 0.9.0). A call passing
+``residual=`` to a layer without it fails only on the platforms dispatching there, as vLLM PR
+#17483's renamed argument failed only on ROCm.
 
 ## Example
 ```python
@@ -31,10 +28,7 @@ class SiluAndMul(CustomOp):
 ```
 
 ## Use instead
-```python
-class SiluAndMul(CustomOp):
-    def forward_cuda(self, x, residual=None): ...
-```
+Accept what callers pass: ``def forward_cuda(self, x, residual=None): ...``.
 
 ## Limitations
 Without a call that passes a rejected argument nothing is reported: a catch-all base is a

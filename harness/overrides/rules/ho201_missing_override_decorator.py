@@ -5,9 +5,9 @@ Reports a method that overrides a base-class method without ``@typing.override``
 ``typing_extensions.override``).
 
 ## Why it matters
-``@override`` records the intent, so that renaming the base method (as vLLM PR #17483 did
-with ``_build_decode``'s parameters) makes type checkers and HO202 flag the subclass that no
-longer overrides anything instead of silently keeping a dead method.
+``@override`` records the intent, so that renaming the base method (vLLM PR #17483 changed
+``_build_decode``'s parameters) makes type checkers and HO202 flag the subclass method that no
+longer overrides anything.
 
 ## Example
 ```python
@@ -17,10 +17,8 @@ class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):
 
 ## Use instead
 ```python
-from typing_extensions import override
-
 class AiterMLAMetadataBuilder(MLACommonMetadataBuilder):
-    @override
+    @override  # from typing_extensions import override
     def _build_decode(self, block_table_tensor, seq_lens): ...
 ```
 

@@ -5,9 +5,9 @@ Reports a method decorated with ``@override`` when no resolvable base class defi
 of that name.
 
 ## Why it matters
-After a base method is renamed (vLLM PR #17483 renamed ``_build_decode``'s parameters; a
-method rename is the same mistake one level up), the subclass's method becomes dead code that
-nobody calls. ``@override`` exists to catch this.
+After a base method is renamed (vLLM PR #17483 renamed ``_build_decode``'s parameters; a method
+rename is the same mistake one level up), the subclass's method is dead code. ``@override``
+exists to catch this.
 
 ## Example
 ```python
@@ -17,11 +17,7 @@ class Sub(Base):
 ```
 
 ## Use instead
-```python
-class Sub(Base):
-    @override
-    def _build_decode(self, block_table_tensor, seq_lens): ...
-```
+Name a method the base defines: ``@override def _build_decode(self, block_table_tensor, seq_lens)``.
 
 ## Limitations
 Classes with a base the checker cannot resolve (outside the scanned tree) are skipped: the

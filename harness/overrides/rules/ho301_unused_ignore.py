@@ -4,9 +4,8 @@
 Reports a ``# harness: ignore[CODE]`` comment that suppresses nothing.
 
 ## Why it matters
-Stale suppressions hide the next real problem on the same line. When vLLM PR #17483 fixed
-``_build_decode`` in the base class, any ignore left on a subclass's ``def`` would silently
-swallow the next drift there.
+A stale suppression hides the next real problem on its line: an ignore left on a subclass's
+``def`` after vLLM PR #17483's ``_build_decode`` fix would swallow the next drift there.
 
 ## Example
 ```python
@@ -14,9 +13,7 @@ def _build_decode(self, block_table_tensor, seq_lens):  # harness: ignore[HO101]
 ```
 
 ## Use instead
-```python
-def _build_decode(self, block_table_tensor, seq_lens):
-```
+Drop the comment: ``def _build_decode(self, block_table_tensor, seq_lens):``.
 
 ## Limitations
 In ``--changed`` mode only the changed files are checked for unused ignores.

@@ -1,12 +1,11 @@
 """HO302 ignore-without-code
 
 ## What it does
-Reports a bare ``# harness: ignore`` comment (without ``[CODE]``). A bare ignore suppresses
-nothing.
+Reports a bare ``# harness: ignore`` comment (without ``[CODE]``), which suppresses nothing.
 
 ## Why it matters
-A blanket suppression would hide every future drift of the method, including the crash kind
-vLLM PR #17483 shipped (``_build_decode`` renamed in the base, not in a subclass).
+A blanket suppression would hide every future drift of the method, including the crash vLLM
+PR #17483 shipped (``_build_decode`` renamed in the base, not in a subclass).
 
 ## Example
 ```python
@@ -14,9 +13,7 @@ def _build_decode(self, block_table, seq_lens):  # harness: ignore
 ```
 
 ## Use instead
-```python
-def _build_decode(self, block_table, seq_lens):  # harness: ignore[HO101]
-```
+Name the code: ``def _build_decode(self, block_table, seq_lens):  # harness: ignore[HO101]``.
 
 ## Limitations
 None known.

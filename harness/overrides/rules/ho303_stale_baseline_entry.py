@@ -5,11 +5,9 @@ Reports an entry of the ``--baseline`` file that no current finding matches, at 
 that file. ``--write-baseline`` writes the file again without it.
 
 ## Why it matters
-A stale entry is a standing permission: the next finding with the same key (the same rule,
-severity, class, method and parameters) is hidden without anyone deciding so. A baseline
-that accepted the ROCm ``AiterMLAMetadataBuilder._build_decode`` rename warning before vLLM
-PR #17483's keyword call made it a crash would, once the rename is fixed, silently accept it
-again if someone reintroduces it.
+A stale entry silently accepts the next finding with the same key (rule, severity, class,
+method, parameters): once the ROCm ``_build_decode`` rename of vLLM PR #17483 is fixed, its
+baselined warning would accept the rename again if someone reintroduced it.
 
 ## Example
 ```json
@@ -18,9 +16,7 @@ again if someone reintroduces it.
 ```
 
 ## Use instead
-```console
-harness overrides --write-baseline overrides-baseline.json vllm
-```
+Write the baseline again: ``harness overrides --write-baseline overrides-baseline.json vllm``.
 
 ## Limitations
 Reported only by whole-tree runs: with ``--changed`` most entries are out of scope.

@@ -5,9 +5,9 @@ Reports a class whose bases lead back to itself (``class A(A)``, or ``A(B)`` and
 across modules).
 
 ## Why it matters
-Python raises ``NameError``/``TypeError`` when such a module is imported, so the hierarchy
-is broken; the checker cannot compute an MRO and skips the class. In a vLLM-sized tree, a
-hierarchy like ``MLACommonMetadataBuilder``'s (vLLM PR #17483) must not be silently skipped.
+Importing such a module raises ``NameError``/``TypeError``; the checker cannot compute an MRO
+and skips the class, which for a hierarchy like vLLM PR #17483's ``MLACommonMetadataBuilder``
+must not happen silently.
 
 ## Example
 ```python

@@ -6,8 +6,8 @@ derives from ``A``).
 
 ## Why it matters
 Python raises ``TypeError: Cannot create a consistent method resolution order (MRO)`` at
-import time; the checker skips the class. Builder hierarchies like vLLM's MLA family (vLLM
-PR #17483) use mixins where base order matters.
+import time; the checker skips the class. Mixin hierarchies like vLLM's MLA builders (vLLM PR
+#17483) depend on base order.
 
 ## Example
 ```python
@@ -17,15 +17,12 @@ class C(A, B): ...
 ```
 
 ## Use instead
-```python
-class C(B): ...
-```
+Drop the redundant base: ``class C(B): ...``.
 
 ## Limitations
-Only classes the checker can resolve take part in the linearisation. A base is resolved as
-Python does when the ``class`` statement runs: the import in force at that line, not a class
-of the same name defined further down (a module that imports ``Transform`` and defines
-another ``Transform`` later: ``IsEmpty(Mixin, Transform)`` above it uses the imported one).
+Only classes the checker can resolve take part. A base is resolved as Python does when the
+``class`` statement runs: by the import in force at that line, not by a class of the same name
+defined further down.
 
 ## References
 - "The Python 2.3 Method Resolution Order" (C3)

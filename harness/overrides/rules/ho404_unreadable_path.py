@@ -5,9 +5,9 @@ Reports a file or directory inside the scanned tree that cannot be read: a symli
 dangling symlink, a permission error.
 
 ## Why it matters
-Skipping a file silently would hide its classes; a base like vLLM's
+Skipping a file silently would hide its classes: a base like vLLM's
 ``MLACommonMetadataBuilder`` (PR #17483) in an unreadable file would leave its subclasses
-unchecked without anyone noticing.
+unchecked unnoticed.
 
 ## Example
 ``vllm/loop -> vllm`` (a symlink to its own parent).

@@ -3,17 +3,13 @@
 ## What it does
 Reports a class whose base is imported from a dotted module name (``from pkg.base import
 Base``) that no module of the scanned tree has, while a file of the tree would have that
-name if another directory were an import root: the scan started below the directory the
-code is written to be imported from.
+name from another import root: the scan started below the directory the code is imported from.
 
 ## Why it matters
-The checker names files as ``python -m`` would from the working directory and the project
-root (a ``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git`` or ``.hg`` above the
-scanned paths). A tree with none of those, checked from inside a namespace package
-(``cd pkg && harness overrides .``), cannot resolve ``pkg.base``: the subclass's methods are
-compared with nothing, and a renamed keyword such as the ``block_table`` /
-``block_table_tensor`` drift of vLLM PR #17483 would pass without a word. This warning says
-that the check was incomplete, and where it should start.
+Files are named as ``python -m`` would from the working directory and the project root (a
+``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git`` or ``.hg`` above the scanned paths).
+From inside a namespace package without those, ``pkg.base`` is unresolved and the subclass is
+compared with nothing: a drift like vLLM PR #17483's ``block_table`` would pass without a word.
 
 ## Example
 ```
@@ -28,13 +24,12 @@ Run from the directory the imports are written for (``cd proj && harness overrid
 or mark the project root with a ``pyproject.toml``.
 
 ## Limitations
-Only module names of two or more parts are matched against the tree's paths; a base
-imported from a single name (``from utils import Base``) that matches nothing stays
-unresolved without a warning, as do bases from packages that are not installed.
+Only module names of two or more parts are matched against the tree's paths; a base from a
+single name (``from utils import Base``) or from a package that is not installed stays
+unresolved without a warning.
 
 ## References
-- PEP 420 (implicit namespace packages)
-- ``python -m`` and ``sys.path[0]``
+- PEP 420 (implicit namespace packages); ``python -m`` and ``sys.path[0]``
 """
 
 from __future__ import annotations
