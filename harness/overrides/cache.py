@@ -13,7 +13,6 @@ import functools
 import hashlib
 import marshal
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -127,6 +126,8 @@ def _prune_installed(directory: str) -> None:
         entries.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime, reverse=True)
     except OSError:
         return
+    import shutil  # here, not at the top: it would load compression modules on every start
+
     for entry in entries[_INSTALLED_KEEP:]:
         shutil.rmtree(entry.path, ignore_errors=True)
 

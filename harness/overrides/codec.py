@@ -1,7 +1,8 @@
 """Compact, fast serialisation of :class:`FileSummary` for the cache and worker processes.
 
 Summaries are flattened to tuples of builtins (:mod:`harness.overrides.facts.tuple_codec`) and
-marshalled; a class's signatures and calls separately, decoded when first asked for (``Deferred``).
+marshalled; a class's signatures and calls, and the file's attribute names, separately, decoded when
+first asked for (``Deferred``).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def dumps(summary: FileSummary) -> bytes:
             _enc_failures(summary.parse_failures),
             tuple(sorted(summary.called)),
             _enc_dispatch(summary.dispatch),
-            tuple(tuple(sorted(names)) for names in summary.names),
+            marshal.dumps(tuple(tuple(sorted(names)) for names in summary.names)),
         )
     )
 
@@ -83,10 +84,13 @@ def _lazy(decode: Callable[[Any], T]) -> Callable[[bytes], T]:
 
 _signatures: Callable[[bytes], tuple[Signature, ...]] = _lazy(_dec_signatures)
 _calls: Callable[[bytes], tuple[CallSite, ...]] = _lazy(_dec_call_sites)
+_names: Callable[[bytes], AttributeNames] = _lazy(
+    lambda names: AttributeNames(*(frozenset(n) for n in names))
+)
 
 
 def loads(data: bytes) -> FileSummary:
-    """Deserialise one summary, signatures and calls deferred (``ValueError``, ``EOFError``,
+    """Deserialise one summary, signatures, calls and attribute names deferred (``ValueError``, ``EOFError``,
     ``TypeError`` or ``LookupError`` now, :class:`CorruptSummary` on first use, if corrupt)."""
     classes, imports, stars, aliases, ignores, calls, failures, called, dispatch, names = (
         marshal.loads(data)
@@ -116,5 +120,5 @@ def loads(data: bytes) -> FileSummary:
         _dec_failures(failures),
         frozenset(called),
         EMPTY if not any(dispatch) else _dec_dispatch(dispatch),
-        AttributeNames(*(frozenset(n) for n in names)),
+        Deferred(names, _names),
     )

@@ -179,13 +179,13 @@ class FileSummary(_Compared):
 
     __slots__ = (
         "_calls",
+        "_names",
         "aliases",
         "called",
         "classes",
         "dispatch",
         "ignores",
         "imports",
-        "names",
         "parse_failures",
         "star_imports",
     )
@@ -203,7 +203,7 @@ class FileSummary(_Compared):
         parse_failures: tuple[ParseFailure, ...],
         called: frozenset[str] | None = None,
         dispatch: DispatchSummary = dispatch_facts.EMPTY,
-        names: AttributeNames = NO_NAMES,
+        names: AttributeNames | Deferred[AttributeNames] = NO_NAMES,
     ) -> None:
         self.classes = classes
         self.imports = imports
@@ -225,8 +225,7 @@ class FileSummary(_Compared):
         """Every method name called in the file (to find proofs without decoding calls)."""
         self.dispatch = dispatch
         """Guards, foreign calls, escapes, decorators: see :mod:`harness.overrides.facts.dispatch`."""
-        self.names = names
-        """Where attributes may be read or changed: see :class:`AttributeNames`."""
+        self._names = names
 
     @property
     def calls(self) -> tuple[CallSite, ...]:
@@ -234,6 +233,13 @@ class FileSummary(_Compared):
         if isinstance(self._calls, Deferred):
             self._calls = self._calls.load(self._calls.blob)
         return self._calls
+
+    @property
+    def names(self) -> AttributeNames:
+        """Where attributes may be read or changed: see :class:`AttributeNames`."""
+        if isinstance(self._names, Deferred):
+            self._names = self._names.load(self._names.blob)
+        return self._names
 
 
 _PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)

@@ -54,3 +54,22 @@ def test_a_deferred_part_of_the_wrong_shape_is_corrupt() -> None:
     blob = marshal.dumps(tuple(row[:-1] for row in marshal.loads(cls._calls.blob)))  # type: ignore[union-attr]
     with pytest.raises(codec.CorruptSummary):
         codec._calls(blob)
+
+
+def test_attribute_names_come_back_on_first_use() -> None:
+    source = b"class A:\n    def f(self, o):\n        o.size = 1\n        setattr(o, 'shape', 2)\n"
+    summary = summarize(source)
+    back = codec.loads(codec.dumps(summary))
+    assert back.names == summary.names
+    assert "size" in back.names.dotted and "shape" in back.names.by_name
+    assert all(type(names) is frozenset for names in back.names)
+
+
+def test_a_corrupt_attribute_names_part_raises_on_first_use() -> None:
+    import marshal
+
+    data = list(marshal.loads(codec.dumps(summarize(b"x.y = 1\n"))))
+    data[-1] = b"\x00garbage"
+    back = codec.loads(marshal.dumps(tuple(data)))  # the rest decodes now
+    with pytest.raises(codec.CorruptSummary):
+        back.names  # noqa: B018
