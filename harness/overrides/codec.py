@@ -90,8 +90,9 @@ _names: Callable[[bytes], AttributeNames] = _lazy(
 
 
 def loads(data: bytes) -> FileSummary:
-    """Deserialise one summary, signatures, calls and attribute names deferred (``ValueError``, ``EOFError``,
-    ``TypeError`` or ``LookupError`` now, :class:`CorruptSummary` on first use, if corrupt)."""
+    """Deserialise one summary, signatures, calls and attribute names deferred (``ValueError``,
+    ``EOFError``, ``TypeError`` or ``LookupError`` now, :class:`CorruptSummary` on first use, if
+    corrupt)."""
     classes, imports, stars, aliases, ignores, calls, failures, called, dispatch, names = (
         marshal.loads(data)
     )
