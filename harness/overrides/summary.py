@@ -15,7 +15,7 @@ from typing import Generic, NamedTuple, TypeVar
 
 from harness.overrides.facts import callsites, grammar
 from harness.overrides.facts import dispatch as dispatch_facts
-from harness.overrides.facts.blocks import blocks
+from harness.overrides.facts.blocks import scope_blocks
 from harness.overrides.facts.callsites import CallSite, FileHits
 from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.returned import returned_callables
@@ -341,8 +341,7 @@ def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             continue
         yield stmt
         if isinstance(stmt, _COMPOUND):
-            inner = [stmt.body, stmt.orelse] if isinstance(stmt, ast.If) else blocks(stmt)
-            stack.extend(iter(block) for block in reversed(inner))
+            stack.extend(iter(block) for block in reversed(scope_blocks(stmt)))
 
 
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:

@@ -38,6 +38,12 @@ def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     return []
 
 
+def scope_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """:func:`blocks`, and an ``if``'s body and ``else`` too: every statement list of ``stmt``
+    that runs in the scope ``stmt`` is in."""
+    return [stmt.body, stmt.orelse] if isinstance(stmt, ast.If) else blocks(stmt)
+
+
 def inner_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     """Every statement list ``stmt`` holds: bodies, ``else``/``finally`` blocks, handlers and
     ``case`` bodies (a ``def`` or ``class`` body too)."""
@@ -59,9 +65,7 @@ def class_functions(node: ast.ClassDef) -> Iterator[ast.FunctionDef | ast.AsyncF
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield stmt
         else:
-            for block in reversed(
-                blocks(stmt) if not isinstance(stmt, ast.If) else [stmt.body, stmt.orelse]
-            ):
+            for block in reversed(scope_blocks(stmt)):
                 stack.extend(reversed(block))
 
 
