@@ -8,9 +8,10 @@ import ast
 from collections.abc import Callable
 
 from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
-from harness.overrides.evidence.named_classes import Function, receiver
+from harness.overrides.evidence.named_classes import Function
 from harness.overrides.evidence.reach import NO, UNTYPED, YES, Reach
 from harness.overrides.facts.callsites import CallSite, Receiver
+from harness.overrides.facts.signature import first_param
 from harness.overrides.facts.uses import RETURNED, STORED, Flow
 from harness.overrides.model.classdefs import class_defs
 from harness.overrides.model.resolve import ClassInfo
@@ -145,7 +146,7 @@ class Bound:
         if id(cls) not in self._methods:
             self._methods[id(cls)] = class_defs(cls, self.tree_of)
         defs = self._methods[id(cls)].get(name)
-        me = receiver(defs[-1]) if defs else None
+        me = first_param(defs[-1]) if defs else None
         if not defs or me is None:
             return None
         func = defs[-1]

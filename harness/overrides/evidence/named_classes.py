@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from harness.overrides.evidence.attributes import Stores
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.facts.blocks import SCOPES, inner_blocks
-from harness.overrides.facts.signature import MethodKind, dotted_name
+from harness.overrides.facts.signature import MethodKind, dotted_name, first_param
 from harness.overrides.model.classdefs import class_node
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
@@ -101,17 +101,11 @@ def enclosing(tree: ast.Module, line: int) -> list[tuple[Function, bool]]:
         body = [s for b in inner for s in b]
 
 
-def receiver(func: Function) -> str | None:
-    """The name of ``func``'s first positional parameter (``self`` in a method)."""
-    params = _params(func)
-    return params[0].arg if params else None
-
-
 def method_at(tree: ast.Module | None, line: int) -> tuple[Function, str] | None:
     """The innermost function holding ``line`` when it is a method taking a receiver (a ``def``
     directly in a class body), and its receiver's name."""
     chain = enclosing(tree, line) if tree is not None else []
-    me = receiver(chain[-1][0]) if chain and chain[-1][1] else None
+    me = first_param(chain[-1][0]) if chain and chain[-1][1] else None
     return None if me is None else (chain[-1][0], me)
 
 
@@ -210,7 +204,7 @@ class Configs:
         tree = self.tree_of(module.file.path)
         chain = enclosing(tree, line) if tree is not None else []
         methods = [f for f, is_method in chain if is_method]
-        return (chain[-1][0] if chain else None), (receiver(methods[-1]) if methods else None)
+        return (chain[-1][0] if chain else None), (first_param(methods[-1]) if methods else None)
 
     def _classes(
         self,

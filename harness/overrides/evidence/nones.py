@@ -8,11 +8,12 @@ import ast
 from collections.abc import Callable
 
 from harness.overrides.evidence.conditions import necessary
-from harness.overrides.evidence.named_classes import Function, method_at, receiver
+from harness.overrides.evidence.named_classes import Function, method_at
 from harness.overrides.evidence.reach import atom_holds
 from harness.overrides.evidence.replacing import own_returns
 from harness.overrides.facts.blocks import SCOPES, always_exits, holds, inner_blocks
 from harness.overrides.facts.guards import test_atoms
+from harness.overrides.facts.signature import first_param
 from harness.overrides.model.classdefs import read_def
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
@@ -228,7 +229,7 @@ class Nones:
         if known is None or known[1].decorator_list:
             return None
         definer, func = known
-        me = receiver(func)
+        me = first_param(func)
         if me is None:
             return None
         early = self._early_none(x, definer.module, func, me)

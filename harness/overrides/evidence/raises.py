@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.evidence.named_classes import method_at, receiver
+from harness.overrides.evidence.named_classes import method_at
 from harness.overrides.facts.blocks import SCOPES, holds, inner_blocks
-from harness.overrides.facts.signature import dotted_name
+from harness.overrides.facts.signature import dotted_name, first_param
 from harness.overrides.model.classdefs import read_def
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
@@ -118,7 +118,7 @@ class Raisers:
             or holds(func, (ast.Yield, ast.YieldFrom))
         ):
             return None  # a coroutine or generator function runs nothing when called
-        me = receiver(func)
+        me = first_param(func)
         if me is None:
             return None
         name = f"{definer.qualname}.{method}()"

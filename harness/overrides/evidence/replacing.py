@@ -7,7 +7,7 @@ import ast
 from collections.abc import Callable
 
 from harness.overrides.facts.blocks import SCOPES, always_exits
-from harness.overrides.facts.signature import dotted_name
+from harness.overrides.facts.signature import dotted_name, first_param
 from harness.overrides.model.classdefs import class_defs
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.model.tree import FunctionInfo
@@ -32,10 +32,9 @@ def replacement(func: Function) -> str | None:
     """What a one-argument decorator ``func`` returns instead of its argument (the source of
     the first other ``return``, or ``"None"`` when it may fall off its end); ``None`` when
     it always returns the argument itself."""
-    params = [*func.args.posonlyargs, *func.args.args]
-    if not params:
+    param = first_param(func)
+    if param is None:
         return None
-    param = params[0].arg
     if not always_exits(func.body):
         return "None"  # it may fall off its end
     for found in sorted(own_returns(func), key=lambda r: (r.lineno, r.col_offset)):
