@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from harness.overrides.facts.blocks import blocks, scope_blocks
+from harness.overrides.facts.blocks import blocks, own_returns, scope_blocks
 
 
 def _first(source: str) -> ast.stmt:
@@ -28,3 +28,26 @@ def test_scope_blocks_are_blocks_for_every_other_statement() -> None:
         stmt = _first(source)
         assert scope_blocks(stmt) == blocks(stmt)
     assert len(blocks(_first("try:\n    d = 4\nexcept E:\n    e = 5\nfinally:\n    g = 7\n"))) == 4
+
+
+def test_own_returns_are_those_of_the_function_s_own_scope() -> None:
+    source = """\
+def f(x):
+    def inner():
+        return 1
+    class C:
+        def m(self):
+            return 2
+    g = lambda: 3
+    try:
+        return 4
+    except E:
+        match x:
+            case 5:
+                return 5
+    if x:
+        return 6
+"""
+    func = _first(source)
+    assert isinstance(func, ast.FunctionDef)
+    assert sorted(ast.unparse(r) for r in own_returns(func)) == ["return 4", "return 5", "return 6"]

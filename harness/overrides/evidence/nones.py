@@ -10,8 +10,7 @@ from collections.abc import Callable
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.named_classes import Function, method_at
 from harness.overrides.evidence.reach import atom_holds
-from harness.overrides.evidence.replacing import own_returns
-from harness.overrides.facts.blocks import SCOPES, always_exits, holds, inner_blocks
+from harness.overrides.facts.blocks import SCOPES, always_exits, holds, inner_blocks, own_returns
 from harness.overrides.facts.guards import test_atoms
 from harness.overrides.facts.signature import first_param
 from harness.overrides.model.classdefs import read_def

@@ -6,26 +6,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from harness.overrides.facts.blocks import SCOPES, always_exits
+from harness.overrides.facts.blocks import always_exits, own_returns
 from harness.overrides.facts.signature import dotted_name, first_param
 from harness.overrides.model.classdefs import class_defs
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 from harness.overrides.model.tree import FunctionInfo
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-def own_returns(func: Function) -> list[ast.Return]:
-    """The ``return`` statements of ``func``'s own scope."""
-    stack: list[ast.AST] = list(func.body)
-    returns: list[ast.Return] = []
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            returns.append(node)
-        elif not isinstance(node, SCOPES):
-            stack.extend(ast.iter_child_nodes(node))
-    return returns
 
 
 def replacement(func: Function) -> str | None:

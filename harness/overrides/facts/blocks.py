@@ -24,6 +24,24 @@ def holds(node: ast.AST, kinds: tuple[type[ast.AST], ...]) -> bool:
     return False
 
 
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+"""What can hold a ``return``: statements, handlers and ``case`` blocks (never an expression)."""
+
+
+def own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return]:
+    """The ``return`` statements of ``func``'s own scope (not of the functions and classes it
+    defines)."""
+    stack: list[ast.AST] = list(func.body)
+    returns: list[ast.Return] = []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        elif not isinstance(node, SCOPES):
+            stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, _HOLDERS))
+    return returns
+
+
 def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     """The statement lists a loop, ``with``, ``try`` or ``match`` holds (``[]`` otherwise)."""
     if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):

@@ -10,25 +10,10 @@ module-level function of the file. Anything else (or no return) leaves the value
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
+from harness.overrides.facts.blocks import own_returns
 from harness.overrides.facts.signature import Param, Signature, parameters
-
-_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
-"""What can hold a ``return``: statements, handlers and ``case`` blocks (never an
-expression, so expressions are not walked)."""
-
-
-def _returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Return]:
-    """The function's own ``return`` statements (not those of nested functions)."""
-    stack: list[ast.AST] = list(func.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            yield node
-        elif not isinstance(node, _NESTED):
-            stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, _HOLDERS))
 
 
 def _callable(
@@ -66,7 +51,7 @@ def returned_callables(
     if self_name is None or isinstance(func, ast.AsyncFunctionDef):
         return ()
     found: list[tuple[Param, ...]] = []
-    for ret in _returns(func):
+    for ret in own_returns(func):
         params = None if ret.value is None else _callable(ret.value, self_name, methods, functions)
         if params is None:
             return ()
