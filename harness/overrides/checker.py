@@ -4,6 +4,7 @@ modules are imported only when no stored result can be reused.
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import os
@@ -107,86 +108,77 @@ def check(
     enabled = gc.isenabled()
     gc.disable()  # tens of thousands of small tuples; cyclic GC only costs time here
     try:
-        return _check(paths, changed, options)
+        started = time.perf_counter()
+        cwd = os.path.abspath(options.cwd or os.getcwd())
+        roots = list(paths) or ["."]
+        present = [p for p in changed or () if os.path.lexists(p)]
+        found = set(present)
+        missing = tuple(p for p in changed or () if p not in found)
+        excluded: tuple[str, ...] = ()
+        if options.excluder is not None and present:
+            kept = [
+                p for p in present if not options.excluder.excluded_below(p, scanned_root(p, roots))
+            ]
+            excluded = tuple(p for p in present if p not in kept)
+            present = kept
+        files, unreadable = discover([*roots, *present], cwd, options.excluder)
+        changed_paths = None if changed is None else sorted(_changed_files(files, present))
+        deleted = frozenset(name for p in missing for name in module_names(p, roots, cwd))
+        cache_dir = locate(options.cache_dir, roots, cwd)
+        env: Environment | None = None
+        if options.external:  # where bases outside the tree are read from
+            from harness.overrides.external import environment
+
+            try:
+                env = environment(options.python, cwd)
+            except ValueError as exc:
+                raise HarnessError(str(exc)) from None
+        sources, unread = read_sources(files)
+        unreadable = [*unreadable, *unread]
+        key = fingerprint(
+            __version__,
+            sys.version,  # the grammar, and so what parses, is the interpreter's
+            str(SCHEMA),
+            code_version(),
+            cwd,
+            "\0".join(sorted(os.path.abspath(r) for r in roots)),
+            None if changed_paths is None else "\0".join(changed_paths),
+            "\0".join(sorted(deleted)),
+            ",".join(sorted(options.select)),
+            None if options.excluder is None else "\0".join(options.excluder.patterns),
+            str(options.external),
+            None if env is None else "\0".join((env.version, *env.search)),
+        )
+        print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
+            tuple((s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources),
+            tuple(f"{u.display}:{u.reason}" for u in unreadable),
+        )
+        store = ResultStore(cache_dir)
+        findings = store.get(key, print_)
+        stats = Stats(len(files), reused=findings is not None, excluded=excluded, missing=missing)
+        stats.environment = "" if env is None else env.describe()
+        if findings is None:
+            options = replace(options, roots=tuple(roots))
+            findings = _analyze(
+                sources, unreadable, changed_paths, deleted, cache_dir, options, stats, env
+            )
+            store.put(key, print_, findings, stats.external)
+        if options.baseline is not None:
+            from harness.overrides import baseline as baseline_mod
+
+            entries = baseline_mod.read(options.baseline)
+            shown = display_path(options.baseline, cwd)
+            stale = [] if changed is not None else baseline_mod.stale(shown, entries, findings)
+            findings = baseline_mod.filter_new(findings, baseline_mod.keys(entries))
+            findings.extend(_stale_findings(stale, options.select))
+        if options.ignore:
+            findings = [f for f in findings if f.code not in options.ignore]
+        findings.sort(key=Finding.sort_key)
+        stats.seconds = time.perf_counter() - started
+        return CheckResult(findings, stats)
     finally:
         if enabled:
             gc.enable()
-
-
-def _check(
-    paths: Sequence[str], changed: Sequence[str] | None, options: CheckOptions
-) -> CheckResult:
-    started = time.perf_counter()
-    cwd = os.path.abspath(options.cwd or os.getcwd())
-    roots = list(paths) or ["."]
-    present = [p for p in changed or () if os.path.lexists(p)]
-    found = set(present)
-    missing = tuple(p for p in changed or () if p not in found)
-    excluded: tuple[str, ...] = ()
-    if options.excluder is not None and present:
-        kept = [
-            p for p in present if not options.excluder.excluded_below(p, scanned_root(p, roots))
-        ]
-        excluded = tuple(p for p in present if p not in kept)
-        present = kept
-    files, unreadable = discover([*roots, *present], cwd, options.excluder)
-    changed_paths = None if changed is None else sorted(_changed_files(files, present))
-    deleted = frozenset(name for p in missing for name in module_names(p, roots, cwd))
-    cache_dir = locate(options.cache_dir, roots, cwd)
-    env: Environment | None = None
-    if options.external:  # where bases outside the tree are read from
-        from harness.overrides.external import environment
-
-        try:
-            env = environment(options.python, cwd)
-        except ValueError as exc:
-            raise HarnessError(str(exc)) from None
-    sources, unread = read_sources(files)
-    unreadable = [*unreadable, *unread]
-    key = fingerprint(
-        __version__,
-        sys.version,  # the grammar, and so what parses, is the interpreter's
-        str(SCHEMA),
-        code_version(),
-        cwd,
-        "\0".join(sorted(os.path.abspath(r) for r in roots)),
-        None if changed_paths is None else "\0".join(changed_paths),
-        "\0".join(sorted(deleted)),
-        ",".join(sorted(options.select)),
-        None if options.excluder is None else "\0".join(options.excluder.patterns),
-        str(options.external),
-        None if env is None else "\0".join((env.version, *env.search)),
-    )
-    print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
-        tuple((s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources),
-        tuple(f"{u.display}:{u.reason}" for u in unreadable),
-    )
-    store = ResultStore(cache_dir)
-    findings = store.get(key, print_)
-    stats = Stats(len(files), reused=findings is not None, excluded=excluded, missing=missing)
-    stats.environment = "" if env is None else env.describe()
-    if findings is None:
-        options = replace(options, roots=tuple(roots))
-        findings = _analyze(
-            sources, unreadable, changed_paths, deleted, cache_dir, options, stats, env
-        )
-        store.put(key, print_, findings, stats.external)
-    if options.baseline is not None:
-        from harness.overrides import baseline as baseline_mod
-
-        entries = baseline_mod.read(options.baseline)
-        stale = (
-            []
-            if changed is not None
-            else baseline_mod.stale(display_path(options.baseline, cwd), entries, findings)
-        )
-        findings = baseline_mod.filter_new(findings, baseline_mod.keys(entries))
-        findings.extend(_stale_findings(stale, options.select))
-    if options.ignore:
-        findings = [f for f in findings if f.code not in options.ignore]
-    findings.sort(key=Finding.sort_key)
-    stats.seconds = time.perf_counter() - started
-    return CheckResult(findings, stats)
 
 
 def _analyze(
@@ -224,9 +216,7 @@ def _analyze(
         sources,
         cache,
         options.jobs,
-        meanwhile=lambda: importlib.import_module(
-            "harness.overrides.analysis"
-        ),  # workers need none
+        meanwhile=functools.partial(importlib.import_module, "harness.overrides.analysis"),
         ahead=None if external is None else external.read_ahead,
     )
     from harness.overrides.analysis import analyze

@@ -9,15 +9,14 @@ file is known by its real path, once; ``docs/checker.md`` ("Module names") has t
 from __future__ import annotations
 
 import errno
+import functools
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from pathlib import Path
+from typing import NamedTuple
 
 from harness.errors import HarnessError
 from harness.overrides.config import DEFAULT_EXCLUDE, Excluder, common_directory
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 class SourceFile(NamedTuple):
@@ -75,19 +74,19 @@ class _Walker:
         :func:`import_roots`); the scanned root a file was found under comes last."""
         self.project = project
         """The project root (:func:`project_root`): where :meth:`package_root` looks from."""
-        self.holds_package: dict[str, bool] = {}
         self.by_real: dict[str, tuple[bool, SourceFile]] = {}
         """Real path -> (reached through a symlink, the file as found)."""
         self.unreadable: list[Unreadable] = []
         self.has_init: dict[str, bool] = {}
-        self.packages: dict[str, tuple[str, ...]] = {}
-        self.outermost: dict[str, str | None] = {}
         self.seen_dirs: set[str] = set()
         self.linked: list[tuple[str, str, str]] = []
         """Symlinked directories ``(path, real path, root)``, walked after every real one."""
         self.excluder = Excluder(DEFAULT_EXCLUDE, cwd)
         """What walks leave out."""
-        self.directory_names: dict[tuple[str, str], list[list[str]]] = {}
+        self.package_parts = functools.cache(self._package_parts)
+        self.outermost_package = functools.cache(self._outermost_package)
+        self._holds_package = functools.cache(self._lists_package)
+        self._directory_names = functools.cache(self._names_from_roots)
 
     def _is_package(self, directory: str) -> bool:
         known = self.has_init.get(directory)
@@ -97,13 +96,10 @@ class _Walker:
             )
         return known
 
-    def package_parts(self, directory: str) -> tuple[str, ...]:
-        """Dotted parts of ``directory`` as a package: its path from the folder holding the
-        outermost regular package around it (namespace portions of that package included),
-        else its ``__init__.py`` chain (empty if it is not one)."""
-        cached = self.packages.get(directory)
-        if cached is not None:
-            return cached
+    def _package_parts(self, directory: str) -> tuple[str, ...]:
+        """Dotted parts of ``directory`` as a package (memoised as ``package_parts``): its path
+        from the folder holding the outermost regular package around it (namespace portions of
+        that package included), else its ``__init__.py`` chain (empty if it is not one)."""
         top = self.outermost_package(directory)
         rel = None if top is None else _below(directory, os.path.dirname(top))
         if rel and all(part.isidentifier() for part in rel):
@@ -114,7 +110,6 @@ class _Walker:
             parent = os.path.dirname(directory)
             head = self.package_parts(parent) if parent != directory else ()
             parts = (*head, os.path.basename(directory))
-        self.packages[directory] = parts
         return parts
 
     def names(self, path: str, root: str) -> tuple[str, bool, tuple[str, ...]]:
@@ -143,19 +138,16 @@ class _Walker:
             primary = preferred
         return primary, is_package, tuple(n for n in dict.fromkeys(names) if n != primary)
 
-    def _holds_package(self, directory: str) -> bool:
-        known = self.holds_package.get(directory)
-        if known is None:
-            try:
-                entries = os.listdir(directory)
-            except OSError:
-                entries = []
-            known = any(
-                name.isidentifier() and self._is_package(os.path.join(directory, name))
-                for name in entries
-            )
-            self.holds_package[directory] = known
-        return known
+    def _lists_package(self, directory: str) -> bool:
+        """Whether ``directory`` holds a regular package (memoised as ``_holds_package``)."""
+        try:
+            entries = os.listdir(directory)
+        except OSError:
+            entries = []
+        return any(
+            name.isidentifier() and self._is_package(os.path.join(directory, name))
+            for name in entries
+        )
 
     def package_root(self, directory: str) -> str | None:
         """The import root of the project's regular packages nearest ``directory``: the folder
@@ -173,35 +165,27 @@ class _Walker:
                 return None
             current = parent
 
-    def outermost_package(self, directory: str) -> str | None:
+    def _outermost_package(self, directory: str) -> str | None:
         """The outermost regular package holding ``directory`` (or being it), from
         ``directory`` up to the project root (without one, up to the filesystem root),
-        through folders without ``__init__.py`` (namespace portions); ``None`` if none."""
-        known = self.outermost.get(directory, "?")
-        if known != "?":
-            return known
+        through folders without ``__init__.py`` (namespace portions); ``None`` if none
+        (memoised as ``outermost_package``)."""
         parent = os.path.dirname(directory)
         above = None
         if directory != self.project and parent != directory:
             above = self.outermost_package(parent)
-        found = above if above is not None else directory if self._is_package(directory) else None
-        self.outermost[directory] = found
-        return found
+        return above if above is not None else directory if self._is_package(directory) else None
 
-    def _directory_names(self, directory: str, root: str) -> list[list[str]]:
+    def _names_from_roots(self, directory: str, root: str) -> list[list[str]]:
         """Per import root holding ``directory`` (preferred first), the dotted names of the
-        directory from it, longest first (memoised)."""
-        key = (directory, root)
-        known = self.directory_names.get(key)
-        if known is None:
-            known = list[list[str]]()
-            first = self.package_root(directory)
-            for anchor in dict.fromkeys((*((first,) if first else ()), *self.anchors, root)):
-                rel = _below(directory, anchor)
-                if rel is not None:
-                    valid = [p.isidentifier() for p in rel]
-                    known.append([".".join(rel[i:]) for i in range(len(rel)) if all(valid[i:])])
-            self.directory_names[key] = known
+        directory from it, longest first (memoised as ``_directory_names``)."""
+        known = list[list[str]]()
+        first = self.package_root(directory)
+        for anchor in dict.fromkeys((*((first,) if first else ()), *self.anchors, root)):
+            rel = _below(directory, anchor)
+            if rel is not None:
+                valid = [p.isidentifier() for p in rel]
+                known.append([".".join(rel[i:]) for i in range(len(rel)) if all(valid[i:])])
         return known
 
     def add(self, path: str, root: str, real: str, linked: bool) -> None:
@@ -405,14 +389,9 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", ".hg")
 def _marked_root(paths: Sequence[str]) -> str | None:
     """The nearest directory at or above the paths' common directory holding a
     :data:`ROOT_MARKERS` entry, or ``None``."""
-    current = common_directory(paths)
-    while True:
-        if any(os.path.exists(os.path.join(current, m)) for m in ROOT_MARKERS):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
+    start = Path(common_directory(paths))
+    up = (start, *start.parents)
+    return next((str(d) for d in up if any(os.path.exists(d / m) for m in ROOT_MARKERS)), None)
 
 
 def project_root(paths: Sequence[str]) -> str:
