@@ -174,15 +174,10 @@ def _codes(values: list[str]) -> frozenset[str]:
 def _options(args: argparse.Namespace) -> tuple[CheckOptions, str]:
     """The run's options: command-line flags over the project's configuration file."""
     from harness.overrides.checker import CheckOptions
-    from harness.overrides.config import Excluder, discover_config, working_directory
+    from harness.overrides.config import settings, working_directory
 
     cwd = working_directory()
-    config = discover_config(
-        [*args.paths, *(args.changed or ())], cwd, explicit=args.config, isolated=args.isolated
-    )
-    excluder = config.excluder if args.exclude is None else Excluder(args.exclude, cwd)
-    if args.extend_exclude:
-        excluder = excluder.extended(args.extend_exclude, cwd)
+    config, excluder = settings([*args.paths, *(args.changed or ())], cwd, args)
     options = CheckOptions(
         select=_codes([*config.select, *args.select]),
         cache_dir=None if args.no_cache else (args.cache_dir or ""),

@@ -14,9 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from argparse import Namespace
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -163,6 +166,16 @@ def discover_config(
             raise HarnessError(f"configuration file not found: {explicit}")
         return load(explicit)
     return load(find(paths, cwd))
+
+
+def settings(paths: Sequence[str], cwd: str, args: Namespace) -> tuple[Config, Excluder]:
+    """A run's configuration (``--config``, ``--isolated``) and what it leaves out: the file's
+    exclusions, or ``--exclude``'s instead, and ``--extend-exclude``'s as well."""
+    config = discover_config(paths, cwd, explicit=args.config, isolated=args.isolated)
+    excluder = config.excluder if args.exclude is None else Excluder(args.exclude, cwd)
+    if args.extend_exclude:
+        excluder = excluder.extended(args.extend_exclude, cwd)
+    return config, excluder
 
 
 def _read(path: Path) -> Mapping[str, Any]:

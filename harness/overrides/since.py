@@ -8,7 +8,6 @@ a file git sees renamed keeps REF's findings.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import io
 import json
@@ -22,9 +21,15 @@ from collections.abc import Sequence
 
 from harness.errors import HarnessError
 from harness.overrides.baseline import filter_new, key
-from harness.overrides.cache import code_version, digest, user_cache_directory
+from harness.overrides.cache import (
+    code_version,
+    digest,
+    read_framed,
+    user_cache_directory,
+    write_framed,
+)
 from harness.overrides.checker import CheckOptions, CheckResult, check
-from harness.overrides.config import Excluder, discover_config
+from harness.overrides.config import settings
 from harness.overrides.findings import Finding
 
 
@@ -118,19 +123,6 @@ def _moved_keys(
     return keys
 
 
-def _ref_options(
-    options: CheckOptions, args: argparse.Namespace, ref_paths: list[str], ref_cwd: str
-) -> CheckOptions:
-    """HEAD's options for REF's tree: REF's own configuration, the same command-line flags."""
-    config = discover_config(ref_paths, ref_cwd, explicit=args.config, isolated=args.isolated)
-    excluder = config.excluder if args.exclude is None else Excluder(args.exclude, ref_cwd)
-    if args.extend_exclude:
-        excluder = excluder.extended(args.extend_exclude, ref_cwd)
-    return dataclasses.replace(
-        options, cache_dir=None, baseline=None, cwd=ref_cwd, excluder=excluder
-    )
-
-
 def ref_keys(
     ref: str,
     paths: Sequence[str],
@@ -158,39 +150,34 @@ def ref_keys(
         raise HarnessError(f"--since: {(outside or [cwd])[0]} is outside the repository {root}")
     flags = [getattr(args, n) for n in ("exclude", "extend_exclude", "config", "isolated")]
     rules = [sorted(options.select), sorted(options.ignore)]
-    fingerprint = json.dumps([code_version(), sys.version, here, relative, *rules, *flags])
+    fingerprint = json.dumps([here, relative, *rules, *flags])
     directory = None if options.cache_dir is None else user_cache_directory("since")  # by tree
-    name = f"{tree}-{digest(fingerprint.encode())[:16]}.json"
-    entry = None if directory is None else os.path.join(directory, name)
-    moved = renames(root, commit)
-    if entry is not None and os.path.isfile(entry):
-        damaged = (OSError, ValueError, KeyError, TypeError)  # then compute it again
-        with contextlib.suppress(*damaged), open(entry, encoding="utf-8") as handle:
-            cached = [(str(k), str(p), c) for k, p, c in json.load(handle)["findings"]]
-            return _moved_keys(cached, moved, head, here), commit[:12]
-    with tempfile.TemporaryDirectory(prefix="harness-since-") as tmp:
-        export(root, commit, tmp)
-        ref_cwd = os.path.normpath(os.path.join(tmp, here))
-        os.makedirs(ref_cwd, exist_ok=True)
-        ref_paths = [
-            os.path.normpath(os.path.join(tmp, r))
-            for r in relative
-            if os.path.exists(os.path.join(tmp, r))
-        ]
-        found = (
-            check(ref_paths, options=_ref_options(options, args, ref_paths, ref_cwd)).findings
-            if ref_paths
-            else []
-        )
-    rows = [(key(f), os.path.normpath(os.path.join(here, f.path)), f.class_name) for f in found]
-    if entry is not None:
-        with contextlib.suppress(OSError):  # the cache is an optimisation
-            os.makedirs(os.path.dirname(entry), exist_ok=True)
-            partial = f"{entry}.{os.getpid()}.tmp"
-            with open(partial, "w", encoding="utf-8") as handle:
-                json.dump({"ref": commit, "findings": sorted(rows, key=str)}, handle)
-            os.replace(partial, entry)
-    return _moved_keys(rows, moved, head, here), commit[:12]
+    name = f"{tree}-{digest(fingerprint.encode())[:16]}.bin"
+    header = ("harness-overrides-since", sys.version, code_version())
+    rows = None if directory is None else read_framed(directory, name, header, _is_list)
+    if rows is None:
+        with tempfile.TemporaryDirectory(prefix="harness-since-") as tmp:
+            export(root, commit, tmp)
+            ref_cwd = os.path.normpath(os.path.join(tmp, here))
+            os.makedirs(ref_cwd, exist_ok=True)
+            ref_paths = [
+                os.path.normpath(os.path.join(tmp, r))
+                for r in relative
+                if os.path.exists(os.path.join(tmp, r))
+            ]
+            _, excluder = settings(ref_paths, ref_cwd, args)  # REF's own configuration
+            ref_options = dataclasses.replace(
+                options, cache_dir=None, baseline=None, cwd=ref_cwd, excluder=excluder
+            )
+            found = check(ref_paths, options=ref_options).findings if ref_paths else []
+        rows = [(key(f), os.path.normpath(os.path.join(here, f.path)), f.class_name) for f in found]
+        if directory is not None:  # the framed cache file: ``(key, path, class)`` per finding
+            write_framed(directory, name, header, rows)
+    return _moved_keys(rows, renames(root, commit), head, here), commit[:12]
+
+
+def _is_list(payload: object) -> bool:
+    return isinstance(payload, list)
 
 
 def added_since(

@@ -98,7 +98,9 @@ def test_since_head_reports_nothing_and_ref_findings_are_cached_by_tree_hash(
     assert cli.main(["overrides", "--fail-on", "warning", "--since", "HEAD", "pkg"]) == 0
     assert capsys.readouterr().out.count("MetadataBuilder") == 0
     tree = _git(repo, "rev-parse", "HEAD^{tree}")
-    cached = list((Path(os.environ["XDG_CACHE_HOME"]) / "harness" / "since").glob(f"{tree}-*"))
+    cached = list(
+        (Path(os.environ["XDG_CACHE_HOME"]) / "harness" / "since" / "overrides").glob(f"{tree}-*")
+    )
     assert len(cached) == 1
 
     def no_export(*args: object) -> None:
