@@ -132,17 +132,13 @@ def _prune_installed(directory: str) -> None:
         shutil.rmtree(entry.path, ignore_errors=True)
 
 
-def _data_dir(directory: str) -> str:
-    return os.path.join(directory, _SUBDIR)
-
-
 def read_framed(
     directory: str, name: str, header: tuple[Any, ...], valid: Callable[[Any], bool]
 ) -> Any:
     """The payload :func:`write_framed` wrote with this ``header``, or ``None`` if the file
     is missing, unreadable, corrupt, from another version, or not ``valid``."""
     try:
-        with open(os.path.join(_data_dir(directory), name), "rb") as handle:
+        with open(os.path.join(os.path.join(directory, _SUBDIR), name), "rb") as handle:
             raw = handle.read()
     except OSError:
         return None
@@ -159,8 +155,8 @@ def read_framed(
 
 def write_framed(directory: str, name: str, header: tuple[Any, ...], payload: Any) -> None:
     """Write ``payload`` atomically under ``directory``; any failure leaves no cache behind."""
-    target = os.path.join(_data_dir(directory), name)
-    tmp = os.path.join(_data_dir(directory), f".{name}.{os.getpid()}.tmp")
+    target = os.path.join(os.path.join(directory, _SUBDIR), name)
+    tmp = os.path.join(os.path.join(directory, _SUBDIR), f".{name}.{os.getpid()}.tmp")
     try:
         _prepare(directory)
         body = marshal.dumps((header, payload))
@@ -178,7 +174,7 @@ def _sum(body: bytes) -> bytes:
 
 def _prepare(directory: str) -> None:
     """Create the cache directory with its ``.gitignore`` and ``CACHEDIR.TAG`` (as ruff does)."""
-    os.makedirs(_data_dir(directory), exist_ok=True)
+    os.makedirs(os.path.join(directory, _SUBDIR), exist_ok=True)
     for name, text in ((".gitignore", _GITIGNORE), ("CACHEDIR.TAG", _CACHEDIR_TAG)):
         marker = os.path.join(directory, name)
         if not os.path.exists(marker):

@@ -285,9 +285,9 @@ def _write_baseline(path: str, findings: Sequence[Finding]) -> None:
     except HarnessError:  # no usable baseline there yet
         before = None
     count = write(path, findings)
-    dropped = ""
-    if before is not None:
-        dropped = f" ({len(stale(path, before, findings))} stale entries dropped)"
+    dropped = (
+        "" if before is None else f" ({len(stale(path, before, findings))} stale entries dropped)"
+    )
     print(f"harness overrides: wrote {count} finding(s) to {path}{dropped}", file=sys.stderr)
 
 

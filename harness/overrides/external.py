@@ -140,7 +140,7 @@ class InstalledModules:
         ]
         self.used: list[tuple[str, str]] = []
         """``(path, content hash)`` of every file read."""
-        self._specs: dict[str, ModuleSpec | None] = {}
+        self._spec = functools.cache(self._find_spec)
         self._read: dict[str, _Read] = {}
         """What :meth:`_load` gave for each module name."""
         self._followed: set[tuple[str, str | None]] = set()
@@ -249,23 +249,17 @@ class InstalledModules:
 
     # -- finding files -----------------------------------------------------------------------
 
-    def _spec(self, name: str) -> ModuleSpec | None:
-        if name in self._specs:
-            return self._specs[name]
-        parent, _, _ = name.rpartition(".")
-        spec: ModuleSpec | None = None
+    def _find_spec(self, name: str) -> ModuleSpec | None:
+        """The module's spec on the search path (memoised as ``_spec``)."""
+        parent = name.rpartition(".")[0]
         try:
             if not parent:
-                spec = PathFinder.find_spec(name, self.search)
-            else:
-                outer = self._spec(parent)
-                locations = None if outer is None else outer.submodule_search_locations
-                if locations:
-                    spec = PathFinder.find_spec(name, list(locations))
+                return PathFinder.find_spec(name, self.search)
+            outer = self._spec(parent)
+            locations = None if outer is None else outer.submodule_search_locations
+            return PathFinder.find_spec(name, list(locations)) if locations else None
         except (ImportError, OSError, ValueError):
-            spec = None
-        self._specs[name] = spec
-        return spec
+            return None
 
     def _source(self, name: str) -> tuple[str, bool] | None:
         """``(path, is package)`` of the module's Python source or stub."""
