@@ -123,29 +123,25 @@ def _moved_keys(
     return keys
 
 
-def ref_keys(
+def added_since(
+    result: CheckResult,
     ref: str,
     paths: Sequence[str],
     options: CheckOptions,
     args: argparse.Namespace,
-    cwd: str,
-    head: Sequence[Finding] = (),
-) -> tuple[Counter[str], str]:
-    """The finding keys of REF's tree for ``paths`` (those of files renamed since REF read as
-    the new files', by ``head``'s findings) and REF's short commit hash."""
+) -> CheckResult:
+    """``result`` less the findings REF's tree already had for ``paths`` (those of files renamed
+    since REF read as the new files'); says how many on standard error."""
+    cwd = options.cwd or os.getcwd()
     try:
         root = os.fsdecode(_git(cwd, "rev-parse", "--show-toplevel")).strip()
     except HarnessError as exc:
         raise HarnessError(f"--since needs a git repository: {exc}") from None
     commit, tree = resolve(root, ref)
-    here = os.path.relpath(os.path.realpath(cwd), os.path.realpath(root))
-    relative = [
-        os.path.relpath(os.path.realpath(os.path.join(cwd, p)), os.path.realpath(root))
-        for p in (paths or ["."])
-    ]
-    outside = [
-        p for p, r in zip(paths or ["."], relative, strict=True) if r.split(os.sep)[0] == os.pardir
-    ]
+    real_root, given = os.path.realpath(root), list(paths) or ["."]
+    here = os.path.relpath(os.path.realpath(cwd), real_root)
+    relative = [os.path.relpath(os.path.realpath(os.path.join(cwd, p)), real_root) for p in given]
+    outside = [p for p, r in zip(given, relative, strict=True) if r.split(os.sep)[0] == os.pardir]
     if outside or here.split(os.sep)[0] == os.pardir:
         raise HarnessError(f"--since: {(outside or [cwd])[0]} is outside the repository {root}")
     flags = [getattr(args, n) for n in ("exclude", "extend_exclude", "config", "isolated")]
@@ -154,7 +150,9 @@ def ref_keys(
     directory = None if options.cache_dir is None else user_cache_directory("since")  # by tree
     name = f"{tree}-{digest(fingerprint.encode())[:16]}.bin"
     header = ("harness-overrides-since", sys.version, code_version())
-    rows = None if directory is None else read_framed(directory, name, header, _is_list)
+    rows = None
+    if directory is not None:
+        rows = read_framed(directory, name, header, lambda payload: isinstance(payload, list))
     if rows is None:
         with tempfile.TemporaryDirectory(prefix="harness-since-") as tmp:
             export(root, commit, tmp)
@@ -173,27 +171,11 @@ def ref_keys(
         rows = [(key(f), os.path.normpath(os.path.join(here, f.path)), f.class_name) for f in found]
         if directory is not None:  # the framed cache file: ``(key, path, class)`` per finding
             write_framed(directory, name, header, rows)
-    return _moved_keys(rows, renames(root, commit), head, here), commit[:12]
-
-
-def _is_list(payload: object) -> bool:
-    return isinstance(payload, list)
-
-
-def added_since(
-    result: CheckResult,
-    ref: str,
-    paths: Sequence[str],
-    options: CheckOptions,
-    args: argparse.Namespace,
-) -> CheckResult:
-    """``result`` less the findings REF's tree already had; says how many on standard error."""
-    cwd = options.cwd or os.getcwd()
-    keys, short = ref_keys(ref, paths, options, args, cwd, result.findings)
+    keys = _moved_keys(rows, renames(root, commit), result.findings, here)
     added = filter_new(result.findings, keys)
     hidden = len(result.findings) - len(added)
     print(
-        f"harness overrides: --since {ref} ({short}): {len(added)} finding(s) added, "
+        f"harness overrides: --since {ref} ({commit[:12]}): {len(added)} finding(s) added, "
         f"{hidden} already at {ref} not shown",
         file=sys.stderr,
     )
