@@ -30,7 +30,6 @@ from harness.overrides.findings import Finding, Severity
 from harness.overrides.result_cache import ResultStore, fingerprint
 
 if TYPE_CHECKING:
-    from harness.overrides.baseline import StaleEntry
     from harness.overrides.external import Environment
 
 
@@ -170,7 +169,16 @@ def check(
             shown = display_path(options.baseline, cwd)
             stale = [] if changed is not None else baseline_mod.stale(shown, entries, findings)
             findings = baseline_mod.filter_new(findings, baseline_mod.keys(entries))
-            findings.extend(_stale_findings(stale, options.select))
+            if stale:  # entries no finding uses: findings at their line in the baseline file
+                from harness.overrides.analysis import located
+                from harness.overrides.rules import RuleSet
+
+                rules = RuleSet(options.select)
+                findings += [
+                    located(rule, issue, entry.path, entry.line, 1)
+                    for entry in stale
+                    for rule, issue in rules.check(entry)
+                ]
         if options.ignore:
             findings = [f for f in findings if f.code not in options.ignore]
         findings.sort(key=Finding.sort_key)
@@ -279,18 +287,3 @@ def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[s
         if f.real in wanted
         or (prefixes and (f.path.startswith(prefixes) or f.real.startswith(prefixes)))
     }
-
-
-def _stale_findings(stale: Sequence[StaleEntry], select: frozenset[str]) -> list[Finding]:
-    """Baseline entries no finding uses, as findings at their line in the baseline file."""
-    if not stale:
-        return []
-    from harness.overrides.analysis import located
-    from harness.overrides.rules import RuleSet
-
-    rules = RuleSet(select)
-    return [
-        located(rule, issue, entry.path, entry.line, 1)
-        for entry in stale
-        for rule, issue in rules.check(entry)
-    ]
