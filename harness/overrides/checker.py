@@ -110,16 +110,13 @@ def check(
         started = time.perf_counter()
         cwd = os.path.abspath(options.cwd or os.getcwd())
         roots = list(paths) or ["."]
-        present = [p for p in changed or () if os.path.lexists(p)]
-        found = set(present)
-        missing = tuple(p for p in changed or () if p not in found)
-        excluded: tuple[str, ...] = ()
-        if options.excluder is not None and present:
-            kept = [
-                p for p in present if not options.excluder.excluded_below(p, scanned_root(p, roots))
-            ]
-            excluded = tuple(p for p in present if p not in kept)
-            present = kept
+        missing = tuple(p for p in changed or () if not os.path.lexists(p))
+        present = [p for p in changed or () if p not in missing]
+        ex = options.excluder  # a changed file the configuration excludes is left out
+        excluded = tuple(
+            p for p in present if ex is not None and ex.excluded_below(p, scanned_root(p, roots))
+        )
+        present = [p for p in present if p not in excluded]
         files, unreadable = discover([*roots, *present], cwd, options.excluder)
         changed_paths = None if changed is None else sorted(_changed_files(files, present))
         deleted = frozenset(name for p in missing for name in module_names(p, roots, cwd))
