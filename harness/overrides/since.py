@@ -158,11 +158,8 @@ def added_since(
             export(root, commit, tmp)
             ref_cwd = os.path.normpath(os.path.join(tmp, here))
             os.makedirs(ref_cwd, exist_ok=True)
-            ref_paths = [
-                os.path.normpath(os.path.join(tmp, r))
-                for r in relative
-                if os.path.exists(os.path.join(tmp, r))
-            ]
+            joined = [os.path.join(tmp, r) for r in relative]
+            ref_paths = [os.path.normpath(p) for p in joined if os.path.exists(p)]
             _, excluder = settings(ref_paths, ref_cwd, args)  # REF's own configuration
             ref_options = dataclasses.replace(
                 options, cache_dir=None, baseline=None, cwd=ref_cwd, excluder=excluder
