@@ -367,7 +367,7 @@ def import_roots(paths: Sequence[str], cwd: str) -> tuple[str, ...]:
     ``cwd`` (``cwd`` first without a :data:`ROOT_MARKERS` entry above the paths)."""
     marked = _marked_root(list(paths) or [cwd])
     if marked is None:  # no project root: as ``python -m`` from the working directory
-        return tuple(dict.fromkeys((cwd, project_root(list(paths) or [cwd]))))
+        return tuple(dict.fromkeys((cwd, common_directory(list(paths) or [cwd]))))
     return tuple(dict.fromkeys((marked, cwd)))
 
 

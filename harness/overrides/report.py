@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harness import __version__
-from harness.overrides.findings import Finding, Severity
+from harness.overrides.findings import Finding
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -64,7 +64,6 @@ def _escape_property(value: str) -> str:
 
 def github(finding: Finding) -> str:
     """A GitHub Actions workflow command (``::error file=...::message``)."""
-    level = "error" if finding.severity is Severity.ERROR else "warning"
     title = _escape_property(f"{finding.code} {finding.symbol}")
     props = (
         f"file={_escape_property(finding.path)},line={finding.line},col={finding.col},title={title}"
@@ -72,7 +71,7 @@ def github(finding: Finding) -> str:
     body = finding.message
     if finding.signature and finding.base_signature:
         body += f"\noverride: {finding.signature}\nbase:     {finding.base_signature}"
-    return f"::{level} {props}::{_escape_data(body)}"
+    return f"::{finding.severity.value} {props}::{_escape_data(body)}"
 
 
 def artifact_location(path: str) -> dict[str, str]:
@@ -128,7 +127,7 @@ def sarif(findings: Sequence[Finding]) -> dict[str, Any]:
         result: dict[str, Any] = {
             "ruleId": finding.code,
             "ruleIndex": rule_ids.index(finding.code),
-            "level": "error" if finding.severity is Severity.ERROR else "warning",
+            "level": finding.severity.value,
             "message": {"text": finding.message},
             "locations": [_location(finding.path, finding.line, finding.col)],
         }
