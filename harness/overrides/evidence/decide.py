@@ -14,7 +14,7 @@ from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.reach import NO, Reach
 from harness.overrides.facts.uses import inert, parents_of
 from harness.overrides.model.classdefs import class_node
-from harness.overrides.model.resolve import ClassInfo, Project
+from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
 
 def _class_binding(stmt: ast.stmt, attr: str) -> ast.expr | None:
@@ -199,7 +199,7 @@ def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
     return [(attr, holds)]
 
 
-class Decider:
+class ClassConstants:
     """Decides ``self.<attr>`` tests for a class, reading the MRO's class bodies on demand."""
 
     def __init__(
@@ -208,8 +208,18 @@ class Decider:
         self.project = project
         self.reach = reach
         self.tree_of = tree_of
-        """The parsed file at a path (``None`` when unreadable)."""
         self._stores = Stores(project, tree_of)
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        """Why ``test`` cannot be ``value`` for an ``x``: a ``self.<attr>`` it needs is a class
+        constant (:meth:`constant_for`) for which it does not hold."""
+        for attr, holds in constant_tests(test, value):
+            constant = self.constant_for(x, attr)
+            if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
+                return constant[1]
+        return None
 
     def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
         """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it raises),

@@ -80,25 +80,39 @@ def _scope(node: ast.AST) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(child))
 
 
+def descend(
+    body: list[ast.stmt], line: int
+) -> Iterator[tuple[list[ast.stmt], ast.stmt, list[ast.stmt] | None]]:
+    """Down the statements holding ``line``: at each level, the statements before the one that
+    holds it, that statement, and its block holding the line (``None`` when none does)."""
+    while True:
+        holder = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+        if holder is None:
+            return
+        inner = next(
+            (
+                b
+                for b in inner_blocks(holder)
+                if b and b[0].lineno <= line <= (b[-1].end_lineno or b[-1].lineno)
+            ),
+            None,
+        )
+        yield body[: body.index(holder)], holder, inner
+        if inner is None:
+            return
+        body = inner
+
+
 def enclosing(tree: ast.Module, line: int) -> list[tuple[Function, bool]]:
     """The functions holding ``line``, outermost first, each with whether it is a method (a
     ``def`` directly in a class body)."""
     out: list[tuple[Function, bool]] = []
-    body: list[ast.stmt] = tree.body
     in_class = False
-    while True:
-        for stmt in body:
-            if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-                break
-        else:
-            return out
+    for _, stmt, _ in descend(tree.body, line):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out.append((stmt, in_class))
         in_class = isinstance(stmt, ast.ClassDef)
-        inner = [b for b in inner_blocks(stmt) if b and b[0].lineno <= line]
-        if not inner:
-            return out
-        body = [s for b in inner for s in b]
+    return out
 
 
 def method_at(tree: ast.Module | None, line: int) -> tuple[Function, str] | None:
@@ -148,29 +162,29 @@ def _params(func: Function) -> list[ast.arg]:
     return [*func.args.posonlyargs, *func.args.args]
 
 
-class Configs:
+class NamedClasses:
     """Decides attribute conditions on objects of a named class (see the module docstring)."""
 
     def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
         self.project = project
         self.tree_of = tree_of
-        """The parsed file at a path (``None`` when unreadable)."""
         self._stores = Stores(project, tree_of)
         self._lacks: dict[tuple[int, str], bool] = {}
         self._may_have: dict[tuple[int, str], bool] = {}
 
-    def absent(
-        self, x: ClassInfo, module: ModuleInfo, line: int, name: str, attr: str
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
     ) -> str | None:
-        """Why ``name`` (in the function holding ``line`` of ``module``) has no ``attr`` when
-        that function runs for an ``x``; ``None`` when it may have one."""
-        func, me = self._scope_at(module, line)
-        for cls, said in self._classes(x, module, func, me, name, line):
-            if self._no_attr(cls, attr) and not self._stores.stored(attr):
-                return (
-                    f"for {x.qualname}, {name} is an instance of {cls.qualname} ({said}), and "
-                    f"no class of its hierarchy defines {attr}"
-                )
+        """Why ``test`` cannot be ``value`` for an ``x``: it needs ``name.attr``, and the class
+        the code names for ``name`` (in the function holding ``line``) cannot supply ``attr``."""
+        for name, attr in needed(test, value):
+            func, me = self._scope_at(module, line)
+            for cls, said in self._classes(x, module, func, me, name, line):
+                if self._no_attr(cls, attr) and not self._stores.stored(attr):
+                    return (
+                        f"for {x.qualname}, {name} is an instance of {cls.qualname} ({said}), "
+                        f"and no class of its hierarchy defines {attr}"
+                    )
         return None
 
     def unstated(

@@ -14,7 +14,7 @@ from harness.overrides.evidence.bound import Bound
 from harness.overrides.evidence.conditions import Conditions
 from harness.overrides.evidence.deciders import deciders
 from harness.overrides.evidence.defaults import left_at_none
-from harness.overrides.evidence.named_classes import Configs, needed
+from harness.overrides.evidence.named_classes import NamedClasses, needed
 from harness.overrides.evidence.raises import Raisers
 from harness.overrides.evidence.reach import NO, UNTYPED, YES, Hop, Reach
 from harness.overrides.evidence.replacing import Replacing
@@ -92,9 +92,9 @@ class EvidenceIndex:
         self._forwarded: dict[str, list[Forwarded]] = {}
         self._files = _Files(project.text)
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
-        self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree))
-        self._configs = Configs(project, tree)
-        self._deciders = deciders(project, self.reach, self._configs, tree)
+        self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree).taken)
+        self._named = NamedClasses(project, tree)
+        self._deciders = deciders(project, self.reach, self._named, tree)
         """Each decides conditions of one kind, asked in turn (:mod:`.deciders`)."""
         self._raisers = Raisers(project, tree)
         self._replacing = Replacing(project, tree)
@@ -312,7 +312,7 @@ class EvidenceIndex:
         where = f"{module.file.display}:{call.line}"
         for text, test, value in self._files[module.file.path].tests(call.line, call.col):
             for name, attr in needed(test, value):
-                said = self._configs.unstated(x, module, call.line, name, attr)
+                said = self._named.unstated(x, module, call.line, name, attr)
                 if said is not None:
                     return (
                         f"it runs only if {text} (at {where}), a test for objects with {attr}; "

@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.evidence.named_classes import method_at
-from harness.overrides.facts.blocks import SCOPES, holds, inner_blocks
+from harness.overrides.evidence.named_classes import descend, method_at
+from harness.overrides.facts.blocks import SCOPES, holds
 from harness.overrides.facts.signature import dotted_name, first_param
 from harness.overrides.model.classdefs import read_def
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
@@ -40,24 +40,12 @@ def _before(body: list[ast.stmt], line: int) -> Iterator[ast.stmt | ast.expr]:
     """What runs before ``line`` on every path through ``body``: the earlier statements of
     each block on the way to it, and the context expressions of the ``with`` statements
     holding it; nothing past a nested ``def`` or ``class``."""
-    while True:
-        holder = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
-        if holder is None:
-            return
-        yield from body[: body.index(holder)]
+    for earlier, holder, _ in descend(body, line):
+        yield from earlier
         if isinstance(holder, (ast.With, ast.AsyncWith)) and holder.body[0].lineno <= line:
             yield from (item.context_expr for item in holder.items)
         if isinstance(holder, SCOPES):
             return
-        none: list[ast.stmt] = []
-        body = next(
-            (
-                b
-                for b in inner_blocks(holder)
-                if b and b[0].lineno <= line <= (b[-1].end_lineno or b[-1].lineno)
-            ),
-            none,
-        )
 
 
 class Raisers:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from typing import Protocol
 
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.records import (
@@ -34,6 +33,9 @@ Skip = Callable[[CallSite, ClassInfo, ModuleInfo], bool]
 """Whether a path may not go through a call (a condition of it is decided false)."""
 CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
 """``calls(name)``: every call of a method of that name, with its class and module."""
+Taken = Callable[[ClassInfo, ClassInfo, str, str, bool, frozenset[str]], int]
+"""``taken(x, cls, where, method, lookup, trail)``: the level at which the bound method ``method``
+that ``cls.where`` takes may be called for an ``x`` (:meth:`.bound.Bound.taken`)."""
 
 
 def atom_holds(project: Project, x: ClassInfo, module: ModuleInfo, atom: Atom) -> bool | None:
@@ -62,32 +64,15 @@ def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
     raise RuntimeError("the reachability index was released")
 
 
-class Follower(Protocol):
-    """Where the bound methods a method takes go (:class:`.bound.Bound`)."""
-
-    def taken(
-        self,
-        x: ClassInfo,
-        cls: ClassInfo,
-        where: str,
-        method: str,
-        lookup: bool,
-        trail: frozenset[str],
-    ) -> int:
-        """The level at which the bound method ``cls.where`` takes may be called for an ``x``."""
-        ...
-
-
 class Reach:
     """Reachability of methods for instances of a class, over the tree's call sites."""
 
     def __init__(
-        self, project: Project, calls: CallIndex, follow: Callable[[Reach], Follower]
+        self, project: Project, calls: CallIndex, follow: Callable[[Reach], Taken]
     ) -> None:
         self.project = project
         self.calls = calls
-        self.bound = follow(self)
-        """Where bound methods go."""
+        self.taken = follow(self)
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
         self._children: dict[str, list[ClassInfo]] | None = None
@@ -123,7 +108,7 @@ class Reach:
         """Drop what was gathered, and the call index (a bound method of its owner: a
         reference cycle); unusable afterwards."""
         self.calls = _released
-        del self.bound  # it refers back to this reach
+        del self.taken  # it refers back to this reach
         for table in (self.foreign, self.guards, self.escaping, self._memo, self._interface):
             table.clear()
         self._children = None
@@ -444,7 +429,7 @@ class Reach:
                 continue  # a method taking itself is not how it is reached
             runs = self.runs(x, cls, where)
             if runs != NO:
-                runs = min(runs, self.bound.taken(x, cls, where, method, lookup, trail))
+                runs = min(runs, self.taken(x, cls, where, method, lookup, trail))
             if runs == YES:
                 return YES
             level = max(runs, NO if level is None else level)
