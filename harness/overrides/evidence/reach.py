@@ -18,7 +18,8 @@ from harness.overrides.facts.records import (
 )
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
-_OWN = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
+OWN = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
+"""Receivers that dispatch on the instance the method runs for."""
 _MAX_DEPTH = 60
 _QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
 NO = 0
@@ -58,10 +59,6 @@ def atom_holds(project: Project, x: ClassInfo, module: ModuleInfo, atom: Atom) -
         same = project.definer(x, method) is project.definer(target, method)
         return same != atom.negated
     return None
-
-
-def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
-    raise RuntimeError("the reachability index was released")
 
 
 class Reach:
@@ -105,10 +102,8 @@ class Reach:
         """Whether the last :meth:`path` search stopped at its depth limit."""
 
     def release(self) -> None:
-        """Drop what was gathered, and the call index (a bound method of its owner: a
-        reference cycle); unusable afterwards."""
-        self.calls = _released
-        del self.taken  # it refers back to this reach
+        """Drop what was gathered and the two callables (reference cycles); unusable afterwards."""
+        del self.calls, self.taken  # each refers back to this reach's owner or to it
         for table in (self.foreign, self.guards, self.escaping, self._memo, self._interface):
             table.clear()
         self._children = None
@@ -139,19 +134,18 @@ class Reach:
         project = self.project
         for atom in guard.atoms:
             where = f"{module.file.display}:{atom.line}"
-            if atom.kind == GUARD_ISINSTANCE and atom_holds(project, x, module, atom) is False:
-                names = ", ".join(atom.names)
-                test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
-                wanted = "false" if atom.negated else "true"
-                said = f"{test} is {wanted} (at {where})"
-                return f"it runs only when {said}, which it is not for {x.qualname}"
-            if atom.kind == GUARD_IDENTITY and atom_holds(project, x, module, atom) is False:
-                method, name = atom.names
-                test = f"type(self).{method} is {'not ' if atom.negated else ''}{name}.{method}"
-                said = f"{test} (tested at {where})"
-                return f"it runs only when {said}, which it is not for {x.qualname}"
             if atom.kind in (GUARD_ISINSTANCE, GUARD_IDENTITY):
-                continue
+                if atom_holds(project, x, module, atom) is not False:
+                    continue
+                if atom.kind == GUARD_ISINSTANCE:
+                    names = ", ".join(atom.names)
+                    test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
+                    said = f"{test} is {'false' if atom.negated else 'true'} (at {where})"
+                else:
+                    method, name = atom.names
+                    test = f"type(self).{method} is {'not ' if atom.negated else ''}{name}.{method}"
+                    said = f"{test} (tested at {where})"
+                return f"it runs only when {said}, which it is not for {x.qualname}"
             method, param = atom.names
             definer = project.definer(x, method)
             if definer is None or method not in definer.methods:
@@ -210,23 +204,19 @@ class Reach:
     # -- a witness path ----------------------------------------------------------------------
 
     def path(
-        self, x: ClassInfo, owner: ClassInfo, method: str, skip: Skip | None = None
-    ) -> list[Hop] | None:
-        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's call
-        first, over calls ``skip`` keeps; ``None`` when there is none (proving nothing when
-        :attr:`cut`)."""
-        self.cut = False
-        return self._path(x, owner, method, skip, set(), 0)
-
-    def _path(
         self,
         x: ClassInfo,
         owner: ClassInfo,
         method: str,
-        skip: Skip | None,
-        seen: set[tuple[int, str]],
-        depth: int,
+        skip: Skip | None = None,
+        seen: set[tuple[int, str]] | None = None,
+        depth: int = 0,
     ) -> list[Hop] | None:
+        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's call
+        first, over calls ``skip`` keeps; ``None`` when there is none (proving nothing when
+        :attr:`cut`). ``seen``: the methods on the way, or known to lead nowhere."""
+        if seen is None:
+            self.cut, seen = False, set()
         project = self.project
         if not method:
             return []
@@ -239,7 +229,7 @@ class Reach:
         seen.add(key)
         if not project.in_mro(owner, x):
             return None
-        candidates: list[tuple[CallSite, ClassInfo, ModuleInfo]] = []
+        candidates: list[Hop] = []
         if project.definer(x, method) is owner:
             if self._dispatched(x, owner, method, hops=False) == YES:
                 return []  # an entry: no call of the tree on self/cls leads there
@@ -255,14 +245,12 @@ class Reach:
                 continue
             if skip is not None and skip(call, site, module):
                 continue
-            before = self._path(x, site, call.caller, skip, seen, depth + 1)
+            before = self.path(x, site, call.caller, skip, seen, depth + 1)
             if before is not None:
                 return [*before, (call, site, module)]
         return None
 
-    def _super_landings(
-        self, x: ClassInfo, owner: ClassInfo, method: str
-    ) -> Iterator[tuple[CallSite, ClassInfo, ModuleInfo]]:
+    def _super_landings(self, x: ClassInfo, owner: ClassInfo, method: str) -> Iterator[Hop]:
         """``super().method()`` calls in classes of ``x``'s MRO that land on ``owner``'s."""
         project = self.project
         for call, site, module in self.calls(method):
@@ -545,7 +533,7 @@ class Reach:
     ) -> tuple[ClassInfo, str] | None:
         """A ``self`` call of ``owner.method`` whose own method is reached only untyped."""
         for call, site, module in self.calls(method):
-            if call.receiver not in _OWN or site is None:
+            if call.receiver not in OWN or site is None:
                 continue
             if not self.project.in_mro(site, x) or not call.caller:
                 continue
@@ -565,7 +553,7 @@ class Reach:
 
         callers: dict[str, str] = {}
         for call, site, module in self.calls(method):
-            if site is None or call.receiver not in _OWN or not project.in_mro(site, x):
+            if site is None or call.receiver not in OWN or not project.in_mro(site, x):
                 continue
             name = f"{site.qualname}.{call.caller}()"
             if name in callers:
