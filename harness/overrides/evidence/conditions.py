@@ -319,11 +319,6 @@ class Conditions:
         return tuple(text for text, _, _ in self.tests(line, col))
 
 
-def conditions(source: str, line: int, col: int) -> tuple[str, ...]:
-    """:meth:`Conditions.at` for one call of ``source``."""
-    return Conditions(source).at(line, col)
-
-
 def necessary(
     test: ast.expr | None, value: bool, leaf: Callable[[ast.expr, bool], list[T]]
 ) -> list[T]:

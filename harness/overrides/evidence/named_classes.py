@@ -328,25 +328,10 @@ class NamedClasses:
                 if id(c) not in above
             }
             self._may_have[key] = any(not self._plain(c, attr) for c in project.mro(cls)) or any(
-                self._binds(c, attr) for c in below.values()
+                (node := class_node(c, self.tree_of)) is not None and _binds(node, (attr,))
+                for c in below.values()
             )
         return self._may_have[key]
-
-    def _binds(self, cls: ClassInfo, attr: str) -> bool:
-        """Whether ``cls``'s body binds ``attr``: a field, class attribute, method, property
-        or nested class of that name, or a ``self.<attr>`` store in one of its methods."""
-        node = class_node(cls, self.tree_of)
-        if node is None:
-            return False
-        for child in ast.walk(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if child is not node and child.name == attr:
-                    return True
-            elif isinstance(child, (ast.Name, ast.Attribute)):
-                bound = child.id if isinstance(child, ast.Name) else child.attr
-                if bound == attr and not isinstance(child.ctx, ast.Load):
-                    return True
-        return False
 
     def _no_attr(self, cls: ClassInfo, attr: str) -> bool:
         """Whether no class of ``cls``'s hierarchy can supply ``attr``."""
@@ -369,22 +354,26 @@ class NamedClasses:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             if (dotted_name(target) or "").rpartition(".")[2] != "dataclass":
                 return False
-        for child in ast.walk(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if child is not node and child.name in (attr, *_DYNAMIC):
-                    return False
-            elif isinstance(child, ast.Name):
-                if child.id in _WRITERS or (
-                    child.id in (attr, *_DYNAMIC) and not isinstance(child.ctx, ast.Load)
-                ):
-                    return False
-            elif isinstance(child, ast.Attribute):
-                if child.attr in _DYNAMIC or (
-                    child.attr == attr and not isinstance(child.ctx, ast.Load)
-                ):
-                    return False
-            elif isinstance(child, (ast.Import, ast.ImportFrom)) and any(
-                (a.asname or a.name) == attr for a in child.names
-            ):
-                return False
-        return True
+        return not _binds(node, (attr, *_DYNAMIC)) and not any(
+            (isinstance(child, ast.Name) and child.id in _WRITERS)
+            or (isinstance(child, ast.Attribute) and child.attr in _DYNAMIC)
+            or (
+                isinstance(child, (ast.Import, ast.ImportFrom))
+                and any((a.asname or a.name) == attr for a in child.names)
+            )
+            for child in ast.walk(node)
+        )
+
+
+def _binds(node: ast.ClassDef, names: tuple[str, ...]) -> bool:
+    """Whether a class body binds one of ``names``: a field, class attribute, method, property
+    or nested class, or a ``self.<name>`` store in one of its methods."""
+    for child in ast.walk(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if child is not node and child.name in names:
+                return True
+        elif isinstance(child, (ast.Name, ast.Attribute)):
+            bound = child.id if isinstance(child, ast.Name) else child.attr
+            if bound in names and not isinstance(child.ctx, ast.Load):
+                return True
+    return False

@@ -72,7 +72,11 @@ class Reach:
         self.taken = follow(self)
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
-        self._children: dict[str, list[ClassInfo]] | None = None
+        self._children: dict[str, list[ClassInfo]] = {}
+        """The last name of an unresolved base -> the tree's classes written deriving from it."""
+        for cls in project.classes:
+            for written in dict.fromkeys(b.rpartition(".")[2] for b in cls.unresolved):
+                self._children.setdefault(written, []).append(cls)
         self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
         self.guards: dict[tuple[int, int, int], Guard] = {}
         prefixes: set[str] = set()
@@ -106,7 +110,7 @@ class Reach:
         del self.calls, self.taken  # each refers back to this reach's owner or to it
         for table in (self.foreign, self.guards, self.escaping, self._memo, self._interface):
             table.clear()
-        self._children = None
+        self._children.clear()
         self._dynamic.clear()
 
     # -- the question ----------------------------------------------------------------------
@@ -338,21 +342,12 @@ class Reach:
             key = (base, method)
             known = self._interface.get(key)
             if known is None:
-                children = self._unread_children(base)
+                children = self._children.get(base, [])
                 definers = sum(1 for c in children if method in c.methods)
                 known = self._interface[key] = definers > 1 and 2 * definers > len(children)
             if known:
                 return True
         return False
-
-    def _unread_children(self, base: str) -> list[ClassInfo]:
-        """The tree's classes with an unresolved base whose last name is ``base``."""
-        if self._children is None:
-            self._children = {}
-            for cls in self.project.classes:
-                for written in dict.fromkeys(b.rpartition(".")[2] for b in cls.unresolved):
-                    self._children.setdefault(written, []).append(cls)
-        return self._children.get(base, [])
 
     def related(self, a: ClassInfo, b: ClassInfo) -> bool:
         """Whether one of ``a`` and ``b`` derives from the other."""
