@@ -113,10 +113,8 @@ class Bound:
         uncalled), and any ``.<attr>`` on another object (:data:`UNTYPED`)."""
         level = UNTYPED if self._named_elsewhere(attr) else NO
         in_mro = self.reach.project.in_mro
-        for call, site, module in self.reach.calls(attr):
-            own = call.receiver in (Receiver.SELF, Receiver.CLS)
-            if own and site is not None and in_mro(site, x):
-                level = max(level, self.reach.call_runs(x, call, site, module))
+        for call, site, module in self.reach.own_calls(x, attr, (Receiver.SELF, Receiver.CLS)):
+            level = max(level, self.reach.call_runs(x, call, site, module))
         if level != YES:
             places = [(c, w, False) for c, w in self.reach.escaping.get(attr, ()) if in_mro(c, x)]
             level = max(level, self.reach.best(x, attr, places, trail) or NO)

@@ -357,14 +357,15 @@ class _Prover:
         base: Signature | None,
         within: ClassInfo | None,
     ) -> None:
-        project = index.project
-        self.project = project
+        self.project = project = index.project
         self.reach = index.reach
-        self.name = name
-        self.cls = cls
-        self.override = override
-        self.base = base
-        self.within = within
+        self.cls, self.name, self.override, self.base, self.within = (
+            cls,
+            name,
+            override,
+            base,
+            within,
+        )
         self.qualname = f"{cls.qualname}.{name}"
         self.inheritors = [
             x
@@ -380,13 +381,10 @@ class _Prover:
         """Add the proof ``call`` gives, if any."""
         if site is not None and call.receiver in (Receiver.SELF, Receiver.CLS):
             self.on_self(call, site, module, hop)
-        elif site is not None and call.receiver is Receiver.SUPER:
-            if hop is None:
-                self.on_super(call, site, module)
-        elif call.receiver is Receiver.CONSTRUCTED and call.receiver_class is not None:
-            self.on_constructed(call, module, hop)
-        elif call.receiver is Receiver.ANNOTATED and call.receiver_class is not None:
-            self.on_annotated(call, module, hop)
+        elif site is not None and call.receiver is Receiver.SUPER and hop is None:
+            self.on_super(call, site, module)
+        elif call.receiver in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
+            self.on_typed(call, module, hop)
 
     def _hops(self, x: ClassInfo, hop: Forwarded | None) -> bool:
         """The forwarding method is what ``x`` dispatches the outer call to."""
@@ -432,16 +430,15 @@ class _Prover:
             call, module, *self.reach.verdict(site, call, site, module), subject=site, owner=site
         )
 
-    def on_constructed(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
-        """``C(...).m(...)``: an error when ``C`` inherits the override."""
-        target = self.reach.resolved(module, call.receiver_class)
-        if target is not None and target in self.inheritors and self._hops(target, hop):
-            self.add(call, module, YES, hop=hop)
-
-    def on_annotated(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
-        """``x: C`` then ``x.m(...)``: ``x`` may be any subclass of ``C``, so a warning."""
+    def on_typed(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
+        """``C(...).m(...)``: an error when ``C`` inherits the override; ``x: C`` then
+        ``x.m(...)``: ``x`` may be any subclass of ``C``, so a warning."""
         target = self.reach.resolved(module, call.receiver_class)
         if target is None or not self._hops(target, hop):
+            return
+        if call.receiver is Receiver.CONSTRUCTED:
+            if target in self.inheritors:
+                self.add(call, module, YES, hop=hop)
             return
         related = self.reach.related(target, self.cls) and (
             self.within is None or self.reach.related(target, self.within)

@@ -82,12 +82,10 @@ class Raisers:
         (``entered``: or, for a ``@contextmanager`` generator, when entered; ``""`` when not
         written as a name), and how, said; ``None`` when it may not raise."""
         key = (id(x), method, entered)
-        if key in self._memo:
-            return self._memo[key]
-        self._memo[key] = None  # a recursion through itself proves nothing
-        found = self._raises(x, method, entered, depth)
-        self._memo[key] = found
-        return found
+        if key not in self._memo:
+            self._memo[key] = None  # a recursion through itself proves nothing
+            self._memo[key] = self._raises(x, method, entered, depth)
+        return self._memo[key]
 
     def _raises(
         self, x: ClassInfo, method: str, entered: bool, depth: int

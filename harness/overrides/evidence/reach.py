@@ -237,12 +237,7 @@ class Reach:
         if project.definer(x, method) is owner:
             if self._dispatched(x, owner, method, hops=False) == YES:
                 return []  # an entry: no call of the tree on self/cls leads there
-            own = (Receiver.SELF, Receiver.CLS)
-            candidates.extend(
-                (call, site, module)
-                for call, site, module in self.calls(method)
-                if call.receiver in own and site is not None and project.in_mro(site, x)
-            )
+            candidates.extend(self.own_calls(x, method, (Receiver.SELF, Receiver.CLS)))
         candidates.extend(self._super_landings(x, owner, method))
         for call, site, module in candidates:
             if self.call_runs(x, call, site, module) != YES:
@@ -256,22 +251,24 @@ class Reach:
 
     def _super_landings(self, x: ClassInfo, owner: ClassInfo, method: str) -> Iterator[Hop]:
         """``super().method()`` calls in classes of ``x``'s MRO that land on ``owner``'s."""
-        project = self.project
-        for call, site, module in self.calls(method):
-            if call.receiver is not Receiver.SUPER or site is None or not project.in_mro(site, x):
-                continue
+        for call, site, module in self.own_calls(x, method, (Receiver.SUPER,)):
             start = self.resolved(module, call.receiver_class) or site
-            if project.definer(x, method, after=start) is owner:
+            if self.project.definer(x, method, after=start) is owner:
+                yield call, site, module
+
+    def own_calls(
+        self, x: ClassInfo, method: str, receivers: tuple[Receiver, ...] = OWN
+    ) -> Iterator[Hop]:
+        """The calls of ``method`` on ``receivers`` written in classes of ``x``'s MRO."""
+        for call, site, module in self.calls(method):
+            if call.receiver in receivers and site is not None and self.project.in_mro(site, x):
                 yield call, site, module
 
     def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str, hops: bool = True) -> int:
-        """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
-
-        A method the tree never calls on ``owner``'s hierarchy is an entry point; otherwise
-        :data:`YES` needs a call on ``self``/``cls`` on a running path, or on an object known or
-        annotated to be of a class of ``x``'s MRO. A public method called on an object of unknown
-        type is reachable; a private one is :data:`UNTYPED` then.
-        """
+        """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``: a
+        method the tree never calls on ``owner``'s hierarchy is an entry point; else :data:`YES`
+        needs a call on ``self``/``cls`` on a running path, or on an object known or annotated to
+        be of a class of ``x``'s MRO, or (a public method) on an object of unknown type."""
         project = self.project
         named, wildcard = self._escapes(method, x)
         dunder = len(method) > 4 and method.startswith("__") and method.endswith("__")
@@ -359,11 +356,10 @@ class Reach:
         return self.runs(x, site, call.caller)
 
     def _escapes(self, method: str, x: ClassInfo) -> tuple[int | None, int | None]:
-        """Whether ``method`` can be called from outside the call graph for an ``x``, as two levels:
-        through places that name it (``self.m`` uncalled, ``getattr(self, "m")``, a matching
-        ``getattr(self, "prefix" + k)``) and through lookups of any name (``getattr(self, name)``,
-        when the tree writes ``"m"`` as a string). Each is the best level of the methods holding
-        such a place; ``None`` when there is none."""
+        """The best levels at which ``method`` is called from outside the call graph for an ``x``
+        (``None``: no such place): through places naming it (``self.m`` uncalled, ``getattr(self,
+        "m")`` or ``"pre" + k``; a lookup of any name when the tree writes ``"m"``), and through
+        lookups of any name."""
         if any(method.startswith(prefix) for prefix in self.prefixes):
             return YES, None
         in_mro = self.project.in_mro
@@ -527,12 +523,8 @@ class Reach:
         self, x: ClassInfo, owner: ClassInfo, method: str
     ) -> tuple[ClassInfo, str] | None:
         """A ``self`` call of ``owner.method`` whose own method is reached only untyped."""
-        for call, site, module in self.calls(method):
-            if call.receiver not in OWN or site is None:
-                continue
-            if not self.project.in_mro(site, x) or not call.caller:
-                continue
-            if self.call_runs(x, call, site, module) == UNTYPED:
+        for call, site, module in self.own_calls(x, method):
+            if call.caller and self.call_runs(x, call, site, module) == UNTYPED:
                 return site, call.caller
         return None
 
@@ -547,9 +539,7 @@ class Reach:
             return f"{shown}, which is itself not reached"
 
         callers: dict[str, str] = {}
-        for call, site, module in self.calls(method):
-            if site is None or call.receiver not in OWN or not project.in_mro(site, x):
-                continue
+        for call, site, module in self.own_calls(x, method):
             name = f"{site.qualname}.{call.caller}()"
             if name in callers:
                 continue
