@@ -123,6 +123,24 @@ def method_at(tree: ast.Module | None, line: int) -> tuple[Function, str] | None
     return None if me is None else (chain[-1][0], me)
 
 
+def self_call(stmt: ast.stmt | ast.expr, me: str) -> str | None:
+    """The ``m`` of a statement (or expression) that is ``<me>.m(...)``, alone, assigned,
+    returned or awaited."""
+    value: ast.AST | None = stmt
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+        value = stmt.value
+    if isinstance(value, ast.Await):
+        value = value.value
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == me
+    ):
+        return value.func.attr
+    return None
+
+
 def _same_value(func: Function, name: str, first: int, last: int) -> bool:
     """Whether ``name`` holds one value from line ``first`` to ``last`` in ``func``."""
     first, last = min(first, last), max(first, last)
@@ -132,17 +150,11 @@ def _same_value(func: Function, name: str, first: int, last: int) -> bool:
             return False
         if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
             stores.append(node.lineno)
-    if any(first <= s <= last for s in stores):
-        return False
-    for node in _scope(func):
-        if not isinstance(node, _LOOPS):
-            continue
-        start, end = node.lineno, node.end_lineno or node.lineno
-        if (start <= first <= end or start <= last <= end) and any(
-            start <= s <= end for s in stores
-        ):
-            return False
-    return True
+    loops = [(n.lineno, n.end_lineno or n.lineno) for n in _scope(func) if isinstance(n, _LOOPS)]
+    return not any(first <= s <= last for s in stores) and not any(
+        (start <= first <= end or start <= last <= end) and any(start <= s <= end for s in stores)
+        for start, end in loops
+    )
 
 
 def _stores_before(func: Function, name: str, attr: str, line: int) -> bool:
@@ -247,14 +259,8 @@ class NamedClasses:
             and (cls := self._annotated(module, arg)) is not None
         ]
         for node in _scope(func):
-            if not (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == me
-            ):
+            if not isinstance(node, ast.Call) or (method := self_call(node, me)) is None:
                 continue
-            method = node.func.attr
             at = self._argument(node, name)
             if at is None or not _same_value(func, name, node.lineno, line):
                 continue

@@ -8,7 +8,7 @@ import ast
 from collections.abc import Callable
 
 from harness.overrides.evidence.conditions import necessary
-from harness.overrides.evidence.named_classes import Function, descend, method_at
+from harness.overrides.evidence.named_classes import Function, descend, method_at, self_call
 from harness.overrides.evidence.reach import atom_holds
 from harness.overrides.facts.blocks import SCOPES, always_exits, holds, own_returns
 from harness.overrides.facts.guards import test_atoms
@@ -205,14 +205,8 @@ class NoneLocals:
         func = value.func
         if isinstance(func, ast.Name) and func.id in _NOT_NONE_CALLS:
             return NEVER
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == self._me
-            and depth < _DEPTH
-        ):
-            return self._returned(func.attr, depth + 1)
-        return None
+        method = self_call(value, self._me)
+        return None if method is None or depth >= _DEPTH else self._returned(method, depth + 1)
 
     def _returned(self, method: str, depth: int) -> State:
         """Whether the class's ``method`` returns ``None``: always, when it starts by

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.evidence.named_classes import descend, method_at
+from harness.overrides.evidence.named_classes import descend, method_at, self_call
 from harness.overrides.facts.blocks import SCOPES, holds
 from harness.overrides.facts.signature import dotted_name, first_param
 from harness.overrides.model.classdefs import read_def
@@ -16,24 +16,6 @@ _LEAVES = (ast.Return, ast.Yield, ast.YieldFrom)
 _DEPTH = 4
 """How many always-raising calls deep a method is followed."""
 _MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
-
-
-def self_call(stmt: ast.stmt | ast.expr, me: str) -> str | None:
-    """The ``m`` of a statement (or expression) that is ``<me>.m(...)``, alone, assigned,
-    returned or awaited."""
-    value: ast.AST | None = stmt
-    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
-        value = stmt.value
-    if isinstance(value, ast.Await):
-        value = value.value
-    if (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and isinstance(value.func.value, ast.Name)
-        and value.func.value.id == me
-    ):
-        return value.func.attr
-    return None
 
 
 def _before(body: list[ast.stmt], line: int) -> Iterator[ast.stmt | ast.expr]:
