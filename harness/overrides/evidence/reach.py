@@ -220,7 +220,7 @@ class Reach:
         first, over calls ``skip`` keeps; ``None`` when there is none (proving nothing when
         :attr:`cut`). ``seen``: the methods on the way, or known to lead nowhere."""
         if seen is None:
-            self.cut, seen = False, set()
+            self.cut, seen = False, set[tuple[int, str]]()
         project = self.project
         if not method:
             return []
