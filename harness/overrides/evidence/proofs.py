@@ -227,15 +227,14 @@ class EvidenceIndex:
         call, module = proof.call, proof.module
         own = self._texts(call, module)
         caught = self._files[module.file.path].finder(call.line, call.col).caught
-        if caught is not None:
-            said = f"the TypeError is handled where it is raised ({caught})"
-            return proof._replace(certain=False, unreached=said, guards=own)
         x, owner = proof.subject, proof.owner
-        if x is None or owner is None:
-            return proof._replace(guards=own)
-        why = self._decided(x, call, module)
+        why = None if caught is None else f"the TypeError is handled where it is raised ({caught})"
+        if why is None and x is not None and owner is not None:
+            why = self._decided(x, call, module)
         if why is not None:
             return proof._replace(certain=False, unreached=why, guards=own)
+        if x is None or owner is None:
+            return proof._replace(guards=own)
         banned: set[int] = set()  # entering calls that leave a needed parameter at None
 
         def skip(c: CallSite, _: ClassInfo, m: ModuleInfo) -> bool:
