@@ -280,13 +280,10 @@ class Reach:
         untyped = named == UNTYPED
         unknown = False  # a call on an object of unknown type names the method
         for other, module in self.foreign.get(method, ()):
-            if other.receiver_class is None:
-                if self._rejects(other.rejected, module, x):
-                    internal += 1
-                else:
-                    unknown = True
+            if other.receiver_class is None and self._rejects(other.rejected, module, x):
+                internal += 1
                 continue
-            target = self.resolved(module, other.receiver_class)
+            target = self.resolved(module, other.receiver_class)  # None: an unknown object
             if target is x:
                 return YES
             if target is None:
