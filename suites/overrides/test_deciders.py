@@ -8,11 +8,10 @@ from types import SimpleNamespace
 
 from harness.overrides.evidence import constants, decide, named_classes, nones
 from harness.overrides.evidence.deciders import ConditionDecider, deciders
-from harness.overrides.evidence.named_classes import NamedClasses
 
 
 def _listed() -> list[ConditionDecider]:
-    return deciders(None, None, NamedClasses(None, lambda path: None), lambda path: None)  # type: ignore[arg-type]
+    return deciders(None, None, lambda path: None)  # type: ignore[arg-type]
 
 
 def test_every_decider_class_is_in_the_list_once() -> None:

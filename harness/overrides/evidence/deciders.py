@@ -27,15 +27,12 @@ class ConditionDecider(Protocol):
 
 
 def deciders(
-    project: Project,
-    reach: Reach,
-    named: NamedClasses,
-    tree_of: Callable[[str], ast.Module | None],
+    project: Project, reach: Reach, tree_of: Callable[[str], ast.Module | None]
 ) -> list[ConditionDecider]:
     """Every decider, in the order they are asked (the cheapest first)."""
     return [
         RunTimeConstants(),
         ClassConstants(project, reach, tree_of),
-        named,
+        NamedClasses(project, tree_of),
         NoneLocals(project, tree_of),
     ]
