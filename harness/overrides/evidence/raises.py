@@ -47,10 +47,8 @@ class Raisers:
         func, me = found
         for earlier in _before(func.body, line):
             method = self_call(earlier, me)
-            if method is None:
-                continue
             entered = isinstance(earlier, ast.expr)
-            raised = self.raised(x, method, entered)
+            raised = None if method is None else self.raised(x, method, entered)
             if raised is not None:
                 where = f"{module.file.display}:{earlier.lineno}"
                 shown = f"with self.{method}(...)" if entered else f"self.{method}(...)"
