@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.overrides.checker import CheckOptions, check
-from harness.overrides.evidence.conditions import conditions
+from harness.overrides.evidence.conditions import Conditions
 from harness.overrides.findings import Finding, Severity
 from harness.overrides.report import text
 
@@ -13,7 +13,7 @@ from harness.overrides.report import text
 def _at(source: str, needle: str) -> tuple[str, ...]:
     for number, line in enumerate(source.split("\n"), 1):
         if needle in line:
-            return conditions(source, number, line.index(needle) + 1)
+            return Conditions(source).at(number, line.index(needle) + 1)
     raise AssertionError(needle)
 
 

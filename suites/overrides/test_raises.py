@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.checker import CheckOptions, check
-from harness.overrides.evidence.raises import self_call
+from harness.overrides.evidence.named_classes import self_call
 from harness.overrides.findings import Finding, Severity
 
 MODELS = """\

@@ -97,7 +97,5 @@ def bind_method(
     shape: CallShape, sig: Signature, qualname: str, *, through_instance: bool
 ) -> str | None:
     """Bind a call made as ``obj.method(...)`` (``through_instance``) or ``Class.method(...)``."""
-    implicit = 0
-    if sig.kind is MethodKind.CLASS or (sig.kind is MethodKind.INSTANCE and through_instance):
-        implicit = 1
-    return bind(shape, sig.params, qualname, implicit=implicit)
+    bound = sig.kind is MethodKind.CLASS or (sig.kind is MethodKind.INSTANCE and through_instance)
+    return bind(shape, sig.params, qualname, implicit=int(bound))

@@ -9,14 +9,13 @@ from collections.abc import Callable
 
 from harness.overrides.evidence.attributes import modules_naming, named_on_other_objects
 from harness.overrides.evidence.named_classes import Function
-from harness.overrides.evidence.reach import NO, UNTYPED, YES, Reach
+from harness.overrides.evidence.reach import NO, OWN, UNTYPED, YES, Reach
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.signature import first_param
 from harness.overrides.facts.uses import RETURNED, STORED, Flow
 from harness.overrides.model.classdefs import class_defs
 from harness.overrides.model.resolve import ClassInfo
 
-_OWN = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
 _MAX_TRAIL = 8
 """Returns and stores followed from one place a bound method is taken, at most."""
 
@@ -90,7 +89,7 @@ class Bound:
         """The level at which the result of a method ``method`` may be called for an ``x``."""
         level = UNTYPED if self.reach.foreign.get(method) else NO
         for call, site, module in self.reach.calls(method):
-            if call.receiver not in _OWN or site is None:
+            if call.receiver not in OWN or site is None:
                 named = call.receiver_class
                 target = self.reach.project.resolve_class(module, named) if named else None
                 level = max(level, YES if target is x else UNTYPED)
@@ -114,10 +113,8 @@ class Bound:
         uncalled), and any ``.<attr>`` on another object (:data:`UNTYPED`)."""
         level = UNTYPED if self._named_elsewhere(attr) else NO
         in_mro = self.reach.project.in_mro
-        for call, site, module in self.reach.calls(attr):
-            own = call.receiver in (Receiver.SELF, Receiver.CLS)
-            if own and site is not None and in_mro(site, x):
-                level = max(level, self.reach.call_runs(x, call, site, module))
+        for call, site, module in self.reach.own_calls(x, attr, (Receiver.SELF, Receiver.CLS)):
+            level = max(level, self.reach.call_runs(x, call, site, module))
         if level != YES:
             places = [(c, w, False) for c, w in self.reach.escaping.get(attr, ()) if in_mro(c, x)]
             level = max(level, self.reach.best(x, attr, places, trail) or NO)

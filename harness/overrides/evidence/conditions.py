@@ -106,14 +106,10 @@ class Finder:
         self.origin: dict[str, tuple[ast.expr, bool]] = {}
         """Condition text -> the test and the value it must have."""
 
-    def _pos(self, test: ast.expr) -> str:
-        text = self.source.segment(test)
-        self.origin.setdefault(text, (test, True))
-        return text
-
-    def _neg(self, test: ast.expr) -> str:
-        text = self.source.negated(test)
-        self.origin.setdefault(text, (test, False))
+    def _held(self, test: ast.expr, value: bool = True) -> str:
+        """The text of ``test`` being ``value`` (``not <test>`` for false), noted in :attr:`origin`."""
+        text = self.source.segment(test) if value else self.source.negated(test)
+        self.origin.setdefault(text, (test, value))
         return text
 
     def _nonempty(self, iterable: ast.expr) -> str:
@@ -142,18 +138,18 @@ class Finder:
                 return self.stmt(stmt, held)
             if isinstance(stmt, ast.If) and stmt.lineno < self.line:
                 if _ends_in_exit(stmt.body) and not _ends_in_exit(stmt.orelse):
-                    held.append(self._neg(stmt.test))
+                    held.append(self._held(stmt.test, False))
                 elif _ends_in_exit(stmt.orelse) and not _ends_in_exit(stmt.body):
-                    held.append(self._pos(stmt.test))
+                    held.append(self._held(stmt.test))
         return False
 
     def stmt(self, stmt: ast.stmt, held: list[str]) -> bool:
         if isinstance(stmt, (ast.If, ast.While)):
             if _holds(stmt.test, self.line, self.col):
                 return self.expr(stmt.test, held)
-            if self.body(stmt.body, [*held, self._pos(stmt.test)]):
+            if self.body(stmt.body, [*held, self._held(stmt.test)]):
                 return True
-            return self.body(stmt.orelse, [*held, self._neg(stmt.test)])
+            return self.body(stmt.orelse, [*held, self._held(stmt.test, False)])
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             if _holds(stmt.iter, self.line, self.col):
                 return self.expr(stmt.iter, held)
@@ -218,16 +214,16 @@ class Finder:
                 )
                 if at >= 0:
                     and_ = isinstance(node.op, ast.And)
-                    held.extend(self._pos(b) if and_ else self._neg(b) for b in node.values[:at])
+                    held.extend(self._held(b, and_) for b in node.values[:at])
                     step = node.values[at]
             elif isinstance(node, _COMPREHENSIONS):
                 step = self._comprehension(node, held)
             elif isinstance(node, ast.IfExp):
                 if _holds(node.body, self.line, self.col):
-                    held.append(self._pos(node.test))
+                    held.append(self._held(node.test))
                     step = node.body
                 elif _holds(node.orelse, self.line, self.col):
-                    held.append(self._neg(node.test))
+                    held.append(self._held(node.test, False))
                     step = node.orelse
             if step is None:
                 inner = (c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
@@ -249,7 +245,7 @@ class Finder:
             for test in generator.ifs:
                 if _holds(test, self.line, self.col):
                     return test
-                held.append(self._pos(test))
+                held.append(self._held(test))
         return None  # in the element: every condition is in `held`
 
 
@@ -317,11 +313,6 @@ class Conditions:
         """The conditions' texts (see :meth:`tests`); ``()`` when the call runs
         unconditionally in its function or cannot be found."""
         return tuple(text for text, _, _ in self.tests(line, col))
-
-
-def conditions(source: str, line: int, col: int) -> tuple[str, ...]:
-    """:meth:`Conditions.at` for one call of ``source``."""
-    return Conditions(source).at(line, col)
 
 
 def necessary(

@@ -7,7 +7,7 @@ import ast
 
 from harness.overrides.evidence.conditions import necessary
 from harness.overrides.facts.signature import dotted_name
-from harness.overrides.model.resolve import ModuleInfo
+from harness.overrides.model.resolve import ClassInfo, ModuleInfo
 
 FIXED: dict[str, tuple[bool, str]] = {
     "typing.TYPE_CHECKING": (False, "it is False whenever Python runs the code"),
@@ -51,12 +51,15 @@ def qualified(module: ModuleInfo, dotted: str) -> str | None:
     return f"{base}.{rest}" if rest else base
 
 
-def fixed_false(module: ModuleInfo, test: ast.expr | None, value: bool) -> str | None:
-    """Why ``test`` cannot be ``value`` whenever Python runs the code of ``module``, said;
-    ``None`` when no name it needs is fixed at run time."""
-    for dotted, wanted in names_needed(test, value):
-        name = qualified(module, dotted)
-        fixed = FIXED.get(name or "")
-        if fixed is not None and fixed[0] != wanted:
-            return f"{dotted} is fixed: {fixed[1]}"
-    return None
+class RunTimeConstants:
+    """Decides conditions that need a name fixed at run time (``if TYPE_CHECKING:``)."""
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        """Why ``test`` cannot be ``value`` whenever Python runs the code of ``module``."""
+        for dotted, wanted in names_needed(test, value):
+            fixed = FIXED.get(qualified(module, dotted) or "")
+            if fixed is not None and fixed[0] != wanted:
+                return f"{dotted} is fixed: {fixed[1]}"
+        return None

@@ -14,7 +14,7 @@ from harness.overrides.evidence.conditions import necessary
 from harness.overrides.evidence.reach import NO, Reach
 from harness.overrides.facts.uses import inert, parents_of
 from harness.overrides.model.classdefs import class_node
-from harness.overrides.model.resolve import ClassInfo, Project
+from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
 
 def _class_binding(stmt: ast.stmt, attr: str) -> ast.expr | None:
@@ -39,8 +39,9 @@ def _class_binding(stmt: ast.stmt, attr: str) -> ast.expr | None:
     return value
 
 
-def _self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == attr and _is_name(node.value, self_name)
+def _self_attr(node: ast.AST, me: str = "self") -> str | None:
+    """``x`` for ``<me>.x``."""
+    return node.attr if isinstance(node, ast.Attribute) and _is_name(node.value, me) else None
 
 
 UNSET = object()
@@ -76,9 +77,9 @@ def touches(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> int:
                     not isinstance(name, ast.Constant) or name.value == attr
                 ):
                     return WRITES
-        if _self_attr(node, me, "__dict__") and not inert(node, parents, changes=True):
+        if _self_attr(node, me) == "__dict__" and not inert(node, parents, changes=True):
             return WRITES
-        if not _self_attr(node, me, attr):
+        if _self_attr(node, me) != attr:
             continue
         holder = parents.get(id(node))
         stored = isinstance(holder, ast.Assign | ast.AnnAssign) and node is not holder.value
@@ -171,21 +172,17 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
     return False, None
 
 
-def _self_attr_name(node: ast.expr) -> str | None:
-    return node.attr if isinstance(node, ast.Attribute) and _is_name(node.value, "self") else None
-
-
 def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
-    attr = _self_attr_name(test)
+    attr = _self_attr(test)
     if attr is not None:
         return [(attr, lambda c: bool(c) == value)]
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return []
     op = _COMPARE.get(type(test.ops[0]))
     left, right = test.left, test.comparators[0]
-    attr, flipped = _self_attr_name(left), False
+    attr, flipped = _self_attr(left), False
     if attr is None and not isinstance(test.ops[0], (ast.In, ast.NotIn)):
-        attr, left, right, flipped = _self_attr_name(right), right, left, True
+        attr, left, right, flipped = _self_attr(right), right, left, True
     known, literal = _literal(right)
     if attr is None or op is None or not known:
         return []
@@ -199,7 +196,7 @@ def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
     return [(attr, holds)]
 
 
-class Decider:
+class ClassConstants:
     """Decides ``self.<attr>`` tests for a class, reading the MRO's class bodies on demand."""
 
     def __init__(
@@ -208,8 +205,18 @@ class Decider:
         self.project = project
         self.reach = reach
         self.tree_of = tree_of
-        """The parsed file at a path (``None`` when unreadable)."""
         self._stores = Stores(project, tree_of)
+
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
+    ) -> str | None:
+        """Why ``test`` cannot be ``value`` for an ``x``: a ``self.<attr>`` it needs is a class
+        constant (:meth:`constant_for`) for which it does not hold."""
+        for attr, holds in constant_tests(test, value):
+            constant = self.constant_for(x, attr)
+            if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
+                return constant[1]
+        return None
 
     def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
         """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it raises),

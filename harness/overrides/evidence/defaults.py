@@ -23,13 +23,6 @@ def _defaults(func: Function) -> dict[str, ast.expr]:
     return out
 
 
-def _rebound(func: Function, name: str) -> bool:
-    return any(
-        isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
-        for node in ast.walk(func)
-    )
-
-
 def left_at_none(
     func: Function,
     bound_self: bool,
@@ -50,6 +43,11 @@ def left_at_none(
                 continue
             at = positional.index(name) if name in positional else None
             passed = name in entry.keywords or (at is not None and at < entry.n_positional)
-            if not passed and not _rebound(func, name):
+            if not passed and not any(  # nor does the method bind the name again
+                isinstance(node, ast.Name)
+                and node.id == name
+                and not isinstance(node.ctx, ast.Load)
+                for node in ast.walk(func)
+            ):
                 return text, name
     return None

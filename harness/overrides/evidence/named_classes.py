@@ -80,25 +80,39 @@ def _scope(node: ast.AST) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(child))
 
 
+def descend(
+    body: list[ast.stmt], line: int
+) -> Iterator[tuple[list[ast.stmt], ast.stmt, list[ast.stmt] | None]]:
+    """Down the statements holding ``line``: at each level, the statements before the one that
+    holds it, that statement, and its block holding the line (``None`` when none does)."""
+    while True:
+        holder = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+        if holder is None:
+            return
+        inner = next(
+            (
+                b
+                for b in inner_blocks(holder)
+                if b and b[0].lineno <= line <= (b[-1].end_lineno or b[-1].lineno)
+            ),
+            None,
+        )
+        yield body[: body.index(holder)], holder, inner
+        if inner is None:
+            return
+        body = inner
+
+
 def enclosing(tree: ast.Module, line: int) -> list[tuple[Function, bool]]:
     """The functions holding ``line``, outermost first, each with whether it is a method (a
     ``def`` directly in a class body)."""
     out: list[tuple[Function, bool]] = []
-    body: list[ast.stmt] = tree.body
     in_class = False
-    while True:
-        for stmt in body:
-            if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-                break
-        else:
-            return out
+    for _, stmt, _ in descend(tree.body, line):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out.append((stmt, in_class))
         in_class = isinstance(stmt, ast.ClassDef)
-        inner = [b for b in inner_blocks(stmt) if b and b[0].lineno <= line]
-        if not inner:
-            return out
-        body = [s for b in inner for s in b]
+    return out
 
 
 def method_at(tree: ast.Module | None, line: int) -> tuple[Function, str] | None:
@@ -107,6 +121,24 @@ def method_at(tree: ast.Module | None, line: int) -> tuple[Function, str] | None
     chain = enclosing(tree, line) if tree is not None else []
     me = first_param(chain[-1][0]) if chain and chain[-1][1] else None
     return None if me is None else (chain[-1][0], me)
+
+
+def self_call(stmt: ast.stmt | ast.expr, me: str) -> str | None:
+    """The ``m`` of a statement (or expression) that is ``<me>.m(...)``, alone, assigned,
+    returned or awaited."""
+    value: ast.AST | None = stmt
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+        value = stmt.value
+    if isinstance(value, ast.Await):
+        value = value.value
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == me
+    ):
+        return value.func.attr
+    return None
 
 
 def _same_value(func: Function, name: str, first: int, last: int) -> bool:
@@ -118,17 +150,11 @@ def _same_value(func: Function, name: str, first: int, last: int) -> bool:
             return False
         if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
             stores.append(node.lineno)
-    if any(first <= s <= last for s in stores):
-        return False
-    for node in _scope(func):
-        if not isinstance(node, _LOOPS):
-            continue
-        start, end = node.lineno, node.end_lineno or node.lineno
-        if (start <= first <= end or start <= last <= end) and any(
-            start <= s <= end for s in stores
-        ):
-            return False
-    return True
+    loops = [(n.lineno, n.end_lineno or n.lineno) for n in _scope(func) if isinstance(n, _LOOPS)]
+    return not any(first <= s <= last for s in stores) and not any(
+        (start <= first <= end or start <= last <= end) and any(start <= s <= end for s in stores)
+        for start, end in loops
+    )
 
 
 def _stores_before(func: Function, name: str, attr: str, line: int) -> bool:
@@ -148,29 +174,29 @@ def _params(func: Function) -> list[ast.arg]:
     return [*func.args.posonlyargs, *func.args.args]
 
 
-class Configs:
+class NamedClasses:
     """Decides attribute conditions on objects of a named class (see the module docstring)."""
 
     def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
         self.project = project
         self.tree_of = tree_of
-        """The parsed file at a path (``None`` when unreadable)."""
         self._stores = Stores(project, tree_of)
         self._lacks: dict[tuple[int, str], bool] = {}
         self._may_have: dict[tuple[int, str], bool] = {}
 
-    def absent(
-        self, x: ClassInfo, module: ModuleInfo, line: int, name: str, attr: str
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
     ) -> str | None:
-        """Why ``name`` (in the function holding ``line`` of ``module``) has no ``attr`` when
-        that function runs for an ``x``; ``None`` when it may have one."""
-        func, me = self._scope_at(module, line)
-        for cls, said in self._classes(x, module, func, me, name, line):
-            if self._no_attr(cls, attr) and not self._stores.stored(attr):
-                return (
-                    f"for {x.qualname}, {name} is an instance of {cls.qualname} ({said}), and "
-                    f"no class of its hierarchy defines {attr}"
-                )
+        """Why ``test`` cannot be ``value`` for an ``x``: it needs ``name.attr``, and the class
+        the code names for ``name`` (in the function holding ``line``) cannot supply ``attr``."""
+        for name, attr in needed(test, value):
+            func, me = self._scope_at(module, line)
+            for cls, said in self._classes(x, module, func, me, name, line):
+                if self._no_attr(cls, attr) and not self._stores.stored(attr):
+                    return (
+                        f"for {x.qualname}, {name} is an instance of {cls.qualname} ({said}), "
+                        f"and no class of its hierarchy defines {attr}"
+                    )
         return None
 
     def unstated(
@@ -233,14 +259,8 @@ class Configs:
             and (cls := self._annotated(module, arg)) is not None
         ]
         for node in _scope(func):
-            if not (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == me
-            ):
+            if not isinstance(node, ast.Call) or (method := self_call(node, me)) is None:
                 continue
-            method = node.func.attr
             at = self._argument(node, name)
             if at is None or not _same_value(func, name, node.lineno, line):
                 continue
@@ -314,25 +334,10 @@ class Configs:
                 if id(c) not in above
             }
             self._may_have[key] = any(not self._plain(c, attr) for c in project.mro(cls)) or any(
-                self._binds(c, attr) for c in below.values()
+                (node := class_node(c, self.tree_of)) is not None and _binds(node, (attr,))
+                for c in below.values()
             )
         return self._may_have[key]
-
-    def _binds(self, cls: ClassInfo, attr: str) -> bool:
-        """Whether ``cls``'s body binds ``attr``: a field, class attribute, method, property
-        or nested class of that name, or a ``self.<attr>`` store in one of its methods."""
-        node = class_node(cls, self.tree_of)
-        if node is None:
-            return False
-        for child in ast.walk(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if child is not node and child.name == attr:
-                    return True
-            elif isinstance(child, (ast.Name, ast.Attribute)):
-                bound = child.id if isinstance(child, ast.Name) else child.attr
-                if bound == attr and not isinstance(child.ctx, ast.Load):
-                    return True
-        return False
 
     def _no_attr(self, cls: ClassInfo, attr: str) -> bool:
         """Whether no class of ``cls``'s hierarchy can supply ``attr``."""
@@ -355,22 +360,26 @@ class Configs:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             if (dotted_name(target) or "").rpartition(".")[2] != "dataclass":
                 return False
-        for child in ast.walk(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if child is not node and child.name in (attr, *_DYNAMIC):
-                    return False
-            elif isinstance(child, ast.Name):
-                if child.id in _WRITERS or (
-                    child.id in (attr, *_DYNAMIC) and not isinstance(child.ctx, ast.Load)
-                ):
-                    return False
-            elif isinstance(child, ast.Attribute):
-                if child.attr in _DYNAMIC or (
-                    child.attr == attr and not isinstance(child.ctx, ast.Load)
-                ):
-                    return False
-            elif isinstance(child, (ast.Import, ast.ImportFrom)) and any(
-                (a.asname or a.name) == attr for a in child.names
-            ):
-                return False
-        return True
+        return not _binds(node, (attr, *_DYNAMIC)) and not any(
+            (isinstance(child, ast.Name) and child.id in _WRITERS)
+            or (isinstance(child, ast.Attribute) and child.attr in _DYNAMIC)
+            or (
+                isinstance(child, (ast.Import, ast.ImportFrom))
+                and any((a.asname or a.name) == attr for a in child.names)
+            )
+            for child in ast.walk(node)
+        )
+
+
+def _binds(node: ast.ClassDef, names: tuple[str, ...]) -> bool:
+    """Whether a class body binds one of ``names``: a field, class attribute, method, property
+    or nested class, or a ``self.<name>`` store in one of its methods."""
+    for child in ast.walk(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if child is not node and child.name in names:
+                return True
+        elif isinstance(child, (ast.Name, ast.Attribute)):
+            bound = child.id if isinstance(child, ast.Name) else child.attr
+            if bound in names and not isinstance(child.ctx, ast.Load):
+                return True
+    return False

@@ -8,9 +8,9 @@ import ast
 from collections.abc import Callable
 
 from harness.overrides.evidence.conditions import necessary
-from harness.overrides.evidence.named_classes import Function, method_at
+from harness.overrides.evidence.named_classes import Function, descend, method_at, self_call
 from harness.overrides.evidence.reach import atom_holds
-from harness.overrides.facts.blocks import SCOPES, always_exits, holds, inner_blocks, own_returns
+from harness.overrides.facts.blocks import SCOPES, always_exits, holds, own_returns
 from harness.overrides.facts.guards import test_atoms
 from harness.overrides.facts.signature import first_param
 from harness.overrides.model.classdefs import read_def
@@ -92,7 +92,7 @@ def _merge(states: list[int], before: int) -> int:
     return states[0] if len(set(states)) == 1 else MAYBE
 
 
-class Nones:
+class NoneLocals:
     """Decides ``name is None`` tests on locals of a method, for one class at a time."""
 
     def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
@@ -103,19 +103,21 @@ class Nones:
         self._said: dict[int, list[str]] = {NEVER: [], ALWAYS: []}
         """Why values reaching the local are never or always ``None``."""
 
-    def decided(
-        self, x: ClassInfo, module: ModuleInfo, line: int, name: str, needed: int
+    def false_for(
+        self, x: ClassInfo, module: ModuleInfo, line: int, test: ast.expr | None, value: bool
     ) -> str | None:
-        """Why local ``name`` is not what a test at ``line`` of ``module`` needs for an ``x``:
-        ``None`` (``needed`` :data:`ALWAYS`) or not ``None`` (:data:`NEVER`); ``None`` when the
-        code does not show it."""
-        state = self._state_at(x, module, line, name)
-        if state is None or state in (MAYBE, needed):
-            return None
-        said = "; ".join(dict.fromkeys(self._said[state]))
-        if state == NEVER:
-            return f"{name} is never None there for {x.qualname} ({said or 'every value it is given is one'})"
-        return said or f"{name} is None there for {x.qualname}"
+        """Why ``test`` cannot be ``value`` for an ``x``: it needs a local ``None`` (``ids is
+        None``) that is not, or not ``None`` (``stream is not None``) that always is."""
+        for names, needed in ((is_none(test, value), ALWAYS), (not_none(test, value), NEVER)):
+            for name in names:
+                state = self._state_at(x, module, line, name)
+                if state is None or state in (MAYBE, needed):
+                    continue
+                said = "; ".join(dict.fromkeys(self._said[state]))
+                if state == NEVER:
+                    return f"{name} is never None there for {x.qualname} ({said or 'every value it is given is one'})"
+                return said or f"{name} is None there for {x.qualname}"
+        return None
 
     def _state_at(self, x: ClassInfo, module: ModuleInfo, line: int, name: str) -> State:
         found = method_at(self.tree_of(module.file.path), line)
@@ -128,22 +130,16 @@ class Nones:
         state: State = MAYBE if any(p.arg == name for p in params) else NEVER
         if state == NEVER and not _binds(func, name):
             return None  # a global or a closure's name: anything may have set it
-        body: list[ast.stmt] = func.body
-        while True:
-            holder = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
-            if holder is None:
-                return None
-            for stmt in body[: body.index(holder)]:
+        for before, holder, inner in descend(func.body, line):
+            for stmt in before:
                 state = self._after(stmt, state)
                 if state is None:
                     return None
-            inner = [b for b in inner_blocks(holder) if b and b[0].lineno <= line]
-            inner = [b for b in inner if line <= (b[-1].end_lineno or b[-1].lineno)]
-            if not inner or isinstance(holder, (*SCOPES, ast.For, ast.AsyncFor, ast.While)):
+            if inner is None or isinstance(holder, (*SCOPES, ast.For, ast.AsyncFor, ast.While)):
                 return state  # the test itself, or a loop body (its earlier rounds are not read)
             if isinstance(holder, ast.If):
-                state = self._refined(holder.test, inner[0] is holder.body, state)
-            body = inner[0]
+                state = self._refined(holder.test, inner is holder.body, state)
+        return None
 
     def _after(self, stmt: ast.stmt, state: State) -> State:
         """What the local is after ``stmt``."""
@@ -209,14 +205,8 @@ class Nones:
         func = value.func
         if isinstance(func, ast.Name) and func.id in _NOT_NONE_CALLS:
             return NEVER
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == self._me
-            and depth < _DEPTH
-        ):
-            return self._returned(func.attr, depth + 1)
-        return None
+        method = self_call(value, self._me)
+        return None if method is None or depth >= _DEPTH else self._returned(method, depth + 1)
 
     def _returned(self, method: str, depth: int) -> State:
         """Whether the class's ``method`` returns ``None``: always, when it starts by

@@ -14,7 +14,7 @@ from harness.overrides.evidence.bound import Bound
 from harness.overrides.evidence.conditions import Conditions
 from harness.overrides.evidence.deciders import deciders
 from harness.overrides.evidence.defaults import left_at_none
-from harness.overrides.evidence.named_classes import Configs, needed
+from harness.overrides.evidence.named_classes import NamedClasses, needed
 from harness.overrides.evidence.raises import Raisers
 from harness.overrides.evidence.reach import NO, UNTYPED, YES, Hop, Reach
 from harness.overrides.evidence.replacing import Replacing
@@ -92,9 +92,9 @@ class EvidenceIndex:
         self._forwarded: dict[str, list[Forwarded]] = {}
         self._files = _Files(project.text)
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
-        self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree))
-        self._configs = Configs(project, tree)
-        self._deciders = deciders(project, self.reach, self._configs, tree)
+        self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree).taken)
+        self._named = NamedClasses(project, tree)
+        self._deciders = deciders(project, self.reach, tree)
         """Each decides conditions of one kind, asked in turn (:mod:`.deciders`)."""
         self._raisers = Raisers(project, tree)
         self._replacing = Replacing(project, tree)
@@ -227,15 +227,14 @@ class EvidenceIndex:
         call, module = proof.call, proof.module
         own = self._texts(call, module)
         caught = self._files[module.file.path].finder(call.line, call.col).caught
-        if caught is not None:
-            said = f"the TypeError is handled where it is raised ({caught})"
-            return proof._replace(certain=False, unreached=said, guards=own)
         x, owner = proof.subject, proof.owner
-        if x is None or owner is None:
-            return proof._replace(guards=own)
-        why = self._decided(x, call, module)
+        why = None if caught is None else f"the TypeError is handled where it is raised ({caught})"
+        if why is None and x is not None and owner is not None:
+            why = self._decided(x, call, module)
         if why is not None:
             return proof._replace(certain=False, unreached=why, guards=own)
+        if x is None or owner is None:
+            return proof._replace(guards=own)
         banned: set[int] = set()  # entering calls that leave a needed parameter at None
 
         def skip(c: CallSite, _: ClassInfo, m: ModuleInfo) -> bool:
@@ -312,7 +311,7 @@ class EvidenceIndex:
         where = f"{module.file.display}:{call.line}"
         for text, test, value in self._files[module.file.path].tests(call.line, call.col):
             for name, attr in needed(test, value):
-                said = self._configs.unstated(x, module, call.line, name, attr)
+                said = self._named.unstated(x, module, call.line, name, attr)
                 if said is not None:
                     return (
                         f"it runs only if {text} (at {where}), a test for objects with {attr}; "
@@ -357,14 +356,15 @@ class _Prover:
         base: Signature | None,
         within: ClassInfo | None,
     ) -> None:
-        project = index.project
-        self.project = project
+        self.project = project = index.project
         self.reach = index.reach
-        self.name = name
-        self.cls = cls
-        self.override = override
-        self.base = base
-        self.within = within
+        self.cls, self.name, self.override, self.base, self.within = (
+            cls,
+            name,
+            override,
+            base,
+            within,
+        )
         self.qualname = f"{cls.qualname}.{name}"
         self.inheritors = [
             x
@@ -380,13 +380,10 @@ class _Prover:
         """Add the proof ``call`` gives, if any."""
         if site is not None and call.receiver in (Receiver.SELF, Receiver.CLS):
             self.on_self(call, site, module, hop)
-        elif site is not None and call.receiver is Receiver.SUPER:
-            if hop is None:
-                self.on_super(call, site, module)
-        elif call.receiver is Receiver.CONSTRUCTED and call.receiver_class is not None:
-            self.on_constructed(call, module, hop)
-        elif call.receiver is Receiver.ANNOTATED and call.receiver_class is not None:
-            self.on_annotated(call, module, hop)
+        elif site is not None and call.receiver is Receiver.SUPER and hop is None:
+            self.on_super(call, site, module)
+        elif call.receiver in (Receiver.CONSTRUCTED, Receiver.ANNOTATED):
+            self.on_typed(call, module, hop)
 
     def _hops(self, x: ClassInfo, hop: Forwarded | None) -> bool:
         """The forwarding method is what ``x`` dispatches the outer call to."""
@@ -432,16 +429,15 @@ class _Prover:
             call, module, *self.reach.verdict(site, call, site, module), subject=site, owner=site
         )
 
-    def on_constructed(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
-        """``C(...).m(...)``: an error when ``C`` inherits the override."""
-        target = self.reach.resolved(module, call.receiver_class)
-        if target is not None and target in self.inheritors and self._hops(target, hop):
-            self.add(call, module, YES, hop=hop)
-
-    def on_annotated(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
-        """``x: C`` then ``x.m(...)``: ``x`` may be any subclass of ``C``, so a warning."""
+    def on_typed(self, call: CallSite, module: ModuleInfo, hop: Forwarded | None) -> None:
+        """``C(...).m(...)``: an error when ``C`` inherits the override; ``x: C`` then
+        ``x.m(...)``: ``x`` may be any subclass of ``C``, so a warning."""
         target = self.reach.resolved(module, call.receiver_class)
         if target is None or not self._hops(target, hop):
+            return
+        if call.receiver is Receiver.CONSTRUCTED:
+            if target in self.inheritors:
+                self.add(call, module, YES, hop=hop)
             return
         related = self.reach.related(target, self.cls) and (
             self.within is None or self.reach.related(target, self.within)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from harness.overrides.evidence.named_classes import method_at
-from harness.overrides.facts.blocks import SCOPES, holds, inner_blocks
+from harness.overrides.evidence.named_classes import descend, method_at, self_call
+from harness.overrides.facts.blocks import SCOPES, holds
 from harness.overrides.facts.signature import dotted_name, first_param
 from harness.overrides.model.classdefs import read_def
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
@@ -18,46 +18,16 @@ _DEPTH = 4
 _MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
 
 
-def self_call(stmt: ast.stmt | ast.expr, me: str) -> str | None:
-    """The ``m`` of a statement (or expression) that is ``<me>.m(...)``, alone, assigned,
-    returned or awaited."""
-    value: ast.AST | None = stmt
-    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
-        value = stmt.value
-    if isinstance(value, ast.Await):
-        value = value.value
-    if (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and isinstance(value.func.value, ast.Name)
-        and value.func.value.id == me
-    ):
-        return value.func.attr
-    return None
-
-
 def _before(body: list[ast.stmt], line: int) -> Iterator[ast.stmt | ast.expr]:
     """What runs before ``line`` on every path through ``body``: the earlier statements of
     each block on the way to it, and the context expressions of the ``with`` statements
     holding it; nothing past a nested ``def`` or ``class``."""
-    while True:
-        holder = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
-        if holder is None:
-            return
-        yield from body[: body.index(holder)]
+    for earlier, holder, _ in descend(body, line):
+        yield from earlier
         if isinstance(holder, (ast.With, ast.AsyncWith)) and holder.body[0].lineno <= line:
             yield from (item.context_expr for item in holder.items)
         if isinstance(holder, SCOPES):
             return
-        none: list[ast.stmt] = []
-        body = next(
-            (
-                b
-                for b in inner_blocks(holder)
-                if b and b[0].lineno <= line <= (b[-1].end_lineno or b[-1].lineno)
-            ),
-            none,
-        )
 
 
 class Raisers:
@@ -77,10 +47,8 @@ class Raisers:
         func, me = found
         for earlier in _before(func.body, line):
             method = self_call(earlier, me)
-            if method is None:
-                continue
             entered = isinstance(earlier, ast.expr)
-            raised = self.raised(x, method, entered)
+            raised = None if method is None else self.raised(x, method, entered)
             if raised is not None:
                 where = f"{module.file.display}:{earlier.lineno}"
                 shown = f"with self.{method}(...)" if entered else f"self.{method}(...)"
@@ -94,12 +62,10 @@ class Raisers:
         (``entered``: or, for a ``@contextmanager`` generator, when entered; ``""`` when not
         written as a name), and how, said; ``None`` when it may not raise."""
         key = (id(x), method, entered)
-        if key in self._memo:
-            return self._memo[key]
-        self._memo[key] = None  # a recursion through itself proves nothing
-        found = self._raises(x, method, entered, depth)
-        self._memo[key] = found
-        return found
+        if key not in self._memo:
+            self._memo[key] = None  # a recursion through itself proves nothing
+            self._memo[key] = self._raises(x, method, entered, depth)
+        return self._memo[key]
 
     def _raises(
         self, x: ClassInfo, method: str, entered: bool, depth: int

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from typing import Protocol
 
 from harness.overrides.facts.callsites import CallSite, Receiver
 from harness.overrides.facts.records import (
@@ -19,7 +18,8 @@ from harness.overrides.facts.records import (
 )
 from harness.overrides.model.resolve import ClassInfo, ModuleInfo, Project
 
-_OWN = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
+OWN = (Receiver.SELF, Receiver.CLS, Receiver.SUPER)
+"""Receivers that dispatch on the instance the method runs for."""
 _MAX_DEPTH = 60
 _QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
 NO = 0
@@ -34,6 +34,9 @@ Skip = Callable[[CallSite, ClassInfo, ModuleInfo], bool]
 """Whether a path may not go through a call (a condition of it is decided false)."""
 CallIndex = Callable[[str], list[tuple[CallSite, ClassInfo | None, ModuleInfo]]]
 """``calls(name)``: every call of a method of that name, with its class and module."""
+Taken = Callable[[ClassInfo, ClassInfo, str, str, bool, frozenset[str]], int]
+"""``taken(x, cls, where, method, lookup, trail)``: the level at which the bound method ``method``
+that ``cls.where`` takes may be called for an ``x`` (:meth:`.bound.Bound.taken`)."""
 
 
 def atom_holds(project: Project, x: ClassInfo, module: ModuleInfo, atom: Atom) -> bool | None:
@@ -58,39 +61,22 @@ def atom_holds(project: Project, x: ClassInfo, module: ModuleInfo, atom: Atom) -
     return None
 
 
-def _released(name: str) -> list[tuple[CallSite, ClassInfo | None, ModuleInfo]]:
-    raise RuntimeError("the reachability index was released")
-
-
-class Follower(Protocol):
-    """Where the bound methods a method takes go (:class:`.bound.Bound`)."""
-
-    def taken(
-        self,
-        x: ClassInfo,
-        cls: ClassInfo,
-        where: str,
-        method: str,
-        lookup: bool,
-        trail: frozenset[str],
-    ) -> int:
-        """The level at which the bound method ``cls.where`` takes may be called for an ``x``."""
-        ...
-
-
 class Reach:
     """Reachability of methods for instances of a class, over the tree's call sites."""
 
     def __init__(
-        self, project: Project, calls: CallIndex, follow: Callable[[Reach], Follower]
+        self, project: Project, calls: CallIndex, follow: Callable[[Reach], Taken]
     ) -> None:
         self.project = project
         self.calls = calls
-        self.bound = follow(self)
-        """Where bound methods go."""
+        self.taken = follow(self)
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
-        self._children: dict[str, list[ClassInfo]] | None = None
+        self._children: dict[str, list[ClassInfo]] = {}
+        """The last name of an unresolved base -> the tree's classes written deriving from it."""
+        for cls in project.classes:
+            for written in dict.fromkeys(b.rpartition(".")[2] for b in cls.unresolved):
+                self._children.setdefault(written, []).append(cls)
         self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
         self.guards: dict[tuple[int, int, int], Guard] = {}
         prefixes: set[str] = set()
@@ -120,13 +106,11 @@ class Reach:
         """Whether the last :meth:`path` search stopped at its depth limit."""
 
     def release(self) -> None:
-        """Drop what was gathered, and the call index (a bound method of its owner: a
-        reference cycle); unusable afterwards."""
-        self.calls = _released
-        del self.bound  # it refers back to this reach
+        """Drop what was gathered and the two callables (reference cycles); unusable afterwards."""
+        del self.calls, self.taken  # each refers back to this reach's owner or to it
         for table in (self.foreign, self.guards, self.escaping, self._memo, self._interface):
             table.clear()
-        self._children = None
+        self._children.clear()
         self._dynamic.clear()
 
     # -- the question ----------------------------------------------------------------------
@@ -154,19 +138,18 @@ class Reach:
         project = self.project
         for atom in guard.atoms:
             where = f"{module.file.display}:{atom.line}"
-            if atom.kind == GUARD_ISINSTANCE and atom_holds(project, x, module, atom) is False:
-                names = ", ".join(atom.names)
-                test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
-                wanted = "false" if atom.negated else "true"
-                said = f"{test} is {wanted} (at {where})"
-                return f"it runs only when {said}, which it is not for {x.qualname}"
-            if atom.kind == GUARD_IDENTITY and atom_holds(project, x, module, atom) is False:
-                method, name = atom.names
-                test = f"type(self).{method} is {'not ' if atom.negated else ''}{name}.{method}"
-                said = f"{test} (tested at {where})"
-                return f"it runs only when {said}, which it is not for {x.qualname}"
             if atom.kind in (GUARD_ISINSTANCE, GUARD_IDENTITY):
-                continue
+                if atom_holds(project, x, module, atom) is not False:
+                    continue
+                if atom.kind == GUARD_ISINSTANCE:
+                    names = ", ".join(atom.names)
+                    test = f"isinstance(self, {names if len(atom.names) == 1 else f'({names})'})"
+                    said = f"{test} is {'false' if atom.negated else 'true'} (at {where})"
+                else:
+                    method, name = atom.names
+                    test = f"type(self).{method} is {'not ' if atom.negated else ''}{name}.{method}"
+                    said = f"{test} (tested at {where})"
+                return f"it runs only when {said}, which it is not for {x.qualname}"
             method, param = atom.names
             definer = project.definer(x, method)
             if definer is None or method not in definer.methods:
@@ -225,23 +208,19 @@ class Reach:
     # -- a witness path ----------------------------------------------------------------------
 
     def path(
-        self, x: ClassInfo, owner: ClassInfo, method: str, skip: Skip | None = None
-    ) -> list[Hop] | None:
-        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's call
-        first, over calls ``skip`` keeps; ``None`` when there is none (proving nothing when
-        :attr:`cut`)."""
-        self.cut = False
-        return self._path(x, owner, method, skip, set(), 0)
-
-    def _path(
         self,
         x: ClassInfo,
         owner: ClassInfo,
         method: str,
-        skip: Skip | None,
-        seen: set[tuple[int, str]],
-        depth: int,
+        skip: Skip | None = None,
+        seen: set[tuple[int, str]] | None = None,
+        depth: int = 0,
     ) -> list[Hop] | None:
+        """The calls of one path along which ``owner.method`` runs for an ``x``, the entry's call
+        first, over calls ``skip`` keeps; ``None`` when there is none (proving nothing when
+        :attr:`cut`). ``seen``: the methods on the way, or known to lead nowhere."""
+        if seen is None:
+            self.cut, seen = False, set[tuple[int, str]]()
         project = self.project
         if not method:
             return []
@@ -254,47 +233,42 @@ class Reach:
         seen.add(key)
         if not project.in_mro(owner, x):
             return None
-        candidates: list[tuple[CallSite, ClassInfo, ModuleInfo]] = []
+        candidates: list[Hop] = []
         if project.definer(x, method) is owner:
             if self._dispatched(x, owner, method, hops=False) == YES:
                 return []  # an entry: no call of the tree on self/cls leads there
-            own = (Receiver.SELF, Receiver.CLS)
-            candidates.extend(
-                (call, site, module)
-                for call, site, module in self.calls(method)
-                if call.receiver in own and site is not None and project.in_mro(site, x)
-            )
+            candidates.extend(self.own_calls(x, method, (Receiver.SELF, Receiver.CLS)))
         candidates.extend(self._super_landings(x, owner, method))
         for call, site, module in candidates:
             if self.call_runs(x, call, site, module) != YES:
                 continue
             if skip is not None and skip(call, site, module):
                 continue
-            before = self._path(x, site, call.caller, skip, seen, depth + 1)
+            before = self.path(x, site, call.caller, skip, seen, depth + 1)
             if before is not None:
                 return [*before, (call, site, module)]
         return None
 
-    def _super_landings(
-        self, x: ClassInfo, owner: ClassInfo, method: str
-    ) -> Iterator[tuple[CallSite, ClassInfo, ModuleInfo]]:
+    def _super_landings(self, x: ClassInfo, owner: ClassInfo, method: str) -> Iterator[Hop]:
         """``super().method()`` calls in classes of ``x``'s MRO that land on ``owner``'s."""
-        project = self.project
-        for call, site, module in self.calls(method):
-            if call.receiver is not Receiver.SUPER or site is None or not project.in_mro(site, x):
-                continue
+        for call, site, module in self.own_calls(x, method, (Receiver.SUPER,)):
             start = self.resolved(module, call.receiver_class) or site
-            if project.definer(x, method, after=start) is owner:
+            if self.project.definer(x, method, after=start) is owner:
+                yield call, site, module
+
+    def own_calls(
+        self, x: ClassInfo, method: str, receivers: tuple[Receiver, ...] = OWN
+    ) -> Iterator[Hop]:
+        """The calls of ``method`` on ``receivers`` written in classes of ``x``'s MRO."""
+        for call, site, module in self.calls(method):
+            if call.receiver in receivers and site is not None and self.project.in_mro(site, x):
                 yield call, site, module
 
     def _dispatched(self, x: ClassInfo, owner: ClassInfo, method: str, hops: bool = True) -> int:
-        """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``.
-
-        A method the tree never calls on ``owner``'s hierarchy is an entry point; otherwise
-        :data:`YES` needs a call on ``self``/``cls`` on a running path, or on an object known or
-        annotated to be of a class of ``x``'s MRO. A public method called on an object of unknown
-        type is reachable; a private one is :data:`UNTYPED` then.
-        """
+        """Whether ``x_instance.method(...)`` is called from anywhere that can hold an ``x``: a
+        method the tree never calls on ``owner``'s hierarchy is an entry point; else :data:`YES`
+        needs a call on ``self``/``cls`` on a running path, or on an object known or annotated to
+        be of a class of ``x``'s MRO, or (a public method) on an object of unknown type."""
         project = self.project
         named, wildcard = self._escapes(method, x)
         dunder = len(method) > 4 and method.startswith("__") and method.endswith("__")
@@ -306,13 +280,10 @@ class Reach:
         untyped = named == UNTYPED
         unknown = False  # a call on an object of unknown type names the method
         for other, module in self.foreign.get(method, ()):
-            if other.receiver_class is None:
-                if self._rejects(other.rejected, module, x):
-                    internal += 1
-                else:
-                    unknown = True
+            if other.receiver_class is None and self._rejects(other.rejected, module, x):
+                internal += 1
                 continue
-            target = self.resolved(module, other.receiver_class)
+            target = self.resolved(module, other.receiver_class)  # None: an unknown object
             if target is x:
                 return YES
             if target is None:
@@ -365,21 +336,12 @@ class Reach:
             key = (base, method)
             known = self._interface.get(key)
             if known is None:
-                children = self._unread_children(base)
+                children = self._children.get(base, [])
                 definers = sum(1 for c in children if method in c.methods)
                 known = self._interface[key] = definers > 1 and 2 * definers > len(children)
             if known:
                 return True
         return False
-
-    def _unread_children(self, base: str) -> list[ClassInfo]:
-        """The tree's classes with an unresolved base whose last name is ``base``."""
-        if self._children is None:
-            self._children = {}
-            for cls in self.project.classes:
-                for written in dict.fromkeys(b.rpartition(".")[2] for b in cls.unresolved):
-                    self._children.setdefault(written, []).append(cls)
-        return self._children.get(base, [])
 
     def related(self, a: ClassInfo, b: ClassInfo) -> bool:
         """Whether one of ``a`` and ``b`` derives from the other."""
@@ -391,11 +353,10 @@ class Reach:
         return self.runs(x, site, call.caller)
 
     def _escapes(self, method: str, x: ClassInfo) -> tuple[int | None, int | None]:
-        """Whether ``method`` can be called from outside the call graph for an ``x``, as two levels:
-        through places that name it (``self.m`` uncalled, ``getattr(self, "m")``, a matching
-        ``getattr(self, "prefix" + k)``) and through lookups of any name (``getattr(self, name)``,
-        when the tree writes ``"m"`` as a string). Each is the best level of the methods holding
-        such a place; ``None`` when there is none."""
+        """The best levels at which ``method`` is called from outside the call graph for an ``x``
+        (``None``: no such place): through places naming it (``self.m`` uncalled, ``getattr(self,
+        "m")`` or ``"pre" + k``; a lookup of any name when the tree writes ``"m"``), and through
+        lookups of any name."""
         if any(method.startswith(prefix) for prefix in self.prefixes):
             return YES, None
         in_mro = self.project.in_mro
@@ -444,7 +405,7 @@ class Reach:
                 continue  # a method taking itself is not how it is reached
             runs = self.runs(x, cls, where)
             if runs != NO:
-                runs = min(runs, self.bound.taken(x, cls, where, method, lookup, trail))
+                runs = min(runs, self.taken(x, cls, where, method, lookup, trail))
             if runs == YES:
                 return YES
             level = max(runs, NO if level is None else level)
@@ -559,12 +520,8 @@ class Reach:
         self, x: ClassInfo, owner: ClassInfo, method: str
     ) -> tuple[ClassInfo, str] | None:
         """A ``self`` call of ``owner.method`` whose own method is reached only untyped."""
-        for call, site, module in self.calls(method):
-            if call.receiver not in _OWN or site is None:
-                continue
-            if not self.project.in_mro(site, x) or not call.caller:
-                continue
-            if self.call_runs(x, call, site, module) == UNTYPED:
+        for call, site, module in self.own_calls(x, method):
+            if call.caller and self.call_runs(x, call, site, module) == UNTYPED:
                 return site, call.caller
         return None
 
@@ -579,9 +536,7 @@ class Reach:
             return f"{shown}, which is itself not reached"
 
         callers: dict[str, str] = {}
-        for call, site, module in self.calls(method):
-            if site is None or call.receiver not in _OWN or not project.in_mro(site, x):
-                continue
+        for call, site, module in self.own_calls(x, method):
             name = f"{site.qualname}.{call.caller}()"
             if name in callers:
                 continue

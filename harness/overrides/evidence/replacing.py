@@ -31,23 +31,6 @@ def replacement(func: Function) -> str | None:
     return None
 
 
-def tree_function(
-    project: Project, tree_of: Callable[[str], ast.Module | None], module: ModuleInfo, dotted: str
-) -> Function | None:
-    """The module-level ``def`` of the tree that ``dotted`` names in ``module`` (the last of
-    that name: ``@overload`` stubs come before it)."""
-    home = project.function_home(module, dotted)
-    if home is None:
-        return None
-    where, name = home
-    tree = tree_of(where.file.path)
-    body = tree.body if tree is not None else []
-    defs = [
-        s for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name
-    ]
-    return defs[-1] if defs else None
-
-
 class Replacing:
     """Finds, for a method, a decorator that puts something else in its place."""
 
@@ -72,7 +55,7 @@ class Replacing:
             written = dotted_name(decorator)
             if written is None or isinstance(self.project.resolve(module, written), FunctionInfo):
                 continue  # a call (a factory's product), or a wrapper read as such
-            func = tree_function(self.project, self.tree_of, module, written)
+            func = self._function(module, written)
             if func is None:
                 continue
             instead = replacement(func)
@@ -82,6 +65,17 @@ class Replacing:
                     f"{instead} in its place: calls reach that, which the checker does not read"
                 )
         return None
+
+    def _function(self, module: ModuleInfo, dotted: str) -> Function | None:
+        """The module-level ``def`` of the tree that ``dotted`` names in ``module`` (the last of
+        that name: ``@overload`` stubs come before it)."""
+        home = self.project.function_home(module, dotted)
+        if home is None:
+            return None
+        tree = self.tree_of(home[0].file.path)
+        body = tree.body if tree is not None else []
+        defs = [s for s in body if isinstance(s, Function) and s.name == home[1]]
+        return defs[-1] if defs else None
 
     def _patches(self, cls: ClassInfo, decorator: ast.Call) -> bool:
         """Whether ``decorator`` is ``unittest.mock``'s ``patch(target)``,
