@@ -8,8 +8,12 @@ from pathlib import Path
 import pytest
 
 from harness.overrides.checker import CheckOptions, check
+from harness.overrides.discover import discover
 from harness.overrides.evidence.named_classes import self_call
+from harness.overrides.evidence.raises import Raisers
 from harness.overrides.findings import Finding, Severity
+from harness.overrides.model.resolve import Project
+from harness.overrides.summary import summarize
 
 MODELS = """\
 import contextlib
@@ -200,3 +204,21 @@ def test_a_handler_of_the_overrides_own_exception_keeps_the_error(tmp_path: Path
     )
     (finding,) = _findings(tmp_path, fallback)
     assert finding.severity is Severity.ERROR
+
+
+def test_what_a_method_raises_does_not_depend_on_the_depth_it_was_first_reached_at(
+    tmp_path: Path,
+) -> None:
+    # m0 calls m1 first, ... m5 calls m6 first, and m6 raises: from m0 the chain is past the
+    # depth followed, from m5 it is not; asking about m0 first must not change m5's answer.
+    methods = "".join(f"    def m{i}(self):\n        self.m{i + 1}()\n" for i in range(6))
+    source = f"class C:\n{methods}    def m6(self):\n        raise ValueError\n"
+    (tmp_path / "m.py").write_text(source, encoding="utf-8")
+    found, _ = discover([str(tmp_path)], cwd=str(tmp_path))
+    project = Project((f, summarize(Path(f.path).read_bytes())) for f in found)
+    (cls,) = project.classes
+    tree = ast.parse(source)
+    raisers = Raisers(project, lambda _path: tree)
+    assert raisers.raised(cls, "m0") is None  # past the depth followed
+    assert Raisers(project, lambda _path: tree).raised(cls, "m5") == raisers.raised(cls, "m5")
+    assert raisers.raised(cls, "m5") is not None

@@ -36,7 +36,7 @@ class Raisers:
     def __init__(self, project: Project, tree_of: Callable[[str], ast.Module | None]) -> None:
         self.project = project
         self.tree_of = tree_of
-        self._memo: dict[tuple[int, str, bool], tuple[str, str] | None] = {}
+        self._memo: dict[tuple[int, str, bool, int], tuple[str, str] | None] = {}
 
     def before(self, x: ClassInfo, module: ModuleInfo, line: int) -> str | None:
         """Why the call at ``line`` of ``module`` never runs for an ``x``: what raises before
@@ -61,9 +61,8 @@ class Raisers:
         """The last name of the exception class ``x``'s ``method`` always raises when called
         (``entered``: or, for a ``@contextmanager`` generator, when entered; ``""`` when not
         written as a name), and how, said; ``None`` when it may not raise."""
-        key = (id(x), method, entered)
+        key = (id(x), method, entered, depth)  # the depth too: what is found depends on it
         if key not in self._memo:
-            self._memo[key] = None  # a recursion through itself proves nothing
             self._memo[key] = self._raises(x, method, entered, depth)
         return self._memo[key]
 
