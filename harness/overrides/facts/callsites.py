@@ -72,15 +72,18 @@ _ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
 _AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 _LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "kind", "type_comment", "n", "s", "op"})
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-"""Node class -> fields that can hold nested calls (empty for leaves and non-nodes)."""
 
 
-def _child_fields(cls: type) -> tuple[str, ...]:
-    if not issubclass(cls, ast.AST) or cls is ast.Constant:
-        return ()
-    fields: tuple[str, ...] = cls._fields
-    return tuple(f for f in fields if f not in _LEAF_FIELDS)
+class _ChildFields(dict[type, tuple[str, ...]]):
+    """Node class -> fields that can hold nested calls (empty for leaves and non-nodes)."""
+
+    def __missing__(self, cls: type) -> tuple[str, ...]:
+        fields = cls._fields if issubclass(cls, ast.AST) and cls is not ast.Constant else ()
+        self[cls] = fields = tuple(f for f in fields if f not in _LEAF_FIELDS)
+        return fields
+
+
+_CHILD_FIELDS = _ChildFields()
 
 
 _TEXT_LIMIT = 200
@@ -286,10 +289,7 @@ def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
             named = [t.id for t in targets if isinstance(t, ast.Name)]
         for name in named:
             counts[name] = counts.get(name, 0) + 2
-        fields = children.get(cls)
-        if fields is None:
-            fields = children[cls] = _child_fields(cls)
-        stack.extend(getattr(node, f, None) for f in fields)
+        stack.extend(getattr(node, f, None) for f in children[cls])
     return counts
 
 
@@ -344,9 +344,7 @@ class _Collector:
             if cls is list:
                 extend(node)  # type: ignore[arg-type]  # pyright: ignore[reportUnknownArgumentType]
                 continue
-            fields = children.get(cls)
-            if fields is None:
-                fields = children[cls] = _child_fields(cls)
+            fields = children[cls]
             if not fields:
                 continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
