@@ -13,7 +13,7 @@ import ast
 from collections.abc import Mapping
 
 from harness.overrides.facts.blocks import own_returns
-from harness.overrides.facts.signature import Param, Signature, parameters
+from harness.overrides.facts.signature import Param, Signature, dotted_name, parameters
 
 
 def _callable(
@@ -27,11 +27,7 @@ def _callable(
     if isinstance(value, ast.Name):
         function = functions.get(value.id)
         return None if function is None else parameters(function.args)
-    if (
-        isinstance(value, ast.Attribute)
-        and isinstance(value.value, ast.Name)
-        and value.value.id == self_name
-    ):
+    if isinstance(value, ast.Attribute) and dotted_name(value.value) == self_name:
         method = methods.get(value.attr)
         if method is None or method.is_property or method.is_async:
             return None

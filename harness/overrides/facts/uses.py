@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from harness.overrides.facts.signature import dotted_name
+
 _INERT_BUILTINS = frozenset(
     {"isinstance", "issubclass", "hasattr", "getattr", "len", "type", "id", "repr", "str",
      "bool", "print", "sorted", "list", "tuple", "set", "dict", "iter", "next", "any", "all"}
@@ -202,11 +204,7 @@ class Flow:
             seen = set() if seen is None else seen
             out: set[str] = set()
             for target in targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == me
-                ):
+                if isinstance(target, ast.Attribute) and dotted_name(target.value) == me:
                     out.add(STORED + target.attr)
                 elif isinstance(target, ast.Name):
                     if target.id in seen:
