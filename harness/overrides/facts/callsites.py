@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
 from itertools import accumulate
 from typing import Any, NamedTuple, TypeVar
@@ -116,51 +116,23 @@ class LineIndex:
         """One source line without its line ending."""
         return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
 
-    def _line_numbers(
-        self, pattern: re.Pattern[str], keep: Callable[[str, int], bool]
-    ) -> list[int]:
-        """Sorted distinct lines where ``pattern`` matches and ``keep(text, start)`` holds."""
-        text = self.text
-        out: list[int] = []
-        line = 1
-        pos = 0
-        count = text.count
-        for match in pattern.finditer(text):
-            start = match.start()
-            if not keep(text, start):
-                continue
-            line += count("\n", pos, start)
-            pos = start
-            if not out or out[-1] != line:
-                out.append(line)
-        return out
-
     def self_lines(self) -> list[int]:
         """Lines of ``self.m(``/``cls.m(``/``super().m(``/``C(...).m(`` calls."""
-        lines = set(self._line_numbers(_SELF_CALL, _starts_word))
-        if "cls" in self.text:
-            lines.update(self._line_numbers(_CLS_CALL, _starts_word))
-        lines.update(self._line_numbers(_PAREN_CALL, _closes_receiver_call))
-        return sorted(lines)
-
-    def name_lines(self, name: str, first: int = 1, last: int | None = None) -> list[int]:
-        """Lines ``first..last`` holding ``name.m(`` calls (``str.find``: no per-name regex)."""
         text = self.text
-        needle = name + "."
-        out: list[int] = []
-        line = first
-        pos = self.start(first) if first > 1 else 0
-        end = len(text) if last is None else self.start(last + 1)
-        count = text.count
-        start = text.find(needle, pos, end)
-        while start != -1:
-            if _starts_word(text, start) and _AFTER_DOT.match(text, start + len(needle)):
-                line += count("\n", pos, start)
-                pos = start
-                if not out or out[-1] != line:
-                    out.append(line)
-            start = text.find(needle, start + 1, end)
-        return out
+        found = [m.start() for m in _SELF_CALL.finditer(text) if _starts_word(text, m.start())]
+        if "cls" in text:
+            found += (m.start() for m in _CLS_CALL.finditer(text) if _starts_word(text, m.start()))
+        found += (
+            m.start() for m in _PAREN_CALL.finditer(text) if _closes_receiver_call(text, m.start())
+        )
+        return _line_numbers(text, sorted(found), 1, 0)
+
+    def name_lines(self, name: str, first: int, last: int) -> list[int]:
+        """Lines ``first..last`` holding ``name.m(`` calls (``str.find``: no per-name regex)."""
+        pos = self.start(first)
+        return _line_numbers(
+            self.text, _name_calls(self.text, name + ".", pos, self.start(last + 1)), first, pos
+        )
 
     def all_name_lines(self) -> dict[str, list[int]]:
         """:meth:`name_lines` of every name at once, in one pass over the text."""
@@ -208,6 +180,26 @@ class LineIndex:
             if target is not None:
                 out.append((line, target.group(1), callee))
         return out
+
+
+def _line_numbers(text: str, offsets: Iterable[int], line: int, pos: int) -> list[int]:
+    """The distinct lines of ``offsets`` (ascending, from offset ``pos`` on line ``line``)."""
+    out: list[int] = []
+    for offset in offsets:
+        line += text.count("\n", pos, offset)
+        pos = offset
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _name_calls(text: str, needle: str, pos: int, end: int) -> Iterator[int]:
+    """Offsets of ``needle`` (``name.``) in ``text[pos:end]`` that start ``name.m(``."""
+    start = text.find(needle, pos, end)
+    while start != -1:
+        if _starts_word(text, start) and _AFTER_DOT.match(text, start + len(needle)):
+            yield start
+        start = text.find(needle, start + 1, end)
 
 
 def _starts_word(text: str, start: int) -> bool:
