@@ -1,10 +1,7 @@
-"""The call signatures of the callables a decorated method returns (a property's value).
-
-``@cached_property def convert_value(self): return self._noop`` makes
-``self.convert_value(value, expression, connection)`` call what the property returns; a
-subclass may define the same name as a plain method taking those arguments. Read from the
-function's own ``return`` statements: a ``lambda``, ``self.<method of the class>`` or a
-module-level function of the file. Anything else (or no return) leaves the value unknown.
+"""The call signatures of the callables a decorated method returns (a property's value):
+``@cached_property def convert(self): return self._noop`` makes ``self.convert(x)`` call
+``_noop``. Read from the function's own ``return`` statements: a ``lambda``, ``self.<method>`` or a
+module-level function of the file; anything else (or no return) leaves the value unknown.
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ def popped_keywords(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -
 
 def _uses(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     """Whether ``func``'s body calls ``name`` or passes it to a call, ``name`` coming from an
-    enclosing scope (``fn(*args)``, ``_switch_db(db, conn, fn, ...)``)."""
+    enclosing scope (``fn(*args)``, ``run(fn, ...)``)."""
     args = func.args
     own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     own.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)

@@ -162,9 +162,8 @@ class NameBinding:
         return target
 
     def builtin_name(self, module: ModuleInfo, name: str, depth: int = 0) -> str | None:
-        """The standard-library name that ``name`` stands for in ``module`` through aliases
-        and imports (``property`` for ``cache_readonly`` imported from a stub that says
-        ``cache_readonly = property``), when the chain ends there."""
+        """The standard-library name that ``name`` stands for in ``module`` through aliases and
+        imports (``property`` for ``readonly`` from a module saying ``readonly = property``)."""
         if depth > _MAX_DEPTH or name in module.classes or name in module.functions:
             return None
         alias = module.aliases.get(name)
