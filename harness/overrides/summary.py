@@ -279,13 +279,10 @@ def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     found: list[tuple[int, tuple[str, ...]]] = []
     try:
         for tok in tokenize.generate_tokens(StringIO(text).readline):
-            if tok.type != tokenize.COMMENT:
-                continue
-            match = IGNORE_COMMENT.search(tok.string)
-            if match is None:
-                continue
-            codes = tuple(c.strip() for c in (match.group(1) or "").split(",") if c.strip())
-            found.append((tok.start[0], codes))
+            match = IGNORE_COMMENT.search(tok.string) if tok.type == tokenize.COMMENT else None
+            if match is not None:
+                codes = tuple(c.strip() for c in (match.group(1) or "").split(",") if c.strip())
+                found.append((tok.start[0], codes))
     except (tokenize.TokenError, SyntaxError):
         return ()
     return tuple(found)

@@ -201,12 +201,8 @@ def call_guards(
             stack.append((stmt.body, 0, atoms + yes))
             stack.append((stmt.orelse, 0, atoms + no))
             continue
-        inner = blocks(stmt)
-        if not inner:
-            out.extend(Guard(line, col, atoms) for line, col in inside)
-            continue
         covered: set[tuple[int, int]] = set()
-        for block in inner:
+        for block in blocks(stmt):
             if block:
                 b_first = block[0].lineno
                 b_last = block[-1].end_lineno or block[-1].lineno
