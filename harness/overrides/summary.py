@@ -325,15 +325,14 @@ def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
 def _type_checking_only(body: list[ast.stmt]) -> set[int]:
     """Ids of the class statements in ``if TYPE_CHECKING:`` blocks (and their nested
     blocks): type checkers read them, Python never defines them."""
-    out: set[int] = set()
-    for stmt in _flatten(body):
-        if not isinstance(stmt, ast.If):
-            continue
-        test = dotted_name(stmt.test)
-        if test is None or test.rpartition(".")[2] != "TYPE_CHECKING":
-            continue
-        out.update(id(s) for s in _flatten(stmt.body) if isinstance(s, ast.ClassDef))
-    return out
+    return {
+        id(s)
+        for stmt in _flatten(body)
+        if isinstance(stmt, ast.If)
+        and (dotted_name(stmt.test) or "").rpartition(".")[2] == "TYPE_CHECKING"
+        for s in _flatten(stmt.body)
+        if isinstance(s, ast.ClassDef)
+    }
 
 
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:

@@ -495,9 +495,8 @@ def collect(
         if lines:
             local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
             own.extend(lines)
-    assigns = _rows_in(hits.assigns, first, last)
     bound: dict[str, int] | None = None
-    for _, name, callee in assigns:
+    for _, name, callee in _rows_in(hits.assigns, first, last):
         if name == self_name or name in local_receivers:
             continue
         lines = hits.name_lines(name, first, last)

@@ -57,8 +57,8 @@ def test_atoms(
     ):
         method = _signature_of_self_method(test.comparators[0], self_name)
         if method is not None:
-            holds = truth if isinstance(test.ops[0], ast.In) else not truth
-            return [Atom(GUARD_PARAM, (method, test.left.value), not holds, test.lineno)]
+            negated = truth != isinstance(test.ops[0], ast.In)  # True: it runs without the name
+            return [Atom(GUARD_PARAM, (method, test.left.value), negated, test.lineno)]
     return []
 
 

@@ -19,7 +19,7 @@ from harness.overrides.facts.signature import (
     canonical_decorator,
     dotted_name,
     first_param,
-    from_function,
+    parameters,
 )
 
 
@@ -81,7 +81,7 @@ def wrapper_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
     wrapped = first_param(holder)
     if wrapped is None or not _uses(inner, wrapped):
         return None
-    params = from_function(inner, {}).params
+    params = parameters(inner.args)
     kinds = {p.kind for p in params}
     passthrough = ParamKind.VAR_POSITIONAL in kinds and ParamKind.VAR_KEYWORD in kinds
     if passthrough and inner.args.kwarg is not None:  # popped keywords: before **kwargs (last)
@@ -116,10 +116,7 @@ def popped_keywords(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -
 def _uses(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     """Whether ``func``'s body calls ``name`` or passes it to a call, ``name`` coming from an
     enclosing scope (``fn(*args)``, ``run(fn, ...)``)."""
-    args = func.args
-    own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    own.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
-    if name in own:
+    if any(p.name == name for p in parameters(func.args)):
         return False
 
     def named(node: ast.expr) -> bool:
