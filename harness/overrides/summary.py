@@ -279,13 +279,10 @@ def _ignores(text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     found: list[tuple[int, tuple[str, ...]]] = []
     try:
         for tok in tokenize.generate_tokens(StringIO(text).readline):
-            if tok.type != tokenize.COMMENT:
-                continue
-            match = IGNORE_COMMENT.search(tok.string)
-            if match is None:
-                continue
-            codes = tuple(c.strip() for c in (match.group(1) or "").split(",") if c.strip())
-            found.append((tok.start[0], codes))
+            match = IGNORE_COMMENT.search(tok.string) if tok.type == tokenize.COMMENT else None
+            if match is not None:
+                codes = tuple(c.strip() for c in (match.group(1) or "").split(",") if c.strip())
+                found.append((tok.start[0], codes))
     except (tokenize.TokenError, SyntaxError):
         return ()
     return tuple(found)
@@ -310,38 +307,32 @@ _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, 
 """The statements whose blocks run at the same scope (``match`` not among them)."""
 
 
-def _flatten(body: list[ast.stmt]) -> list[ast.stmt] | Iterator[ast.stmt]:
-    """Statements of ``body`` and of its if/try/with blocks, in source order."""
-    for stmt in body:
+def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements of ``body`` and of its if/try/with/loop blocks, in source order."""
+    if not any(isinstance(stmt, _COMPOUND) for stmt in body):
+        return body
+    out: list[ast.stmt] = []
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        out.append(stmt)
         if isinstance(stmt, _COMPOUND):
-            return _flatten_nested(body)
-    return body
+            for block in reversed(scope_blocks(stmt)):
+                stack.extend(reversed(block))
+    return out
 
 
 def _type_checking_only(body: list[ast.stmt]) -> set[int]:
     """Ids of the class statements in ``if TYPE_CHECKING:`` blocks (and their nested
     blocks): type checkers read them, Python never defines them."""
-    out: set[int] = set()
-    for stmt in _flatten(body):
-        if not isinstance(stmt, ast.If):
-            continue
-        test = dotted_name(stmt.test)
-        if test is None or test.rpartition(".")[2] != "TYPE_CHECKING":
-            continue
-        out.update(id(s) for s in _flatten(stmt.body) if isinstance(s, ast.ClassDef))
-    return out
-
-
-def _flatten_nested(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    stack = [iter(body)]
-    while stack:
-        stmt = next(stack[-1], None)
-        if stmt is None:
-            stack.pop()
-            continue
-        yield stmt
-        if isinstance(stmt, _COMPOUND):
-            stack.extend(iter(block) for block in reversed(scope_blocks(stmt)))
+    return {
+        id(s)
+        for stmt in _flatten(body)
+        if isinstance(stmt, ast.If)
+        and (dotted_name(stmt.test) or "").rpartition(".")[2] == "TYPE_CHECKING"
+        for s in _flatten(stmt.body)
+        if isinstance(s, ast.ClassDef)
+    }
 
 
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
@@ -460,7 +451,7 @@ def _summarize_text(text: str) -> FileSummary:
     imports: list[Import] = []
     stars: list[tuple[str, int]] = []
     aliases_out: list[tuple[str, str, int]] = []
-    top = list(_flatten(tree.body))
+    top = _flatten(tree.body)
     for stmt in top:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.extend(_imports_of(stmt))

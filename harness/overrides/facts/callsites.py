@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
 from itertools import accumulate
 from typing import Any, NamedTuple, TypeVar
@@ -72,15 +72,18 @@ _ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
 _AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 _LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "kind", "type_comment", "n", "s", "op"})
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-"""Node class -> fields that can hold nested calls (empty for leaves and non-nodes)."""
 
 
-def _child_fields(cls: type) -> tuple[str, ...]:
-    if not issubclass(cls, ast.AST) or cls is ast.Constant:
-        return ()
-    fields: tuple[str, ...] = cls._fields
-    return tuple(f for f in fields if f not in _LEAF_FIELDS)
+class _ChildFields(dict[type, tuple[str, ...]]):
+    """Node class -> fields that can hold nested calls (empty for leaves and non-nodes)."""
+
+    def __missing__(self, cls: type) -> tuple[str, ...]:
+        fields = cls._fields if issubclass(cls, ast.AST) and cls is not ast.Constant else ()
+        self[cls] = fields = tuple(f for f in fields if f not in _LEAF_FIELDS)
+        return fields
+
+
+_CHILD_FIELDS = _ChildFields()
 
 
 _TEXT_LIMIT = 200
@@ -113,51 +116,23 @@ class LineIndex:
         """One source line without its line ending."""
         return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
 
-    def _line_numbers(
-        self, pattern: re.Pattern[str], keep: Callable[[str, int], bool]
-    ) -> list[int]:
-        """Sorted distinct lines where ``pattern`` matches and ``keep(text, start)`` holds."""
-        text = self.text
-        out: list[int] = []
-        line = 1
-        pos = 0
-        count = text.count
-        for match in pattern.finditer(text):
-            start = match.start()
-            if not keep(text, start):
-                continue
-            line += count("\n", pos, start)
-            pos = start
-            if not out or out[-1] != line:
-                out.append(line)
-        return out
-
     def self_lines(self) -> list[int]:
         """Lines of ``self.m(``/``cls.m(``/``super().m(``/``C(...).m(`` calls."""
-        lines = set(self._line_numbers(_SELF_CALL, _starts_word))
-        if "cls" in self.text:
-            lines.update(self._line_numbers(_CLS_CALL, _starts_word))
-        lines.update(self._line_numbers(_PAREN_CALL, _closes_receiver_call))
-        return sorted(lines)
-
-    def name_lines(self, name: str, first: int = 1, last: int | None = None) -> list[int]:
-        """Lines ``first..last`` holding ``name.m(`` calls (``str.find``: no per-name regex)."""
         text = self.text
-        needle = name + "."
-        out: list[int] = []
-        line = first
-        pos = self.start(first) if first > 1 else 0
-        end = len(text) if last is None else self.start(last + 1)
-        count = text.count
-        start = text.find(needle, pos, end)
-        while start != -1:
-            if _starts_word(text, start) and _AFTER_DOT.match(text, start + len(needle)):
-                line += count("\n", pos, start)
-                pos = start
-                if not out or out[-1] != line:
-                    out.append(line)
-            start = text.find(needle, start + 1, end)
-        return out
+        found = [m.start() for m in _SELF_CALL.finditer(text) if _starts_word(text, m.start())]
+        if "cls" in text:
+            found += (m.start() for m in _CLS_CALL.finditer(text) if _starts_word(text, m.start()))
+        found += (
+            m.start() for m in _PAREN_CALL.finditer(text) if _closes_receiver_call(text, m.start())
+        )
+        return _line_numbers(text, sorted(found), 1, 0)
+
+    def name_lines(self, name: str, first: int, last: int) -> list[int]:
+        """Lines ``first..last`` holding ``name.m(`` calls (``str.find``: no per-name regex)."""
+        pos = self.start(first)
+        return _line_numbers(
+            self.text, _name_calls(self.text, name + ".", pos, self.start(last + 1)), first, pos
+        )
 
     def all_name_lines(self) -> dict[str, list[int]]:
         """:meth:`name_lines` of every name at once, in one pass over the text."""
@@ -205,6 +180,26 @@ class LineIndex:
             if target is not None:
                 out.append((line, target.group(1), callee))
         return out
+
+
+def _line_numbers(text: str, offsets: Iterable[int], line: int, pos: int) -> list[int]:
+    """The distinct lines of ``offsets`` (ascending, from offset ``pos`` on line ``line``)."""
+    out: list[int] = []
+    for offset in offsets:
+        line += text.count("\n", pos, offset)
+        pos = offset
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _name_calls(text: str, needle: str, pos: int, end: int) -> Iterator[int]:
+    """Offsets of ``needle`` (``name.``) in ``text[pos:end]`` that start ``name.m(``."""
+    start = text.find(needle, pos, end)
+    while start != -1:
+        if _starts_word(text, start) and _AFTER_DOT.match(text, start + len(needle)):
+            yield start
+        start = text.find(needle, start + 1, end)
 
 
 def _starts_word(text: str, start: int) -> bool:
@@ -286,10 +281,7 @@ def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
             named = [t.id for t in targets if isinstance(t, ast.Name)]
         for name in named:
             counts[name] = counts.get(name, 0) + 2
-        fields = children.get(cls)
-        if fields is None:
-            fields = children[cls] = _child_fields(cls)
-        stack.extend(getattr(node, f, None) for f in fields)
+        stack.extend(getattr(node, f, None) for f in children[cls])
     return counts
 
 
@@ -344,9 +336,7 @@ class _Collector:
             if cls is list:
                 extend(node)  # type: ignore[arg-type]  # pyright: ignore[reportUnknownArgumentType]
                 continue
-            fields = children.get(cls)
-            if fields is None:
-                fields = children[cls] = _child_fields(cls)
+            fields = children[cls]
             if not fields:
                 continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -505,9 +495,8 @@ def collect(
         if lines:
             local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
             own.extend(lines)
-    assigns = _rows_in(hits.assigns, first, last)
     bound: dict[str, int] | None = None
-    for _, name, callee in assigns:
+    for _, name, callee in _rows_in(hits.assigns, first, last):
         if name == self_name or name in local_receivers:
             continue
         lines = hits.name_lines(name, first, last)

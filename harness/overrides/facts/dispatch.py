@@ -47,12 +47,11 @@ def extract(
     tree: ast.Module,
     classes: Sequence[tuple[ast.ClassDef, ClassStatement]],
     aliases: dict[str, str],
-    lines: list[str] | None = None,
+    lines: list[str],
 ) -> DispatchSummary:
-    """The dispatch facts of one parsed file, given its class statements and summaries (and
-    its text split at newlines, when already done)."""
+    """The dispatch facts of one parsed file, given its class statements and summaries and its
+    text split at newlines."""
     class_nodes = [(node, summary.qualname) for node, summary in classes]
-    lines = text.split("\n") if lines is None else lines
     code = blank_comments(text)
     code_lines = lines if code is text else code.split("\n")
     functions = [
@@ -62,28 +61,23 @@ def extract(
     ]
     functions_at = Locator(code, [(f.lineno, f.end_lineno or f.lineno) for f in functions])
     typed, escapes, dynamic = text_facts(code, code_lines, class_nodes)
-    prefixes = global_prefixes(code)
     foreign = foreign_calls(code, code_lines, class_nodes, typed, functions, functions_at)
 
     # Guards of recorded self calls, decorators the checker does not know, descriptors.
     guards: list[Guard] = []
-    decorated: list[list[tuple[int, tuple[str, ...]]]] = [[] for _ in class_nodes]
-    descriptor = [DESCRIPTOR_NONE for _ in class_nodes]
+    facts: list[ClassFacts] = []
     for i, (node, summary) in enumerate(classes):
         effective = {(m.line, m.name): m for m in summary.methods}
-        first, last = node.lineno, node.end_lineno or node.lineno
-        class_text = "\n".join(lines[first - 1 : last])
-        if "__get__" in class_text:
-            descriptor[i] = descriptor_kind(node)
+        class_text = "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
         has_guards = any(w in class_text for w in _GUARD_WORDS)
+        decorated: list[tuple[int, tuple[str, ...]]] = []
         for stmt in class_functions(node):
             sig = effective.get((stmt.lineno, stmt.name))
             if sig is None:
                 continue
-            if stmt.decorator_list:
-                unknown = unknown_decorators(stmt, aliases)
-                if unknown:
-                    decorated[i].append((stmt.lineno, unknown))
+            unknown = unknown_decorators(stmt, aliases) if stmt.decorator_list else ()
+            if unknown:
+                decorated.append((stmt.lineno, unknown))
             if not has_guards or sig.kind is MethodKind.STATIC:
                 continue
             self_name = first_param(stmt)
@@ -103,28 +97,27 @@ def extract(
                 or f"{self_name}.__class__." in f_text
             ):
                 guards.extend(call_guards(stmt, self_name, calls))
-    facts = (
-        ClassFacts(
-            qualname=qualname,
+        fact = ClassFacts(
+            qualname=summary.qualname,
             escapes=tuple(sorted(escapes[i])),
             dynamic=tuple(dict.fromkeys(dynamic[i])),
             attr_types=tuple(sorted(typed[i].items())),
-            descriptor=descriptor[i],
-            decorators=tuple(decorated[i]),
+            descriptor=descriptor_kind(node) if "__get__" in class_text else DESCRIPTOR_NONE,
+            decorators=tuple(decorated),
         )
-        for i, (_, qualname) in enumerate(class_nodes)
-    )
+        if any(fact[1:]):  # a class with a fact beside its name
+            facts.append(fact)
     wrappers = (
         wrapper_of(stmt)
         for stmt in tree.body
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
     )
     return DispatchSummary(
-        classes=tuple(c for c in facts if any(c[1:])),  # a class with a fact beside its name
+        classes=tuple(facts),
         wrappers=tuple(w for w in wrappers if w is not None),
         foreign=tuple(
             sorted(foreign, key=lambda f: (f.method, f.receiver_class or "", f.rejected))
         ),
         guards=tuple(guards),
-        prefixes=tuple(sorted(set(prefixes))),
+        prefixes=tuple(sorted(set(global_prefixes(code)))),
     )

@@ -57,8 +57,8 @@ def test_atoms(
     ):
         method = _signature_of_self_method(test.comparators[0], self_name)
         if method is not None:
-            holds = truth if isinstance(test.ops[0], ast.In) else not truth
-            return [Atom(GUARD_PARAM, (method, test.left.value), not holds, test.lineno)]
+            negated = truth != isinstance(test.ops[0], ast.In)  # True: it runs without the name
+            return [Atom(GUARD_PARAM, (method, test.left.value), negated, test.lineno)]
     return []
 
 
@@ -66,8 +66,7 @@ def _isinstance_of(test: ast.expr) -> tuple[ast.expr, list[ast.expr]] | None:
     """The subject and the classes of ``isinstance(x, C)`` / ``isinstance(x, (C, D))``."""
     if not (
         isinstance(test, ast.Call)
-        and isinstance(test.func, ast.Name)
-        and test.func.id == "isinstance"
+        and dotted_name(test.func) == "isinstance"
         and len(test.args) == 2
     ):
         return None
@@ -88,16 +87,13 @@ def _identity_test(test: ast.expr, self_name: str) -> tuple[str, str, bool] | No
     holder = test.left.value
     own = (
         isinstance(holder, ast.Call)
-        and isinstance(holder.func, ast.Name)
-        and holder.func.id == "type"
+        and dotted_name(holder.func) == "type"
         and len(holder.args) == 1
-        and isinstance(holder.args[0], ast.Name)
-        and holder.args[0].id == self_name
+        and dotted_name(holder.args[0]) == self_name
     ) or (
         isinstance(holder, ast.Attribute)
         and holder.attr == "__class__"
-        and isinstance(holder.value, ast.Name)
-        and holder.value.id == self_name
+        and dotted_name(holder.value) == self_name
     )
     other = dotted_name(test.comparators[0])
     if not own or other is None:
@@ -126,11 +122,7 @@ def _signature_of_self_method(node: ast.expr, self_name: str) -> str | None:
     if func is None or func.rpartition(".")[2] != "signature":
         return None
     target = call.args[0]
-    if (
-        isinstance(target, ast.Attribute)
-        and isinstance(target.value, ast.Name)
-        and target.value.id == self_name
-    ):
+    if isinstance(target, ast.Attribute) and dotted_name(target.value) == self_name:
         return target.attr
     return None
 
@@ -209,12 +201,8 @@ def call_guards(
             stack.append((stmt.body, 0, atoms + yes))
             stack.append((stmt.orelse, 0, atoms + no))
             continue
-        inner = blocks(stmt)
-        if not inner:
-            out.extend(Guard(line, col, atoms) for line, col in inside)
-            continue
         covered: set[tuple[int, int]] = set()
-        for block in inner:
+        for block in blocks(stmt):
             if block:
                 b_first = block[0].lineno
                 b_last = block[-1].end_lineno or block[-1].lineno

@@ -1,10 +1,7 @@
-"""The call signatures of the callables a decorated method returns (a property's value).
-
-``@cached_property def convert_value(self): return self._noop`` makes
-``self.convert_value(value, expression, connection)`` call what the property returns; a
-subclass may define the same name as a plain method taking those arguments. Read from the
-function's own ``return`` statements: a ``lambda``, ``self.<method of the class>`` or a
-module-level function of the file. Anything else (or no return) leaves the value unknown.
+"""The call signatures of the callables a decorated method returns (a property's value):
+``@cached_property def convert(self): return self._noop`` makes ``self.convert(x)`` call
+``_noop``. Read from the function's own ``return`` statements: a ``lambda``, ``self.<method>`` or a
+module-level function of the file; anything else (or no return) leaves the value unknown.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ import ast
 from collections.abc import Mapping
 
 from harness.overrides.facts.blocks import own_returns
-from harness.overrides.facts.signature import Param, Signature, parameters
+from harness.overrides.facts.signature import Param, Signature, dotted_name, parameters
 
 
 def _callable(
@@ -27,11 +24,7 @@ def _callable(
     if isinstance(value, ast.Name):
         function = functions.get(value.id)
         return None if function is None else parameters(function.args)
-    if (
-        isinstance(value, ast.Attribute)
-        and isinstance(value.value, ast.Name)
-        and value.value.id == self_name
-    ):
+    if isinstance(value, ast.Attribute) and dotted_name(value.value) == self_name:
         method = methods.get(value.attr)
         if method is None or method.is_property or method.is_async:
             return None

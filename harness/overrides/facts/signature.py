@@ -183,18 +183,17 @@ def canonical_decorator(node: ast.expr, aliases: Mapping[str, str]) -> str | Non
     return _KNOWN_DECORATORS.get(full)
 
 
+_POSITIONAL = (ParamKind.POSITIONAL_OR_KEYWORD, ParamKind.POSITIONAL_ONLY)  # by "before the /"
+
+
 def parameters(args: ast.arguments) -> tuple[Param, ...]:
     """The parameters of a ``def`` or ``lambda``, as written."""
-    params: list[Param] = []
-    positional = [*args.posonlyargs, *args.args]
-    first_default = len(positional) - len(args.defaults)
-    for i, arg in enumerate(positional):
-        kind = (
-            ParamKind.POSITIONAL_ONLY
-            if i < len(args.posonlyargs)
-            else ParamKind.POSITIONAL_OR_KEYWORD
-        )
-        params.append(Param(arg.arg, kind, i >= first_default))
+    only = len(args.posonlyargs)
+    first_default = only + len(args.args) - len(args.defaults)
+    params = [
+        Param(arg.arg, _POSITIONAL[i < only], i >= first_default)
+        for i, arg in enumerate([*args.posonlyargs, *args.args])
+    ]
     if args.vararg is not None:
         params.append(Param(args.vararg.arg, ParamKind.VAR_POSITIONAL, False))
     for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):

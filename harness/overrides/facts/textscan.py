@@ -9,7 +9,7 @@ import ast
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 
 from harness.overrides.facts.blocks import class_functions
@@ -40,8 +40,7 @@ class Locator:
 
     def __init__(self, text: str, spans: Sequence[tuple[int, int]]) -> None:
         self.text = text
-        order = sorted(range(len(spans)), key=lambda i: spans[i][0])
-        self.spans = [(spans[i][0], spans[i][1], i) for i in order]
+        self.spans = sorted([(*span, i) for i, span in enumerate(spans)], key=lambda s: s[0])
         self.firsts = [first for first, _, _ in self.spans]
         self.parents: list[int] = []
         """Per sorted span: the position of the nearest span enclosing it, or -1."""
@@ -203,10 +202,7 @@ def text_facts(
                 if callee and counts[attr] == 1 and callee.rpartition(".")[2][:1].isupper():
                     attrs[attr] = callee
         if "getattr(" in body:
-            for match in _GETATTR.finditer(body):
-                if match.group(1) not in ("self", "cls"):
-                    continue
-                constant, name = _name_argument(body[match.end() : match.end() + 120])
+            for match, constant, name in _lookups(body, own=True):
                 methods = methods or _Methods(node, body)
                 if constant:
                     found.add((name, methods.name(match.start())))
@@ -218,18 +214,20 @@ def text_facts(
     return typed, escapes, dynamic
 
 
+def _lookups(text: str, own: bool) -> Iterator[tuple[re.Match[str], bool, str]]:
+    """The ``getattr(`` calls of ``text`` on ``self``/``cls`` (``own``) or on other receivers,
+    each with :func:`_name_argument` of the name it looks up."""
+    for match in _GETATTR.finditer(text):
+        if (match.group(1) in ("self", "cls")) == own:
+            yield (match, *_name_argument(text[match.end() : match.end() + 120]))
+
+
 def global_prefixes(code: str) -> list[str]:
     """Name prefixes of ``getattr(obj, "prefix" + name)`` on receivers other than self/cls."""
-    out: list[str] = []
     if "getattr(" not in code:
-        return out
-    for match in _GETATTR.finditer(code):
-        if match.group(1) in ("self", "cls"):
-            continue
-        constant, prefix = _name_argument(code[match.end() : match.end() + 120])
-        if not constant and len(prefix.strip("_")) >= MIN_PREFIX:
-            out.append(prefix)
-    return out
+        return []
+    found = _lookups(code, own=False)
+    return [p for _, constant, p in found if not constant and len(p.strip("_")) >= MIN_PREFIX]
 
 
 def foreign_calls(

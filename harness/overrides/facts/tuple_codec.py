@@ -36,66 +36,47 @@ class _Writer:
         self.namespace.setdefault(name, obj if value is None else value)
         return name
 
-    def encode(self, hint: Any, var: str) -> str | None:
-        """An expression encoding ``var`` of type ``hint``; ``None`` when it passes unchanged."""
+    def convert(self, hint: Any, var: str, encoding: bool) -> str | None:
+        """An expression encoding ``var`` of type ``hint`` (decoding it into ``hint``, unless
+        ``encoding``); ``None`` when it passes unchanged."""
         shape = _shape(hint)
-        if shape == "plain":
-            return None
         if shape == "enum":
-            return f"int({var})"
+            return (
+                f"int({var})"
+                if encoding
+                else f"{self.ref('E', hint, {int(m): m for m in hint})}[{var}]"
+            )
         if shape == "frozenset":
-            return f"tuple(sorted({var}))"
+            return f"tuple(sorted({var}))" if encoding else f"frozenset({var})"
         if shape == "tuple":
             item = typing.get_args(hint)[0]
             if _shape(item) == "namedtuple":  # rows unpacked: no attribute lookups
                 names = [self.fresh() for _ in item._fields]
-                fields = typing.get_type_hints(item)
-                parts = [
-                    self.encode(fields[f], n) for f, n in zip(item._fields, names, strict=True)
-                ]
-                if any(p is not None for p in parts):
-                    row = ", ".join(p or n for p, n in zip(parts, names, strict=True))
-                    return f"tuple([({row},) for ({', '.join(names)},) in {var}])"
-            name = self.fresh()
-            inner = self.encode(item, name)
-            return None if inner is None else f"tuple([{inner} for {name} in {var}])"
-        fields = typing.get_type_hints(hint)
-        values = [self.encode(fields[f], f"{var}.{f}") or f"{var}.{f}" for f in hint._fields]
-        if all(v == f"{var}.{f}" for v, f in zip(values, hint._fields, strict=True)):
-            return f"tuple({var})"
-        return f"({', '.join(values)},)"
-
-    def decode(self, hint: Any, var: str) -> str | None:
-        """An expression decoding ``var`` into ``hint``; ``None`` when it passes unchanged."""
-        shape = _shape(hint)
-        if shape == "plain":
-            return None
-        if shape == "enum":
-            return f"{self.ref('E', hint, {int(m): m for m in hint})}[{var}]"
-        if shape == "frozenset":
-            return f"frozenset({var})"
-        if shape == "tuple":
-            item = typing.get_args(hint)[0]
-            if _shape(item) == "namedtuple":
-                names = [self.fresh() for _ in item._fields]
-                row = self.row(item, names)
+                row = self.row(item, names, encoding)
                 if row is not None:
                     return f"tuple([{row} for ({', '.join(names)},) in {var}])"
             name = self.fresh()
-            inner = self.decode(item, name)
+            inner = self.convert(item, name, encoding)
             return None if inner is None else f"tuple([{inner} for {name} in {var}])"
+        if shape == "plain":
+            return None
+        if encoding:
+            return self.row(hint, [f"{var}.{f}" for f in hint._fields], True) or f"tuple({var})"
         names = [f"{var}[{i}]" for i in range(len(hint._fields))]
-        return self.row(hint, names) or f"_new({self.ref('T', hint)}, {var})"
+        return self.row(hint, names, False) or f"_new({self.ref('T', hint)}, {var})"
 
-    def row(self, hint: Any, names: list[str]) -> str | None:
-        """``hint`` rebuilt from its fields' encodings held in ``names``, or ``None`` if they
-        all pass unchanged (the encoded row is then the decoded one's content)."""
+    def row(self, hint: Any, names: list[str], encoding: bool) -> str | None:
+        """``hint``'s fields held in ``names``, converted, as a tuple (decoding: rebuilt into
+        ``hint``), or ``None`` if they all pass unchanged (the encoded row is then the decoded
+        one's content)."""
         fields = typing.get_type_hints(hint)
-        parts = [self.decode(fields[f], n) for f, n in zip(hint._fields, names, strict=True)]
+        parts = [
+            self.convert(fields[f], n, encoding) for f, n in zip(hint._fields, names, strict=True)
+        ]
         if all(p is None for p in parts):
             return None
-        values = ", ".join(p or n for p, n in zip(parts, names, strict=True))
-        return f"_new({self.ref('T', hint)}, ({values},))"
+        values = f"({', '.join(p or n for p, n in zip(parts, names, strict=True))},)"
+        return values if encoding else f"_new({self.ref('T', hint)}, {values})"
 
 
 def _shape(hint: Any) -> str:
@@ -122,14 +103,14 @@ def _shape(hint: Any) -> str:
 def compile_codec(hint: Any) -> Codec:
     """The encoder and decoder of ``hint``: a NamedTuple or ``tuple[NamedTuple, ...]``."""
     writer = _Writer()
-    encoded = writer.encode(hint, "value") or "value"
+    encoded = writer.convert(hint, "value", True) or "value"
     unpack = ""
     if _shape(hint) == "namedtuple":  # unpacked, so that a row of the wrong length raises
         names = [writer.fresh() for _ in hint._fields]
         unpack = f"    ({', '.join(names)},) = value\n"
-        decoded = writer.row(hint, names) or f"_new({writer.ref('T', hint)}, value)"
+        decoded = writer.row(hint, names, False) or f"_new({writer.ref('T', hint)}, value)"
     else:
-        decoded = writer.decode(hint, "value") or "value"
+        decoded = writer.convert(hint, "value", False) or "value"
     source = f"def encode(value):\n    return {encoded}\n"
     source += f"def decode(value):\n{unpack}    return {decoded}\n"
     exec(compile(source, f"<positional codec of {hint!r}>", "exec"), writer.namespace)

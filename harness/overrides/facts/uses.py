@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from harness.overrides.facts.signature import dotted_name
+
 _INERT_BUILTINS = frozenset(
     {"isinstance", "issubclass", "hasattr", "getattr", "len", "type", "id", "repr", "str",
      "bool", "print", "sorted", "list", "tuple", "set", "dict", "iter", "next", "any", "all"}
@@ -183,43 +185,37 @@ class Flow:
                     self._attributes.setdefault(node.attr, []).append(node)
         return self._attributes.get(attr, [])
 
-    def destinations(self, node: ast.AST, me: str) -> frozenset[str] | None:
+    def destinations(
+        self, node: ast.AST, me: str, seen: set[str] | None = None
+    ) -> frozenset[str] | None:
         """Where the value of ``node`` (a bound method, ``self`` named ``me``) goes:
         :data:`RETURNED` and ``STORED + name``; empty when every use is inert; ``None`` when it may
-        go anywhere else."""
-        return _destinations(node, self.parents, self.loads, me, set())
-
-
-def _destinations(
-    node: ast.AST, parents: Parents, loads: dict[str, list[ast.Name]], me: str, seen: set[str]
-) -> frozenset[str] | None:
-    parent = parents.get(id(node))
-    while (isinstance(parent, ast.IfExp) and parent.test is not node) or (
-        isinstance(parent, ast.BoolOp) and not tested(parent, parents)
-    ):
-        node, parent = parent, parents.get(id(parent))  # the value passes through
-    if isinstance(parent, ast.Return):
-        return frozenset({RETURNED})
-    if isinstance(parent, ast.Assign | ast.AnnAssign) and parent.value is node:
-        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-        out: set[str] = set()
-        for target in targets:
-            if (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == me
-            ):
-                out.add(STORED + target.attr)
-            elif isinstance(target, ast.Name):
-                if target.id in seen:
-                    continue
-                seen.add(target.id)
-                for use in loads.get(target.id, ()):
-                    found = _destinations(use, parents, loads, me, seen)
-                    if found is None:
-                        return None
-                    out.update(found)
-            else:
-                return None
-        return frozenset(out)
-    return frozenset() if inert(node, parents, changes=False) else None
+        go anywhere else (``seen``: the local names already followed)."""
+        parents = self.parents
+        parent = parents.get(id(node))
+        while (isinstance(parent, ast.IfExp) and parent.test is not node) or (
+            isinstance(parent, ast.BoolOp) and not tested(parent, parents)
+        ):
+            node, parent = parent, parents.get(id(parent))  # the value passes through
+        if isinstance(parent, ast.Return):
+            return frozenset({RETURNED})
+        if isinstance(parent, ast.Assign | ast.AnnAssign) and parent.value is node:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            seen = set() if seen is None else seen
+            out: set[str] = set()
+            for target in targets:
+                if isinstance(target, ast.Attribute) and dotted_name(target.value) == me:
+                    out.add(STORED + target.attr)
+                elif isinstance(target, ast.Name):
+                    if target.id in seen:
+                        continue
+                    seen.add(target.id)
+                    for use in self.loads.get(target.id, ()):
+                        found = self.destinations(use, me, seen)
+                        if found is None:
+                            return None
+                        out.update(found)
+                else:
+                    return None
+            return frozenset(out)
+        return frozenset() if inert(node, parents, changes=False) else None

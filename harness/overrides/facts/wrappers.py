@@ -19,7 +19,7 @@ from harness.overrides.facts.signature import (
     canonical_decorator,
     dotted_name,
     first_param,
-    from_function,
+    parameters,
 )
 
 
@@ -29,9 +29,8 @@ def unknown_decorators(
     out: list[str] = []
     for dec in func.decorator_list:
         if canonical_decorator(dec, aliases) is None:
-            called = isinstance(dec, ast.Call)
             name = dotted_name(dec.func if isinstance(dec, ast.Call) else dec)
-            out.append("?" if name is None else f"{name}()" if called else name)
+            out.append("?" if name is None else f"{name}()" if isinstance(dec, ast.Call) else name)
     return tuple(out)
 
 
@@ -53,30 +52,19 @@ def descriptor_kind(node: ast.ClassDef) -> int:
 def _returned_function(
     func: ast.FunctionDef | ast.AsyncFunctionDef,
 ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The nested function ``func`` returns: ``return inner``, ``return
-    updatewrapper_of(inner, fn)`` or ``return wraps(fn)(inner)``."""
+    """The nested function ``func`` returns: ``return inner``, ``return update_wrapper(inner,
+    fn)`` or ``return wraps(fn)(inner)``."""
     inner = {s.name: s for s in func.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if not inner or not func.body or not isinstance(func.body[-1], ast.Return):
+    if not inner or not isinstance(func.body[-1], ast.Return):
         return None
     value = func.body[-1].value
-    name: str | None = None
-    if isinstance(value, ast.Name):
-        name = value.id
-    elif isinstance(value, ast.Call):
-        callee = dotted_name(value.func)
-        if callee is not None and callee.rpartition(".")[2] == "update_wrapper" and value.args:
-            first = value.args[0]
-            name = first.id if isinstance(first, ast.Name) else None
-        elif isinstance(value.func, ast.Call) and value.args:
-            outer = dotted_name(value.func.func)
-            first = value.args[0]
-            if (
-                outer is not None
-                and outer.rpartition(".")[2] == "wraps"
-                and isinstance(first, ast.Name)
-            ):
-                name = first.id
-    return inner.get(name) if name is not None else None
+    if isinstance(value, ast.Call) and value.args:
+        outer = value.func.func if isinstance(value.func, ast.Call) else None
+        callee = dotted_name(value.func if outer is None else outer)
+        wanted = "update_wrapper" if outer is None else "wraps"
+        if callee is not None and callee.rpartition(".")[2] == wanted:
+            value = value.args[0]
+    return inner.get(value.id) if isinstance(value, ast.Name) else None
 
 
 def wrapper_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
@@ -93,21 +81,21 @@ def wrapper_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Wrapper | None:
     wrapped = first_param(holder)
     if wrapped is None or not _uses(inner, wrapped):
         return None
-    params = from_function(inner, {}).params
+    params = parameters(inner.args)
     kinds = {p.kind for p in params}
     passthrough = ParamKind.VAR_POSITIONAL in kinds and ParamKind.VAR_KEYWORD in kinds
     if passthrough and inner.args.kwarg is not None:  # popped keywords: before **kwargs (last)
-        popped = popped_keywords(inner, inner.args.kwarg.arg)
         names = {p.name for p in params}
-        extra = [Param(n, ParamKind.KEYWORD_ONLY, d) for n, d in popped.items() if n not in names]
+        popped = popped_keywords(inner, inner.args.kwarg.arg)
+        extra = [Param(n, ParamKind.KEYWORD_ONLY, True) for n in popped if n not in names]
         params = (*params[:-1], *extra, params[-1])
     return Wrapper(func.name, func.lineno, params, factory, passthrough)
 
 
-def popped_keywords(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> dict[str, bool]:
-    """Keywords ``func`` takes out of its ``**kwargs`` (``kwargs.pop("k", ...)``), each
-    optional: the wrapped function never receives them."""
-    out: dict[str, bool] = {}
+def popped_keywords(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> list[str]:
+    """Keywords ``func`` takes out of its ``**kwargs`` (``kwargs.pop("k", ...)``), in order, each
+    once: the wrapped function never receives them (absent, it is a KeyError, not a TypeError)."""
+    out: dict[str, None] = {}
     for stmt in func.body:
         for node in ast.walk(stmt):
             if (
@@ -121,17 +109,14 @@ def popped_keywords(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -
                 and isinstance(node.args[0].value, str)
                 and not node.keywords
             ):
-                out[node.args[0].value] = True  # absent, it is a KeyError, not a TypeError
-    return out
+                out[node.args[0].value] = None
+    return list(out)
 
 
 def _uses(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     """Whether ``func``'s body calls ``name`` or passes it to a call, ``name`` coming from an
-    enclosing scope (``fn(*args)``, ``_switch_db(db, conn, fn, ...)``)."""
-    args = func.args
-    own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    own.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
-    if name in own:
+    enclosing scope (``fn(*args)``, ``run(fn, ...)``)."""
+    if any(p.name == name for p in parameters(func.args)):
         return False
 
     def named(node: ast.expr) -> bool:

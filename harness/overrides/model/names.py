@@ -162,9 +162,8 @@ class NameBinding:
         return target
 
     def builtin_name(self, module: ModuleInfo, name: str, depth: int = 0) -> str | None:
-        """The standard-library name that ``name`` stands for in ``module`` through aliases
-        and imports (``property`` for ``cache_readonly`` imported from a stub that says
-        ``cache_readonly = property``), when the chain ends there."""
+        """The standard-library name that ``name`` stands for in ``module`` through aliases and
+        imports (``property`` for ``readonly`` from a module saying ``readonly = property``)."""
         if depth > _MAX_DEPTH or name in module.classes or name in module.functions:
             return None
         alias = module.aliases.get(name)
@@ -361,11 +360,12 @@ class NameBinding:
         qualname = cls.summary.qualname
         outer = qualname.rpartition(".")[0]
         if outer:
-            enclosing = self._class_at(cls.module, outer)
-            inner = None if enclosing is None else enclosing.nested.get(head)
+            first, *inside = outer.split(".")
+            enclosing = self._follow(cls.module.classes.get(first), inside, 0)
+            inner = enclosing.nested.get(head) if isinstance(enclosing, ClassInfo) else None
             if inner is not None and inner.summary.line < cls.summary.line:
                 return self._follow(inner, rest, 0)
-        top = self._class_at(cls.module, qualname.partition(".")[0])
+        top = cls.module.classes.get(qualname.partition(".")[0])
         line = cls.summary.line if top is None else top.summary.line
         for binding in reversed(cls.module.bindings.get(head, ())):
             if binding.line >= line:
@@ -408,10 +408,3 @@ class NameBinding:
                 if found is not None:
                     return self._follow(found, rest, depth)
         return self._resolve_dotted(module, binding.alias, depth + 1)
-
-    def _class_at(self, module: ModuleInfo, qualname: str) -> ClassInfo | None:
-        head, *rest = qualname.split(".")
-        found: ClassInfo | None = module.classes.get(head)
-        for part in rest:
-            found = None if found is None else found.nested.get(part)
-        return found

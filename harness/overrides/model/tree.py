@@ -65,13 +65,12 @@ class ClassInfo:
     nested: dict[str, ClassInfo] = field(default_factory=lambda: {})
     unresolved_bases: bool = False
     unresolved: list[str] = field(default_factory=lambda: [])
-    """The bases as written that resolve to no class (``MLACommonMetadataBuilder``)."""
+    """The bases as written that resolve to no class."""
     previous: ClassInfo | None = None
     """An earlier class of the same name in the same scope (``class A(A)`` refers to it)."""
     alternatives: list[tuple[ClassInfo, str, tuple[int, ...]]] = field(default_factory=lambda: [])
-    """Bases whose name the module binds to different classes before the ``class`` statement
-    (``if backend == "jax": from .jax import Trainer`` ``elif ...``): the one read, the name
-    as written, and the lines of its bindings."""
+    """Bases whose name the module binds to different classes before the ``class`` statement (``if
+    fast: from .fast import Base`` ``else: ...``): the one read, the name, the binding lines."""
     facts: ClassFacts | None = None
     """Dispatch facts (escapes, dynamic dispatch, descriptors, decorators), if any."""
     opaque: set[str] = field(default_factory=lambda: set())
