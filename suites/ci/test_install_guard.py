@@ -59,7 +59,10 @@ def test_the_guard_stops_a_real_resolution_that_picks_pypis_cuda_torch(tmp_path:
         timeout=600,
         cwd=tmp_path,
     )
-    if done.returncode not in (0, 1):
-        pytest.skip(f"the package index is not reachable: {done.stderr.strip()[-200:]}")
+    said = done.stderr.strip().splitlines() or [""]
+    if done.returncode not in (0, 1) or said[-1].startswith("ERROR:"):  # pip's own failure
+        pytest.skip(
+            f"pip cannot resolve torch==2.7.0 here (no index, or none reachable): {said[-1]}"
+        )
     assert done.returncode == 1, done.stderr
-    assert done.stderr.strip().splitlines()[-1].startswith("make install: refusing to pull")
+    assert said[-1].startswith("make install: refusing to pull")
