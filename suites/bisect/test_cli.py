@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -144,8 +143,8 @@ def test_the_overrides_check_with_harness_found_on_pythonpath_only(
     assert report["status"] == "found" and report["first_bad"] == shas[10] and not report["skipped"]
 
 
-def _bisect_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("harness-bisect-*")}
+def _bisect_dirs(temp: Path) -> list[Path]:
+    return list(temp.glob("harness-bisect-*"))
 
 
 def _alive(token: str) -> bool:
@@ -162,11 +161,12 @@ def _alive(token: str) -> bool:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc to find the check's process")
 def test_ctrl_c_mid_run_leaves_no_worktree_and_no_check_running(
-    repo: tuple[Path, list[str]],
+    repo: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
     path, shas = repo
     token = f"harness-bisect-test-{os.getpid()}"
-    before = _bisect_dirs()
+    temp = tmp_path / "temp"  # its own: a bisect run beside this test cannot be taken for its
+    temp.mkdir()
     exe = Path(sys.executable).with_name("harness")
     process = subprocess.Popen(
         [
@@ -186,16 +186,18 @@ def test_ctrl_c_mid_run_leaves_no_worktree_and_no_check_running(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "TMPDIR": str(temp)},
     )
     deadline = time.monotonic() + 60
     while not _alive(token) and time.monotonic() < deadline:  # wait for step 1's check to run
         time.sleep(0.05)
     assert _alive(token), "the check never started"
+    assert _bisect_dirs(temp), "the run made no worktree directory where the test looks"
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=300)  # a hang guard, not a speed limit
     assert process.returncode == 130, err
     assert "harness: interrupted" in err
     assert git(path, "worktree", "list").count("\n") == 1
-    assert _bisect_dirs() <= before
+    assert not _bisect_dirs(temp)
     time.sleep(0.2)
     assert not _alive(token), "the check's process group was not killed"
