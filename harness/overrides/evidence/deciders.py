@@ -27,12 +27,16 @@ class ConditionDecider(Protocol):
 
 
 def deciders(
-    project: Project, reach: Reach, tree_of: Callable[[str], ast.Module | None]
+    project: Project,
+    reach: Reach,
+    named: NamedClasses,
+    tree_of: Callable[[str], ast.Module | None],
 ) -> list[ConditionDecider]:
-    """Every decider, in the order they are asked (the cheapest first)."""
+    """Every decider, in the order they are asked (the cheapest first); ``named`` is shared with
+    the caller, which asks it about keywords callers leave unstated (one cache for both)."""
     return [
         RunTimeConstants(),
         ClassConstants(project, reach, tree_of),
-        NamedClasses(project, tree_of),
+        named,
         NoneLocals(project, tree_of),
     ]

@@ -94,7 +94,7 @@ class EvidenceIndex:
         tree = self._files.tree  # not a method of the index: the deciders hold no cycle
         self.reach = Reach(project, self.calls, lambda reach: Bound(reach, tree).taken)
         self._named = NamedClasses(project, tree)
-        self._deciders = deciders(project, self.reach, tree)
+        self._deciders = deciders(project, self.reach, self._named, tree)
         """Each decides conditions of one kind, asked in turn (:mod:`.deciders`)."""
         self._raisers = Raisers(project, tree)
         self._replacing = Replacing(project, tree)
