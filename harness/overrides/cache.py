@@ -138,7 +138,7 @@ def read_framed(
     """The payload :func:`write_framed` wrote with this ``header``, or ``None`` if the file
     is missing, unreadable, corrupt, from another version, or not ``valid``."""
     try:
-        with open(os.path.join(os.path.join(directory, _SUBDIR), name), "rb") as handle:
+        with open(os.path.join(directory, _SUBDIR, name), "rb") as handle:
             raw = handle.read()
     except OSError:
         return None
@@ -155,8 +155,8 @@ def read_framed(
 
 def write_framed(directory: str, name: str, header: tuple[Any, ...], payload: Any) -> None:
     """Write ``payload`` atomically under ``directory``; any failure leaves no cache behind."""
-    target = os.path.join(os.path.join(directory, _SUBDIR), name)
-    tmp = os.path.join(os.path.join(directory, _SUBDIR), f".{name}.{os.getpid()}.tmp")
+    target = os.path.join(directory, _SUBDIR, name)
+    tmp = os.path.join(directory, _SUBDIR, f".{name}.{os.getpid()}.tmp")
     try:
         _prepare(directory)
         body = marshal.dumps((header, payload))

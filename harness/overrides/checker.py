@@ -30,6 +30,7 @@ from harness.overrides.findings import Finding, Severity
 from harness.overrides.result_cache import ResultStore, fingerprint
 
 if TYPE_CHECKING:
+    from harness.overrides.baseline import StaleEntry
     from harness.overrides.external import Environment
 
 
@@ -107,83 +108,80 @@ def check(
     enabled = gc.isenabled()
     gc.disable()  # tens of thousands of small tuples; cyclic GC only costs time here
     try:
-        started = time.perf_counter()
-        cwd = os.path.abspath(options.cwd or os.getcwd())
-        roots = list(paths) or ["."]
-        missing = tuple(p for p in changed or () if not os.path.lexists(p))
-        present = [p for p in changed or () if p not in missing]
-        ex = options.excluder  # a changed file the configuration excludes is left out
-        excluded = tuple(
-            p for p in present if ex is not None and ex.excluded_below(p, scanned_root(p, roots))
-        )
-        present = [p for p in present if p not in excluded]
-        files, unreadable = discover([*roots, *present], cwd, options.excluder)
-        changed_paths = None if changed is None else sorted(_changed_files(files, present))
-        deleted = frozenset(name for p in missing for name in module_names(p, roots, cwd))
-        cache_dir = locate(options.cache_dir, roots, cwd)
-        env: Environment | None = None
-        if options.external:  # where bases outside the tree are read from
-            from harness.overrides.external import environment
-
-            try:
-                env = environment(options.python, cwd)
-            except ValueError as exc:
-                raise HarnessError(str(exc)) from None
-        sources, unread = read_sources(files)
-        unreadable = [*unreadable, *unread]
-        key = fingerprint(
-            __version__,
-            sys.version,  # the grammar, and so what parses, is the interpreter's
-            str(SCHEMA),
-            code_version(),
-            cwd,
-            "\0".join(sorted(os.path.abspath(r) for r in roots)),
-            None if changed_paths is None else "\0".join(changed_paths),
-            "\0".join(sorted(deleted)),
-            ",".join(sorted(options.select)),
-            None if options.excluder is None else "\0".join(options.excluder.patterns),
-            str(options.external),
-            None if env is None else "\0".join((env.version, *env.search)),
-        )
-        print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
-            tuple((s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources),
-            tuple(f"{u.display}:{u.reason}" for u in unreadable),
-        )
-        store = ResultStore(cache_dir)
-        findings = store.get(key, print_)
-        stats = Stats(len(files), reused=findings is not None, excluded=excluded, missing=missing)
-        stats.environment = "" if env is None else env.describe()
-        if findings is None:
-            options = replace(options, roots=tuple(roots))
-            findings = _analyze(
-                sources, unreadable, changed_paths, deleted, cache_dir, options, stats, env
-            )
-            store.put(key, print_, findings, stats.external)
-        if options.baseline is not None:
-            from harness.overrides import baseline as baseline_mod
-
-            entries = baseline_mod.read(options.baseline)
-            shown = display_path(options.baseline, cwd)
-            stale = [] if changed is not None else baseline_mod.stale(shown, entries, findings)
-            findings = baseline_mod.filter_new(findings, baseline_mod.keys(entries))
-            if stale:  # entries no finding uses: findings at their line in the baseline file
-                from harness.overrides.analysis import located
-                from harness.overrides.rules import RuleSet
-
-                rules = RuleSet(options.select)
-                findings += [
-                    located(rule, issue, entry.path, entry.line, 1)
-                    for entry in stale
-                    for rule, issue in rules.check(entry)
-                ]
-        if options.ignore:
-            findings = [f for f in findings if f.code not in options.ignore]
-        findings.sort(key=Finding.sort_key)
-        stats.seconds = time.perf_counter() - started
-        return CheckResult(findings, stats)
+        return _check(paths, changed, options)
     finally:
         if enabled:
             gc.enable()
+
+
+def _check(
+    paths: Sequence[str], changed: Sequence[str] | None, options: CheckOptions
+) -> CheckResult:
+    started = time.perf_counter()
+    cwd = os.path.abspath(options.cwd or os.getcwd())
+    roots = list(paths) or ["."]
+    missing = tuple(p for p in changed or () if not os.path.lexists(p))
+    present = [p for p in changed or () if p not in missing]
+    ex = options.excluder  # a changed file the configuration excludes is left out
+    excluded = tuple(
+        p for p in present if ex is not None and ex.excluded_below(p, scanned_root(p, roots))
+    )
+    present = [p for p in present if p not in excluded]
+    files, unreadable = discover([*roots, *present], cwd, options.excluder)
+    changed_paths = None if changed is None else sorted(_changed_files(files, present))
+    deleted = frozenset(name for p in missing for name in module_names(p, roots, cwd))
+    cache_dir = locate(options.cache_dir, roots, cwd)
+    env: Environment | None = None
+    if options.external:  # where bases outside the tree are read from
+        from harness.overrides.external import environment
+
+        try:
+            env = environment(options.python, cwd)
+        except ValueError as exc:
+            raise HarnessError(str(exc)) from None
+    sources, unread = read_sources(files)
+    unreadable = [*unreadable, *unread]
+    key = fingerprint(
+        __version__,
+        sys.version,  # the grammar, and so what parses, is the interpreter's
+        str(SCHEMA),
+        code_version(),
+        cwd,
+        "\0".join(sorted(os.path.abspath(r) for r in roots)),
+        None if changed_paths is None else "\0".join(changed_paths),
+        "\0".join(sorted(deleted)),
+        ",".join(sorted(options.select)),
+        None if options.excluder is None else "\0".join(options.excluder.patterns),
+        str(options.external),
+        None if env is None else "\0".join((env.version, *env.search)),
+    )
+    print_ = fingerprint(  # names too: a symlink added elsewhere can add an import name
+        tuple((s.file.display, s.hash, s.file.module, *s.file.aliases) for s in sources),
+        tuple(f"{u.display}:{u.reason}" for u in unreadable),
+    )
+    store = ResultStore(cache_dir)
+    findings = store.get(key, print_)
+    stats = Stats(len(files), reused=findings is not None, excluded=excluded, missing=missing)
+    stats.environment = "" if env is None else env.describe()
+    if findings is None:
+        options = replace(options, roots=tuple(roots))
+        findings = _analyze(
+            sources, unreadable, changed_paths, deleted, cache_dir, options, stats, env
+        )
+        store.put(key, print_, findings, stats.external)
+    if options.baseline is not None:
+        from harness.overrides import baseline as baseline_mod
+
+        entries = baseline_mod.read(options.baseline)
+        shown = display_path(options.baseline, cwd)
+        stale = [] if changed is not None else baseline_mod.stale(shown, entries, findings)
+        findings = baseline_mod.filter_new(findings, baseline_mod.keys(entries))
+        findings.extend(_stale_findings(stale, options.select))
+    if options.ignore:
+        findings = [f for f in findings if f.code not in options.ignore]
+    findings.sort(key=Finding.sort_key)
+    stats.seconds = time.perf_counter() - started
+    return CheckResult(findings, stats)
 
 
 def _analyze(
@@ -284,3 +282,18 @@ def _changed_files(files: Sequence[SourceFile], changed: Sequence[str]) -> set[s
         if f.real in wanted
         or (prefixes and (f.path.startswith(prefixes) or f.real.startswith(prefixes)))
     }
+
+
+def _stale_findings(stale: Sequence[StaleEntry], select: frozenset[str]) -> list[Finding]:
+    """Baseline entries no finding uses, as findings at their line in the baseline file."""
+    if not stale:
+        return []
+    from harness.overrides.analysis import located
+    from harness.overrides.rules import RuleSet
+
+    rules = RuleSet(select)
+    return [
+        located(rule, issue, entry.path, entry.line, 1)
+        for entry in stale
+        for rule, issue in rules.check(entry)
+    ]
