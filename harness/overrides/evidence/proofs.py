@@ -358,13 +358,11 @@ class _Prover:
     ) -> None:
         self.project = project = index.project
         self.reach = index.reach
-        self.cls, self.name, self.override, self.base, self.within = (
-            cls,
-            name,
-            override,
-            base,
-            within,
-        )
+        self.name = name
+        self.cls = cls
+        self.override = override
+        self.base = base
+        self.within = within
         self.qualname = f"{cls.qualname}.{name}"
         self.inheritors = [
             x
