@@ -155,13 +155,6 @@ Holds = Callable[[object], "bool | None"]
 """Whether a test holds for a value of the attribute it reads (``None``: not decidable)."""
 
 
-def constant_tests(test: ast.expr | None, value: bool) -> list[tuple[str, Holds]]:
-    """The ``self.x`` tests that must be ``value`` for ``test`` to be: ``self.x`` itself, and
-    ``self.x <op> <literal>`` (either side; ``in`` a tuple, list or set of literals), each
-    with a function saying whether it holds for a given value of ``self.x``."""
-    return necessary(test, value, _constant_test)
-
-
 def _literal(node: ast.expr) -> tuple[bool, object]:
     if isinstance(node, ast.Constant):
         return True, node.value
@@ -173,6 +166,8 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
 
 
 def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
+    """``self.x`` or ``self.x <op> <literal>`` (either side; ``in`` a tuple, list or set of
+    literals) that must be ``value``: ``x``, and whether it is for a given value of ``self.x``."""
     attr = _self_attr(test)
     if attr is not None:
         return [(attr, lambda c: bool(c) == value)]
@@ -212,7 +207,7 @@ class ClassConstants:
     ) -> str | None:
         """Why ``test`` cannot be ``value`` for an ``x``: a ``self.<attr>`` it needs is a class
         constant (:meth:`constant_for`) for which it does not hold."""
-        for attr, holds in constant_tests(test, value):
+        for attr, holds in necessary(test, value, _constant_test):
             constant = self.constant_for(x, attr)
             if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
                 return constant[1]

@@ -104,11 +104,8 @@ class EvidenceIndex:
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach cycle, so reference counting
         frees the project; the index is unusable afterwards."""
-        self._by_method.clear()
-        self._callers.clear()
-        self._forwarded.clear()
-        self._files.clear()
-        self._picked.clear()
+        for table in (self._by_method, self._callers, self._forwarded, self._files, self._picked):
+            table.clear()
         self.reach.release()
 
     def calls(self, name: str) -> list[CallEntry]:
