@@ -1,6 +1,5 @@
-"""``if self.NUM_EDGES == 0:`` decided for a class from the literal the first class of its MRO
-binding ``NUM_EDGES`` gives it, when no method that may run, nor any file on another object,
-changes it."""
+"""``if self.N == 0:`` decided for a class from the literal its MRO binds ``N`` to first, when no
+method that may run, nor any file on another object, changes it."""
 
 from __future__ import annotations
 
@@ -214,10 +213,9 @@ class ClassConstants:
         return None
 
     def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
-        """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it raises),
-        with why: the literal the first class of the MRO binding ``attr`` gives it (``NUM_EDGES =
-        2``), or, for an upper-case name no class can supply, :data:`UNSET`; and no method that may
-        run for an ``x``, nor any file on another object, changes it."""
+        """The value ``self.<attr>`` always has for an ``x``, with why: the literal the MRO binds it
+        to first (``N = 2``), or :data:`UNSET` for an upper-case name no class can supply; and no
+        method that may run for an ``x``, nor any file on another object, changes it."""
         project = self.project
         if not project.fully_resolved(x) or self._stores.stored(attr, others=True):
             return None
@@ -256,9 +254,8 @@ class ClassConstants:
         return found
 
     def _no_call_names(self, method: str, attr: str) -> bool:
-        """Whether no call of ``method`` can pass a keyword ``attr``: ``attr`` is private (users pass
-        no such keyword) and every call of that name in the tree spells out its keywords, none
-        ``attr``."""
+        """Whether no call of ``method`` can pass a keyword ``attr``: a private one (users pass no
+        such keyword) that no call of that name in the tree passes, all spelling out keywords."""
         return attr.startswith("_") and all(
             not call.starstar and attr not in call.keywords
             for call, _, _ in self.reach.calls(method)

@@ -172,8 +172,7 @@ class EvidenceIndex:
         within: ClassInfo | None = None,
     ) -> list[Proof]:
         """Calls that reach ``cls``'s ``name`` and that its signature rejects (and ``base``'s
-        accepts), best first; with ``within``, only calls on instances of that class or its
-        subclasses."""
+        accepts), best first; with ``within``, only calls on instances of that class or below."""
         if override.is_property:
             return []
         calls = self.calls(name)
@@ -205,9 +204,8 @@ class EvidenceIndex:
         return out
 
     def _escapes_handler(self, proof: Proof, expected: str | None) -> bool:
-        """Whether a handler around ``proof``'s call catches ``expected`` (the exception an
-        always-raising override raises) but not a ``TypeError``: then the ``TypeError``
-        escapes where the override's own exception was handled."""
+        """Whether a handler around ``proof``'s call catches ``expected`` (what an always-raising
+        override raises) but not a ``TypeError``, which then escapes where the other was handled."""
         if not expected:
             return False
         handlers = (

@@ -92,7 +92,7 @@ class Reach:
         """Method name -> ``(class, method)`` where ``self.<name>`` escapes (``""``: in the
         class body)."""
         self._dynamic: list[tuple[ClassInfo, str, str]] = []
-        """``(class, prefix, method)``: a ``getattr(self, <prefix> + ...)`` in the class's method."""
+        """``(class, prefix, method)``: ``getattr(self, <prefix> + ...)`` in the class's method."""
         for cls in project.all_classes():
             if cls.facts is not None:
                 for name, where in cls.facts.escapes:
@@ -329,8 +329,7 @@ class Reach:
 
     def _unread_interface(self, x: ClassInfo, method: str) -> bool:
         """Whether ``method`` belongs to the interface of an unread base of ``x``: most (and at
-        least two) of the tree's classes deriving from that base directly define it, as ``forward``
-        under ``nn.Module``."""
+        least two) of the tree's classes deriving from that base directly define it."""
         for base in {b.rpartition(".")[2] for c in self.project.mro(x) for b in c.unresolved}:
             key = (base, method)
             known = self._interface.get(key)
