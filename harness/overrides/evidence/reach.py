@@ -107,10 +107,9 @@ class Reach:
     def release(self) -> None:
         """Drop what was gathered and the two callables (reference cycles); unusable afterwards."""
         del self.calls, self.taken  # each refers back to this reach's owner or to it
-        for table in (self.foreign, self.guards, self.escaping, self._memo, self._interface):
+        gathered = (self.foreign, self.guards, self.escaping, self._children, self._dynamic)
+        for table in (*gathered, self._memo, self._interface):
             table.clear()
-        self._children.clear()
-        self._dynamic.clear()
 
     # -- the question ----------------------------------------------------------------------
 
