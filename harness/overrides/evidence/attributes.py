@@ -1,7 +1,5 @@
-"""Where the tree may read or change an attribute: a query over the
-:class:`~harness.overrides.summary.AttributeNames` of every file's summary, so "is ``.x`` written
-anywhere" reads only the files that name ``x``.
-"""
+"""Where the tree may read or change an attribute, asked of each file's summary
+(:class:`~harness.overrides.summary.AttributeNames`): only the files naming ``.x`` are read."""
 
 from __future__ import annotations
 

@@ -21,9 +21,9 @@ _MAX_TRAIL = 8
 
 
 class Bound:
-    """Follows bound methods for one :class:`.reach.Reach`, remembering each answer:
-    ``self._fwd = self.dispatch()``, with ``dispatch`` returning ``self.forward_cpu``, calls
-    ``forward_cpu`` only where ``self._fwd(...)`` runs."""
+    """Follows bound methods for one :class:`.reach.Reach`, remembering each answer: after
+    ``self._fwd = self.pick()`` (``return self.fast``), ``fast`` runs only where ``self._fwd()``
+    does."""
 
     def __init__(self, reach: Reach, tree_of: Callable[[str], ast.Module | None]) -> None:
         self.reach = reach
@@ -43,9 +43,8 @@ class Bound:
         lookup: bool,
         trail: frozenset[str],
     ) -> int:
-        """The level at which the bound method that ``cls.where`` takes may be called for an ``x``;
-        :data:`YES` when it may be called in ``where`` itself or the trail (what is already on the
-        way) is too long."""
+        """The level at which the bound method ``cls.where`` takes may be called for an ``x``;
+        :data:`YES` when ``where`` itself may call it, or the trail (already on the way) is long."""
         if len(trail) > _MAX_TRAIL:
             return YES
         key = (id(x), id(cls), where, method, lookup)

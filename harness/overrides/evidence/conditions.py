@@ -113,9 +113,8 @@ class Finder:
         return text
 
     def _nonempty(self, iterable: ast.expr) -> str:
-        """A loop's condition: its iterable yields something. Its test is the collection the
-        items come from (``self.x`` for ``self.x.items()``, ``enumerate(self.x)``, ...),
-        which must be truthy, as a test of it would be."""
+        """A loop's condition: its iterable yields something, tested as the truth of the collection
+        the items come from (``self.x`` for ``self.x.items()``, ``enumerate(self.x)``, ...)."""
         text = f"{self.source.segment(iterable)} is not empty"
         self.origin.setdefault(text, (_collection(iterable), True))
         return text
@@ -147,15 +146,13 @@ class Finder:
         if isinstance(stmt, (ast.If, ast.While)):
             if _holds(stmt.test, self.line, self.col):
                 return self.expr(stmt.test, held)
-            if self.body(stmt.body, [*held, self._held(stmt.test)]):
-                return True
-            return self.body(stmt.orelse, [*held, self._held(stmt.test, False)])
+            taken = self.body(stmt.body, [*held, self._held(stmt.test)])
+            return taken or self.body(stmt.orelse, [*held, self._held(stmt.test, False)])
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             if _holds(stmt.iter, self.line, self.col):
                 return self.expr(stmt.iter, held)
-            if self.body(stmt.body, [*held, self._nonempty(stmt.iter)]):
-                return True
-            return self.body(stmt.orelse, held)
+            taken = self.body(stmt.body, [*held, self._nonempty(stmt.iter)])
+            return taken or self.body(stmt.orelse, held)
         if isinstance(stmt, ast.Match):
             subject = self.source.segment(stmt.subject)
             for case in stmt.cases:

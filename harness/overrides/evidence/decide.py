@@ -1,6 +1,5 @@
-"""``if self.NUM_EDGES == 0:`` decided for a class from the literal the first class of its MRO
-binding ``NUM_EDGES`` gives it, when no method that may run, nor any file on another object,
-changes it."""
+"""``if self.N == 0:`` decided for a class from the literal its MRO binds ``N`` to first, when no
+method that may run, nor any file on another object, changes it."""
 
 from __future__ import annotations
 
@@ -155,13 +154,6 @@ Holds = Callable[[object], "bool | None"]
 """Whether a test holds for a value of the attribute it reads (``None``: not decidable)."""
 
 
-def constant_tests(test: ast.expr | None, value: bool) -> list[tuple[str, Holds]]:
-    """The ``self.x`` tests that must be ``value`` for ``test`` to be: ``self.x`` itself, and
-    ``self.x <op> <literal>`` (either side; ``in`` a tuple, list or set of literals), each
-    with a function saying whether it holds for a given value of ``self.x``."""
-    return necessary(test, value, _constant_test)
-
-
 def _literal(node: ast.expr) -> tuple[bool, object]:
     if isinstance(node, ast.Constant):
         return True, node.value
@@ -173,6 +165,8 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
 
 
 def _constant_test(test: ast.expr, value: bool) -> list[tuple[str, Holds]]:
+    """``self.x`` or ``self.x <op> <literal>`` (either side; ``in`` a tuple, list or set of
+    literals) that must be ``value``: ``x``, and whether it is for a given value of ``self.x``."""
     attr = _self_attr(test)
     if attr is not None:
         return [(attr, lambda c: bool(c) == value)]
@@ -212,17 +206,16 @@ class ClassConstants:
     ) -> str | None:
         """Why ``test`` cannot be ``value`` for an ``x``: a ``self.<attr>`` it needs is a class
         constant (:meth:`constant_for`) for which it does not hold."""
-        for attr, holds in constant_tests(test, value):
+        for attr, holds in necessary(test, value, _constant_test):
             constant = self.constant_for(x, attr)
             if constant is not None and (constant[0] is UNSET or holds(constant[0]) is False):
                 return constant[1]
         return None
 
     def constant_for(self, x: ClassInfo, attr: str) -> tuple[object, str] | None:
-        """The value ``self.<attr>`` always has for an ``x`` (:data:`UNSET` when reading it raises),
-        with why: the literal the first class of the MRO binding ``attr`` gives it (``NUM_EDGES =
-        2``), or, for an upper-case name no class can supply, :data:`UNSET`; and no method that may
-        run for an ``x``, nor any file on another object, changes it."""
+        """The value ``self.<attr>`` always has for an ``x``, with why: the literal the MRO binds it
+        to first (``N = 2``), or :data:`UNSET` for an upper-case name no class can supply; and no
+        method that may run for an ``x``, nor any file on another object, changes it."""
         project = self.project
         if not project.fully_resolved(x) or self._stores.stored(attr, others=True):
             return None
@@ -261,9 +254,8 @@ class ClassConstants:
         return found
 
     def _no_call_names(self, method: str, attr: str) -> bool:
-        """Whether no call of ``method`` can pass a keyword ``attr``: ``attr`` is private (users pass
-        no such keyword) and every call of that name in the tree spells out its keywords, none
-        ``attr``."""
+        """Whether no call of ``method`` can pass a keyword ``attr``: a private one (users pass no
+        such keyword) that no call of that name in the tree passes, all spelling out keywords."""
         return attr.startswith("_") and all(
             not call.starstar and attr not in call.keywords
             for call, _, _ in self.reach.calls(method)

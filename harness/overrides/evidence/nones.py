@@ -58,9 +58,8 @@ def is_none(test: ast.expr | None, value: bool) -> list[str]:
 
 
 def not_none(test: ast.expr | None, value: bool) -> list[str]:
-    """Local names that must not be ``None`` for ``test`` to be ``value``: ``name is not
-    None`` true, ``name is None`` false, ``name`` true, and through ``not``, ``and`` (true) and
-    ``or`` (false)."""
+    """Local names that must not be ``None`` for ``test`` to be ``value``: ``name is not None``
+    true, ``name is None`` false, ``name`` true; through ``not``/``and``/``or``."""
 
     def leaf(test: ast.expr, value: bool) -> list[str]:
         compared = none_comparison(test)
@@ -84,9 +83,8 @@ def _binds(node: ast.AST, name: str) -> bool:
 
 
 def _merge(states: list[int], before: int) -> int:
-    """What a local is where the branches holding ``states`` meet. With none, what follows is
-    not reached, and any answer holds: the one before the branches if it was decided, else
-    never ``None``."""
+    """What a local is where the branches holding ``states`` meet; with none, nothing after them
+    runs and any answer holds: the one before the branches if decided, else never ``None``."""
     if not states:
         return ALWAYS if before == ALWAYS else NEVER
     return states[0] if len(set(states)) == 1 else MAYBE

@@ -104,11 +104,8 @@ class EvidenceIndex:
     def release(self) -> None:
         """Drop the gathered call sites and break the index <-> reach cycle, so reference counting
         frees the project; the index is unusable afterwards."""
-        self._by_method.clear()
-        self._callers.clear()
-        self._forwarded.clear()
-        self._files.clear()
-        self._picked.clear()
+        for table in (self._by_method, self._callers, self._forwarded, self._files, self._picked):
+            table.clear()
         self.reach.release()
 
     def calls(self, name: str) -> list[CallEntry]:
@@ -175,8 +172,7 @@ class EvidenceIndex:
         within: ClassInfo | None = None,
     ) -> list[Proof]:
         """Calls that reach ``cls``'s ``name`` and that its signature rejects (and ``base``'s
-        accepts), best first; with ``within``, only calls on instances of that class or its
-        subclasses."""
+        accepts), best first; with ``within``, only calls on instances of that class or below."""
         if override.is_property:
             return []
         calls = self.calls(name)
@@ -208,9 +204,8 @@ class EvidenceIndex:
         return out
 
     def _escapes_handler(self, proof: Proof, expected: str | None) -> bool:
-        """Whether a handler around ``proof``'s call catches ``expected`` (the exception an
-        always-raising override raises) but not a ``TypeError``: then the ``TypeError``
-        escapes where the override's own exception was handled."""
+        """Whether a handler around ``proof``'s call catches ``expected`` (what an always-raising
+        override raises) but not a ``TypeError``, which then escapes where the other was handled."""
         if not expected:
             return False
         handlers = (

@@ -91,14 +91,13 @@ class Reach:
         self.escaping: dict[str, list[tuple[ClassInfo, str]]] = {}
         """Method name -> ``(class, method)`` where ``self.<name>`` escapes (``""``: in the
         class body)."""
-        self._dynamic: list[tuple[ClassInfo, tuple[tuple[str, str], ...]]] = []
+        self._dynamic: list[tuple[ClassInfo, str, str]] = []
+        """``(class, prefix, method)``: ``getattr(self, <prefix> + ...)`` in the class's method."""
         for cls in project.all_classes():
-            if cls.facts is None:
-                continue
-            for name, where in cls.facts.escapes:
-                self.escaping.setdefault(name, []).append((cls, where))
-            if cls.facts.dynamic:
-                self._dynamic.append((cls, cls.facts.dynamic))
+            if cls.facts is not None:
+                for name, where in cls.facts.escapes:
+                    self.escaping.setdefault(name, []).append((cls, where))
+                self._dynamic.extend((cls, prefix, where) for prefix, where in cls.facts.dynamic)
         self._memo: dict[tuple[int, int, str], int] = {}
         self._active: set[tuple[int, int, str]] = set()
         self._tainted = False
@@ -108,10 +107,9 @@ class Reach:
     def release(self) -> None:
         """Drop what was gathered and the two callables (reference cycles); unusable afterwards."""
         del self.calls, self.taken  # each refers back to this reach's owner or to it
-        for table in (self.foreign, self.guards, self.escaping, self._memo, self._interface):
+        gathered = (self.foreign, self.guards, self.escaping, self._children, self._dynamic)
+        for table in (*gathered, self._memo, self._interface):
             table.clear()
-        self._children.clear()
-        self._dynamic.clear()
 
     # -- the question ----------------------------------------------------------------------
 
@@ -330,8 +328,7 @@ class Reach:
 
     def _unread_interface(self, x: ClassInfo, method: str) -> bool:
         """Whether ``method`` belongs to the interface of an unread base of ``x``: most (and at
-        least two) of the tree's classes deriving from that base directly define it, as ``forward``
-        under ``nn.Module``."""
+        least two) of the tree's classes deriving from that base directly define it."""
         for base in {b.rpartition(".")[2] for c in self.project.mro(x) for b in c.unresolved}:
             key = (base, method)
             known = self._interface.get(key)
@@ -364,17 +361,19 @@ class Reach:
             (cls, where, False) for cls, where in self.escaping.get(method, ()) if in_mro(cls, x)
         ]
         wildcard: list[tuple[ClassInfo, str, bool]] = []
-        for cls, lookups in self._dynamic:
-            if in_mro(cls, x):
-                for prefix, where in lookups:
-                    if prefix == ANY_NAME:
-                        wildcard.append((cls, where, True))
-                    elif method.startswith(prefix):
-                        named.append((cls, where, True))
+        for cls, where, any_name in self._lookups(x, method):
+            (wildcard if any_name else named).append((cls, where, True))
         if wildcard and method in self._quoted_names():
             named.extend(wildcard)  # the tree names it for a lookup: how it is reached
             wildcard = []
         return self.best(x, method, named), self.best(x, method, wildcard)
+
+    def _lookups(self, x: ClassInfo, method: str) -> Iterator[tuple[ClassInfo, str, bool]]:
+        """The ``getattr(self, ...)`` lookups in ``x``'s classes that may find ``method``: the
+        class, the method holding it, and whether it looks up any name."""
+        for cls, prefix, where in self._dynamic:
+            if method.startswith(prefix) and self.project.in_mro(cls, x):
+                yield cls, where, prefix == ANY_NAME
 
     def _quoted_names(self) -> set[str]:
         """Every identifier the tree's files write as a string literal (``"forward_cpu"``),
@@ -449,20 +448,16 @@ class Reach:
         a bound method (in a method of ``x``'s classes running for an ``x``) that goes only there,
         or called by an unread base, or found by a lookup of any name; ``None`` when none says it."""
         target = f"{owner.qualname}.{method}()"
-        in_mro = self.project.in_mro
         quoted = method in self._quoted_names()
-        places = list(self.escaping.get(method, ()))
+        places = [(c, w) for c, w in self.escaping.get(method, ()) if self.project.in_mro(c, x)]
         places.extend(
-            (cls, where)
-            for cls, lookups in self._dynamic
-            for prefix, where in lookups
-            if (prefix == ANY_NAME and quoted) or (prefix and method.startswith(prefix))
+            (c, w) for c, w, any_name in self._lookups(x, method) if quoted or not any_name
         )
         taking = list(
             dict.fromkeys(
                 f"{cls.qualname}.{where}()"
                 for cls, where in places
-                if where and where != method and in_mro(cls, x) and self.runs(x, cls, where) != NO
+                if where and where != method and self.runs(x, cls, where) != NO
             )
         )
         if taking:
@@ -481,10 +476,8 @@ class Reach:
             )
         lookups = [
             f"{cls.qualname}.{where}()"
-            for cls, found in self._dynamic
-            if in_mro(cls, x)
-            for prefix, where in found
-            if prefix == ANY_NAME and where and self.runs(x, cls, where) == UNTYPED
+            for cls, where, any_name in self._lookups(x, method)
+            if any_name and where and self.runs(x, cls, where) == UNTYPED
         ]
         if lookups:
             return (
