@@ -17,7 +17,13 @@ from harness.overrides.rules import Issue, NoBase, Pair, Rule, RuleSet, Sibling
 from harness.overrides.summary import FileSummary
 
 # `cls` in a class method is reported as "self": the implicit first argument either way.
-_RECEIVER_WORDS = {Receiver.SUPER: "super()", Receiver.CLS: "self"}
+_RECEIVER_WORDS = {
+    Receiver.SELF: "self",
+    Receiver.SUPER: "super()",
+    Receiver.CONSTRUCTED: "constructed",
+    Receiver.ANNOTATED: "annotated",
+    Receiver.CLS: "self",
+}
 
 
 def analyze(
@@ -202,7 +208,7 @@ def _evidence(proof: Proof | None, cls: ClassInfo) -> tuple[Severity, str, Evide
         col=proof.call.col,
         text=proof.call.text,
         error=f"TypeError: {proof.error}",
-        receiver=_RECEIVER_WORDS.get(proof.call.receiver, proof.call.receiver.name.lower()),
+        receiver=_RECEIVER_WORDS[proof.call.receiver],
         unreached=proof.unreached,
         via=proof.via,
         untyped=proof.untyped,
