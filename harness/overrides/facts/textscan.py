@@ -124,7 +124,8 @@ class _Methods:
     def __init__(self, node: ast.ClassDef, body: str) -> None:
         self.functions = list(class_functions(node))
         self.first = first = node.lineno - 1
-        self._inert: dict[int, dict[tuple[int, int], int]] = {}
+        self._inert: dict[tuple[int, str], dict[tuple[int, int], int]] = {}
+        """Per (method index, receiver): :func:`inert_lookups` of that method."""
         self.at = Locator(
             body, [(f.lineno - first, (f.end_lineno or f.lineno) - first) for f in self.functions]
         )
@@ -145,9 +146,9 @@ class _Methods:
             return True
         start = self.at.text.rfind("\n", 0, offset) + 1
         col = len(self.at.text[start:offset].encode())  # the syntax tree counts UTF-8 bytes
-        known = self._inert.get(index)
+        known = self._inert.get((index, me))
         if known is None:
-            known = self._inert[index] = inert_lookups(self.functions[index], me)
+            known = self._inert[index, me] = inert_lookups(self.functions[index], me)
         use = known.get((line + self.first, col))
         return use is None or (use == COLLECTED and prefix != ANY_NAME)
 
