@@ -97,91 +97,6 @@ EXTERNAL = frozenset(
 their classes (``x: torch.Tensor``) are not worth walking for."""
 
 
-class LineIndex:
-    """The source split into lines, to slice lines and count them cheaply."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.lines = text.split("\n")
-        self._starts: list[int] | None = None
-
-    def start(self, lineno: int) -> int:
-        """Offset of the first character of line ``lineno`` (``len(text)`` past the end)."""
-        if self._starts is None:
-            self._starts = [0, *accumulate(map(len, self.lines))]  # without the newlines
-        starts = self._starts
-        return starts[lineno - 1] + lineno - 1 if lineno <= len(starts) else len(self.text)
-
-    def line(self, lineno: int) -> str:
-        """One source line without its line ending."""
-        return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
-
-    def self_lines(self) -> list[int]:
-        """Lines of ``self.m(``/``cls.m(``/``super().m(``/``C(...).m(`` calls."""
-        text = self.text
-        found = [m.start() for m in _SELF_CALL.finditer(text) if _starts_word(text, m.start())]
-        if "cls" in text:
-            found += (m.start() for m in _CLS_CALL.finditer(text) if _starts_word(text, m.start()))
-        found += (
-            m.start() for m in _PAREN_CALL.finditer(text) if _closes_receiver_call(text, m.start())
-        )
-        return _line_numbers(text, sorted(found), 1, 0)
-
-    def name_lines(self, name: str, first: int, last: int) -> list[int]:
-        """Lines ``first..last`` holding ``name.m(`` calls (``str.find``: no per-name regex)."""
-        pos = self.start(first)
-        return _line_numbers(
-            self.text, _name_calls(self.text, name + ".", pos, self.start(last + 1)), first, pos
-        )
-
-    def all_name_lines(self) -> dict[str, list[int]]:
-        """:meth:`name_lines` of every name at once, in one pass over the text."""
-        text = self.text
-        out: dict[str, list[int]] = {}
-        line = 1
-        pos = 0
-        count = text.count
-        for match in _DOT_CALL.finditer(text):
-            dot = start = match.start()
-            while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
-                start -= 1  # `\w`: what str.isalnum() says, and the underscore
-            if start == dot or (start and text[start - 1] == "."):
-                continue
-            line += count("\n", pos, start)
-            pos = start
-            lines = out.setdefault(text[start:dot], [])
-            if not lines or lines[-1] != line:
-                lines.append(line)
-        return out
-
-    def assigns(self) -> list[tuple[int, str, str]]:
-        """``(line, name, Class)`` of each ``name = Class(`` (the first ``=`` of a line only)."""
-        text = self.text
-        out: list[tuple[int, str, str]] = []
-        line = 1
-        pos = 0
-        line_start = 0
-        first_eq = -1
-        count = text.count
-        for match in _CTOR_ASSIGN.finditer(text):
-            callee = match.group(1)
-            if not _is_class_like(callee):
-                continue
-            start = match.start()
-            newline = text.rfind("\n", pos, start)
-            line += count("\n", pos, start)
-            pos = start
-            if newline != -1 or first_eq == -1:
-                line_start = newline + 1 if newline != -1 else line_start
-                first_eq = text.find("=", line_start)
-            if start != first_eq:
-                continue
-            target = _ASSIGN_TARGET.match(text, line_start, start)
-            if target is not None:
-                out.append((line, target.group(1), callee))
-        return out
-
-
 def _line_numbers(text: str, offsets: Iterable[int], line: int, pos: int) -> list[int]:
     """The distinct lines of ``offsets`` (ascending, from offset ``pos`` on line ``line``)."""
     out: list[int] = []
@@ -290,13 +205,13 @@ class _Collector:
 
     def __init__(
         self,
-        lines: LineIndex,
+        hits: FileHits,
         caller: str,
         self_name: str | None,
         on_class: bool,
         local_receivers: dict[str, tuple[Receiver, str]],
     ) -> None:
-        self.lines = lines
+        self.hits = hits
         self.caller = caller
         self.self_name = self_name
         self.on_class = on_class
@@ -382,19 +297,22 @@ class _Collector:
                 starstar=any(k.arg is None for k in call.keywords),
                 line=call.lineno,
                 col=call.col_offset + 1,
-                text=self.lines.line(call.lineno).strip()[:_TEXT_LIMIT],
+                text=self.hits.line(call.lineno).strip()[:_TEXT_LIMIT],
             )
         )
 
 
 class FileHits:
-    """Where in a file interesting calls can be, found by regex (receiver names on demand)."""
+    """A file's text and lines, and where in it interesting calls can be, found by regex (receiver
+    names on demand)."""
 
     def __init__(self, text: str, external: frozenset[str] = frozenset()) -> None:
-        self.lines = LineIndex(text)
-        self.self_lines = self.lines.self_lines()
+        self.text = text
+        self.lines = text.split("\n")
+        self._starts: list[int] | None = None
+        self.self_lines = self._self_lines()
         """Lines with ``self.m(``, ``cls.m(``, ``super().m(`` or ``C(...).m(``."""
-        self.assigns = self.lines.assigns() if "=" in text else []
+        self.assigns = self._assigns() if "=" in text else []
         """``(line, name, Class)`` of each ``name = Class(...)``, by line."""
         self.external = external | EXTERNAL
         """Names that cannot be project classes (``torch``, ``Tensor`` from torch)."""
@@ -402,22 +320,93 @@ class FileHits:
         self._scanned = 0
         self._self_assigned: list[tuple[int, str]] | None = None
 
+    def start(self, lineno: int) -> int:
+        """Offset of the first character of line ``lineno`` (``len(text)`` past the end)."""
+        if self._starts is None:
+            self._starts = [0, *accumulate(map(len, self.lines))]  # without the newlines
+        starts = self._starts
+        return starts[lineno - 1] + lineno - 1 if lineno <= len(starts) else len(self.text)
+
+    def line(self, lineno: int) -> str:
+        """One source line without its line ending."""
+        return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
+
+    def _self_lines(self) -> list[int]:
+        text = self.text
+        found = [m.start() for m in _SELF_CALL.finditer(text) if _starts_word(text, m.start())]
+        if "cls" in text:
+            found += (m.start() for m in _CLS_CALL.finditer(text) if _starts_word(text, m.start()))
+        found += (
+            m.start() for m in _PAREN_CALL.finditer(text) if _closes_receiver_call(text, m.start())
+        )
+        return _line_numbers(text, sorted(found), 1, 0)
+
     def name_lines(self, name: str, first: int, last: int) -> list[int]:
         """Lines ``first..last`` with ``name.m(`` calls: the span is searched for the name
-        until the searches have read a few times the file, then one pass indexes all names."""
+        (``str.find``: no per-name regex) until the searches have read a few times the file, then
+        one pass indexes all names."""
         if self._index is None:
-            text = self.lines
-            self._scanned += text.start(last + 1) - text.start(first)
-            if self._scanned <= _SCAN_BUDGET * len(text.text):
-                return text.name_lines(name, first, last)
-            self._index = text.all_name_lines()
+            pos, end = self.start(first), self.start(last + 1)
+            self._scanned += end - pos
+            if self._scanned <= _SCAN_BUDGET * len(self.text):
+                return _line_numbers(
+                    self.text, _name_calls(self.text, name + ".", pos, end), first, pos
+                )
+            self._index = self._all_name_lines()
         return _lines_in(self._index.get(name, []), first, last)
+
+    def _all_name_lines(self) -> dict[str, list[int]]:
+        """Lines of ``name.m(`` calls by ``name``, in one pass over the text."""
+        text = self.text
+        out: dict[str, list[int]] = {}
+        line = 1
+        pos = 0
+        count = text.count
+        for match in _DOT_CALL.finditer(text):
+            dot = start = match.start()
+            while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1  # `\w`: what str.isalnum() says, and the underscore
+            if start == dot or (start and text[start - 1] == "."):
+                continue
+            line += count("\n", pos, start)
+            pos = start
+            lines = out.setdefault(text[start:dot], [])
+            if not lines or lines[-1] != line:
+                lines.append(line)
+        return out
+
+    def _assigns(self) -> list[tuple[int, str, str]]:
+        """The first ``=`` of a line only."""
+        text = self.text
+        out: list[tuple[int, str, str]] = []
+        line = 1
+        pos = 0
+        line_start = 0
+        first_eq = -1
+        count = text.count
+        for match in _CTOR_ASSIGN.finditer(text):
+            callee = match.group(1)
+            if not _is_class_like(callee):
+                continue
+            start = match.start()
+            newline = text.rfind("\n", pos, start)
+            line += count("\n", pos, start)
+            pos = start
+            if newline != -1 or first_eq == -1:
+                line_start = newline + 1 if newline != -1 else line_start
+                first_eq = text.find("=", line_start)
+            if start != first_eq:
+                continue
+            target = _ASSIGN_TARGET.match(text, line_start, start)
+            if target is not None:
+                out.append((line, target.group(1), callee))
+        return out
 
     def self_assigned(self, first: int, last: int) -> frozenset[str]:
         """Names assigned as ``self.x = ...`` (or ``self.x: T = ...``) on lines
         ``first..last`` (textual: cheap and conservative; one scan of the file)."""
         if self._self_assigned is None:
-            self._self_assigned = _self_assignments(self.lines.text)
+            self._self_assigned = _self_assignments(self.text)
         return frozenset(name for _, name in _rows_in(self._self_assigned, first, last))
 
 
@@ -510,6 +499,6 @@ def collect(
         own.extend(lines)
     if not own:
         return []
-    collector = _Collector(hits.lines, caller, self_name, on_class, local_receivers)
+    collector = _Collector(hits, caller, self_name, on_class, local_receivers)
     collector.visit_body(func.body, sorted(set(own)))
     return sorted(collector.out, key=lambda c: (c.line, c.col))
