@@ -337,8 +337,7 @@ def _type_checking_only(body: list[ast.stmt]) -> set[int]:
 
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
     """Whether the function's own body yields (textual check, then an AST check)."""
-    first, last = func.body[0].lineno, func.end_lineno or func.lineno
-    if not any("yield" in line for line in hits.lines[first - 1 : last]):
+    if "yield" not in hits.between(hits.text, func.body[0].lineno, func.end_lineno or func.lineno):
         return False
     stack: list[ast.AST] = list(func.body)
     while stack:
@@ -497,6 +496,6 @@ def _summarize_text(text: str) -> FileSummary:
         ignores=_ignores(text),
         calls=tuple(calls),
         parse_failures=(),
-        dispatch=dispatch_facts.extract(text, tree, statements, aliases, hits.lines),
+        dispatch=dispatch_facts.extract(tree, statements, aliases, hits),
         names=attribute_names(text),
     )

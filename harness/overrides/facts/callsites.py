@@ -327,6 +327,11 @@ class FileHits:
         starts = self._starts
         return starts[lineno - 1] + lineno - 1 if lineno <= len(starts) else len(self.text)
 
+    def between(self, text: str, first: int, last: int) -> str:
+        """Lines ``first..last`` of ``text``: this file's text, or one with the same line lengths
+        (comments blanked)."""
+        return text[self.start(first) : self.start(last + 1) - 1]
+
     def line(self, lineno: int) -> str:
         """One source line without its line ending."""
         return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""

@@ -10,9 +10,9 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from itertools import accumulate
 
 from harness.overrides.facts.blocks import class_functions
+from harness.overrides.facts.callsites import FileHits
 from harness.overrides.facts.guards import rejected_classes
 from harness.overrides.facts.records import ANY_NAME, MIN_PREFIX, ForeignCall
 from harness.overrides.facts.uses import COLLECTED, inert_lookups
@@ -153,49 +153,44 @@ class _Methods:
         return use is None or (use == COLLECTED and prefix != ANY_NAME)
 
 
-def _escapes_by_method(code: str, starts: list[int], node: ast.ClassDef) -> set[tuple[str, str]]:
-    """``(name, method)`` for each ``self.name``/``cls.name`` not called in the class's text
-    (``starts``: each line's offset in ``code``): the text of each of its ``def`` statements is
-    scanned on its own, then the rest (``""``: the class body itself, nested classes)."""
+def _escapes_by_method(code: str, hits: FileHits, node: ast.ClassDef) -> set[tuple[str, str]]:
+    """``(name, method)`` for each ``self.name``/``cls.name`` not called in the class's text: the
+    text of each of its ``def`` statements is scanned on its own, then the rest (``""``: the class
+    body itself, nested classes)."""
     found: set[tuple[str, str]] = set()
-    first, last = node.lineno - 1, node.end_lineno or node.lineno
-    spans: list[tuple[int, int, str]] = []  # the text of each def, and the rest in between
-    at = first
+    spans: list[tuple[int, int, str]] = []  # the lines of each def, and the rest in between
+    at = node.lineno
     for func in sorted(class_functions(node), key=lambda f: f.lineno):
-        start = func.lineno - 1
-        if start < at:
+        if func.lineno < at:
             continue  # a def inside an earlier one's span: scanned with it
-        end = func.end_lineno or func.lineno
-        spans.extend(((starts[at], starts[start], ""), (starts[start], starts[end], func.name)))
+        end = (func.end_lineno or func.lineno) + 1
+        spans.extend(((at, func.lineno, ""), (func.lineno, end, func.name)))
         at = end
-    spans.append((starts[at], starts[last], ""))
-    for begin, stop, method in spans:  # whole lines each: no match crosses a boundary
-        if begin < stop:
-            found.update((name, method) for name in _SELF_REF.findall(code, begin, stop))
-            found.update((name, method) for name in _CLS_REF.findall(code, begin, stop))
+    spans.append((at, (node.end_lineno or node.lineno) + 1, ""))
+    for first, stop, method in spans:  # whole lines each: no match crosses a boundary
+        begin, end = hits.start(first), hits.start(stop)
+        if begin < end:
+            found.update((name, method) for name in _SELF_REF.findall(code, begin, end))
+            found.update((name, method) for name in _CLS_REF.findall(code, begin, end))
     return found
 
 
 def text_facts(
-    code: str, code_lines: list[str], class_nodes: Sequence[tuple[ast.ClassDef, str]]
+    code: str, hits: FileHits, nodes: Sequence[ast.ClassDef], bodies: Sequence[str]
 ) -> tuple[list[dict[str, str]], list[set[tuple[str, str]]], list[list[tuple[str, str]]]]:
-    """Per class, from its body's text: typed ``self.attr``, escapes and dynamic prefixes (each
-    with the method it is written in). A nested class's text is part of its outer class's too
-    (more escapes: more reach)."""
+    """Per class, from its body's text (``bodies``, comments blanked): typed ``self.attr``, escapes
+    and dynamic prefixes (each with the method it is written in). A nested class's text is part of
+    its outer class's too (more escapes: more reach)."""
     typed: list[dict[str, str]] = []
     escapes: list[set[tuple[str, str]]] = []
     dynamic: list[list[tuple[str, str]]] = []
-    starts: list[int] = []
-    if class_nodes:
-        starts = list(accumulate(map((1).__add__, map(len, code_lines)), initial=0))
-    for node, _ in class_nodes:
-        body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
+    for node, body in zip(nodes, bodies, strict=True):
         found: set[tuple[str, str]] = set()
         prefixes: list[tuple[str, str]] = []
         attrs: dict[str, str] = {}
         methods: _Methods | None = None
         if "self" in body or "cls" in body:
-            found.update(_escapes_by_method(code, starts, node))
+            found.update(_escapes_by_method(code, hits, node))
             assigns = _ATTR_ASSIGN.findall(body)
             counts = Counter(attr for attr, _ in assigns)
             for attr, ctor in assigns:
@@ -233,8 +228,8 @@ def global_prefixes(code: str) -> list[str]:
 
 def foreign_calls(
     code: str,
-    code_lines: list[str],
-    class_nodes: Sequence[tuple[ast.ClassDef, str]],
+    hits: FileHits,
+    bodies: Sequence[str],
     typed: list[dict[str, str]],
     functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
     functions_at: Locator,
@@ -246,10 +241,9 @@ def foreign_calls(
     counts.subtract(_CLS_CALL.findall(code))
     counts.subtract(_SUPER_CALL.findall(code))
     out: set[ForeignCall] = set()
-    for (node, _), attrs in zip(class_nodes, typed, strict=True):
+    for body, attrs in zip(bodies, typed, strict=True):
         if not attrs:
             continue
-        body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
         for attr, method in _SELF_ATTR_CALL.findall(body):
             cls = attrs.get(attr)
             if cls is not None:
@@ -272,7 +266,7 @@ def foreign_calls(
             rejected: tuple[str, ...] = ()
             if where is not None:
                 func = functions[where]
-                body = "\n".join(code_lines[func.lineno - 1 : func.end_lineno or func.lineno])
+                body = hits.between(code, func.lineno, func.end_lineno or func.lineno)
                 if all(w in body for w in _RAISE_GUARD):
                     rejected = rejected_classes(func)
             out.add(ForeignCall(method, None, rejected))
