@@ -16,7 +16,6 @@ from harness.overrides.facts.guards import call_guards
 from harness.overrides.facts.records import DESCRIPTOR_NONE, ClassFacts, DispatchSummary, Guard
 from harness.overrides.facts.signature import MethodKind, Signature, first_param
 from harness.overrides.facts.textscan import (
-    Locator,
     blank_comments,
     foreign_calls,
     global_prefixes,
@@ -53,19 +52,13 @@ def extract(
     code = blank_comments(text)
     nodes = [node for node, _ in classes]
     bodies = [hits.between(code, node.lineno, node.end_lineno or node.lineno) for node in nodes]
-    functions = [
-        stmt
-        for stmt in [*(s for node in nodes for s in node.body), *tree.body]
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-    ]
-    functions_at = Locator(code, [(f.lineno, f.end_lineno or f.lineno) for f in functions])
-    typed, escapes, dynamic = text_facts(code, hits, nodes, bodies)
-    foreign = foreign_calls(code, hits, bodies, typed, functions, functions_at)
+    per_class = [text_facts(code, hits, n, b) for n, b in zip(nodes, bodies, strict=True)]
+    foreign = foreign_calls(code, hits, tree, nodes, bodies, [typed for typed, _, _ in per_class])
 
     # Guards of recorded self calls, decorators the checker does not know, descriptors.
     guards: list[Guard] = []
     facts: list[ClassFacts] = []
-    for i, (node, summary) in enumerate(classes):
+    for (node, summary), (typed, escapes, dynamic) in zip(classes, per_class, strict=True):
         effective = {(m.line, m.name): m for m in summary.methods}
         class_text = hits.between(text, node.lineno, node.end_lineno or node.lineno)
         has_guards = any(w in class_text for w in _GUARD_WORDS)
@@ -98,9 +91,9 @@ def extract(
                 guards.extend(call_guards(stmt, self_name, calls))
         fact = ClassFacts(
             qualname=summary.qualname,
-            escapes=tuple(sorted(escapes[i])),
-            dynamic=tuple(dict.fromkeys(dynamic[i])),
-            attr_types=tuple(sorted(typed[i].items())),
+            escapes=tuple(sorted(escapes)),
+            dynamic=tuple(dict.fromkeys(dynamic)),
+            attr_types=tuple(sorted(typed.items())),
             descriptor=descriptor_kind(node) if "__get__" in class_text else DESCRIPTOR_NONE,
             decorators=tuple(decorated),
         )

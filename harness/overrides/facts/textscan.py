@@ -34,42 +34,47 @@ _STRING_HEAD = re.compile(r"""([rRbBuU]?[fF]?[rR]?)(['"])""")
 _RAISE_GUARD = ("isinstance(", "raise")
 
 
-class Locator:
-    """Line numbers of offsets (counting newlines from the previous one, as scans go in order), and
-    the innermost class or function holding a line."""
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
-    def __init__(self, text: str, spans: Sequence[tuple[int, int]]) -> None:
+
+class Locator:
+    """The innermost of some ``def`` statements holding an offset of a text whose first line is
+    line ``first + 1`` of its file (newlines are counted from the previous offset: scans go in
+    order)."""
+
+    def __init__(self, text: str, functions: Sequence[Function], first: int = 0) -> None:
         self.text = text
-        self.spans = sorted([(*span, i) for i, span in enumerate(spans)], key=lambda s: s[0])
-        self.firsts = [first for first, _, _ in self.spans]
+        self.first = first
+        self.functions = sorted(functions, key=lambda f: f.lineno)
+        self.firsts = [f.lineno for f in self.functions]
         self.parents: list[int] = []
-        """Per sorted span: the position of the nearest span enclosing it, or -1."""
+        """Per function: the position of the nearest one enclosing it, or -1."""
         open_: list[int] = []
-        for position, (first, last, _) in enumerate(self.spans):
-            while open_ and self.spans[open_[-1]][1] < first:
+        for position, func in enumerate(self.functions):
+            while open_ and (self.functions[open_[-1]].end_lineno or 0) < func.lineno:
                 open_.pop()
             self.parents.append(open_[-1] if open_ else -1)
-            if last >= first:
-                open_.append(position)
+            open_.append(position)
         self._pos = 0
-        self._line = 1
+        self._line = 1 + first
 
     def line(self, offset: int) -> int:
+        """The file's line number of ``offset``."""
         if offset < self._pos:
-            self._pos, self._line = 0, 1
+            self._pos, self._line = 0, 1 + self.first
         self._line += self.text.count("\n", self._pos, offset)
         self._pos = offset
         return self._line
 
-    def owner(self, line: int) -> int | None:
-        """Index (into the spans given) of the innermost span holding ``line``: the last span
-        starting at or before it, else the nearest enclosing one (spans nest, as statements
-        do)."""
+    def owner(self, offset: int) -> Function | None:
+        """The innermost function holding ``offset``'s line: the last one starting at or before it,
+        else the nearest enclosing one (functions nest, as statements do)."""
+        line = self.line(offset)
         at = bisect_right(self.firsts, line) - 1
         while at >= 0:
-            first, last, index = self.spans[at]
-            if first <= line <= last:
-                return index
+            func = self.functions[at]
+            if func.lineno <= line <= (func.end_lineno or func.lineno):
+                return func
             at = self.parents[at]
         return None
 
@@ -118,38 +123,33 @@ def blank_comments(text: str) -> str:
     return _COMMENT_RUN.sub(blank, text)
 
 
-class _Methods:
-    """The ``def`` of a class holding an offset of the class's text."""
+class _Methods(Locator):
+    """The ``def`` statements of a class, located by offsets of the class's text."""
 
     def __init__(self, node: ast.ClassDef, body: str) -> None:
-        self.functions = list(class_functions(node))
-        self.first = first = node.lineno - 1
-        self._inert: dict[tuple[int, str], dict[tuple[int, int], int]] = {}
-        """Per (method index, receiver): :func:`inert_lookups` of that method."""
-        self.at = Locator(
-            body, [(f.lineno - first, (f.end_lineno or f.lineno) - first) for f in self.functions]
-        )
+        super().__init__(body, list(class_functions(node)), node.lineno - 1)
+        self._inert: dict[tuple[Function, str], dict[tuple[int, int], int]] = {}
+        """Per (method, receiver): :func:`inert_lookups` of that method."""
 
     def name(self, offset: int) -> str:
         """The method's name, ``""`` outside the class's methods (its body itself, or a nested
         class's)."""
-        index = self.at.owner(self.at.line(offset))
-        return "" if index is None else self.functions[index].name
+        func = self.owner(offset)
+        return "" if func is None else func.name
 
     def dispatches(self, offset: int, me: str, prefix: str) -> bool:
         """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``offset`` may call what it
         finds: not when its value is never called, nor when a name with no literal prefix only fills
         a container; always outside the class's methods."""
-        line = self.at.line(offset)
-        index = self.at.owner(line)
-        if index is None:
+        func = self.owner(offset)
+        if func is None:
             return True
-        start = self.at.text.rfind("\n", 0, offset) + 1
-        col = len(self.at.text[start:offset].encode())  # the syntax tree counts UTF-8 bytes
-        known = self._inert.get((index, me))
+        start = self.text.rfind("\n", 0, offset) + 1
+        col = len(self.text[start:offset].encode())  # the syntax tree counts UTF-8 bytes
+        known = self._inert.get((func, me))
         if known is None:
-            known = self._inert[index, me] = inert_lookups(self.functions[index], me)
-        use = known.get((line + self.first, col))
+            known = self._inert[func, me] = inert_lookups(func, me)
+        use = known.get((self.line(offset), col))
         return use is None or (use == COLLECTED and prefix != ANY_NAME)
 
 
@@ -176,38 +176,31 @@ def _escapes_by_method(code: str, hits: FileHits, node: ast.ClassDef) -> set[tup
 
 
 def text_facts(
-    code: str, hits: FileHits, nodes: Sequence[ast.ClassDef], bodies: Sequence[str]
-) -> tuple[list[dict[str, str]], list[set[tuple[str, str]]], list[list[tuple[str, str]]]]:
-    """Per class, from its body's text (``bodies``, comments blanked): typed ``self.attr``, escapes
-    and dynamic prefixes (each with the method it is written in). A nested class's text is part of
-    its outer class's too (more escapes: more reach)."""
-    typed: list[dict[str, str]] = []
-    escapes: list[set[tuple[str, str]]] = []
-    dynamic: list[list[tuple[str, str]]] = []
-    for node, body in zip(nodes, bodies, strict=True):
-        found: set[tuple[str, str]] = set()
-        prefixes: list[tuple[str, str]] = []
-        attrs: dict[str, str] = {}
-        methods: _Methods | None = None
-        if "self" in body or "cls" in body:
-            found.update(_escapes_by_method(code, hits, node))
-            assigns = _ATTR_ASSIGN.findall(body)
-            counts = Counter(attr for attr, _ in assigns)
-            for attr, ctor in assigns:
-                callee = ctor.rstrip(" \t(")
-                if callee and counts[attr] == 1 and callee.rpartition(".")[2][:1].isupper():
-                    attrs[attr] = callee
-        if "getattr(" in body:
-            for match, constant, name in _lookups(body, own=True):
-                methods = methods or _Methods(node, body)
-                if constant:
-                    found.add((name, methods.name(match.start())))
-                elif methods.dispatches(match.start(), match.group(1), name):
-                    prefixes.append((name, methods.name(match.start())))
-        typed.append(attrs)
-        escapes.append(found)
-        dynamic.append(prefixes)
-    return typed, escapes, dynamic
+    code: str, hits: FileHits, node: ast.ClassDef, body: str
+) -> tuple[dict[str, str], set[tuple[str, str]], list[tuple[str, str]]]:
+    """From a class's text (``body``, comments blanked): its typed ``self.attr``, escapes and dynamic
+    prefixes (each with the method it is written in). A nested class's text is part of its outer
+    class's too (more escapes: more reach)."""
+    found: set[tuple[str, str]] = set()
+    prefixes: list[tuple[str, str]] = []
+    attrs: dict[str, str] = {}
+    methods: _Methods | None = None
+    if "self" in body or "cls" in body:
+        found.update(_escapes_by_method(code, hits, node))
+        assigns = _ATTR_ASSIGN.findall(body)
+        counts = Counter(attr for attr, _ in assigns)
+        for attr, ctor in assigns:
+            callee = ctor.rstrip(" \t(")
+            if callee and counts[attr] == 1 and callee.rpartition(".")[2][:1].isupper():
+                attrs[attr] = callee
+    if "getattr(" in body:
+        for match, constant, name in _lookups(body, own=True):
+            methods = methods or _Methods(node, body)
+            if constant:
+                found.add((name, methods.name(match.start())))
+            elif methods.dispatches(match.start(), match.group(1), name):
+                prefixes.append((name, methods.name(match.start())))
+    return attrs, found, prefixes
 
 
 def _lookups(text: str, own: bool) -> Iterator[tuple[re.Match[str], bool, str]]:
@@ -229,13 +222,14 @@ def global_prefixes(code: str) -> list[str]:
 def foreign_calls(
     code: str,
     hits: FileHits,
+    tree: ast.Module,
+    nodes: Sequence[ast.ClassDef],
     bodies: Sequence[str],
-    typed: list[dict[str, str]],
-    functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
-    functions_at: Locator,
+    typed: Sequence[dict[str, str]],
 ) -> set[ForeignCall]:
     """Calls on receivers other than ``self``/``cls``/``super()``, counted by name: every
-    ``.name(`` minus the ``self.name(``/``cls.name(``/``super().name(`` ones."""
+    ``.name(`` minus the ``self.name(``/``cls.name(``/``super().name(`` ones (``typed``: the
+    typed ``self.attr`` of each class of ``nodes``)."""
     counts = Counter(_METHOD_CALL.findall(code))
     counts.subtract(_SELF_CALL.findall(code))
     counts.subtract(_CLS_CALL.findall(code))
@@ -250,6 +244,7 @@ def foreign_calls(
                 out.add(ForeignCall(method, cls, ()))
                 counts[method] -= 1
     guarded = "isinstance(" in code and "raise" in code
+    located: Locator | None = None  # the functions of the module and of its classes' bodies
     for method, count in counts.items():
         if count <= 0:
             continue
@@ -262,10 +257,12 @@ def foreign_calls(
             tail = code[max(0, match.start() - 60) : match.start()].rstrip()
             if _SELF_TAIL.search(tail) or _SUPER_TAIL.search(tail):
                 continue
-            where = functions_at.owner(functions_at.line(match.start()))
+            if located is None:
+                statements = [*(s for node in nodes for s in node.body), *tree.body]
+                located = Locator(code, [s for s in statements if isinstance(s, Function)])
+            func = located.owner(match.start())
             rejected: tuple[str, ...] = ()
-            if where is not None:
-                func = functions[where]
+            if func is not None:
                 body = hits.between(code, func.lineno, func.end_lineno or func.lineno)
                 if all(w in body for w in _RAISE_GUARD):
                     rejected = rejected_classes(func)
