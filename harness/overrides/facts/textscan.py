@@ -38,23 +38,15 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 class Locator:
-    """The innermost of some ``def`` statements holding an offset of a text whose first line is
-    line ``first + 1`` of its file (newlines are counted from the previous offset: scans go in
-    order)."""
+    """The ``def`` statement holding an offset of a text whose first line is line ``first + 1`` of
+    its file, among ``def`` statements that do not nest (a class's own, or a module's and its
+    classes'); newlines are counted from the previous offset, as scans go in order."""
 
     def __init__(self, text: str, functions: Sequence[Function], first: int = 0) -> None:
         self.text = text
         self.first = first
         self.functions = sorted(functions, key=lambda f: f.lineno)
         self.firsts = [f.lineno for f in self.functions]
-        self.parents: list[int] = []
-        """Per function: the position of the nearest one enclosing it, or -1."""
-        open_: list[int] = []
-        for position, func in enumerate(self.functions):
-            while open_ and (self.functions[open_[-1]].end_lineno or 0) < func.lineno:
-                open_.pop()
-            self.parents.append(open_[-1] if open_ else -1)
-            open_.append(position)
         self._pos = 0
         self._line = 1 + first
 
@@ -67,16 +59,12 @@ class Locator:
         return self._line
 
     def owner(self, offset: int) -> Function | None:
-        """The innermost function holding ``offset``'s line: the last one starting at or before it,
-        else the nearest enclosing one (functions nest, as statements do)."""
+        """The function holding ``offset``'s line: the last one starting at or before it, if it
+        ends at or after it."""
         line = self.line(offset)
         at = bisect_right(self.firsts, line) - 1
-        while at >= 0:
-            func = self.functions[at]
-            if func.lineno <= line <= (func.end_lineno or func.lineno):
-                return func
-            at = self.parents[at]
-        return None
+        func = self.functions[at] if at >= 0 else None
+        return func if func is not None and line <= (func.end_lineno or func.lineno) else None
 
 
 def _name_argument(source: str) -> tuple[bool, str]:
@@ -155,14 +143,12 @@ class _Methods(Locator):
 
 def _escapes_by_method(code: str, hits: FileHits, node: ast.ClassDef) -> set[tuple[str, str]]:
     """``(name, method)`` for each ``self.name``/``cls.name`` not called in the class's text: the
-    text of each of its ``def`` statements is scanned on its own, then the rest (``""``: the class
-    body itself, nested classes)."""
+    text of each of its ``def`` statements (they do not nest) is scanned on its own, then the rest
+    (``""``: the class body itself, nested classes)."""
     found: set[tuple[str, str]] = set()
     spans: list[tuple[int, int, str]] = []  # the lines of each def, and the rest in between
     at = node.lineno
     for func in sorted(class_functions(node), key=lambda f: f.lineno):
-        if func.lineno < at:
-            continue  # a def inside an earlier one's span: scanned with it
         end = (func.end_lineno or func.lineno) + 1
         spans.extend(((at, func.lineno, ""), (func.lineno, end, func.name)))
         at = end
