@@ -97,17 +97,6 @@ EXTERNAL = frozenset(
 their classes (``x: torch.Tensor``) are not worth walking for."""
 
 
-def _line_numbers(text: str, offsets: Iterable[int], line: int, pos: int) -> list[int]:
-    """The distinct lines of ``offsets`` (ascending, from offset ``pos`` on line ``line``)."""
-    out: list[int] = []
-    for offset in offsets:
-        line += text.count("\n", pos, offset)
-        pos = offset
-        if not out or out[-1] != line:
-            out.append(line)
-    return out
-
-
 def _name_calls(text: str, needle: str, pos: int, end: int) -> Iterator[int]:
     """Offsets of ``needle`` (``name.``) in ``text[pos:end]`` that start ``name.m(``."""
     start = text.find(needle, pos, end)
@@ -313,19 +302,28 @@ class FileHits:
         self.self_lines = self._self_lines()
         """Lines with ``self.m(``, ``cls.m(``, ``super().m(`` or ``C(...).m(``."""
         self.assigns = self._assigns() if "=" in text else []
-        """``(line, name, Class)`` of each ``name = Class(...)``, by line."""
+        """``(offset, name, Class)`` of each ``name = Class(...)`` (the first ``=`` of its line)."""
         self.external = external | EXTERNAL
         """Names that cannot be project classes (``torch``, ``Tensor`` from torch)."""
         self._index: dict[str, list[int]] | None = None
         self._scanned = 0
         self._self_assigned: list[tuple[int, str]] | None = None
+        """``(offset, name)`` of each ``self.name =`` (:func:`_self_assignments`), once asked."""
+
+    def _line_starts(self) -> list[int]:
+        if self._starts is None:
+            self._starts = [0, *accumulate(len(line) + 1 for line in self.lines)]
+        return self._starts
 
     def start(self, lineno: int) -> int:
         """Offset of the first character of line ``lineno`` (``len(text)`` past the end)."""
-        if self._starts is None:
-            self._starts = [0, *accumulate(map(len, self.lines))]  # without the newlines
-        starts = self._starts
-        return starts[lineno - 1] + lineno - 1 if lineno <= len(starts) else len(self.text)
+        starts = self._line_starts()
+        return starts[lineno - 1] if lineno <= len(starts) else len(self.text)
+
+    def lines_of(self, offsets: Iterable[int]) -> list[int]:
+        """The distinct line numbers of ``offsets``, ascending."""
+        starts = self._line_starts()
+        return sorted({bisect_right(starts, offset) for offset in offsets})
 
     def between(self, text: str, first: int, last: int) -> str:
         """Lines ``first..last`` of ``text``: this file's text, or one with the same line lengths
@@ -344,7 +342,7 @@ class FileHits:
         found += (
             m.start() for m in _PAREN_CALL.finditer(text) if _closes_receiver_call(text, m.start())
         )
-        return _line_numbers(text, sorted(found), 1, 0)
+        return self.lines_of(found)
 
     def name_lines(self, name: str, first: int, last: int) -> list[int]:
         """Lines ``first..last`` with ``name.m(`` calls: the span is searched for the name
@@ -354,57 +352,39 @@ class FileHits:
             pos, end = self.start(first), self.start(last + 1)
             self._scanned += end - pos
             if self._scanned <= _SCAN_BUDGET * len(self.text):
-                return _line_numbers(
-                    self.text, _name_calls(self.text, name + ".", pos, end), first, pos
-                )
+                return self.lines_of(_name_calls(self.text, name + ".", pos, end))
             self._index = self._all_name_lines()
         return _lines_in(self._index.get(name, []), first, last)
 
     def _all_name_lines(self) -> dict[str, list[int]]:
         """Lines of ``name.m(`` calls by ``name``, in one pass over the text."""
         text = self.text
+        starts = self._line_starts()
         out: dict[str, list[int]] = {}
-        line = 1
-        pos = 0
-        count = text.count
         for match in _DOT_CALL.finditer(text):
             dot = start = match.start()
             while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
                 start -= 1  # `\w`: what str.isalnum() says, and the underscore
             if start == dot or (start and text[start - 1] == "."):
                 continue
-            line += count("\n", pos, start)
-            pos = start
+            line = bisect_right(starts, start)
             lines = out.setdefault(text[start:dot], [])
             if not lines or lines[-1] != line:
                 lines.append(line)
         return out
 
     def _assigns(self) -> list[tuple[int, str, str]]:
-        """The first ``=`` of a line only."""
         text = self.text
         out: list[tuple[int, str, str]] = []
-        line = 1
-        pos = 0
-        line_start = 0
-        first_eq = -1
-        count = text.count
         for match in _CTOR_ASSIGN.finditer(text):
             callee = match.group(1)
-            if not _is_class_like(callee):
-                continue
             start = match.start()
-            newline = text.rfind("\n", pos, start)
-            line += count("\n", pos, start)
-            pos = start
-            if newline != -1 or first_eq == -1:
-                line_start = newline + 1 if newline != -1 else line_start
-                first_eq = text.find("=", line_start)
-            if start != first_eq:
+            line_start = text.rfind("\n", 0, start) + 1
+            if not _is_class_like(callee) or text.find("=", line_start) != start:
                 continue
             target = _ASSIGN_TARGET.match(text, line_start, start)
             if target is not None:
-                out.append((line, target.group(1), callee))
+                out.append((start, target.group(1), callee))
         return out
 
     def self_assigned(self, first: int, last: int) -> frozenset[str]:
@@ -412,16 +392,17 @@ class FileHits:
         ``first..last`` (textual: cheap and conservative; one scan of the file)."""
         if self._self_assigned is None:
             self._self_assigned = _self_assignments(self.text)
-        return frozenset(name for _, name in _rows_in(self._self_assigned, first, last))
+        rows = _rows_in(self._self_assigned, self.start(first), self.start(last + 1))
+        return frozenset(name for _, name in rows)
 
 
 _SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*)[=:])")
 
 
 def _self_assignments(text: str) -> list[tuple[int, str]]:
-    """``(line, name)`` of each ``self.name =`` / ``self.name: T =``, in order, in one linear scan."""
+    """``(offset, name)`` of each ``self.name =`` / ``self.name: T =``, in order, in one linear
+    scan."""
     out: list[tuple[int, str]] = []
-    line, pos = 1, 0
     resume = 0
     next_eq = next_nl = -1
     size = len(text)
@@ -443,9 +424,7 @@ def _self_assignments(text: str) -> list[tuple[int, str]]:
             eq = next_eq if next_eq < next_nl else -1
         if eq == -1 or text[eq + 1 : eq + 2] == "=":
             continue
-        line += text.count("\n", pos, match.start())
-        pos = match.start()
-        out.append((line, match.group(1)))
+        out.append((match.start(), match.group(1)))
         resume = eq + 1
     return out
 
@@ -459,10 +438,10 @@ def _lines_in(lines: Sequence[int], first: int, last: int) -> list[int]:
 R = TypeVar("R", bound=tuple[Any, ...])
 
 
-def _rows_in(rows: list[R], first: int, last: int) -> list[R]:
-    """The rows (sorted tuples starting with a line number) on lines ``first..last``."""
-    i = bisect_left(rows, (first,))
-    return rows[i : bisect_left(rows, (last + 1,), i)]
+def _rows_in(rows: list[R], low: int, high: int) -> list[R]:
+    """The rows (sorted tuples starting with an offset) from offset ``low`` up to ``high``."""
+    i = bisect_left(rows, (low,))
+    return rows[i : bisect_left(rows, (high,), i)]
 
 
 def collect(
@@ -490,7 +469,7 @@ def collect(
             local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
             own.extend(lines)
     bound: dict[str, int] | None = None
-    for _, name, callee in _rows_in(hits.assigns, first, last):
+    for _, name, callee in _rows_in(hits.assigns, hits.start(first), hits.start(last + 1)):
         if name == self_name or name in local_receivers:
             continue
         lines = hits.name_lines(name, first, last)
