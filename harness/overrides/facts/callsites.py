@@ -320,6 +320,10 @@ class FileHits:
         starts = self._line_starts()
         return starts[lineno - 1] if lineno <= len(starts) else len(self.text)
 
+    def line_of(self, offset: int) -> int:
+        """The number of the line holding ``offset``."""
+        return bisect_right(self._line_starts(), offset)
+
     def lines_of(self, offsets: Iterable[int]) -> list[int]:
         """The distinct line numbers of ``offsets``, ascending."""
         starts = self._line_starts()

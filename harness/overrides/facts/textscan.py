@@ -38,30 +38,15 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 class Locator:
-    """The ``def`` statement holding an offset of a text whose first line is line ``first + 1`` of
-    its file, among ``def`` statements that do not nest (a class's own, or a module's and its
-    classes'); newlines are counted from the previous offset, as scans go in order."""
+    """The ``def`` statement holding a line, among ``def`` statements that do not nest (a class's
+    own, or a module's and its classes')."""
 
-    def __init__(self, text: str, functions: Sequence[Function], first: int = 0) -> None:
-        self.text = text
-        self.first = first
+    def __init__(self, functions: Sequence[Function]) -> None:
         self.functions = sorted(functions, key=lambda f: f.lineno)
         self.firsts = [f.lineno for f in self.functions]
-        self._pos = 0
-        self._line = 1 + first
 
-    def line(self, offset: int) -> int:
-        """The file's line number of ``offset``."""
-        if offset < self._pos:
-            self._pos, self._line = 0, 1 + self.first
-        self._line += self.text.count("\n", self._pos, offset)
-        self._pos = offset
-        return self._line
-
-    def owner(self, offset: int) -> Function | None:
-        """The function holding ``offset``'s line: the last one starting at or before it, if it
-        ends at or after it."""
-        line = self.line(offset)
+    def owner(self, line: int) -> Function | None:
+        """The last function starting at or before ``line``, if it ends at or after it."""
         at = bisect_right(self.firsts, line) - 1
         func = self.functions[at] if at >= 0 else None
         return func if func is not None and line <= (func.end_lineno or func.lineno) else None
@@ -112,32 +97,31 @@ def blank_comments(text: str) -> str:
 
 
 class _Methods(Locator):
-    """The ``def`` statements of a class, located by offsets of the class's text."""
+    """A class's ``def`` statements, and which computed lookups in them may call what they find."""
 
-    def __init__(self, node: ast.ClassDef, body: str) -> None:
-        super().__init__(body, list(class_functions(node)), node.lineno - 1)
+    def __init__(self, node: ast.ClassDef) -> None:
+        super().__init__(list(class_functions(node)))
         self._inert: dict[tuple[Function, str], dict[tuple[int, int], int]] = {}
         """Per (method, receiver): :func:`inert_lookups` of that method."""
 
-    def name(self, offset: int) -> str:
+    def name(self, line: int) -> str:
         """The method's name, ``""`` outside the class's methods (its body itself, or a nested
         class's)."""
-        func = self.owner(offset)
+        func = self.owner(line)
         return "" if func is None else func.name
 
-    def dispatches(self, offset: int, me: str, prefix: str) -> bool:
-        """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``offset`` may call what it
-        finds: not when its value is never called, nor when a name with no literal prefix only fills
-        a container; always outside the class's methods."""
-        func = self.owner(offset)
+    def dispatches(self, line: int, col: int, me: str, prefix: str) -> bool:
+        """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``line`` and ``col`` (in UTF-8
+        bytes, as the syntax tree counts) may call what it finds: not when its value is never
+        called, nor when a name with no literal prefix only fills a container; always outside the
+        class's methods."""
+        func = self.owner(line)
         if func is None:
             return True
-        start = self.text.rfind("\n", 0, offset) + 1
-        col = len(self.text[start:offset].encode())  # the syntax tree counts UTF-8 bytes
         known = self._inert.get((func, me))
         if known is None:
             known = self._inert[func, me] = inert_lookups(func, me)
-        use = known.get((self.line(offset), col))
+        use = known.get((line, col))
         return use is None or (use == COLLECTED and prefix != ANY_NAME)
 
 
@@ -180,12 +164,17 @@ def text_facts(
             if callee and counts[attr] == 1 and callee.rpartition(".")[2][:1].isupper():
                 attrs[attr] = callee
     if "getattr(" in body:
+        base = hits.start(node.lineno)  # the offset of ``body`` in ``code``
         for match, constant, name in _lookups(body, own=True):
-            methods = methods or _Methods(node, body)
+            methods = methods or _Methods(node)
+            offset = base + match.start()
+            line = hits.line_of(offset)
             if constant:
-                found.add((name, methods.name(match.start())))
-            elif methods.dispatches(match.start(), match.group(1), name):
-                prefixes.append((name, methods.name(match.start())))
+                found.add((name, methods.name(line)))
+                continue
+            col = len(code[hits.start(line) : offset].encode())
+            if methods.dispatches(line, col, match.group(1), name):
+                prefixes.append((name, methods.name(line)))
     return attrs, found, prefixes
 
 
@@ -245,8 +234,8 @@ def foreign_calls(
                 continue
             if located is None:
                 statements = [*(s for node in nodes for s in node.body), *tree.body]
-                located = Locator(code, [s for s in statements if isinstance(s, Function)])
-            func = located.owner(match.start())
+                located = Locator([s for s in statements if isinstance(s, Function)])
+            func = located.owner(hits.line_of(match.start()))
             rejected: tuple[str, ...] = ()
             if func is not None:
                 body = hits.between(code, func.lineno, func.end_lineno or func.lineno)
