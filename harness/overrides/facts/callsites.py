@@ -67,8 +67,7 @@ the text cost a third of a parse)."""
 _SCAN_BUDGET = 4
 """Once per-name scans of one file have read this many times its length, every ``name.m(``
 of the file is indexed in one pass instead."""
-_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
-_ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
+_ID_CHARS_DOT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 _AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 _LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "kind", "type_comment", "n", "s", "op"})
@@ -286,7 +285,7 @@ class _Collector:
                 starstar=any(k.arg is None for k in call.keywords),
                 line=call.lineno,
                 col=call.col_offset + 1,
-                text=self.hits.line(call.lineno).strip()[:_TEXT_LIMIT],
+                text=self.hits.lines[call.lineno - 1].strip()[:_TEXT_LIMIT],
             )
         )
 
@@ -333,10 +332,6 @@ class FileHits:
         """Lines ``first..last`` of ``text``: this file's text, or one with the same line lengths
         (comments blanked)."""
         return text[self.start(first) : self.start(last + 1) - 1]
-
-    def line(self, lineno: int) -> str:
-        """One source line without its line ending."""
-        return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
 
     def _self_lines(self) -> list[int]:
         text = self.text
