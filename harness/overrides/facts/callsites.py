@@ -297,7 +297,8 @@ class FileHits:
     def __init__(self, text: str, external: frozenset[str] = frozenset()) -> None:
         self.text = text
         self.lines = text.split("\n")
-        self._starts: list[int] | None = None
+        self._starts = [0, *accumulate(len(line) + 1 for line in self.lines)]
+        """Offset of each line's first character, then ``len(text) + 1``."""
         self.self_lines = self._self_lines()
         """Lines with ``self.m(``, ``cls.m(``, ``super().m(`` or ``C(...).m(``."""
         self.assigns = self._assigns() if "=" in text else []
@@ -309,23 +310,18 @@ class FileHits:
         self._self_assigned: list[tuple[int, str]] | None = None
         """``(offset, name)`` of each ``self.name =`` (:func:`_self_assignments`), once asked."""
 
-    def _line_starts(self) -> list[int]:
-        if self._starts is None:
-            self._starts = [0, *accumulate(len(line) + 1 for line in self.lines)]
-        return self._starts
-
     def start(self, lineno: int) -> int:
         """Offset of the first character of line ``lineno`` (``len(text)`` past the end)."""
-        starts = self._line_starts()
+        starts = self._starts
         return starts[lineno - 1] if lineno <= len(starts) else len(self.text)
 
     def line_of(self, offset: int) -> int:
         """The number of the line holding ``offset``."""
-        return bisect_right(self._line_starts(), offset)
+        return bisect_right(self._starts, offset)
 
     def lines_of(self, offsets: Iterable[int]) -> list[int]:
         """The distinct line numbers of ``offsets``, ascending."""
-        starts = self._line_starts()
+        starts = self._starts
         return sorted({bisect_right(starts, offset) for offset in offsets})
 
     def between(self, text: str, first: int, last: int) -> str:
@@ -358,7 +354,7 @@ class FileHits:
     def _all_name_lines(self) -> dict[str, list[int]]:
         """Lines of ``name.m(`` calls by ``name``, in one pass over the text."""
         text = self.text
-        starts = self._line_starts()
+        starts = self._starts
         out: dict[str, list[int]] = {}
         for match in _DOT_CALL.finditer(text):
             dot = start = match.start()
