@@ -349,7 +349,7 @@ class FileHits:
             if self._scanned <= _SCAN_BUDGET * len(self.text):
                 return self.lines_of(_name_calls(self.text, name + ".", pos, end))
             self._index = self._all_name_lines()
-        return _lines_in(self._index.get(name, []), first, last)
+        return _between(self._index.get(name, []), first, last + 1)
 
     def _all_name_lines(self) -> dict[str, list[int]]:
         """Lines of ``name.m(`` calls by ``name``, in one pass over the text."""
@@ -387,7 +387,7 @@ class FileHits:
         ``first..last`` (textual: cheap and conservative; one scan of the file)."""
         if self._self_assigned is None:
             self._self_assigned = _self_assignments(self.text)
-        rows = _rows_in(self._self_assigned, self.start(first), self.start(last + 1))
+        rows = _between(self._self_assigned, (self.start(first),), (self.start(last + 1),))
         return frozenset(name for _, name in rows)
 
 
@@ -424,19 +424,14 @@ def _self_assignments(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _lines_in(lines: Sequence[int], first: int, last: int) -> list[int]:
-    i = bisect_left(lines, first)
-    j = bisect_right(lines, last, i)
-    return list(lines[i:j])
+R = TypeVar("R", int, tuple[Any, ...])
 
 
-R = TypeVar("R", bound=tuple[Any, ...])
-
-
-def _rows_in(rows: list[R], low: int, high: int) -> list[R]:
-    """The rows (sorted tuples starting with an offset) from offset ``low`` up to ``high``."""
-    i = bisect_left(rows, (low,))
-    return rows[i : bisect_left(rows, (high,), i)]
+def _between(items: list[R], low: Any, high: Any) -> list[R]:
+    """The items of sorted ``items`` from ``low`` up to, not including, ``high`` (a copy): line
+    numbers, or rows starting with an offset (``low`` and ``high`` then 1-tuples)."""
+    i = bisect_left(items, low)
+    return items[i : bisect_left(items, high, i)]
 
 
 def collect(
@@ -451,7 +446,7 @@ def collect(
     the implicit first parameter, ``on_class`` says it is a class."""
     first = func.body[0].lineno
     last = func.end_lineno or func.lineno
-    own = _lines_in(hits.self_lines, first, last)
+    own = _between(hits.self_lines, first, last + 1)
     local_receivers: dict[str, tuple[Receiver, str]] = {}
     for arg in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs):
         if arg.annotation is None or arg.arg == self_name:
@@ -464,7 +459,8 @@ def collect(
             local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
             own.extend(lines)
     bound: dict[str, int] | None = None
-    for _, name, callee in _rows_in(hits.assigns, hits.start(first), hits.start(last + 1)):
+    assigns = _between(hits.assigns, (hits.start(first),), (hits.start(last + 1),))
+    for _, name, callee in assigns:
         if name == self_name or name in local_receivers:
             continue
         lines = hits.name_lines(name, first, last)
