@@ -15,7 +15,7 @@ from typing import Generic, NamedTuple, TypeVar
 
 from harness.overrides.facts import callsites, grammar
 from harness.overrides.facts import dispatch as dispatch_facts
-from harness.overrides.facts.blocks import scope_blocks
+from harness.overrides.facts.blocks import holds, scope_blocks
 from harness.overrides.facts.callsites import CallSite, FileHits
 from harness.overrides.facts.records import DispatchSummary
 from harness.overrides.facts.returned import returned_callables
@@ -337,17 +337,8 @@ def _type_checking_only(body: list[ast.stmt]) -> set[int]:
 
 def _yields(func: ast.AsyncFunctionDef | ast.FunctionDef, hits: FileHits) -> bool:
     """Whether the function's own body yields (textual check, then an AST check)."""
-    first, last = func.body[0].lineno, func.end_lineno or func.lineno
-    if not any("yield" in line for line in hits.lines.lines[first - 1 : last]):
-        return False
-    stack: list[ast.AST] = list(func.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return True
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-    return False
+    text = hits.between(hits.text, func.body[0].lineno, func.end_lineno or func.lineno)
+    return "yield" in text and holds(func, (ast.Yield, ast.YieldFrom))
 
 
 def _self_name(func: ast.FunctionDef | ast.AsyncFunctionDef, sig: Signature) -> str | None:
@@ -497,6 +488,6 @@ def _summarize_text(text: str) -> FileSummary:
         ignores=_ignores(text),
         calls=tuple(calls),
         parse_failures=(),
-        dispatch=dispatch_facts.extract(text, tree, statements, aliases, hits.lines.lines),
+        dispatch=dispatch_facts.extract(tree, statements, aliases, hits),
         names=attribute_names(text),
     )

@@ -112,6 +112,21 @@ def test_escapes_and_dynamic_names() -> None:
     assert d.prefixes == ("visit_",)
 
 
+def test_inert_lookups_are_decided_per_receiver() -> None:
+    d = facts(
+        """
+        class R:
+            def run(self, kind):
+                cls = type(self)
+                getattr(self, "_do_" + kind)()
+                if getattr(cls, "_has_" + kind, None):
+                    return 1
+        """
+    )
+    (r,) = d.classes
+    assert r.dynamic == (("_do_", "run"),)  # the `cls` lookup is only tested, never called
+
+
 def test_descriptors_and_decorator_wrappers() -> None:
     d = facts(
         """

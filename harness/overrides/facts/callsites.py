@@ -67,8 +67,7 @@ the text cost a third of a parse)."""
 _SCAN_BUDGET = 4
 """Once per-name scans of one file have read this many times its length, every ``name.m(``
 of the file is indexed in one pass instead."""
-_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
-_ID_CHARS_DOT = frozenset(_ID_CHARS + ".")
+_ID_CHARS_DOT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 _AFTER_DOT = re.compile(r"[ \t]*\w+[ \t]*\(")
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 _LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "kind", "type_comment", "n", "s", "op"})
@@ -95,102 +94,6 @@ EXTERNAL = frozenset(
 )  # fmt: skip
 """Top-level packages that cannot hold project classes: annotated receivers typed with
 their classes (``x: torch.Tensor``) are not worth walking for."""
-
-
-class LineIndex:
-    """The source split into lines, to slice lines and count them cheaply."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.lines = text.split("\n")
-        self._starts: list[int] | None = None
-
-    def start(self, lineno: int) -> int:
-        """Offset of the first character of line ``lineno`` (``len(text)`` past the end)."""
-        if self._starts is None:
-            self._starts = [0, *accumulate(map(len, self.lines))]  # without the newlines
-        starts = self._starts
-        return starts[lineno - 1] + lineno - 1 if lineno <= len(starts) else len(self.text)
-
-    def line(self, lineno: int) -> str:
-        """One source line without its line ending."""
-        return self.lines[lineno - 1].rstrip("\r") if 0 < lineno <= len(self.lines) else ""
-
-    def self_lines(self) -> list[int]:
-        """Lines of ``self.m(``/``cls.m(``/``super().m(``/``C(...).m(`` calls."""
-        text = self.text
-        found = [m.start() for m in _SELF_CALL.finditer(text) if _starts_word(text, m.start())]
-        if "cls" in text:
-            found += (m.start() for m in _CLS_CALL.finditer(text) if _starts_word(text, m.start()))
-        found += (
-            m.start() for m in _PAREN_CALL.finditer(text) if _closes_receiver_call(text, m.start())
-        )
-        return _line_numbers(text, sorted(found), 1, 0)
-
-    def name_lines(self, name: str, first: int, last: int) -> list[int]:
-        """Lines ``first..last`` holding ``name.m(`` calls (``str.find``: no per-name regex)."""
-        pos = self.start(first)
-        return _line_numbers(
-            self.text, _name_calls(self.text, name + ".", pos, self.start(last + 1)), first, pos
-        )
-
-    def all_name_lines(self) -> dict[str, list[int]]:
-        """:meth:`name_lines` of every name at once, in one pass over the text."""
-        text = self.text
-        out: dict[str, list[int]] = {}
-        line = 1
-        pos = 0
-        count = text.count
-        for match in _DOT_CALL.finditer(text):
-            dot = start = match.start()
-            while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
-                start -= 1  # `\w`: what str.isalnum() says, and the underscore
-            if start == dot or (start and text[start - 1] == "."):
-                continue
-            line += count("\n", pos, start)
-            pos = start
-            lines = out.setdefault(text[start:dot], [])
-            if not lines or lines[-1] != line:
-                lines.append(line)
-        return out
-
-    def assigns(self) -> list[tuple[int, str, str]]:
-        """``(line, name, Class)`` of each ``name = Class(`` (the first ``=`` of a line only)."""
-        text = self.text
-        out: list[tuple[int, str, str]] = []
-        line = 1
-        pos = 0
-        line_start = 0
-        first_eq = -1
-        count = text.count
-        for match in _CTOR_ASSIGN.finditer(text):
-            callee = match.group(1)
-            if not _is_class_like(callee):
-                continue
-            start = match.start()
-            newline = text.rfind("\n", pos, start)
-            line += count("\n", pos, start)
-            pos = start
-            if newline != -1 or first_eq == -1:
-                line_start = newline + 1 if newline != -1 else line_start
-                first_eq = text.find("=", line_start)
-            if start != first_eq:
-                continue
-            target = _ASSIGN_TARGET.match(text, line_start, start)
-            if target is not None:
-                out.append((line, target.group(1), callee))
-        return out
-
-
-def _line_numbers(text: str, offsets: Iterable[int], line: int, pos: int) -> list[int]:
-    """The distinct lines of ``offsets`` (ascending, from offset ``pos`` on line ``line``)."""
-    out: list[int] = []
-    for offset in offsets:
-        line += text.count("\n", pos, offset)
-        pos = offset
-        if not out or out[-1] != line:
-            out.append(line)
-    return out
 
 
 def _name_calls(text: str, needle: str, pos: int, end: int) -> Iterator[int]:
@@ -290,13 +193,13 @@ class _Collector:
 
     def __init__(
         self,
-        lines: LineIndex,
+        hits: FileHits,
         caller: str,
         self_name: str | None,
         on_class: bool,
         local_receivers: dict[str, tuple[Receiver, str]],
     ) -> None:
-        self.lines = lines
+        self.hits = hits
         self.caller = caller
         self.self_name = self_name
         self.on_class = on_class
@@ -382,52 +285,119 @@ class _Collector:
                 starstar=any(k.arg is None for k in call.keywords),
                 line=call.lineno,
                 col=call.col_offset + 1,
-                text=self.lines.line(call.lineno).strip()[:_TEXT_LIMIT],
+                text=self.hits.lines[call.lineno - 1].strip()[:_TEXT_LIMIT],
             )
         )
 
 
 class FileHits:
-    """Where in a file interesting calls can be, found by regex (receiver names on demand)."""
+    """A file's text and lines, and where in it interesting calls can be, found by regex (receiver
+    names on demand)."""
 
     def __init__(self, text: str, external: frozenset[str] = frozenset()) -> None:
-        self.lines = LineIndex(text)
-        self.self_lines = self.lines.self_lines()
+        self.text = text
+        self.lines = text.split("\n")
+        self._starts = [0, *accumulate(len(line) + 1 for line in self.lines)]
+        """Offset of each line's first character, then ``len(text) + 1``."""
+        self.self_lines = self._self_lines()
         """Lines with ``self.m(``, ``cls.m(``, ``super().m(`` or ``C(...).m(``."""
-        self.assigns = self.lines.assigns() if "=" in text else []
-        """``(line, name, Class)`` of each ``name = Class(...)``, by line."""
+        self.assigns = self._assigns() if "=" in text else []
+        """``(offset, name, Class)`` of each ``name = Class(...)`` (the first ``=`` of its line)."""
         self.external = external | EXTERNAL
         """Names that cannot be project classes (``torch``, ``Tensor`` from torch)."""
         self._index: dict[str, list[int]] | None = None
         self._scanned = 0
         self._self_assigned: list[tuple[int, str]] | None = None
+        """``(offset, name)`` of each ``self.name =`` (:func:`_self_assignments`), once asked."""
+
+    def start(self, lineno: int) -> int:
+        """Offset of the first character of line ``lineno`` (``len(text)`` past the end)."""
+        starts = self._starts
+        return starts[lineno - 1] if lineno <= len(starts) else len(self.text)
+
+    def line_of(self, offset: int) -> int:
+        """The number of the line holding ``offset``."""
+        return bisect_right(self._starts, offset)
+
+    def lines_of(self, offsets: Iterable[int]) -> list[int]:
+        """The distinct line numbers of ``offsets``, ascending."""
+        starts = self._starts
+        return sorted({bisect_right(starts, offset) for offset in offsets})
+
+    def between(self, text: str, first: int, last: int) -> str:
+        """Lines ``first..last`` of ``text``: this file's text, or one with the same line lengths
+        (comments blanked)."""
+        return text[self.start(first) : self.start(last + 1) - 1]
+
+    def _self_lines(self) -> list[int]:
+        text = self.text
+        found = [m.start() for m in _SELF_CALL.finditer(text) if _starts_word(text, m.start())]
+        if "cls" in text:
+            found += (m.start() for m in _CLS_CALL.finditer(text) if _starts_word(text, m.start()))
+        found += (
+            m.start() for m in _PAREN_CALL.finditer(text) if _closes_receiver_call(text, m.start())
+        )
+        return self.lines_of(found)
 
     def name_lines(self, name: str, first: int, last: int) -> list[int]:
         """Lines ``first..last`` with ``name.m(`` calls: the span is searched for the name
-        until the searches have read a few times the file, then one pass indexes all names."""
+        (``str.find``: no per-name regex) until the searches have read a few times the file, then
+        one pass indexes all names."""
         if self._index is None:
-            text = self.lines
-            self._scanned += text.start(last + 1) - text.start(first)
-            if self._scanned <= _SCAN_BUDGET * len(text.text):
-                return text.name_lines(name, first, last)
-            self._index = text.all_name_lines()
-        return _lines_in(self._index.get(name, []), first, last)
+            pos, end = self.start(first), self.start(last + 1)
+            self._scanned += end - pos
+            if self._scanned <= _SCAN_BUDGET * len(self.text):
+                return self.lines_of(_name_calls(self.text, name + ".", pos, end))
+            self._index = self._all_name_lines()
+        return _between(self._index.get(name, []), first, last + 1)
+
+    def _all_name_lines(self) -> dict[str, list[int]]:
+        """Lines of ``name.m(`` calls by ``name``, in one pass over the text."""
+        text = self.text
+        starts = self._starts
+        out: dict[str, list[int]] = {}
+        for match in _DOT_CALL.finditer(text):
+            dot = start = match.start()
+            while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1  # `\w`: what str.isalnum() says, and the underscore
+            if start == dot or (start and text[start - 1] == "."):
+                continue
+            line = bisect_right(starts, start)
+            lines = out.setdefault(text[start:dot], [])
+            if not lines or lines[-1] != line:
+                lines.append(line)
+        return out
+
+    def _assigns(self) -> list[tuple[int, str, str]]:
+        text = self.text
+        out: list[tuple[int, str, str]] = []
+        for match in _CTOR_ASSIGN.finditer(text):
+            callee = match.group(1)
+            start = match.start()
+            line_start = text.rfind("\n", 0, start) + 1
+            if not _is_class_like(callee) or text.find("=", line_start) != start:
+                continue
+            target = _ASSIGN_TARGET.match(text, line_start, start)
+            if target is not None:
+                out.append((start, target.group(1), callee))
+        return out
 
     def self_assigned(self, first: int, last: int) -> frozenset[str]:
         """Names assigned as ``self.x = ...`` (or ``self.x: T = ...``) on lines
         ``first..last`` (textual: cheap and conservative; one scan of the file)."""
         if self._self_assigned is None:
-            self._self_assigned = _self_assignments(self.lines.text)
-        return frozenset(name for _, name in _rows_in(self._self_assigned, first, last))
+            self._self_assigned = _self_assignments(self.text)
+        rows = _between(self._self_assigned, (self.start(first),), (self.start(last + 1),))
+        return frozenset(name for _, name in rows)
 
 
 _SELF_DOT = re.compile(r"self(?=[ \t]*\.[ \t]*(\w+)([ \t]*)[=:])")
 
 
 def _self_assignments(text: str) -> list[tuple[int, str]]:
-    """``(line, name)`` of each ``self.name =`` / ``self.name: T =``, in order, in one linear scan."""
+    """``(offset, name)`` of each ``self.name =`` / ``self.name: T =``, in order, in one linear
+    scan."""
     out: list[tuple[int, str]] = []
-    line, pos = 1, 0
     resume = 0
     next_eq = next_nl = -1
     size = len(text)
@@ -449,26 +419,19 @@ def _self_assignments(text: str) -> list[tuple[int, str]]:
             eq = next_eq if next_eq < next_nl else -1
         if eq == -1 or text[eq + 1 : eq + 2] == "=":
             continue
-        line += text.count("\n", pos, match.start())
-        pos = match.start()
-        out.append((line, match.group(1)))
+        out.append((match.start(), match.group(1)))
         resume = eq + 1
     return out
 
 
-def _lines_in(lines: Sequence[int], first: int, last: int) -> list[int]:
-    i = bisect_left(lines, first)
-    j = bisect_right(lines, last, i)
-    return list(lines[i:j])
+R = TypeVar("R", int, tuple[Any, ...])
 
 
-R = TypeVar("R", bound=tuple[Any, ...])
-
-
-def _rows_in(rows: list[R], first: int, last: int) -> list[R]:
-    """The rows (sorted tuples starting with a line number) on lines ``first..last``."""
-    i = bisect_left(rows, (first,))
-    return rows[i : bisect_left(rows, (last + 1,), i)]
+def _between(items: list[R], low: Any, high: Any) -> list[R]:
+    """The items of sorted ``items`` from ``low`` up to, not including, ``high`` (a copy): line
+    numbers, or rows starting with an offset (``low`` and ``high`` then 1-tuples)."""
+    i = bisect_left(items, low)
+    return items[i : bisect_left(items, high, i)]
 
 
 def collect(
@@ -483,7 +446,7 @@ def collect(
     the implicit first parameter, ``on_class`` says it is a class."""
     first = func.body[0].lineno
     last = func.end_lineno or func.lineno
-    own = _lines_in(hits.self_lines, first, last)
+    own = _between(hits.self_lines, first, last + 1)
     local_receivers: dict[str, tuple[Receiver, str]] = {}
     for arg in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs):
         if arg.annotation is None or arg.arg == self_name:
@@ -496,7 +459,8 @@ def collect(
             local_receivers[arg.arg] = (Receiver.ANNOTATED, cls)
             own.extend(lines)
     bound: dict[str, int] | None = None
-    for _, name, callee in _rows_in(hits.assigns, first, last):
+    assigns = _between(hits.assigns, (hits.start(first),), (hits.start(last + 1),))
+    for _, name, callee in assigns:
         if name == self_name or name in local_receivers:
             continue
         lines = hits.name_lines(name, first, last)
@@ -510,6 +474,6 @@ def collect(
         own.extend(lines)
     if not own:
         return []
-    collector = _Collector(hits.lines, caller, self_name, on_class, local_receivers)
+    collector = _Collector(hits, caller, self_name, on_class, local_receivers)
     collector.visit_body(func.body, sorted(set(own)))
     return sorted(collector.out, key=lambda c: (c.line, c.col))

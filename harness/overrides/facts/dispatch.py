@@ -11,12 +11,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from harness.overrides.facts.blocks import class_functions
-from harness.overrides.facts.callsites import CallSite
+from harness.overrides.facts.callsites import CallSite, FileHits
 from harness.overrides.facts.guards import call_guards
 from harness.overrides.facts.records import DESCRIPTOR_NONE, ClassFacts, DispatchSummary, Guard
 from harness.overrides.facts.signature import MethodKind, Signature, first_param
 from harness.overrides.facts.textscan import (
-    Locator,
     blank_comments,
     foreign_calls,
     global_prefixes,
@@ -43,32 +42,25 @@ _GUARD_WORDS = ("isinstance(", "signature(", "type(", "__class__.")
 
 
 def extract(
-    text: str,
     tree: ast.Module,
     classes: Sequence[tuple[ast.ClassDef, ClassStatement]],
     aliases: dict[str, str],
-    lines: list[str],
+    hits: FileHits,
 ) -> DispatchSummary:
-    """The dispatch facts of one parsed file, given its class statements and summaries and its
-    text split at newlines."""
-    class_nodes = [(node, summary.qualname) for node, summary in classes]
+    """The dispatch facts of one parsed file, given its class statements and summaries."""
+    text = hits.text
     code = blank_comments(text)
-    code_lines = lines if code is text else code.split("\n")
-    functions = [
-        stmt
-        for stmt in [*(s for node, _ in class_nodes for s in node.body), *tree.body]
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-    ]
-    functions_at = Locator(code, [(f.lineno, f.end_lineno or f.lineno) for f in functions])
-    typed, escapes, dynamic = text_facts(code, code_lines, class_nodes)
-    foreign = foreign_calls(code, code_lines, class_nodes, typed, functions, functions_at)
+    nodes = [node for node, _ in classes]
+    bodies = [hits.between(code, node.lineno, node.end_lineno or node.lineno) for node in nodes]
+    per_class = [text_facts(code, hits, n, b) for n, b in zip(nodes, bodies, strict=True)]
+    foreign = foreign_calls(code, hits, tree, nodes, bodies, [typed for typed, _, _ in per_class])
 
     # Guards of recorded self calls, decorators the checker does not know, descriptors.
     guards: list[Guard] = []
     facts: list[ClassFacts] = []
-    for i, (node, summary) in enumerate(classes):
+    for (node, summary), (typed, escapes, dynamic) in zip(classes, per_class, strict=True):
         effective = {(m.line, m.name): m for m in summary.methods}
-        class_text = "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
+        class_text = hits.between(text, node.lineno, node.end_lineno or node.lineno)
         has_guards = any(w in class_text for w in _GUARD_WORDS)
         decorated: list[tuple[int, tuple[str, ...]]] = []
         for stmt in class_functions(node):
@@ -89,7 +81,7 @@ def extract(
             ]
             if self_name is None or not calls:
                 continue
-            f_text = "\n".join(lines[stmt.lineno - 1 : f_last])
+            f_text = hits.between(text, stmt.lineno, f_last)
             if (
                 f"isinstance({self_name}" in f_text
                 or "signature(" in f_text
@@ -99,9 +91,9 @@ def extract(
                 guards.extend(call_guards(stmt, self_name, calls))
         fact = ClassFacts(
             qualname=summary.qualname,
-            escapes=tuple(sorted(escapes[i])),
-            dynamic=tuple(dict.fromkeys(dynamic[i])),
-            attr_types=tuple(sorted(typed[i].items())),
+            escapes=tuple(sorted(escapes)),
+            dynamic=tuple(dict.fromkeys(dynamic)),
+            attr_types=tuple(sorted(typed.items())),
             descriptor=descriptor_kind(node) if "__get__" in class_text else DESCRIPTOR_NONE,
             decorators=tuple(decorated),
         )

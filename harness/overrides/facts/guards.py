@@ -167,8 +167,6 @@ def call_guards(
 ) -> list[Guard]:
     """Guards of the recorded calls (``(line, col)``) inside ``func``."""
     wanted = sorted(calls)
-    if not wanted:
-        return []
     bound = _bound_once(func) if _tests_a_name(func) else {}
     out: list[Guard] = []
     # (statements, index, atoms in force for them)

@@ -10,9 +10,9 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from itertools import accumulate
 
 from harness.overrides.facts.blocks import class_functions
+from harness.overrides.facts.callsites import FileHits
 from harness.overrides.facts.guards import rejected_classes
 from harness.overrides.facts.records import ANY_NAME, MIN_PREFIX, ForeignCall
 from harness.overrides.facts.uses import COLLECTED, inert_lookups
@@ -34,44 +34,22 @@ _STRING_HEAD = re.compile(r"""([rRbBuU]?[fF]?[rR]?)(['"])""")
 _RAISE_GUARD = ("isinstance(", "raise")
 
 
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
 class Locator:
-    """Line numbers of offsets (counting newlines from the previous one, as scans go in order), and
-    the innermost class or function holding a line."""
+    """The ``def`` statement holding a line, among ``def`` statements that do not nest (a class's
+    own, or a module's and its classes')."""
 
-    def __init__(self, text: str, spans: Sequence[tuple[int, int]]) -> None:
-        self.text = text
-        self.spans = sorted([(*span, i) for i, span in enumerate(spans)], key=lambda s: s[0])
-        self.firsts = [first for first, _, _ in self.spans]
-        self.parents: list[int] = []
-        """Per sorted span: the position of the nearest span enclosing it, or -1."""
-        open_: list[int] = []
-        for position, (first, last, _) in enumerate(self.spans):
-            while open_ and self.spans[open_[-1]][1] < first:
-                open_.pop()
-            self.parents.append(open_[-1] if open_ else -1)
-            if last >= first:
-                open_.append(position)
-        self._pos = 0
-        self._line = 1
+    def __init__(self, functions: Sequence[Function]) -> None:
+        self.functions = sorted(functions, key=lambda f: f.lineno)
+        self.firsts = [f.lineno for f in self.functions]
 
-    def line(self, offset: int) -> int:
-        if offset < self._pos:
-            self._pos, self._line = 0, 1
-        self._line += self.text.count("\n", self._pos, offset)
-        self._pos = offset
-        return self._line
-
-    def owner(self, line: int) -> int | None:
-        """Index (into the spans given) of the innermost span holding ``line``: the last span
-        starting at or before it, else the nearest enclosing one (spans nest, as statements
-        do)."""
+    def owner(self, line: int) -> Function | None:
+        """The last function starting at or before ``line``, if it ends at or after it."""
         at = bisect_right(self.firsts, line) - 1
-        while at >= 0:
-            first, last, index = self.spans[at]
-            if first <= line <= last:
-                return index
-            at = self.parents[at]
-        return None
+        func = self.functions[at] if at >= 0 else None
+        return func if func is not None and line <= (func.end_lineno or func.lineno) else None
 
 
 def _name_argument(source: str) -> tuple[bool, str]:
@@ -118,100 +96,86 @@ def blank_comments(text: str) -> str:
     return _COMMENT_RUN.sub(blank, text)
 
 
-class _Methods:
-    """The ``def`` of a class holding an offset of the class's text."""
+class _Methods(Locator):
+    """A class's ``def`` statements, and which computed lookups in them may call what they find."""
 
-    def __init__(self, node: ast.ClassDef, body: str) -> None:
-        self.functions = list(class_functions(node))
-        self.first = first = node.lineno - 1
-        self._inert: dict[int, dict[tuple[int, int], int]] = {}
-        self.at = Locator(
-            body, [(f.lineno - first, (f.end_lineno or f.lineno) - first) for f in self.functions]
-        )
+    def __init__(self, node: ast.ClassDef) -> None:
+        super().__init__(list(class_functions(node)))
+        self._inert: dict[tuple[Function, str], dict[tuple[int, int], int]] = {}
+        """Per (method, receiver): :func:`inert_lookups` of that method."""
 
-    def name(self, offset: int) -> str:
+    def name(self, line: int) -> str:
         """The method's name, ``""`` outside the class's methods (its body itself, or a nested
         class's)."""
-        index = self.at.owner(self.at.line(offset))
-        return "" if index is None else self.functions[index].name
+        func = self.owner(line)
+        return "" if func is None else func.name
 
-    def dispatches(self, offset: int, me: str, prefix: str) -> bool:
-        """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``offset`` may call what it
-        finds: not when its value is never called, nor when a name with no literal prefix only fills
-        a container; always outside the class's methods."""
-        line = self.at.line(offset)
-        index = self.at.owner(line)
-        if index is None:
+    def dispatches(self, line: int, col: int, me: str, prefix: str) -> bool:
+        """Whether the computed ``getattr(<me>, <prefix> + ...)`` at ``line`` and ``col`` (in UTF-8
+        bytes, as the syntax tree counts) may call what it finds: not when its value is never
+        called, nor when a name with no literal prefix only fills a container; always outside the
+        class's methods."""
+        func = self.owner(line)
+        if func is None:
             return True
-        start = self.at.text.rfind("\n", 0, offset) + 1
-        col = len(self.at.text[start:offset].encode())  # the syntax tree counts UTF-8 bytes
-        known = self._inert.get(index)
+        known = self._inert.get((func, me))
         if known is None:
-            known = self._inert[index] = inert_lookups(self.functions[index], me)
-        use = known.get((line + self.first, col))
+            known = self._inert[func, me] = inert_lookups(func, me)
+        use = known.get((line, col))
         return use is None or (use == COLLECTED and prefix != ANY_NAME)
 
 
-def _escapes_by_method(code: str, starts: list[int], node: ast.ClassDef) -> set[tuple[str, str]]:
-    """``(name, method)`` for each ``self.name``/``cls.name`` not called in the class's text
-    (``starts``: each line's offset in ``code``): the text of each of its ``def`` statements is
-    scanned on its own, then the rest (``""``: the class body itself, nested classes)."""
+def _escapes_by_method(code: str, hits: FileHits, node: ast.ClassDef) -> set[tuple[str, str]]:
+    """``(name, method)`` for each ``self.name``/``cls.name`` not called in the class's text: the
+    text of each of its ``def`` statements (they do not nest) is scanned on its own, then the rest
+    (``""``: the class body itself, nested classes)."""
     found: set[tuple[str, str]] = set()
-    first, last = node.lineno - 1, node.end_lineno or node.lineno
-    spans: list[tuple[int, int, str]] = []  # the text of each def, and the rest in between
-    at = first
+    spans: list[tuple[int, int, str]] = []  # the lines of each def, and the rest in between
+    at = node.lineno
     for func in sorted(class_functions(node), key=lambda f: f.lineno):
-        start = func.lineno - 1
-        if start < at:
-            continue  # a def inside an earlier one's span: scanned with it
-        end = func.end_lineno or func.lineno
-        spans.extend(((starts[at], starts[start], ""), (starts[start], starts[end], func.name)))
+        end = (func.end_lineno or func.lineno) + 1
+        spans.extend(((at, func.lineno, ""), (func.lineno, end, func.name)))
         at = end
-    spans.append((starts[at], starts[last], ""))
-    for begin, stop, method in spans:  # whole lines each: no match crosses a boundary
-        if begin < stop:
-            found.update((name, method) for name in _SELF_REF.findall(code, begin, stop))
-            found.update((name, method) for name in _CLS_REF.findall(code, begin, stop))
+    spans.append((at, (node.end_lineno or node.lineno) + 1, ""))
+    for first, stop, method in spans:  # whole lines each: no match crosses a boundary
+        begin, end = hits.start(first), hits.start(stop)
+        if begin < end:
+            found.update((name, method) for name in _SELF_REF.findall(code, begin, end))
+            found.update((name, method) for name in _CLS_REF.findall(code, begin, end))
     return found
 
 
 def text_facts(
-    code: str, code_lines: list[str], class_nodes: Sequence[tuple[ast.ClassDef, str]]
-) -> tuple[list[dict[str, str]], list[set[tuple[str, str]]], list[list[tuple[str, str]]]]:
-    """Per class, from its body's text: typed ``self.attr``, escapes and dynamic prefixes (each
-    with the method it is written in). A nested class's text is part of its outer class's too
-    (more escapes: more reach)."""
-    typed: list[dict[str, str]] = []
-    escapes: list[set[tuple[str, str]]] = []
-    dynamic: list[list[tuple[str, str]]] = []
-    starts: list[int] = []
-    if class_nodes:
-        starts = list(accumulate(map((1).__add__, map(len, code_lines)), initial=0))
-    for node, _ in class_nodes:
-        body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
-        found: set[tuple[str, str]] = set()
-        prefixes: list[tuple[str, str]] = []
-        attrs: dict[str, str] = {}
-        methods: _Methods | None = None
-        if "self" in body or "cls" in body:
-            found.update(_escapes_by_method(code, starts, node))
-            assigns = _ATTR_ASSIGN.findall(body)
-            counts = Counter(attr for attr, _ in assigns)
-            for attr, ctor in assigns:
-                callee = ctor.rstrip(" \t(")
-                if callee and counts[attr] == 1 and callee.rpartition(".")[2][:1].isupper():
-                    attrs[attr] = callee
-        if "getattr(" in body:
-            for match, constant, name in _lookups(body, own=True):
-                methods = methods or _Methods(node, body)
-                if constant:
-                    found.add((name, methods.name(match.start())))
-                elif methods.dispatches(match.start(), match.group(1), name):
-                    prefixes.append((name, methods.name(match.start())))
-        typed.append(attrs)
-        escapes.append(found)
-        dynamic.append(prefixes)
-    return typed, escapes, dynamic
+    code: str, hits: FileHits, node: ast.ClassDef, body: str
+) -> tuple[dict[str, str], set[tuple[str, str]], list[tuple[str, str]]]:
+    """From a class's text (``body``, comments blanked): its typed ``self.attr``, escapes and dynamic
+    prefixes (each with the method it is written in). A nested class's text is part of its outer
+    class's too (more escapes: more reach)."""
+    found: set[tuple[str, str]] = set()
+    prefixes: list[tuple[str, str]] = []
+    attrs: dict[str, str] = {}
+    methods: _Methods | None = None
+    if "self" in body or "cls" in body:
+        found.update(_escapes_by_method(code, hits, node))
+        assigns = _ATTR_ASSIGN.findall(body)
+        counts = Counter(attr for attr, _ in assigns)
+        for attr, ctor in assigns:
+            callee = ctor.rstrip(" \t(")
+            if callee and counts[attr] == 1 and callee.rpartition(".")[2][:1].isupper():
+                attrs[attr] = callee
+    if "getattr(" in body:
+        base = hits.start(node.lineno)  # the offset of ``body`` in ``code``
+        for match, constant, name in _lookups(body, own=True):
+            methods = methods or _Methods(node)
+            offset = base + match.start()
+            line = hits.line_of(offset)
+            if constant:
+                found.add((name, methods.name(line)))
+                continue
+            col = len(code[hits.start(line) : offset].encode())
+            if methods.dispatches(line, col, match.group(1), name):
+                prefixes.append((name, methods.name(line)))
+    return attrs, found, prefixes
 
 
 def _lookups(text: str, own: bool) -> Iterator[tuple[re.Match[str], bool, str]]:
@@ -232,29 +196,30 @@ def global_prefixes(code: str) -> list[str]:
 
 def foreign_calls(
     code: str,
-    code_lines: list[str],
-    class_nodes: Sequence[tuple[ast.ClassDef, str]],
-    typed: list[dict[str, str]],
-    functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
-    functions_at: Locator,
+    hits: FileHits,
+    tree: ast.Module,
+    nodes: Sequence[ast.ClassDef],
+    bodies: Sequence[str],
+    typed: Sequence[dict[str, str]],
 ) -> set[ForeignCall]:
     """Calls on receivers other than ``self``/``cls``/``super()``, counted by name: every
-    ``.name(`` minus the ``self.name(``/``cls.name(``/``super().name(`` ones."""
+    ``.name(`` minus the ``self.name(``/``cls.name(``/``super().name(`` ones (``typed``: the
+    typed ``self.attr`` of each class of ``nodes``)."""
     counts = Counter(_METHOD_CALL.findall(code))
     counts.subtract(_SELF_CALL.findall(code))
     counts.subtract(_CLS_CALL.findall(code))
     counts.subtract(_SUPER_CALL.findall(code))
     out: set[ForeignCall] = set()
-    for (node, _), attrs in zip(class_nodes, typed, strict=True):
+    for body, attrs in zip(bodies, typed, strict=True):
         if not attrs:
             continue
-        body = "\n".join(code_lines[node.lineno - 1 : node.end_lineno or node.lineno])
         for attr, method in _SELF_ATTR_CALL.findall(body):
             cls = attrs.get(attr)
             if cls is not None:
                 out.add(ForeignCall(method, cls, ()))
                 counts[method] -= 1
     guarded = "isinstance(" in code and "raise" in code
+    located: Locator | None = None  # the functions of the module and of its classes' bodies
     for method, count in counts.items():
         if count <= 0:
             continue
@@ -267,11 +232,13 @@ def foreign_calls(
             tail = code[max(0, match.start() - 60) : match.start()].rstrip()
             if _SELF_TAIL.search(tail) or _SUPER_TAIL.search(tail):
                 continue
-            where = functions_at.owner(functions_at.line(match.start()))
+            if located is None:
+                statements = [*(s for node in nodes for s in node.body), *tree.body]
+                located = Locator([s for s in statements if isinstance(s, Function)])
+            func = located.owner(hits.line_of(match.start()))
             rejected: tuple[str, ...] = ()
-            if where is not None:
-                func = functions[where]
-                body = "\n".join(code_lines[func.lineno - 1 : func.end_lineno or func.lineno])
+            if func is not None:
+                body = hits.between(code, func.lineno, func.end_lineno or func.lineno)
                 if all(w in body for w in _RAISE_GUARD):
                     rejected = rejected_classes(func)
             out.add(ForeignCall(method, None, rejected))
