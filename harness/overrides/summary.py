@@ -302,13 +302,13 @@ def _imports_of(stmt: ast.Import | ast.ImportFrom) -> Iterator[Import]:
             )
 
 
-_TRY_STAR = getattr(ast, "TryStar", ast.Try)  # 3.11+
-_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, _TRY_STAR)
-"""The statements whose blocks run at the same scope (``match`` not among them)."""
+_TRY = (ast.Try, getattr(ast, "TryStar", ast.Try))  # TryStar: 3.11+
+_COMPOUND = (ast.If, ast.Match, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, *_TRY)
+"""The statements whose blocks run in the enclosing scope."""
 
 
 def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Statements of ``body`` and of its if/try/with/loop blocks, in source order."""
+    """Statements of ``body`` and of its if/try/with/loop/match blocks, in source order."""
     if not any(isinstance(stmt, _COMPOUND) for stmt in body):
         return body
     out: list[ast.stmt] = []

@@ -147,6 +147,30 @@ def test_classes_under_type_checking_are_not_run_time_classes() -> None:
     assert [(c.qualname, c.line) for c in classes] == [("Proto", 6), ("Real", 8)]
 
 
+def test_defs_classes_and_imports_under_match_cases_are_read_as_under_if() -> None:
+    """A ``case`` body runs in the enclosing scope, as an ``if`` branch does: its classes,
+    methods and imports are the module's or the class's."""
+    source = (
+        "import sys\n"
+        "match sys.platform:\n"
+        "    case 'win32':\n"
+        "        from nt import Base\n"
+        "        class Top(Base):\n"
+        "            pass\n"
+        "class Sub:\n"
+        "    match sys.version_info:\n"
+        "        case (3, _, *_):\n"
+        "            def run(self, block_table_tensor): ...\n"
+    )
+    summary = summarize(source.encode())
+    assert [c.qualname for c in summary.classes] == ["Top", "Sub"]
+    assert ("Base", "nt") in {(i.name, i.module) for i in summary.imports}
+    (sub,) = [c for c in summary.classes if c.qualname == "Sub"]
+    assert [(m.name, [p.name for p in m.params]) for m in sub.methods] == [
+        ("run", ["self", "block_table_tensor"])
+    ]
+
+
 def test_module_functions_are_read_only_for_the_methods_that_return_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
