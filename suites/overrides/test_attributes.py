@@ -15,6 +15,8 @@ from harness.overrides.summary import attribute_names, summarize
 def test_other_objects_are_told_from_self_and_cls_in_the_text() -> None:
     assert named_on_other_objects("obj.x = 1", "x") and named_on_other_objects("myself.x", "x")
     assert not named_on_other_objects("self.x = 1\ncls.x\nobj.xy", "x")
+    assert named_on_other_objects("(self).x", "x") and named_on_other_objects("self .x", "x")
+    assert not named_on_other_objects("self. x\ncls.\t x", "x")
 
 
 def test_the_names_a_file_writes_after_a_dot_or_passes_to_setattr() -> None:

@@ -21,7 +21,8 @@ def modules_naming(project: Project, attr: str, *, by_name: bool = False) -> Ite
 
 def named_on_other_objects(text: str, attr: str) -> bool:
     """Whether ``text`` writes ``.attr`` after something else than a bare ``self``/``cls``."""
-    return re.search(rf"(?<!\bself)(?<!\bcls)\.[ \t]*{re.escape(attr)}\b", text) is not None
+    # The dot first, then the look back: a literal start lets the search skip ahead.
+    return re.search(rf"\.(?<!\bself\.)(?<!\bcls\.)[ \t]*{re.escape(attr)}\b", text) is not None
 
 
 class Stores:
