@@ -113,23 +113,44 @@ def _prune_installed(directory: str) -> None:
     """Remove the oldest sibling directories of ``directory`` that the checker made (a
     16-digit key holding a ``CACHEDIR.TAG``), keeping ``_INSTALLED_KEEP`` of them."""
     parent, own = os.path.split(directory)
-    try:
-        entries = [
-            e
-            for e in os.scandir(parent)
-            if e.name != own
-            and len(e.name) == 16
-            and all(c in "0123456789abcdef" for c in e.name)
+    prune_oldest(
+        parent,
+        _INSTALLED_KEEP,
+        lambda e: (
+            e.name != own
+            and is_hex(e.name, 16)
             and e.is_dir(follow_symlinks=False)
             and os.path.isfile(os.path.join(e.path, "CACHEDIR.TAG"))
-        ]
+        ),
+    )
+
+
+def is_hex(text: str, *lengths: int) -> bool:
+    """Whether ``text`` is lower-case hexadecimal digits, as many as one of ``lengths``."""
+    return len(text) in lengths and all(c in "0123456789abcdef" for c in text)
+
+
+def prune_oldest(parent: str, keep: int, ours: Callable[[os.DirEntry[str]], bool]) -> None:
+    """Remove all but the ``keep`` most recently modified entries of ``parent`` that ``ours``
+    accepts (a directory with what it holds); failures leave what could not be removed."""
+    try:
+        entries = [e for e in os.scandir(parent) if ours(e)]
         entries.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime, reverse=True)
     except OSError:
         return
     import shutil  # here, not at the top: it would load compression modules on every start
 
-    for entry in entries[_INSTALLED_KEEP:]:
-        shutil.rmtree(entry.path, ignore_errors=True)
+    for entry in entries[keep:]:
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+
+
+def framed_path(directory: str, name: str) -> str:
+    """Where :func:`write_framed` puts the file ``name`` of ``directory``."""
+    return os.path.join(directory, _SUBDIR, name)
 
 
 def read_framed(
@@ -138,7 +159,7 @@ def read_framed(
     """The payload :func:`write_framed` wrote with this ``header``, or ``None`` if the file
     is missing, unreadable, corrupt, from another version, or not ``valid``."""
     try:
-        with open(os.path.join(directory, _SUBDIR, name), "rb") as handle:
+        with open(framed_path(directory, name), "rb") as handle:
             raw = handle.read()
     except OSError:
         return None
@@ -155,8 +176,8 @@ def read_framed(
 
 def write_framed(directory: str, name: str, header: tuple[Any, ...], payload: Any) -> None:
     """Write ``payload`` atomically under ``directory``; any failure leaves no cache behind."""
-    target = os.path.join(directory, _SUBDIR, name)
-    tmp = os.path.join(directory, _SUBDIR, f".{name}.{os.getpid()}.tmp")
+    target = framed_path(directory, name)
+    tmp = framed_path(directory, f".{name}.{os.getpid()}.tmp")
     try:
         _prepare(directory)
         body = marshal.dumps((header, payload))

@@ -8,6 +8,7 @@ a file git sees renamed keeps REF's findings.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import io
 import json
@@ -24,6 +25,9 @@ from harness.overrides.baseline import filter_new, key
 from harness.overrides.cache import (
     code_version,
     digest,
+    framed_path,
+    is_hex,
+    prune_oldest,
     read_framed,
     user_cache_directory,
     write_framed,
@@ -31,6 +35,9 @@ from harness.overrides.cache import (
 from harness.overrides.checker import CheckOptions, CheckResult, check
 from harness.overrides.config import settings
 from harness.overrides.findings import Finding
+
+_KEEP = 64
+"""REF results the cache keeps, the most recently used."""
 
 
 def _git(root: str, *argv: str, failure: str | None = None) -> bytes:
@@ -123,6 +130,20 @@ def _moved_keys(
     return keys
 
 
+def _is_entry(entry: os.DirEntry[str], suffix: str) -> bool:
+    """Whether ``entry`` is a file this module names ``<tree hash>-<16 hex digits><suffix>``."""
+    tree, _, key = entry.name.removesuffix(suffix).rpartition("-")
+    named = entry.name.endswith(suffix) and is_hex(tree, 40, 64) and is_hex(key, 16)
+    return named and entry.is_file(follow_symlinks=False)
+
+
+def _prune(directory: str) -> None:
+    """Keep the ``_KEEP`` most recently used entries, and remove the files of the JSON format
+    before them (``since/*.json``, no longer read)."""
+    prune_oldest(os.path.dirname(framed_path(directory, "")), _KEEP, lambda e: _is_entry(e, ".bin"))
+    prune_oldest(directory, 0, lambda e: _is_entry(e, ".json"))
+
+
 def added_since(
     result: CheckResult,
     ref: str,
@@ -168,6 +189,10 @@ def added_since(
         rows = [(key(f), os.path.normpath(os.path.join(here, f.path)), f.class_name) for f in found]
         if directory is not None:  # the framed cache file: ``(key, path, class)`` per finding
             write_framed(directory, name, header, rows)
+            _prune(directory)
+    elif directory is not None:
+        with contextlib.suppress(OSError):
+            os.utime(framed_path(directory, name))  # used now: the last to be pruned
     keys = _moved_keys(rows, renames(root, commit), result.findings, here)
     added = filter_new(result.findings, keys)
     hidden = len(result.findings) - len(added)

@@ -15,6 +15,7 @@ import pytest
 
 from harness.overrides.cache import (
     Cache,
+    InstalledCache,
     load,
     locate,
     read_sources,
@@ -467,3 +468,24 @@ def test_the_code_version_covers_every_package_of_the_checker() -> None:
     package = Path(cache_mod.__file__).parent
     found = {p.parent.name for p in package.glob("*/__init__.py")}
     assert set(cache_mod._SUBPACKAGES) == found  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_new_installed_cache_keeps_eight_older_ones_and_nothing_it_did_not_make(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    parent = tmp_path / "harness" / "installed"
+    made = [parent / f"{n:016x}" for n in range(10)]  # made[0] the most recently used
+    for age, directory in enumerate(made):
+        directory.mkdir(parents=True)
+        (directory / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+        os.utime(directory, (1_000_000 - age, 1_000_000 - age))
+    untagged = parent / ("f" * 16)
+    untagged.mkdir()
+    other = parent / "not-a-key"
+    other.mkdir()
+    store = InstalledCache(enabled=True)
+    store.add("k", b"blob")
+    assert store.get("k") == b"blob"
+    kept = {p for p in parent.iterdir() if p.name != os.path.basename(store.directory or "")}
+    assert kept == {*made[:8], untagged, other}

@@ -110,6 +110,36 @@ def test_since_head_reports_nothing_and_ref_findings_are_cached_by_tree_hash(
     assert cli.main(["overrides", "--fail-on", "warning", "--since", "HEAD", "pkg"]) == 0
 
 
+def test_the_since_cache_keeps_the_most_recently_used_entries_and_drops_the_old_format(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each REF tree adds an entry: without pruning the cache grew with every ``--since``."""
+    directory = Path(os.environ["XDG_CACHE_HOME"]) / "harness" / "since"
+    entries = directory / "overrides"
+    entries.mkdir(parents=True)
+    old = [entries / f"{n:040x}-{n:016x}.bin" for n in range(1, 71)]  # 70 older REF trees
+    for age, path in enumerate(old):
+        path.write_bytes(b"stale")
+        os.utime(path, (1_000_000 - age, 1_000_000 - age))  # old[0] the most recent
+    legacy = directory / f"{'ab' * 20}-{'cd' * 8}.json"  # written before the framed format
+    foreign = [entries / "notes.txt", directory / "keep-me.json"]
+    for path in [legacy, *foreign]:
+        path.write_text("{}")
+
+    assert cli.main(["overrides", "--since", "ref", "pkg"]) == 0
+    capsys.readouterr()
+    tree = _git(repo, "rev-parse", "ref^{tree}")
+    (new,) = entries.glob(f"{tree}-*.bin")
+    kept = set(entries.glob("*.bin"))
+    assert kept == {new, *old[: since._KEEP - 1]}  # the newest, and the 63 most recent others
+    assert not legacy.exists() and all(path.exists() for path in foreign)
+
+    os.utime(new, (1, 1))  # now the oldest: a cache hit marks it used again
+    monkeypatch.setattr(since, "export", lambda *args: pytest.fail("REF exported again"))
+    assert cli.main(["overrides", "--since", "ref", "pkg"]) == 0
+    assert new.stat().st_mtime > 1_000_000
+
+
 def test_a_path_new_since_ref_has_no_ref_findings(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
