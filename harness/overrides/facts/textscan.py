@@ -22,14 +22,15 @@ _SELF_TAIL = re.compile(r"(?<![\w.])(?:self|cls)$")
 _COMMENT_RUN = re.compile(r"#[^\n]*")
 _SUPER_TAIL = re.compile(r"\bsuper\([^()\n]*\)[ \t]*$")
 _AFTER_DOT_REF = r"[ \t]*\.[ \t]*([A-Za-z_]\w*)\b(?![ \t]*(?:\(|=(?!=)))"
-# A literal first character keeps these scans fast; the lookbehind then checks the word start.
-_SELF_REF = re.compile(r"s(?<![\w.]s)elf" + _AFTER_DOT_REF)
-_CLS_REF = re.compile(r"c(?<![\w.]c)ls" + _AFTER_DOT_REF)
+# A literal start (the whole word) keeps these scans fast; the lookbehind then checks the
+# character before the word.
+_SELF_REF = re.compile(r"self(?<![\w.]self)" + _AFTER_DOT_REF)
+_CLS_REF = re.compile(r"cls(?<![\w.]cls)" + _AFTER_DOT_REF)
 _ATTR_ASSIGN = re.compile(
-    r"s(?<![\w.]s)elf[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]{0,200})?=(?!=)[ \t]*"
+    r"self(?<![\w.]self)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]{0,200})?=(?!=)[ \t]*"
     r"([A-Za-z_][\w.]{0,200}[ \t]*\()?"
 )
-_GETATTR = re.compile(r"g(?<![\w.]g)etattr\([ \t]*(self|cls|[A-Za-z_][\w.]*)[ \t]*,[ \t]*")
+_GETATTR = re.compile(r"getattr\((?<![\w.]getattr\()[ \t]*(self|cls|[A-Za-z_][\w.]*)[ \t]*,[ \t]*")
 _STRING_HEAD = re.compile(r"""([rRbBuU]?[fF]?[rR]?)(['"])""")
 _RAISE_GUARD = ("isinstance(", "raise")
 
@@ -73,11 +74,11 @@ def _name_argument(source: str) -> tuple[bool, str]:
     return False, literal
 
 
-_SELF_CALL = re.compile(r"s(?<![\w.]s)elf[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
-_CLS_CALL = re.compile(r"c(?<![\w.]c)ls[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
-_SUPER_CALL = re.compile(r"s(?<![\w.]s)uper\([^()\n]*\)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
+_SELF_CALL = re.compile(r"self(?<![\w.]self)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
+_CLS_CALL = re.compile(r"cls(?<![\w.]cls)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
+_SUPER_CALL = re.compile(r"super\((?<![\w.]super\()[^()\n]*\)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\(")
 _SELF_ATTR_CALL = re.compile(
-    r"s(?<![\w.]s)elf[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\("
+    r"self(?<![\w.]self)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\("
 )
 
 
