@@ -138,7 +138,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "packages are shared by all projects in $XDG_CACHE_HOME/harness/installed "
         "(~/.cache when unset)",
     )
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write either cache")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write any cache")
     parser.add_argument(
         "--jobs",
         type=int,
