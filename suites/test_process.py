@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -55,8 +56,13 @@ def test_ctrl_c_while_it_starts_is_delivered_once_it_runs_and_it_is_killed(
         return child
 
     monkeypatch.setattr(process_module.subprocess, "Popen", interrupted_while_starting)
+    handler = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt), session(SLEEPER):
-        raise AssertionError("the block ran although Ctrl-C came first")
+        raise AssertionError(  # what to look at if this fails (it did once in a loaded run)
+            f"the block ran although Ctrl-C came first; SIGINT's handler before the session: "
+            f"{handler!r}, now: {signal.getsignal(signal.SIGINT)!r}; pending: "
+            f"{signal.sigpending()}; threads: {threading.active_count()}"
+        )
     (child,) = started
     assert child.returncode == -signal.SIGKILL  # type: ignore[attr-defined]
 
