@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import sys
-import threading
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,29 +45,59 @@ def test_a_command_that_cannot_start_is_an_os_error(tmp_path: Path) -> None:
         pass
 
 
-def test_ctrl_c_while_it_starts_is_delivered_once_it_runs_and_it_is_killed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A Ctrl-C that arrived inside ``Popen`` left the child running: nobody held it yet."""
+@pytest.fixture
+def interrupted_while_starting(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
+    """``session``'s ``Popen`` sends this process a SIGINT once the child has started, before
+    it returns; the children started are listed."""
     popen = process_module.subprocess.Popen
-    started: list[object] = []
+    started: list[subprocess.Popen[bytes]] = []
 
-    def interrupted_while_starting(*args: object, **kwargs: object) -> object:
-        child = popen(*args, **kwargs)  # type: ignore[call-overload]
+    def interrupted(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        child = popen(*args, **kwargs)
         started.append(child)
         os.kill(os.getpid(), signal.SIGINT)  # arrives before Popen returns
         return child
 
-    monkeypatch.setattr(process_module.subprocess, "Popen", interrupted_while_starting)
-    handler = signal.getsignal(signal.SIGINT)
-    with pytest.raises(KeyboardInterrupt), session(SLEEPER):
-        raise AssertionError(  # what to look at if this fails (it did once in a loaded run)
-            f"the block ran although Ctrl-C came first; SIGINT's handler before the session: "
-            f"{handler!r}, now: {signal.getsignal(signal.SIGINT)!r}; pending: "
-            f"{signal.sigpending()}; threads: {threading.active_count()}"
-        )
-    (child,) = started
-    assert child.returncode == -signal.SIGKILL  # type: ignore[attr-defined]
+    monkeypatch.setattr(process_module.subprocess, "Popen", interrupted)
+    return started
+
+
+@contextlib.contextmanager
+def sigint_handled_by(handler: Any) -> Generator[None, None, None]:
+    """SIGINT goes to ``handler`` inside the block."""
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_while_it_starts_is_delivered_once_it_runs_and_it_is_killed(
+    interrupted_while_starting: list[subprocess.Popen[bytes]],
+) -> None:
+    """A Ctrl-C that arrived inside ``Popen`` left the child running: nobody held it yet."""
+    # SIGINT as a terminal's shell leaves it; a suite run as a background job of a shell
+    # without job control inherits it ignored (the next test).
+    with (
+        sigint_handled_by(signal.default_int_handler),
+        pytest.raises(KeyboardInterrupt),
+        session(SLEEPER),
+    ):
+        raise AssertionError("the block ran although Ctrl-C came first")
+    (child,) = interrupted_while_starting
+    assert child.returncode == -signal.SIGKILL
+
+
+def test_a_sigint_held_while_it_starts_is_ignored_where_sigint_is_ignored(
+    interrupted_while_starting: list[subprocess.Popen[bytes]],
+) -> None:
+    """Held signals go to the handlers in force before: a process that ignores SIGINT (``nohup
+    cmd &`` in a script) goes on, and the child is killed when the block ends."""
+    ran = False
+    with sigint_handled_by(signal.SIG_IGN), session(SLEEPER):
+        ran = True
+    (child,) = interrupted_while_starting
+    assert ran and child.returncode == -signal.SIGKILL
 
 
 def test_signals_held_are_delivered_to_the_previous_handlers_at_the_end() -> None:
