@@ -481,10 +481,14 @@ def pytest_runtest_logreport(report):
 
 
 @pytest.mark.integration
-def test_the_fast_tier_passes_from_a_checkout_whose_path_holds_a_space(tmp_path: Path) -> None:
+def test_the_fast_tier_passes_from_a_checkout_whose_path_holds_a_space_with_sigint_ignored(
+    tmp_path: Path,
+) -> None:
     """A checkout in ``/home/me/my projects/``: a test that writes ``exec {sys.executable}``
     into a shell script, or expects a printed command to hold the interpreter's path unquoted,
-    passed only where the path has no space."""
+    passed only where the path has no space. And run as a background job of a shell without job
+    control (``make test &`` in a script), which starts it with SIGINT ignored: a test that
+    Ctrl-Cs a process without setting SIGINT's handler failed only there."""
     copy = tmp_path / "a checkout" / "harness"
     ignored = (".venv*", ".git", "__pycache__", ".*_cache", ".hypothesis", "reports", "*.egg-info")
     shutil.copytree(SUITES.parent, copy, ignore=shutil.ignore_patterns(*ignored))
@@ -498,7 +502,10 @@ def test_the_fast_tier_passes_from_a_checkout_whose_path_holds_a_space(tmp_path:
     env["PYTHONPATH"] = os.pathsep.join([str(copy), str(tmp_path / "plugin")])  # copy's harness
     env["FAILED_TESTS_FILE"] = str(failed)
     fast = "not gpu and not integration"
-    argv = [sys.executable, "-m", "pytest", "-p", "failures_here", "-n", "2", "-q", "-m", fast]
+    ignoring_sigint = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    ignoring_sigint += "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    argv = [sys.executable, "-c", ignoring_sigint, "-m", "pytest", "-p", "failures_here"]
+    argv += ["-n", "2", "-q", "-m", fast]
     done = subprocess.run(
         [*argv, "-p", "no:cacheprovider", "suites"],
         cwd=copy,
@@ -508,5 +515,5 @@ def test_the_fast_tier_passes_from_a_checkout_whose_path_holds_a_space(tmp_path:
         timeout=1800,
     )
     failures = sorted(set(failed.read_text(encoding="utf-8").split()))
-    assert not failures, "fail from a path with a space:\n" + "\n".join(failures)
+    assert not failures, "fail from a path with a space, SIGINT ignored:\n" + "\n".join(failures)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
