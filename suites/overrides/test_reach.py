@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.overrides.checker import CheckOptions, check
+from harness.overrides.evidence.reach import quoted_names
 from harness.overrides.findings import Finding, Severity
 
 CYCLE = """\
@@ -404,3 +405,12 @@ def test_a_method_most_direct_children_of_an_unread_base_define_is_that_bases_ho
         tmp_path, HOOK.format(body="    def other(self, x):\n        return x\n")
     )
     assert finding.severity is Severity.WARNING
+
+
+def test_quoted_names_are_words_between_two_quotes_of_one_kind() -> None:
+    text = (
+        'BACKENDS = {"cpu": "forward_cpu", \'cuda\': \'_forward_cuda\'}\n'
+        "# Can't and \"Doesn't\" are prose; so is 'mixed\"\n"
+        "KEYS = ('a b', \"2x\", '')\n"
+    )
+    assert quoted_names(text) == {"cpu", "forward_cpu", "cuda", "_forward_cuda"}
