@@ -409,7 +409,7 @@ def test_a_method_most_direct_children_of_an_unread_base_define_is_that_bases_ho
 
 def test_quoted_names_are_words_between_two_quotes_of_one_kind() -> None:
     text = (
-        'BACKENDS = {"cpu": "forward_cpu", \'cuda\': \'_forward_cuda\'}\n'
+        "BACKENDS = {\"cpu\": \"forward_cpu\", 'cuda': '_forward_cuda'}\n"
         "# Can't and \"Doesn't\" are prose; so is 'mixed\"\n"
         "KEYS = ('a b', \"2x\", '')\n"
     )
