@@ -16,6 +16,7 @@ import ast
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from suites.signal_support import with_sigint
 
 SUITES = Path(__file__).resolve().parent
 NESTED_TOOLS = frozenset({"make", "pip", "pip3", "pre-commit", "pre_commit"})
@@ -502,9 +505,7 @@ def test_the_fast_tier_passes_from_a_checkout_whose_path_holds_a_space_with_sigi
     env["PYTHONPATH"] = os.pathsep.join([str(copy), str(tmp_path / "plugin")])  # copy's harness
     env["FAILED_TESTS_FILE"] = str(failed)
     fast = "not gpu and not integration"
-    ignoring_sigint = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-    ignoring_sigint += "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
-    argv = [sys.executable, "-c", ignoring_sigint, "-m", "pytest", "-p", "failures_here"]
+    argv = [*with_sigint(signal.SIG_IGN), sys.executable, "-m", "pytest", "-p", "failures_here"]
     argv += ["-n", "2", "-q", "-m", fast]
     done = subprocess.run(
         [*argv, "-p", "no:cacheprovider", "suites"],

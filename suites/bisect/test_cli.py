@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from suites.signal_support import with_sigint
 
 from .repos import git, rename_history
 
@@ -147,17 +148,6 @@ def _bisect_dirs(temp: Path) -> list[Path]:
     return list(temp.glob("harness-bisect-*"))
 
 
-SIGINT_AT_DEFAULT = [
-    sys.executable,
-    "-c",
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "os.execv(sys.argv[1], sys.argv[1:])",
-]
-"""Runs the command after it with SIGINT at its default, as a terminal's shell leaves it: a
-suite run as a background job of a shell without job control has it ignored, and so would the
-command (``exec`` keeps an ignored signal ignored)."""
-
-
 def _alive(token: str) -> bool:
     """Whether the check's shell (not the harness process, whose arguments hold it too) runs."""
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
@@ -181,7 +171,7 @@ def test_ctrl_c_mid_run_leaves_no_worktree_and_no_check_running(
     exe = Path(sys.executable).with_name("harness")
     process = subprocess.Popen(
         [
-            *SIGINT_AT_DEFAULT,
+            *with_sigint(signal.SIG_DFL),  # the suite may run with SIGINT ignored
             str(exe),
             "bisect",
             "--repo",
