@@ -88,6 +88,21 @@ def test_foreign_calls_count_receivers_other_than_self_and_skip_comments() -> No
     assert {f.method for f in d.foreign} == {"_first", "compute"}
 
 
+def test_code_after_a_string_holding_a_hash_is_read_and_comments_are_not() -> None:
+    d = facts(
+        """
+        class P:
+            def start(self):
+                register("issue #", self._on_issue)  # not: self._in_comment
+                register('#', self._on_hash)
+                register("a\\" #", self._on_quote) # not: self._after_quote
+                label = "it's # " + str(self._on_label)
+        """
+    )
+    (p,) = d.classes
+    assert {name for name, _ in p.escapes} == {"_on_issue", "_on_hash", "_on_quote", "_on_label"}
+
+
 def test_escapes_and_dynamic_names() -> None:
     d = facts(
         """

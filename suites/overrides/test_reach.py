@@ -225,6 +225,18 @@ def test_a_name_escaping_in_the_class_body_always_reaches_it(tmp_path: Path) -> 
     assert finding.severity is Severity.ERROR
 
 
+def test_a_name_escaping_after_a_string_holding_a_hash_reaches_it(tmp_path: Path) -> None:
+    overridden = "    def make(self, ts):\n        return self._plot(1, 2)\n\n"
+    for body, severity in (
+        ('    handler = register("issue #", lambda self: self._ts_plot)\n', Severity.ERROR),
+        ("    handler = register('#', lambda self: self._ts_plot)  # 'x'\n", Severity.ERROR),
+        ('    handler = register("issue")  # lambda self: self._ts_plot\n', Severity.WARNING),
+    ):
+        source = ESCAPE.format(make=overridden).replace("class Base:\n", "class Base:\n" + body)
+        (finding,) = _findings(tmp_path, source)
+        assert finding.severity is severity, body
+
+
 UNREAD = """\
 import torch.nn as nn
 

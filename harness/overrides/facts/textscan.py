@@ -83,18 +83,40 @@ _SELF_ATTR_CALL = re.compile(
 
 
 def blank_comments(text: str) -> str:
-    """``text`` with every ``#`` comment (a ``#`` at a line start or after a space) blanked to
-    spaces, so offsets and line numbers hold."""
+    """``text`` with every ``#`` comment (a ``#`` at a line start or after a space, outside the
+    strings its line opens before it) blanked to spaces, so offsets and line numbers hold. A
+    ``#`` that may be in a string is kept with the rest of its line, so code after a string such
+    as ``"issue #"`` is read; each line's quotes are read as if no string were open at its start
+    (after a triple-quoted string's last line, its comment is kept too)."""
     if "#" not in text:
         return text
 
     def blank(match: re.Match[str]) -> str:
         start = match.start()
-        if start and not text[start - 1].isspace():
-            return match.group(0)  # `a#b`: not a comment start
-        return " " * (match.end() - start)
+        line_start = text.rfind("\n", 0, start) + 1
+        if start == line_start or (
+            text[start - 1].isspace() and _QUOTE.search(text, line_start, start) is None
+        ):
+            return " " * (match.end() - start)  # the common case: no quote before it
+        run, at = match.group(0), 0
+        while at != -1:
+            end = start + at
+            if text[end - 1].isspace() and not _opens_string(text[line_start:end]):
+                return run[:at] + " " * (len(run) - at)
+            at = run.find("#", at + 1)
+        return run  # `a#b`, or a `#` that may be in a string: not a comment start
 
     return _COMMENT_RUN.sub(blank, text)
+
+
+_QUOTE = re.compile("['\"]")
+_CLOSED_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'" + r'|"(?:[^"\\\n]|\\.)*"')
+
+
+def _opens_string(head: str) -> bool:
+    """Whether a string that ``head`` (the start of a line) opens may still be open at its end: a
+    quote is left once its closed strings are taken out."""
+    return _QUOTE.search(_CLOSED_STRING.sub("", head)) is not None
 
 
 class _Methods(Locator):
