@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.overrides.checker import CheckOptions, check
+from harness.overrides.discover import discover
+from harness.overrides.evidence import proofs
+from harness.overrides.evidence.proofs import EvidenceIndex
 from harness.overrides.findings import Finding, Severity
+from harness.overrides.model.resolve import Project
+from harness.overrides.summary import summarize
 
 BASE = """\
 class Base:
@@ -294,3 +301,23 @@ def test_a_call_reached_through_a_base_picked_by_a_branch_is_a_warning(tmp_path:
     )
     finding = only([f for f in findings(tmp_path, files) if f.path == "m.py"])
     assert finding.severity is Severity.ERROR
+
+
+def test_the_first_names_asked_are_found_by_a_scan_and_the_rest_by_the_index_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(3):
+        calls = "".join(f"        self.m{k}({i})\n" for k in range(24))
+        (tmp_path / f"mod{i}.py").write_text(f"class C{i}:\n    def run(self):\n{calls}")
+    files, _ = discover([str(tmp_path)], cwd=str(tmp_path))
+    project = Project([(f, summarize(Path(f.path).read_bytes())) for f in files])
+    names = [f"m{k}" for k in range(24)] + ["run", "absent"]
+    scanned = EvidenceIndex(project)  # the first _SCANNED names by a scan, then the index
+    found = {name: scanned.calls(name) for name in names}
+    monkeypatch.setattr(proofs, "_SCANNED", 0)
+    indexed = EvidenceIndex(project)  # every name from the index
+    for name in names:
+        assert [(c, k and k.key, m.file.display) for c, k, m in found[name]] == [
+            (c, k and k.key, m.file.display) for c, k, m in indexed.calls(name)
+        ], name
+    assert len(found["m3"]) == 3 and found["absent"] == []

@@ -79,6 +79,11 @@ class _Files(dict[str, Conditions]):
         return self[path].tree
 
 
+_SCANNED = 16
+"""Names whose callers are found by testing every module before the modules are indexed by the
+names they call (a ``--changed`` run asks about a few)."""
+
+
 class EvidenceIndex:
     """Call sites of the whole project by called method name, gathered on first request from the
     files that call that name."""
@@ -114,14 +119,17 @@ class EvidenceIndex:
         found = self._by_method.get(name)
         if found is None:
             project = self.project
-            if self._indexed < len(project.files) + len(project.external_files):
-                files = project.all_files()  # modules read from outside are added as needed
+            files = project.all_files()  # modules read from outside are added as needed
+            if len(self._by_method) < _SCANNED:  # a few names: cheaper than the index
+                callers = [module for module in files if name in module.summary.called]
+            else:
                 for module in files[self._indexed :]:
                     for called in module.summary.called:
                         self._callers.setdefault(called, []).append(module)
                 self._indexed = len(files)
+                callers = self._callers.get(name, [])
             found = self._by_method[name] = []
-            for module in self._callers.get(name, ()):
+            for module in callers:
                 for cls in module.members:
                     found.extend((c, cls, module) for c in cls.summary.calls if c.method == name)
                 found.extend((c, None, module) for c in module.summary.calls if c.method == name)

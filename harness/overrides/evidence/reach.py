@@ -79,11 +79,9 @@ class Reach:
         self.taken = follow(self)
         self._quoted: set[str] | None = None
         self._interface: dict[tuple[str, str], bool] = {}
-        self._children: dict[str, list[ClassInfo]] = {}
-        """The last name of an unresolved base -> the tree's classes written deriving from it."""
-        for cls in project.classes:
-            for written in dict.fromkeys(b.rpartition(".")[2] for b in cls.unresolved):
-                self._children.setdefault(written, []).append(cls)
+        self._children: dict[str, list[ClassInfo]] | None = None
+        """The last name of an unresolved base -> the tree's classes written deriving from it
+        (gathered on first use)."""
         self.foreign: dict[str, list[tuple[ForeignCall, ModuleInfo]]] = {}
         self.guards: dict[tuple[int, int, int], Guard] = {}
         prefixes: set[str] = set()
@@ -114,7 +112,8 @@ class Reach:
     def release(self) -> None:
         """Drop what was gathered and the two callables (reference cycles); unusable afterwards."""
         del self.calls, self.taken  # each refers back to this reach's owner or to it
-        gathered = (self.foreign, self.guards, self.escaping, self._children, self._dynamic)
+        self._children = None
+        gathered = (self.foreign, self.guards, self.escaping, self._dynamic)
         for table in (*gathered, self._memo, self._interface):
             table.clear()
 
@@ -336,6 +335,11 @@ class Reach:
     def _unread_interface(self, x: ClassInfo, method: str) -> bool:
         """Whether ``method`` belongs to the interface of an unread base of ``x``: most (and at
         least two) of the tree's classes deriving from that base directly define it."""
+        if self._children is None:
+            self._children = {}
+            for cls in self.project.classes:
+                for written in dict.fromkeys(b.rpartition(".")[2] for b in cls.unresolved):
+                    self._children.setdefault(written, []).append(cls)
         for base in {b.rpartition(".")[2] for c in self.project.mro(x) for b in c.unresolved}:
             key = (base, method)
             known = self._interface.get(key)
