@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+from pytest import MonkeyPatch
+
+from harness.overrides.facts import textscan
 from harness.overrides.facts.records import (
     ANY_NAME,
     DESCRIPTOR_METHOD,
@@ -101,6 +105,27 @@ def test_code_after_a_string_holding_a_hash_is_read_and_comments_are_not() -> No
     )
     (p,) = d.classes
     assert {name for name, _ in p.escapes} == {"_on_issue", "_on_hash", "_on_quote", "_on_label"}
+
+
+def test_a_line_of_many_strings_holding_a_hash_is_read_once(monkeypatch: MonkeyPatch) -> None:
+    # A generated line of thousands of "item #k" strings: reading each `#` from the line's start
+    # again took minutes; each line with a quote before its first `#` is tokenised once.
+    line = "X = [" + ", ".join(f'"item #{k}"' for k in range(4000)) + "]  # self._c\n"
+    reads: list[int] = []
+    token = textscan._LINE_TOKEN
+
+    class Counted:
+        def finditer(self, text: str, pos: int, endpos: int) -> Iterator[re.Match[str]]:
+            reads.append(pos)
+            return token.finditer(text, pos, endpos)
+
+    monkeypatch.setattr(textscan, "_LINE_TOKEN", Counted())
+    blanked = textscan.blank_comments(line + "y = 'a #'  # z\n")
+    assert [row.rstrip() for row in blanked.splitlines()] == [
+        line[: line.index("]") + 1],
+        "y = 'a #'",
+    ]
+    assert reads == [0, len(line)]
 
 
 def test_escapes_and_dynamic_names() -> None:

@@ -98,25 +98,19 @@ def blank_comments(text: str) -> str:
             text[start - 1].isspace() and _QUOTE.search(text, line_start, start) is None
         ):
             return " " * (match.end() - start)  # the common case: no quote before it
-        run, at = match.group(0), 0
-        while at != -1:
-            end = start + at
-            if text[end - 1].isspace() and not _opens_string(text[line_start:end]):
-                return run[:at] + " " * (len(run) - at)
-            at = run.find("#", at + 1)
-        return run  # `a#b`, or a `#` that may be in a string: not a comment start
+        end = match.end()  # the line's end
+        for token in _LINE_TOKEN.finditer(text, line_start, end):  # its strings, and each `#`
+            at = token.start()
+            if token.group() == "#" and text[at - 1].isspace():
+                return text[start:at] + " " * (end - at)
+        return match.group(0)  # `a#b`, or a `#` that may be in a string: not a comment start
 
     return _COMMENT_RUN.sub(blank, text)
 
 
 _QUOTE = re.compile("['\"]")
-_CLOSED_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'" + r'|"(?:[^"\\\n]|\\.)*"')
-
-
-def _opens_string(head: str) -> bool:
-    """Whether a string that ``head`` (the start of a line) opens may still be open at its end: a
-    quote is left once its closed strings are taken out."""
-    return _QUOTE.search(_CLOSED_STRING.sub("", head)) is not None
+_LINE_TOKEN = re.compile(r"'(?:[^'\\\n]|\\.)*'?" + r'|"(?:[^"\\\n]|\\.)*"?|#')
+"""A string of one line (its closing quote missing when it runs on), or a ``#``."""
 
 
 class _Methods(Locator):
