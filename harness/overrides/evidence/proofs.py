@@ -119,14 +119,15 @@ class EvidenceIndex:
         found = self._by_method.get(name)
         if found is None:
             project = self.project
-            files = project.all_files()  # modules read from outside are added as needed
             if len(self._by_method) < _SCANNED:  # a few names: cheaper than the index
-                callers = [module for module in files if name in module.summary.called]
+                callers = [m for m in project.all_files() if name in m.summary.called]
             else:
-                for module in files[self._indexed :]:
-                    for called in module.summary.called:
-                        self._callers.setdefault(called, []).append(module)
-                self._indexed = len(files)
+                if self._indexed < len(project.files) + len(project.external_files):
+                    files = project.all_files()  # modules read from outside are added as needed
+                    for module in files[self._indexed :]:
+                        for called in module.summary.called:
+                            self._callers.setdefault(called, []).append(module)
+                    self._indexed = len(files)
                 callers = self._callers.get(name, [])
             found = self._by_method[name] = []
             for module in callers:
